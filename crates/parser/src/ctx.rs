@@ -1,0 +1,190 @@
+//! What every format reader shares: the options, the output queue, the
+//! summary, and the rules that apply to every entry whatever its format
+//! (URL resolution X3/X4/X6, the scope rule L6/I4, the entry limit C4).
+
+use std::collections::VecDeque;
+
+use crate::diagnostic::{Diagnostic, Position, Rule};
+use crate::event::{Event, SitemapRef, UrlEntry};
+use crate::options::{MAX_LOC_CHARS, ParseOptions};
+use crate::scope::in_scope_with;
+use crate::summary::Summary;
+use crate::url::{Base, NormUrl, UrlError, has_scheme};
+
+/// Longest value quoted in a diagnostic message.
+const QUOTE_CHARS: usize = 120;
+
+/// `value` for a one-line message: Debug-quoted, shortened.
+pub fn quote(value: &str) -> String {
+    let mut end = value.len();
+    if let Some((i, _)) = value.char_indices().nth(QUOTE_CHARS) {
+        end = i;
+    }
+    let mut q = format!("{:?}", &value[..end]);
+    if end < value.len() {
+        q.push('…');
+    }
+    q
+}
+
+/// Whether a relative reference could be one: no braces, angle brackets,
+/// quotes, pipes, backslashes, carets, backticks or controls (which unrendered
+/// templates such as `{{ site.url }}/` are full of).
+fn plausible_reference(s: &str) -> bool {
+    !s.bytes()
+        .any(|b| b < b' ' || matches!(b, b'{' | b'}' | b'<' | b'>' | b'"' | b'|' | b'\\' | b'^' | b'`' | 0x7f))
+}
+
+/// The state every format reader writes to.
+pub struct Ctx {
+    /// The caller's options.
+    pub opts: ParseOptions,
+    /// The document URL, parsed once for resolving relative references.
+    pub base: Option<Base>,
+    /// Events produced and not yet handed out.
+    pub queue: VecDeque<Event>,
+    /// Running totals.
+    pub summary: Summary,
+    /// Set when the entry limit stopped the document.
+    pub stopped: bool,
+}
+
+impl Ctx {
+    /// A context for one document.
+    pub fn new(opts: ParseOptions) -> Self {
+        let base = opts.document_url.as_ref().map(Base::new);
+        Self {
+            opts,
+            base,
+            queue: VecDeque::new(),
+            summary: Summary::default(),
+            stopped: false,
+        }
+    }
+
+    /// Records and queues a diagnostic.
+    pub fn diag(&mut self, d: Diagnostic) {
+        *self.summary.diagnostics.entry(d.rule).or_default() += 1;
+        self.queue.push_back(Event::Diagnostic(d));
+    }
+
+    /// Queues a warning.
+    pub fn warn(&mut self, rule: Rule, pos: Position, message: impl Into<String>) {
+        self.diag(Diagnostic::warning(rule, pos, message));
+    }
+
+    /// Queues an error.
+    pub fn error(&mut self, rule: Rule, pos: Position, message: impl Into<String>) {
+        self.diag(Diagnostic::error(rule, pos, message));
+    }
+
+    /// Turns a reference as written (a loc, a text line, an href) into a
+    /// normalised URL, or drops it with a diagnostic under `rule`. Relative
+    /// references are resolved against `base` (or the document URL) in
+    /// lenient mode and dropped in strict mode.
+    pub fn resolve(
+        &mut self,
+        raw: &str,
+        rule: Rule,
+        pos: Position,
+        what: &str,
+        base: Option<&Base>,
+    ) -> Option<NormUrl> {
+        let trimmed = raw.trim();
+        if trimmed.len() > MAX_LOC_CHARS && trimmed.chars().count() > MAX_LOC_CHARS {
+            self.warn(
+                Rule::X4,
+                pos,
+                format!("{what} longer than {MAX_LOC_CHARS} characters dropped: {}", quote(trimmed)),
+            );
+            return None;
+        }
+        let result = if has_scheme(trimmed) {
+            NormUrl::parse(trimmed)
+        } else if self.opts.is_strict() {
+            Err(UrlError::Relative)
+        } else if !plausible_reference(trimmed) {
+            self.warn(rule, pos, format!("{what} {} dropped: not a URL", quote(trimmed)));
+            return None;
+        } else {
+            let joined = base.or(self.base.as_ref()).map(|b| b.join(trimmed));
+            match joined {
+                Some(Ok(url)) => {
+                    self.warn(rule, pos, format!("relative {what} {} resolved to {url}", quote(trimmed)));
+                    Ok(url)
+                }
+                Some(Err(e)) => Err(e),
+                None => {
+                    self.warn(
+                        rule,
+                        pos,
+                        format!("relative {what} {} dropped: no document URL to resolve it against", quote(trimmed)),
+                    );
+                    return None;
+                }
+            }
+        };
+        match result {
+            Ok(url) => {
+                if !trimmed.is_ascii() {
+                    self.warn(Rule::X6, pos, format!("non-ASCII characters in {what} percent-encoded: {url}"));
+                }
+                Some(url)
+            }
+            Err(e) => {
+                self.warn(rule, pos, format!("{what} {} dropped: {e}", quote(trimmed)));
+                None
+            }
+        }
+    }
+
+    /// Applies the scope rule (L6 for URLs, I4 for index children); false drops the URL.
+    fn in_scope(&mut self, url: &NormUrl, rule: Rule, pos: Position) -> bool {
+        let Some(doc) = &self.opts.document_url else {
+            return true;
+        };
+        match in_scope_with(doc, &self.opts.authorized_origins, url, self.opts.scope) {
+            Ok(()) => true,
+            Err(reason) => {
+                *self.summary.out_of_scope.entry(reason).or_default() += 1;
+                let msg = format!("{url} dropped: out of the scope of {doc} (other {reason})");
+                self.warn(rule, pos, msg);
+                false
+            }
+        }
+    }
+
+    /// Counts an entry against the limit (C4); false once the limit is reached.
+    fn admit(&mut self, pos: Position) -> bool {
+        if self.stopped {
+            return false;
+        }
+        let max = self.opts.max_entries;
+        if self.summary.entries() < max {
+            return true;
+        }
+        self.stopped = true;
+        if self.opts.is_strict() {
+            self.error(Rule::C4, pos, format!("more than {max} entries: document rejected (strict)"));
+        } else {
+            self.warn(Rule::C4, pos, format!("entry limit of {max} reached: the rest of the document is ignored"));
+        }
+        false
+    }
+
+    /// Yields a URL entry if it is in scope and within the limit.
+    pub fn emit_url(&mut self, entry: UrlEntry, pos: Position) {
+        if self.in_scope(&entry.loc, Rule::L6, pos) && self.admit(pos) {
+            self.summary.urls += 1;
+            self.queue.push_back(Event::Url(entry));
+        }
+    }
+
+    /// Yields a child-sitemap reference if it is in scope and within the limit.
+    pub fn emit_sitemap(&mut self, sitemap: SitemapRef, pos: Position) {
+        if self.in_scope(&sitemap.loc, Rule::I4, pos) && self.admit(pos) {
+            self.summary.sitemaps += 1;
+            self.queue.push_back(Event::Sitemap(sitemap));
+        }
+    }
+}

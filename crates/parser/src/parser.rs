@@ -1,0 +1,227 @@
+//! The pull parser: bytes in, [`Event`]s out, one at a time.
+
+use std::io::{self, BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::ctx::Ctx;
+use crate::diagnostic::{Position, Rule};
+use crate::event::Event;
+use crate::input::encoding::{DecodeReader, EncodingSource, detect};
+use crate::input::gzip::{read_prefix, unwrap_layers};
+use crate::input::limit::{Limit, limit_exceeded};
+use crate::input::source::{Source, token_too_long};
+use crate::options::ParseOptions;
+use crate::sniff::{SNIFF_WINDOW, Sniffed, sniff};
+use crate::summary::{Format, Summary};
+use crate::text::TextReader;
+use crate::xml::{Step, XmlReader};
+
+/// Longest single token (tag, text node, comment) read, in bytes.
+pub const MAX_TOKEN_BYTES: u64 = 4 * 1024 * 1024;
+/// Bytes looked at to find the encoding declaration.
+const DECL_WINDOW: usize = 1024;
+
+/// A rule and a message for a read error: the byte limit (C3), an over-long
+/// token (C3), or a broken stream such as truncated gzip (C8).
+pub(crate) fn describe_io_error(err: &io::Error) -> (Rule, String) {
+    if let Some(l) = limit_exceeded(err) {
+        return (
+            Rule::C3,
+            format!("document exceeds {} bytes after decompression: the rest is ignored", l.limit),
+        );
+    }
+    if let Some(t) = token_too_long(err) {
+        return (Rule::C3, format!("a single token exceeds {} bytes: reading stopped", t.limit));
+    }
+    let what = match err.kind() {
+        io::ErrorKind::UnexpectedEof => "input ends early (truncated gzip?)".to_string(),
+        _ => format!("read error: {err}"),
+    };
+    (Rule::C8, format!("{what}; reading stopped"))
+}
+
+enum State {
+    Start(Box<dyn Read + Send>),
+    Xml(Box<XmlReader>),
+    Text(TextReader),
+    Done,
+}
+
+/// A streaming sitemap parser: an [`Iterator`] of [`Event`]s over any
+/// [`Read`] (a `BufRead` works as is). Memory stays flat whatever the size of
+/// the document.
+///
+/// ```
+/// use sitemapd_parser::{Event, ParseOptions, Parser};
+/// let xml = r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+///   <url><loc>https://example.com/a</loc><priority>0.8</priority></url>
+/// </urlset>"#;
+/// let mut parser = Parser::new(xml.as_bytes(), ParseOptions::default());
+/// let urls: Vec<_> = parser
+///     .by_ref()
+///     .filter_map(|e| match e { Event::Url(u) => Some(u), _ => None })
+///     .collect();
+/// assert_eq!(urls[0].loc.as_str(), "https://example.com/a");
+/// assert_eq!(urls[0].priority, Some(0.8));
+/// assert_eq!(parser.summary().urls, 1);
+/// ```
+pub struct Parser {
+    ctx: Ctx,
+    state: State,
+    replaced: Arc<AtomicBool>,
+    replaced_reported: bool,
+}
+
+impl Parser {
+    /// A parser over `input` (raw bytes: gzip, any encoding, any format).
+    pub fn new<R: Read + Send + 'static>(input: R, options: ParseOptions) -> Self {
+        Self {
+            ctx: Ctx::new(options),
+            state: State::Start(Box::new(input)),
+            replaced: Arc::new(AtomicBool::new(false)),
+            replaced_reported: false,
+        }
+    }
+
+    /// Totals so far (final once the iterator has returned `None`).
+    pub fn summary(&self) -> &Summary {
+        &self.ctx.summary
+    }
+
+    /// The format, once recognised.
+    pub fn format(&self) -> Option<Format> {
+        self.ctx.summary.format
+    }
+
+    fn source(&self) -> Option<&Source> {
+        match &self.state {
+            State::Xml(x) => Some(x.source()),
+            State::Text(t) => Some(t.source()),
+            _ => None,
+        }
+    }
+
+    fn current_position(&self) -> Position {
+        self.source().map(Source::position).unwrap_or_default()
+    }
+
+    fn open(&mut self, input: Box<dyn Read + Send>) -> io::Result<State> {
+        let max = self.ctx.opts.max_bytes;
+        let (inner, layers) = unwrap_layers(input, max)?;
+        self.ctx.summary.gzip_layers = layers;
+        let (prefix, limited) = read_prefix(Box::new(Limit::new(inner, max)), DECL_WINDOW)?;
+        let detected = detect(&prefix);
+        let name = detected.encoding.name();
+        self.ctx.summary.encoding = name;
+        let start = Position { line: 1, column: 1 };
+        match &detected.source {
+            EncodingSource::Default => {}
+            EncodingSource::Bom if name == "UTF-8" => {}
+            EncodingSource::Bom | EncodingSource::Sniffed | EncodingSource::Declared => {
+                self.ctx.warn(Rule::C1, start, format!("document is in {name}, not UTF-8: decoded"));
+            }
+            EncodingSource::UnknownLabel(label) => {
+                self.ctx.warn(Rule::C1, start, format!("declared encoding {label:?} is unknown or impossible here: read as UTF-8"));
+            }
+        }
+        let raw = BufReader::with_capacity(64 * 1024, limited);
+        let decoded = DecodeReader::new(raw, detected.encoding, self.replaced.clone());
+        let mut src = Source::new(Box::new(decoded), MAX_TOKEN_BYTES);
+        let sniffed = sniff(src.peek(SNIFF_WINDOW)?);
+        Ok(match sniffed {
+            Sniffed::Empty => {
+                self.ctx.error(Rule::C7, start, "empty document");
+                State::Done
+            }
+            Sniffed::Binary => {
+                self.ctx.error(Rule::C7, start, "binary data: not a sitemap, sitemap index, feed or text list");
+                State::Done
+            }
+            Sniffed::NotUrls => {
+                self.ctx.error(Rule::C7, start, "neither XML nor a list of URLs: not a sitemap");
+                State::Done
+            }
+            Sniffed::Text => {
+                self.ctx.summary.format = Some(Format::Text);
+                State::Text(TextReader::new(src))
+            }
+            Sniffed::Xml { start: skip, junk } => {
+                if junk {
+                    self.ctx.warn(Rule::C5, start, format!("{skip} bytes of text before the XML markup skipped"));
+                }
+                io::BufRead::consume(&mut src, skip);
+                State::Xml(Box::new(XmlReader::new(src, self.ctx.opts.is_strict())))
+            }
+        })
+    }
+
+    /// Advances the state machine by one step.
+    fn advance(&mut self) {
+        let state = std::mem::replace(&mut self.state, State::Done);
+        self.state = match state {
+            State::Start(input) => match self.open(input) {
+                Ok(next) => next,
+                Err(e) => {
+                    let (rule, message) = describe_io_error(&e);
+                    let rule = if rule == Rule::C8 { Rule::C2 } else { rule };
+                    self.ctx.error(rule, Position::default(), format!("cannot read the document: {message}"));
+                    State::Done
+                }
+            },
+            State::Xml(mut x) => match x.step(&mut self.ctx) {
+                Step::More => State::Xml(x),
+                Step::Done => {
+                    self.finish(x.source(), x.is_complete());
+                    State::Done
+                }
+            },
+            State::Text(mut t) => match t.step(&mut self.ctx) {
+                Ok(true) if !self.ctx.stopped => State::Text(t),
+                Ok(more) => {
+                    self.finish(t.source(), !more);
+                    State::Done
+                }
+                Err(e) => {
+                    let (rule, message) = describe_io_error(&e);
+                    self.ctx.error(rule, t.source().position(), message);
+                    self.finish(t.source(), false);
+                    State::Done
+                }
+            },
+            State::Done => State::Done,
+        };
+        self.report_replacements();
+    }
+
+    fn report_replacements(&mut self) {
+        if !self.replaced_reported && self.replaced.load(Ordering::Relaxed) {
+            self.replaced_reported = true;
+            let pos = self.current_position();
+            let enc = self.ctx.summary.encoding;
+            self.ctx.warn(Rule::C1, pos, format!("bytes that are not valid {enc} replaced with U+FFFD"));
+        }
+    }
+
+    fn finish(&mut self, src: &Source, complete: bool) {
+        self.ctx.summary.bytes = src.offset();
+        self.ctx.summary.complete = complete && !self.ctx.stopped;
+    }
+}
+
+impl Iterator for Parser {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.ctx.queue.pop_front() {
+                return Some(e);
+            }
+            if matches!(self.state, State::Done) {
+                self.report_replacements();
+                return self.ctx.queue.pop_front();
+            }
+            self.advance();
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! URL normalisation (SPEC L8, X3, X6): the one place where sitemapd decides
+//! what a URL looks like before it is compared, scoped or stored.
+//!
+//! The rule is deliberately narrow: lowercase the scheme and host, convert an
+//! IDN host to punycode, drop a default port and the fragment, and keep the
+//! path and query byte-for-byte except for percent-encoding the bytes that
+//! cannot appear in a URI (non-ASCII, spaces, controls, `"<>{}|\^` and
+//! backtick). Unlike the WHATWG parser in the `url` crate it never rewrites
+//! dot segments or backslashes inside the path, because two different paths
+//! may name two different pages. The `url` crate is still used, for resolving
+//! relative references (RFC 3986 section 5), where rewriting dot segments is
+//! exactly what the RFC requires.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+
+use serde::Serialize;
+
+/// Why a string is not an acceptable http(s) URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// Nothing left after trimming.
+    #[error("empty URL")]
+    Empty,
+    /// No scheme: a relative reference that needs a base.
+    #[error("not an absolute URL")]
+    Relative,
+    /// A scheme other than http or https.
+    #[error("unsupported scheme {0:?} (only http and https)")]
+    Scheme(String),
+    /// `http:` not followed by `//host`.
+    #[error("missing host")]
+    MissingHost,
+    /// A host that is not a valid domain name or IP literal.
+    #[error("invalid host {0:?}")]
+    Host(String),
+    /// A port that is not a number in 0..=65535.
+    #[error("invalid port")]
+    Port,
+    /// `user:password@` in the URL.
+    #[error("credentials in URL are not accepted")]
+    Credentials,
+}
+
+/// A normalised absolute http(s) URL (SPEC L8). Two URLs name the same resource
+/// for sitemapd exactly when their normalised strings are equal.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NormUrl {
+    s: String,
+    host_end: u32,
+    path_start: u32,
+    port: Option<u16>,
+}
+
+impl NormUrl {
+    /// Normalises an absolute http(s) URL; see the module docs for the rule.
+    ///
+    /// ```
+    /// use sitemapd_parser::NormUrl;
+    /// let u = NormUrl::parse(" HTTP://Example.COM:80/a b?q=ü#frag ").unwrap();
+    /// assert_eq!(u.as_str(), "http://example.com/a%20b?q=%C3%BC");
+    /// ```
+    pub fn parse(input: &str) -> Result<Self, UrlError> {
+        normalize(input)
+    }
+
+    /// Resolves `reference` against this URL (RFC 3986) and normalises the result.
+    pub fn join(&self, reference: &str) -> Result<Self, UrlError> {
+        Base::new(self).join(reference)
+    }
+
+    /// The normalised URL.
+    pub fn as_str(&self) -> &str {
+        &self.s
+    }
+
+    /// Consumes the URL, returning its string.
+    pub fn into_string(self) -> String {
+        self.s
+    }
+
+    /// `"http"` or `"https"`.
+    pub fn scheme(&self) -> &str {
+        if self.s.as_bytes()[4] == b's' {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    fn host_start(&self) -> usize {
+        self.scheme().len() + 3
+    }
+
+    /// The host: lowercase ASCII (punycode for IDNs), IPv6 literals in brackets.
+    pub fn host(&self) -> &str {
+        &self.s[self.host_start()..self.host_end as usize]
+    }
+
+    /// The port if it is not the scheme's default.
+    pub fn port(&self) -> Option<u16> {
+        self.port
+    }
+
+    /// The port, default included.
+    pub fn port_or_default(&self) -> u16 {
+        self.port
+            .unwrap_or(if self.scheme() == "https" { 443 } else { 80 })
+    }
+
+    /// `scheme://host[:port]`, without a trailing slash.
+    pub fn origin(&self) -> &str {
+        &self.s[..self.path_start as usize]
+    }
+
+    /// Path and query, starting with `/`.
+    pub fn path_and_query(&self) -> &str {
+        &self.s[self.path_start as usize..]
+    }
+
+    /// The path alone (query excluded).
+    pub fn path(&self) -> &str {
+        let pq = self.path_and_query();
+        pq.split_once('?').map_or(pq, |(p, _)| p)
+    }
+
+    /// `scheme://host[:port]/`: the root of this URL's origin.
+    pub fn root(&self) -> NormUrl {
+        let mut s = String::with_capacity(self.path_start as usize + 1);
+        s.push_str(self.origin());
+        s.push('/');
+        NormUrl {
+            s,
+            host_end: self.host_end,
+            path_start: self.path_start,
+            port: self.port,
+        }
+    }
+}
+
+impl fmt::Display for NormUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.s)
+    }
+}
+
+impl fmt::Debug for NormUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NormUrl({:?})", self.s)
+    }
+}
+
+impl AsRef<str> for NormUrl {
+    fn as_ref(&self) -> &str {
+        &self.s
+    }
+}
+
+impl std::str::FromStr for NormUrl {
+    type Err = UrlError;
+    fn from_str(s: &str) -> Result<Self, UrlError> {
+        normalize(s)
+    }
+}
+
+impl Serialize for NormUrl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.s)
+    }
+}
+
+/// A parsed base URL, kept so that many relative references can be resolved
+/// against it without parsing it again each time.
+#[derive(Debug, Clone)]
+pub struct Base {
+    url: Option<url::Url>,
+}
+
+impl Base {
+    /// Prepares `base` for resolution.
+    pub fn new(base: &NormUrl) -> Self {
+        Self {
+            url: url::Url::parse(base.as_str()).ok(),
+        }
+    }
+
+    /// Resolves `reference` against the base (RFC 3986) and normalises it.
+    pub fn join(&self, reference: &str) -> Result<NormUrl, UrlError> {
+        let cleaned = strip_tabs_newlines(trim_url(reference));
+        let Some(base) = &self.url else {
+            return Err(UrlError::Relative);
+        };
+        let joined = base.join(&cleaned).map_err(|e| match e {
+            url::ParseError::EmptyHost => UrlError::MissingHost,
+            url::ParseError::InvalidPort => UrlError::Port,
+            _ => UrlError::Host(cleaned.to_string()),
+        })?;
+        normalize(joined.as_str())
+    }
+}
+
+/// Whether `s` (trimmed) starts with a URI scheme (`[A-Za-z][A-Za-z0-9+.-]*:`).
+pub fn has_scheme(s: &str) -> bool {
+    scheme_len(trim_url(s).as_bytes()).is_some()
+}
+
+fn scheme_len(b: &[u8]) -> Option<usize> {
+    if !b.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let end = b
+        .iter()
+        .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')))?;
+    (b[end] == b':').then_some(end)
+}
+
+fn trim_url(s: &str) -> &str {
+    s.trim_matches(|c: char| c <= ' ')
+}
+
+/// Removes tabs, and line breaks together with the indentation around them
+/// (a loc wrapped over several lines is one URL, SPEC X3).
+fn strip_tabs_newlines(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.bytes().any(|b| matches!(b, b'\t' | b'\n' | b'\r')) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\t' => {}
+            '\n' | '\r' => {
+                out.truncate(out.trim_end_matches([' ', '\t']).len());
+                while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                    chars.next();
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// Bytes kept as they are in path and query: RFC 3986 unreserved, reserved and `%`.
+const fn uri_byte_table() -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b':'
+                    | b'/'
+                    | b'?'
+                    | b'['
+                    | b']'
+                    | b'@'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+            );
+        c += 1;
+    }
+    t
+}
+static URI_BYTE: [bool; 256] = uri_byte_table();
+
+fn normalize(input: &str) -> Result<NormUrl, UrlError> {
+    let trimmed = trim_url(input);
+    if trimmed.is_empty() {
+        return Err(UrlError::Empty);
+    }
+    let cleaned = strip_tabs_newlines(trimmed);
+    let s: &str = &cleaned;
+    let b = s.as_bytes();
+    let Some(slen) = scheme_len(b) else {
+        return Err(UrlError::Relative);
+    };
+    let scheme = if s[..slen].eq_ignore_ascii_case("http") {
+        "http"
+    } else if s[..slen].eq_ignore_ascii_case("https") {
+        "https"
+    } else {
+        return Err(UrlError::Scheme(s[..slen].to_ascii_lowercase()));
+    };
+    let rest = &s[slen + 1..];
+    let Some(rest) = rest.strip_prefix("//") else {
+        return Err(UrlError::MissingHost);
+    };
+    let auth_end = rest
+        .bytes()
+        .position(|c| matches!(c, b'/' | b'?' | b'#' | b'\\'))
+        .unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(auth_end);
+    if authority.contains('@') {
+        return Err(UrlError::Credentials);
+    }
+    let (host_raw, port_raw) = split_host_port(authority)?;
+    let mut out = String::with_capacity(s.len() + 8);
+    out.push_str(scheme);
+    out.push_str("://");
+    push_host(&mut out, host_raw)?;
+    let host_end = out.len();
+    let port = match port_raw {
+        None | Some("") => None,
+        Some(p) => {
+            if !p.bytes().all(|c| c.is_ascii_digit()) {
+                return Err(UrlError::Port);
+            }
+            let n: u32 = p
+                .trim_start_matches('0')
+                .parse()
+                .or_else(|_| if p.bytes().all(|c| c == b'0') { Ok(0) } else { Err(UrlError::Port) })?;
+            let n = u16::try_from(n).map_err(|_| UrlError::Port)?;
+            let default = if scheme == "https" { 443 } else { 80 };
+            (n != default).then_some(n)
+        }
+    };
+    if let Some(p) = port {
+        out.push(':');
+        out.push_str(&p.to_string());
+    }
+    let path_start = out.len();
+    if tail.is_empty() || tail.starts_with('#') || tail.starts_with('?') {
+        out.push('/');
+    }
+    push_path_query(&mut out, tail);
+    Ok(NormUrl {
+        s: out,
+        host_end: host_end as u32,
+        path_start: path_start as u32,
+        port,
+    })
+}
+
+fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), UrlError> {
+    if authority.starts_with('[') {
+        let close = authority.find(']').ok_or_else(|| UrlError::Host(authority.into()))?;
+        let (host, after) = authority.split_at(close + 1);
+        return match after {
+            "" => Ok((host, None)),
+            _ => match after.strip_prefix(':') {
+                Some(p) => Ok((host, Some(p))),
+                None => Err(UrlError::Host(authority.into())),
+            },
+        };
+    }
+    Ok(match authority.split_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (authority, None),
+    })
+}
+
+fn push_host(out: &mut String, host: &str) -> Result<(), UrlError> {
+    if host.is_empty() {
+        return Err(UrlError::MissingHost);
+    }
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        let ip: Ipv6Addr = inner.parse().map_err(|_| UrlError::Host(host.into()))?;
+        out.push('[');
+        out.push_str(&ip.to_string());
+        out.push(']');
+        return Ok(());
+    }
+    let simple = host
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'));
+    if simple {
+        if host.bytes().all(|c| c == b'.') {
+            return Err(UrlError::Host(host.into()));
+        }
+        out.extend(host.bytes().map(|c| c.to_ascii_lowercase() as char));
+        return Ok(());
+    }
+    // Non-ASCII or percent-encoded: the IDNA (UTS #46) processing of the WHATWG host parser.
+    let decoded = percent_decode(host);
+    let ascii = idna::domain_to_ascii(&decoded).map_err(|_| UrlError::Host(host.into()))?;
+    let valid = !ascii.is_empty()
+        && ascii
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'));
+    if !valid {
+        return Err(UrlError::Host(host.into()));
+    }
+    out.push_str(&ascii);
+    Ok(())
+}
+
+fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+fn push_path_query(out: &mut String, tail: &str) {
+    let tail = tail.split_once('#').map_or(tail, |(pq, _)| pq);
+    let b = tail.as_bytes();
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let keep = URI_BYTE[c as usize]
+            || (c == b'%' && i + 2 < b.len() && hex(b[i + 1]).is_some() && hex(b[i + 2]).is_some());
+        if !keep {
+            out.push_str(&tail[run_start..i]);
+            let mut end = i + 1;
+            // Encode a whole UTF-8 sequence (or one ASCII byte) at once.
+            while end < b.len() && !tail.is_char_boundary(end) {
+                end += 1;
+            }
+            for &byte in &b[i..end] {
+                out.push('%');
+                out.push(char::from(b"0123456789ABCDEF"[(byte >> 4) as usize]));
+                out.push(char::from(b"0123456789ABCDEF"[(byte & 15) as usize]));
+            }
+            i = end;
+            run_start = end;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&tail[run_start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> String {
+        NormUrl::parse(s).map(NormUrl::into_string).unwrap_or_else(|e| format!("ERR {e}"))
+    }
+
+    #[test]
+    fn l8_lowercases_scheme_and_host_and_drops_default_port_and_fragment() {
+        assert_eq!(n("HTTP://Example.COM:80/catalog/x#top"), "http://example.com/catalog/x");
+        assert_eq!(n("https://example.com:443"), "https://example.com/");
+        assert_eq!(n("https://example.com:8443/a"), "https://example.com:8443/a");
+        assert_eq!(n("http://example.com:/a"), "http://example.com/a");
+        assert_eq!(n("http://example.com:0080/a"), "http://example.com/a");
+        assert_eq!(n("http://example.com?q=1"), "http://example.com/?q=1");
+    }
+
+    #[test]
+    fn l8_keeps_path_and_query_byte_for_byte() {
+        assert_eq!(n("http://a.com/A/./b/../C?X=%7e&y=/z"), "http://a.com/A/./b/../C?X=%7e&y=/z");
+        assert_eq!(n("http://a.com/a%2Fb"), "http://a.com/a%2Fb");
+    }
+
+    #[test]
+    fn l8_idn_hosts_become_punycode() {
+        assert_eq!(n("http://пример.рф/путь"), "http://xn--e1afmkfd.xn--p1ai/%D0%BF%D1%83%D1%82%D1%8C");
+        assert_eq!(n("http://xn--e1aibyw.xn--p1ai/"), "http://xn--e1aibyw.xn--p1ai/");
+        assert_eq!(n("http://[2001:DB8::1]:8080/"), "http://[2001:db8::1]:8080/");
+    }
+
+    #[test]
+    fn x6_non_ascii_and_unsafe_bytes_are_percent_encoded() {
+        assert_eq!(n("https://shop.ir/p?name=کتاب"), "https://shop.ir/p?name=%DA%A9%D8%AA%D8%A7%D8%A8");
+        assert_eq!(n("http://a.com/a b\"c<d>{e}|`"), "http://a.com/a%20b%22c%3Cd%3E%7Be%7D%7C%60");
+        assert_eq!(n("http://a.com/100%"), "http://a.com/100%25");
+    }
+
+    #[test]
+    fn x3_trims_whitespace_and_line_breaks() {
+        assert_eq!(n("\n   http://a.com/x\n   "), "http://a.com/x");
+        assert_eq!(n("http://a.com/very/\n   long"), "http://a.com/very/long");
+    }
+
+    #[test]
+    fn rejects_what_is_not_an_http_url() {
+        assert_eq!(NormUrl::parse("/relative"), Err(UrlError::Relative));
+        assert_eq!(NormUrl::parse("index.html"), Err(UrlError::Relative));
+        assert!(matches!(NormUrl::parse("mailto:a@b.c"), Err(UrlError::Scheme(_))));
+        assert!(matches!(NormUrl::parse("ftp://a.com/"), Err(UrlError::Scheme(_))));
+        assert_eq!(NormUrl::parse("http:/a.com"), Err(UrlError::MissingHost));
+        assert_eq!(NormUrl::parse("http:///a"), Err(UrlError::MissingHost));
+        assert!(matches!(NormUrl::parse("http://{{ site.url }}/"), Err(UrlError::Host(_))));
+        assert_eq!(NormUrl::parse("http://u:p@a.com/"), Err(UrlError::Credentials));
+        assert_eq!(NormUrl::parse("http://a.com:99999/"), Err(UrlError::Port));
+        assert_eq!(NormUrl::parse("   "), Err(UrlError::Empty));
+    }
+
+    #[test]
+    fn accessors_split_the_url() {
+        let u = NormUrl::parse("https://Ex.com:8443/dir/file.xml?x=/y").unwrap();
+        assert_eq!(u.scheme(), "https");
+        assert_eq!(u.host(), "ex.com");
+        assert_eq!(u.port(), Some(8443));
+        assert_eq!(u.port_or_default(), 8443);
+        assert_eq!(u.origin(), "https://ex.com:8443");
+        assert_eq!(u.path(), "/dir/file.xml");
+        assert_eq!(u.path_and_query(), "/dir/file.xml?x=/y");
+        assert_eq!(u.root().as_str(), "https://ex.com:8443/");
+    }
+
+    #[test]
+    fn join_resolves_relative_references() {
+        let base = NormUrl::parse("http://a.com/dir/sitemap.xml").unwrap();
+        assert_eq!(base.join("page.html").unwrap().as_str(), "http://a.com/dir/page.html");
+        assert_eq!(base.join("/x").unwrap().as_str(), "http://a.com/x");
+        assert_eq!(base.join("//b.com/y").unwrap().as_str(), "http://b.com/y");
+        assert_eq!(base.join("../up").unwrap().as_str(), "http://a.com/up");
+    }
+}

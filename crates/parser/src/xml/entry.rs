@@ -1,0 +1,380 @@
+//! One entry being read (`<url>`, `<sitemap>`, `<item>`, `<entry>`): its
+//! fields as they complete, then the entry itself, checked and yielded.
+
+use crate::ctx::{Ctx, quote};
+use crate::date::{DateError, Lastmod, ParsedDate, parse_rfc2822, parse_w3c};
+use crate::diagnostic::{Position, Rule};
+use crate::event::{Alternate, Image, Listed, News, SitemapRef, UrlEntry, Video};
+use crate::options::MAX_IMAGES_PER_URL;
+use crate::url::{Base, has_scheme};
+
+use super::ns::{Dialect, Field, NewsField, VideoField};
+use super::values::{self, Read};
+
+/// Longest video description kept, in characters (E2).
+const MAX_DESCRIPTION_CHARS: usize = 2_048;
+/// Most tags kept per video (E2).
+const MAX_TAGS: usize = 32;
+
+/// A value and where it was written.
+type At = (String, Position);
+
+/// The fields of an entry read so far. Reused from entry to entry.
+#[derive(Default)]
+pub struct EntryBuilder {
+    pos: Position,
+    loc: String,
+    has_loc: bool,
+    loc_pos: Position,
+    /// Direct text of the entry element (X2's lenient fallback).
+    pub own_text: String,
+    lastmod: Option<Lastmod>,
+    changefreq: Option<crate::event::ChangeFreq>,
+    priority: Option<f32>,
+    images: Vec<Image>,
+    videos: Vec<Video>,
+    news: Option<Box<News>>,
+    alternates: Vec<Alternate>,
+    link: Option<At>,
+    guid: Option<At>,
+    pub_date: Option<At>,
+    dc_date: Option<At>,
+    updated: Option<At>,
+    published: Option<At>,
+    /// Best Atom link so far: (rank, rel, href, position); rank 0 is rel=alternate or no rel.
+    atom_link: Option<(u8, String, String, Position)>,
+    /// The entry's `xml:base` (Atom), already resolved.
+    pub base: Option<Base>,
+}
+
+/// Reads a date field, flagging repairs (kept in lenient mode, dropped in strict) and failures.
+fn read_date(
+    ctx: &mut Ctx,
+    text: &str,
+    rule: Rule,
+    what: &str,
+    pos: Position,
+    parse: fn(&str) -> Result<ParsedDate, DateError>,
+) -> Option<Lastmod> {
+    match parse(text) {
+        Ok(ParsedDate { value, repair: None }) => Some(value),
+        Ok(ParsedDate { value, repair: Some(why) }) if !ctx.opts.is_strict() => {
+            ctx.warn(rule, pos, format!("{what} {} read as {value}: {why}", quote(text.trim())));
+            Some(value)
+        }
+        Ok(ParsedDate { repair: Some(why), .. }) => {
+            ctx.warn(rule, pos, format!("{what} {} dropped (strict): {why}", quote(text.trim())));
+            None
+        }
+        Err(e) => {
+            ctx.warn(rule, pos, format!("{what} {} dropped: {e}", quote(text.trim())));
+            None
+        }
+    }
+}
+
+/// Reads a small value, flagging repairs and failures under `rule`.
+fn read_value<T>(ctx: &mut Ctx, read: Read<T>, text: &str, rule: Rule, what: &str, pos: Position) -> Option<T> {
+    match read {
+        Ok((v, None)) => Some(v),
+        Ok((v, Some(why))) => {
+            ctx.warn(rule, pos, format!("{what} {}: {why}", quote(text.trim())));
+            Some(v)
+        }
+        Err(why) => {
+            ctx.warn(rule, pos, format!("{what} {} dropped: {why}", quote(text.trim())));
+            None
+        }
+    }
+}
+
+fn non_empty(text: &str) -> Option<String> {
+    let t = text.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+impl EntryBuilder {
+    /// Starts a new entry at `pos`.
+    pub fn reset(&mut self, pos: Position) {
+        let mut loc = std::mem::take(&mut self.loc);
+        let mut own = std::mem::take(&mut self.own_text);
+        loc.clear();
+        own.clear();
+        *self = EntryBuilder {
+            pos,
+            loc,
+            own_text: own,
+            ..EntryBuilder::default()
+        };
+    }
+
+    /// Whether a `<loc>` has been read completely.
+    pub fn has_loc(&self) -> bool {
+        self.has_loc
+    }
+
+    /// A `<video:video>` starts.
+    pub fn start_video(&mut self) {
+        self.videos.push(Video::default());
+    }
+
+    /// A `<news:news>` starts.
+    pub fn start_news(&mut self) {
+        self.news.get_or_insert_default();
+    }
+
+    /// Attributes of a video field's start tag (`relationship`, `info`).
+    pub fn video_attribute(&mut self, ctx: &mut Ctx, field: VideoField, name: &str, value: &str, pos: Position) {
+        let Some(video) = self.videos.last_mut() else { return };
+        match (field, name) {
+            (VideoField::Restriction | VideoField::Platform, "relationship") => match values::relationship(value) {
+                Some(relationship) => {
+                    let listed = Some(Listed {
+                        relationship,
+                        values: Vec::new(),
+                    });
+                    if field == VideoField::Restriction {
+                        video.restriction = listed;
+                    } else {
+                        video.platform = listed;
+                    }
+                }
+                None => ctx.warn(Rule::E2, pos, format!("video relationship {} is not allow or deny", quote(value))),
+            },
+            (VideoField::Uploader, "info") => {
+                video.uploader_info = ctx.resolve(value, Rule::E2, pos, "video uploader info", self.base.as_ref());
+            }
+            _ => {}
+        }
+    }
+
+    /// An `<xhtml:link>` inside the entry (E4).
+    pub fn alternate(&mut self, ctx: &mut Ctx, rel: Option<&str>, hreflang: Option<&str>, href: Option<&str>, pos: Position) {
+        match (rel, hreflang, href) {
+            (Some(rel), Some(lang), Some(href)) if rel.trim().eq_ignore_ascii_case("alternate") => {
+                if let Some(href) = ctx.resolve(href, Rule::E4, pos, "hreflang href", self.base.as_ref()) {
+                    self.alternates.push(Alternate {
+                        hreflang: lang.trim().to_string(),
+                        href,
+                    });
+                }
+            }
+            _ => ctx.warn(Rule::E4, pos, "xhtml:link without rel=\"alternate\", hreflang and href ignored"),
+        }
+    }
+
+    /// An Atom `<link>` inside the entry (F2): the first rel="alternate" (or no rel) wins.
+    pub fn atom_link(&mut self, rel: Option<&str>, href: Option<&str>, pos: Position) {
+        let Some(href) = href else { return };
+        let rel = rel.map(str::trim).unwrap_or("alternate");
+        let rank = u8::from(!rel.eq_ignore_ascii_case("alternate"));
+        if self.atom_link.as_ref().is_none_or(|(best, ..)| rank < *best) {
+            self.atom_link = Some((rank, rel.to_string(), href.to_string(), pos));
+        }
+    }
+
+    /// A field's end tag: its text (taken from `text`) is checked and kept.
+    pub fn finish_field(&mut self, ctx: &mut Ctx, field: Field, text: &mut String, pos: Position) {
+        match field {
+            Field::Loc => {
+                if self.has_loc {
+                    ctx.warn(Rule::X2, pos, format!("second <loc> {} ignored: the first is kept", quote(text.trim())));
+                } else {
+                    std::mem::swap(&mut self.loc, text);
+                    self.has_loc = true;
+                    self.loc_pos = pos;
+                }
+            }
+            Field::Lastmod => self.lastmod = read_date(ctx, text, Rule::X7, "lastmod", pos, parse_w3c),
+            Field::ChangeFreq => {
+                let read = values::changefreq(text, ctx.opts.is_strict());
+                self.changefreq = read_value(ctx, read, text, Rule::X9, "changefreq", pos);
+            }
+            Field::Priority => self.priority = read_value(ctx, values::priority(text), text, Rule::X10, "priority", pos),
+            Field::ImageLoc => {
+                if self.images.len() == MAX_IMAGES_PER_URL {
+                    ctx.warn(Rule::E1, pos, format!("more than {MAX_IMAGES_PER_URL} images in one <url>: the rest are ignored"));
+                } else if self.images.len() < MAX_IMAGES_PER_URL {
+                    if let Some(loc) = ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref()) {
+                        self.images.push(Image { loc });
+                    }
+                }
+            }
+            Field::Video(f) => self.video_field(ctx, f, text, pos),
+            Field::News(f) => self.news_field(ctx, f, text, pos),
+            Field::Link => self.link = self.link.take().or_else(|| Some((text.clone(), pos))),
+            Field::Guid => self.guid = self.guid.take().or_else(|| Some((text.clone(), pos))),
+            Field::PubDate => self.pub_date = self.pub_date.take().or_else(|| Some((text.clone(), pos))),
+            Field::DcDate => self.dc_date = self.dc_date.take().or_else(|| Some((text.clone(), pos))),
+            Field::Updated => self.updated = self.updated.take().or_else(|| Some((text.clone(), pos))),
+            Field::Published => self.published = self.published.take().or_else(|| Some((text.clone(), pos))),
+        }
+    }
+
+    fn video_field(&mut self, ctx: &mut Ctx, field: VideoField, text: &str, pos: Position) {
+        let base = self.base.clone();
+        let Some(v) = self.videos.last_mut() else { return };
+        let url = |ctx: &mut Ctx, what| ctx.resolve(text, Rule::E2, pos, what, base.as_ref());
+        match field {
+            VideoField::ThumbnailLoc => v.thumbnail_loc = url(ctx, "video thumbnail_loc"),
+            VideoField::ContentLoc => v.content_loc = url(ctx, "video content_loc"),
+            VideoField::PlayerLoc => v.player_loc = url(ctx, "video player_loc"),
+            VideoField::Title => v.title = non_empty(text),
+            VideoField::Description => {
+                v.description = non_empty(text).map(|mut d| {
+                    if let Some((cut, _)) = d.char_indices().nth(MAX_DESCRIPTION_CHARS) {
+                        ctx.warn(Rule::E2, pos, format!("video description longer than {MAX_DESCRIPTION_CHARS} characters truncated"));
+                        d.truncate(cut);
+                    }
+                    d
+                });
+            }
+            VideoField::Duration => {
+                v.duration = read_value(ctx, values::integer(text, 1..=28_800), text, Rule::E2, "video duration", pos)
+                    .map(|d| d as u32);
+            }
+            VideoField::ExpirationDate => {
+                v.expiration_date = read_date(ctx, text, Rule::E2, "video expiration_date", pos, parse_w3c);
+            }
+            VideoField::PublicationDate => {
+                v.publication_date = read_date(ctx, text, Rule::E2, "video publication_date", pos, parse_w3c);
+            }
+            VideoField::Rating => v.rating = read_value(ctx, values::decimal(text, 0.0..=5.0), text, Rule::E2, "video rating", pos),
+            VideoField::ViewCount => {
+                v.view_count = read_value(ctx, values::integer(text, 0..=u64::MAX), text, Rule::E2, "video view_count", pos);
+            }
+            VideoField::FamilyFriendly => {
+                v.family_friendly = read_value(ctx, values::yes_no(text), text, Rule::E2, "video family_friendly", pos);
+            }
+            VideoField::RequiresSubscription => {
+                v.requires_subscription =
+                    read_value(ctx, values::yes_no(text), text, Rule::E2, "video requires_subscription", pos);
+            }
+            VideoField::Live => v.live = read_value(ctx, values::yes_no(text), text, Rule::E2, "video live", pos),
+            VideoField::Restriction | VideoField::Platform => {
+                let listed = if field == VideoField::Restriction { &mut v.restriction } else { &mut v.platform };
+                match listed {
+                    Some(l) => l.values = text.split_ascii_whitespace().map(str::to_string).collect(),
+                    None => ctx.warn(Rule::E2, pos, "video restriction/platform without a valid relationship ignored"),
+                }
+            }
+            VideoField::Uploader => v.uploader = non_empty(text),
+            VideoField::Tag => {
+                if v.tags.len() < MAX_TAGS {
+                    v.tags.extend(non_empty(text));
+                } else {
+                    ctx.warn(Rule::E2, pos, format!("more than {MAX_TAGS} video tags: {} ignored", quote(text.trim())));
+                }
+            }
+        }
+    }
+
+    /// A `<video:video>` ends: the protocol's required fields are checked (E2).
+    pub fn finish_video(&mut self, ctx: &mut Ctx, pos: Position) {
+        let Some(v) = self.videos.last() else { return };
+        let mut missing = Vec::new();
+        if v.thumbnail_loc.is_none() {
+            missing.push("thumbnail_loc");
+        }
+        if v.title.is_none() {
+            missing.push("title");
+        }
+        if v.description.is_none() {
+            missing.push("description");
+        }
+        if v.content_loc.is_none() && v.player_loc.is_none() {
+            missing.push("content_loc or player_loc");
+        }
+        if !missing.is_empty() {
+            ctx.warn(Rule::E2, pos, format!("video without {}", missing.join(", ")));
+        }
+    }
+
+    fn news_field(&mut self, ctx: &mut Ctx, field: NewsField, text: &str, pos: Position) {
+        let news = self.news.get_or_insert_default();
+        match field {
+            NewsField::Name => news.publication_name = non_empty(text),
+            NewsField::Language => news.publication_language = non_empty(text),
+            NewsField::Title => news.title = non_empty(text),
+            NewsField::PublicationDate => {
+                news.publication_date = read_date(ctx, text, Rule::E3, "news publication_date", pos, parse_w3c);
+            }
+        }
+    }
+
+    /// The entry's end tag: the entry is checked and yielded (or dropped with a diagnostic).
+    pub fn finish(&mut self, ctx: &mut Ctx, dialect: Dialect) {
+        match dialect {
+            Dialect::Urlset | Dialect::Index => self.finish_sitemap_entry(ctx, dialect),
+            Dialect::Rss | Dialect::Rdf => self.finish_rss_item(ctx),
+            Dialect::Atom => self.finish_atom_entry(ctx),
+        }
+    }
+
+    fn finish_sitemap_entry(&mut self, ctx: &mut Ctx, dialect: Dialect) {
+        let (raw, pos) = if self.has_loc {
+            (std::mem::take(&mut self.loc), self.loc_pos)
+        } else if !ctx.opts.is_strict() && has_scheme(&self.own_text) {
+            let own = std::mem::take(&mut self.own_text);
+            ctx.warn(Rule::X2, self.pos, format!("entry without <loc>: its text {} used as the loc", quote(own.trim())));
+            (own, self.pos)
+        } else {
+            ctx.warn(Rule::X2, self.pos, "entry without <loc> skipped");
+            return;
+        };
+        let loc = ctx.resolve(&raw, Rule::X3, pos, "loc", None);
+        self.loc = raw;
+        let Some(loc) = loc else { return };
+        if dialect == Dialect::Index {
+            ctx.emit_sitemap(SitemapRef { loc, lastmod: self.lastmod }, self.pos);
+            return;
+        }
+        let entry = UrlEntry {
+            loc,
+            lastmod: self.lastmod,
+            changefreq: self.changefreq,
+            priority: self.priority,
+            images: std::mem::take(&mut self.images),
+            videos: std::mem::take(&mut self.videos),
+            news: self.news.take(),
+            alternates: std::mem::take(&mut self.alternates),
+        };
+        ctx.emit_url(entry, self.pos);
+    }
+
+    fn finish_rss_item(&mut self, ctx: &mut Ctx) {
+        let link = match (self.link.take(), self.guid.take()) {
+            (Some((link, pos)), _) if !link.trim().is_empty() => ctx.resolve(&link, Rule::F1, pos, "item link", None),
+            (_, Some((guid, pos))) if has_scheme(&guid) => ctx.resolve(&guid, Rule::F1, pos, "item guid", None),
+            _ => {
+                ctx.warn(Rule::F1, self.pos, "item without a link or URL guid skipped");
+                return;
+            }
+        };
+        let Some(loc) = link else { return };
+        let mut entry = UrlEntry::new(loc);
+        entry.lastmod = match (self.pub_date.take(), self.dc_date.take()) {
+            (Some((d, pos)), _) => read_date(ctx, &d, Rule::F1, "pubDate", pos, parse_rfc2822),
+            (None, Some((d, pos))) => read_date(ctx, &d, Rule::F1, "dc:date", pos, parse_w3c),
+            (None, None) => None,
+        };
+        ctx.emit_url(entry, self.pos);
+    }
+
+    fn finish_atom_entry(&mut self, ctx: &mut Ctx) {
+        let Some((rank, rel, href, pos)) = self.atom_link.take() else {
+            ctx.warn(Rule::F2, self.pos, "entry without a link skipped");
+            return;
+        };
+        if rank > 0 {
+            ctx.warn(Rule::F2, pos, format!("entry has no rel=\"alternate\" link: its rel={} link is used", quote(&rel)));
+        }
+        let Some(loc) = ctx.resolve(&href, Rule::F2, pos, "entry link", self.base.as_ref()) else { return };
+        let mut entry = UrlEntry::new(loc);
+        entry.lastmod = match (self.updated.take(), self.published.take()) {
+            (Some((d, pos)), _) | (None, Some((d, pos))) => read_date(ctx, &d, Rule::F2, "entry date", pos, parse_w3c),
+            (None, None) => None,
+        };
+        ctx.emit_url(entry, self.pos);
+    }
+}

@@ -1,0 +1,413 @@
+//! XML sitemaps, indexes and feeds, read as a stream of quick-xml events.
+//! No DTD is processed and no entity expanded (SPEC C6); a document that is
+//! not well-formed yields everything read before the error (SPEC C8).
+
+mod entry;
+pub mod ns;
+mod values;
+
+use std::borrow::Cow;
+
+use quick_xml::XmlVersion;
+use quick_xml::events::{BytesRef, BytesStart, Event as XmlEvent};
+use quick_xml::name::ResolveResult;
+use quick_xml::reader::NsReader;
+
+use crate::ctx::{Ctx, quote};
+use crate::diagnostic::{Position, Rule};
+use crate::input::source::Source;
+use crate::url::Base;
+
+use entry::EntryBuilder;
+use ns::{Dialect, Elem, Field, Ns, SITEMAP_NS, VideoField, classify};
+
+/// Longest field text kept, in bytes; a longer value is dropped.
+const MAX_FIELD_BYTES: usize = 16 * 1024;
+/// Longest direct text of an entry kept (X2 fallback).
+const MAX_OWN_TEXT_BYTES: usize = 4 * 1024;
+/// Deepest element nesting read.
+const MAX_DEPTH: usize = 10_000;
+/// The event buffer is shrunk back to this after a large event.
+const BUF_KEEP: usize = 64 * 1024;
+
+/// Whether reading goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// More to read.
+    More,
+    /// The document is finished (end, error or limit).
+    Done,
+}
+
+/// Reads one XML document.
+pub struct XmlReader {
+    reader: NsReader<Source>,
+    buf: Vec<u8>,
+    dialect: Option<Dialect>,
+    root_ns: Ns,
+    stack: Vec<Elem>,
+    text: String,
+    text_overflow: bool,
+    field_pos: Position,
+    entry: EntryBuilder,
+    in_entry: bool,
+    feed_base: Option<Base>,
+    root_closed: bool,
+    complete: bool,
+}
+
+fn rule_of(field: Field) -> Rule {
+    match field {
+        Field::Loc => Rule::X3,
+        Field::Lastmod => Rule::X7,
+        Field::ChangeFreq => Rule::X9,
+        Field::Priority => Rule::X10,
+        Field::ImageLoc => Rule::E1,
+        Field::Video(_) => Rule::E2,
+        Field::News(_) => Rule::E3,
+        Field::Link | Field::Guid | Field::PubDate | Field::DcDate => Rule::F1,
+        Field::Updated | Field::Published => Rule::F2,
+    }
+}
+
+/// The attributes of a start tag as (qualified name, value) pairs; malformed ones are skipped.
+fn attributes<'a>(e: &'a BytesStart<'a>) -> impl Iterator<Item = (&'a str, Cow<'a, str>)> + 'a {
+    e.attributes().flatten().map(|a| {
+        let value = a
+            .normalized_value(XmlVersion::Implicit1_0)
+            .map(|v| Cow::Owned(v.into_owned()))
+            .unwrap_or_else(|_| a.value.clone());
+        (a.key.0, value)
+    })
+}
+
+fn attribute<'a>(e: &'a BytesStart<'a>, name: &str) -> Option<Cow<'a, str>> {
+    attributes(e).find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+impl XmlReader {
+    /// Reads XML from `src`. Strict mode refuses unescaped `&`.
+    pub fn new(src: Source, strict: bool) -> Self {
+        let mut reader = NsReader::from_reader(src);
+        let config = reader.config_mut();
+        config.allow_dangling_amp = !strict;
+        config.check_end_names = true;
+        Self {
+            reader,
+            buf: Vec::with_capacity(4096),
+            dialect: None,
+            root_ns: Ns::None,
+            stack: Vec::with_capacity(16),
+            text: String::with_capacity(256),
+            text_overflow: false,
+            field_pos: Position::default(),
+            entry: EntryBuilder::default(),
+            in_entry: false,
+            feed_base: None,
+            root_closed: false,
+            complete: false,
+        }
+    }
+
+    /// The source (positions and byte counts).
+    pub fn source(&self) -> &Source {
+        self.reader.get_ref()
+    }
+
+    /// Whether the document was read to its end, well-formed.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Reads one XML event and acts on it.
+    pub fn step(&mut self, ctx: &mut Ctx) -> Step {
+        if ctx.stopped {
+            return Step::Done;
+        }
+        self.reader.get_mut().mark();
+        let pos = self.reader.get_ref().position();
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.capacity() > BUF_KEEP {
+            buf = Vec::with_capacity(4096);
+        }
+        buf.clear();
+        let want_uri = self.dialect.is_none();
+        let step = match self.reader.read_resolved_event_into(&mut buf) {
+            Err(e) => {
+                self.fail(ctx, &e);
+                Step::Done
+            }
+            Ok((resolved, event)) => {
+                let (ns, uri) = match resolved {
+                    ResolveResult::Bound(n) => (Ns::of(Some(n.0)), want_uri.then(|| n.0.to_string())),
+                    ResolveResult::Unbound => (Ns::None, None),
+                    ResolveResult::Unknown(_) => (Ns::Other, None),
+                };
+                self.handle(ctx, ns, uri, event, pos)
+            }
+        };
+        self.buf = buf;
+        step
+    }
+
+    fn handle(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, event: XmlEvent<'_>, pos: Position) -> Step {
+        match event {
+            XmlEvent::Start(e) => self.start(ctx, ns, uri, &e, false, pos),
+            XmlEvent::Empty(e) => self.start(ctx, ns, uri, &e, true, pos),
+            XmlEvent::End(_) => {
+                if let Some(elem) = self.stack.pop() {
+                    self.close(ctx, elem, pos);
+                }
+                Step::More
+            }
+            XmlEvent::Text(t) => {
+                self.text_event(ctx, &t, pos);
+                Step::More
+            }
+            XmlEvent::CData(c) => {
+                self.append(&c);
+                Step::More
+            }
+            XmlEvent::GeneralRef(r) => {
+                self.general_ref(ctx, &r, pos);
+                Step::More
+            }
+            XmlEvent::DocType(d) => {
+                if d.contains("<!ENTITY") {
+                    ctx.warn(Rule::C6, pos, "DTD entity declarations ignored: entities are never expanded");
+                }
+                Step::More
+            }
+            XmlEvent::Eof => {
+                self.eof(ctx, pos);
+                Step::Done
+            }
+            XmlEvent::Decl(_) | XmlEvent::PI(_) | XmlEvent::Comment(_) => Step::More,
+        }
+    }
+
+    fn capturing(&self) -> bool {
+        matches!(self.stack.last(), Some(Elem::Field(_)))
+    }
+
+    fn append(&mut self, s: &str) {
+        match self.stack.last() {
+            Some(Elem::Field(_)) => {
+                if self.text.len() + s.len() > MAX_FIELD_BYTES {
+                    self.text_overflow = true;
+                } else {
+                    self.text.push_str(s);
+                }
+            }
+            Some(Elem::Entry) => {
+                if self.entry.own_text.len() + s.len() <= MAX_OWN_TEXT_BYTES {
+                    self.entry.own_text.push_str(s);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn text_event(&mut self, ctx: &mut Ctx, text: &str, pos: Position) {
+        if self.capturing() && text.starts_with('&') {
+            ctx.warn(Rule::X5, pos, "unescaped '&' kept as is");
+        }
+        self.append(text);
+    }
+
+    fn general_ref(&mut self, ctx: &mut Ctx, r: &BytesRef<'_>, pos: Position) {
+        if !matches!(self.stack.last(), Some(Elem::Field(_) | Elem::Entry)) {
+            return;
+        }
+        let mut utf8 = [0u8; 4];
+        let resolved: Option<&str> = if r.is_char_ref() {
+            match r.resolve_char_ref() {
+                Ok(Some(c)) => Some(c.encode_utf8(&mut utf8)),
+                _ => {
+                    ctx.warn(Rule::X5, pos, format!("invalid character reference &{};", &**r));
+                    None
+                }
+            }
+        } else {
+            match &**r {
+                "amp" => Some("&"),
+                "lt" => Some("<"),
+                "gt" => Some(">"),
+                "quot" => Some("\""),
+                "apos" => Some("'"),
+                name => {
+                    ctx.warn(Rule::C6, pos, format!("undefined entity &{name}; dropped (entities are never expanded)"));
+                    None
+                }
+            }
+        };
+        if let Some(s) = resolved {
+            self.append(s);
+        }
+    }
+
+    fn start(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
+        let Some(dialect) = self.dialect else {
+            return self.root(ctx, ns, uri, e, empty, pos);
+        };
+        if self.root_closed {
+            return Step::More;
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            ctx.error(Rule::C8, pos, format!("elements nested deeper than {MAX_DEPTH}: reading stopped"));
+            self.salvage(ctx);
+            return Step::Done;
+        }
+        let ns = if ns == Ns::Other && self.root_ns == Ns::Other { Ns::SitemapVariant } else { ns };
+        let local = e.local_name();
+        let local: &str = local.as_ref();
+        let parent = self.stack.last().copied().unwrap_or(Elem::Skip);
+        let elem = classify(dialect, parent, ns, local);
+        match elem {
+            Elem::Entry => {
+                self.entry.reset(pos);
+                self.in_entry = true;
+                let expected = match dialect {
+                    Dialect::Urlset => Some("url"),
+                    Dialect::Index => Some("sitemap"),
+                    _ => None,
+                };
+                if expected.is_some_and(|x| x != local) {
+                    ctx.warn(Rule::X1, pos, format!("<{local}> inside <{}> read as a <{}>", dialect.format(), expected.unwrap_or_default()));
+                }
+                if dialect == Dialect::Atom {
+                    self.entry.base = self.xml_base(ctx, e, pos, self.feed_base.clone());
+                }
+            }
+            Elem::Field(field) => {
+                self.text.clear();
+                self.text_overflow = false;
+                self.field_pos = pos;
+                if let Field::Video(vf @ (VideoField::Restriction | VideoField::Platform | VideoField::Uploader)) = field {
+                    for (name, value) in attributes(e) {
+                        self.entry.video_attribute(ctx, vf, name, &value, pos);
+                    }
+                }
+            }
+            Elem::Video => self.entry.start_video(),
+            Elem::News => self.entry.start_news(),
+            Elem::Skip if parent == Elem::Entry => self.entry_link(ctx, dialect, ns, local, e, pos),
+            _ => {}
+        }
+        if empty {
+            self.close(ctx, elem, pos);
+        } else {
+            self.stack.push(elem);
+        }
+        Step::More
+    }
+
+    /// `<xhtml:link>` (E4) and Atom `<link>` (F2), read from attributes.
+    fn entry_link(&mut self, ctx: &mut Ctx, dialect: Dialect, ns: Ns, local: &str, e: &BytesStart<'_>, pos: Position) {
+        if local != "link" {
+            return;
+        }
+        let rel = attribute(e, "rel");
+        let href = attribute(e, "href");
+        if ns == Ns::Xhtml && matches!(dialect, Dialect::Urlset | Dialect::Index) {
+            let lang = attribute(e, "hreflang");
+            self.entry.alternate(ctx, rel.as_deref(), lang.as_deref(), href.as_deref(), pos);
+        } else if dialect == Dialect::Atom && matches!(ns, Ns::Atom | Ns::None) {
+            self.entry.atom_link(rel.as_deref(), href.as_deref(), pos);
+        }
+    }
+
+    /// The `xml:base` of an Atom element, resolved against `parent` (or the document URL).
+    fn xml_base(&self, ctx: &mut Ctx, e: &BytesStart<'_>, pos: Position, parent: Option<Base>) -> Option<Base> {
+        let Some(value) = attribute(e, "xml:base") else { return parent };
+        let resolved = ctx.resolve(&value, Rule::F2, pos, "xml:base", parent.as_ref());
+        resolved.map(|u| Base::new(&u)).or(parent)
+    }
+
+    fn root(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
+        let local = e.local_name();
+        let local: &str = local.as_ref();
+        let Some(dialect) = Dialect::of_root(ns, local) else {
+            let name = e.name();
+            let name: &str = name.as_ref();
+            ctx.error(Rule::C7, pos, format!("root element <{name}> is not a sitemap, sitemap index or feed"));
+            return Step::Done;
+        };
+        if matches!(dialect, Dialect::Urlset | Dialect::Index) && ns != Ns::Sitemap {
+            let what = match (ns, &uri) {
+                (Ns::None, _) => "no namespace".to_string(),
+                (_, Some(u)) => format!("namespace {}", quote(u)),
+                (_, None) => "an undeclared namespace prefix".to_string(),
+            };
+            if ctx.opts.is_strict() {
+                ctx.error(Rule::X1, pos, format!("<{local}> has {what}, not {SITEMAP_NS}: rejected (strict)"));
+                return Step::Done;
+            }
+            ctx.warn(Rule::X1, pos, format!("<{local}> has {what}, not {SITEMAP_NS}: read anyway"));
+        }
+        self.dialect = Some(dialect);
+        self.root_ns = ns;
+        ctx.summary.format = Some(dialect.format());
+        if dialect == Dialect::Atom {
+            self.feed_base = self.xml_base(ctx, e, pos, None);
+        }
+        if empty {
+            self.root_closed = true;
+        } else {
+            self.stack.push(Elem::Root);
+        }
+        Step::More
+    }
+
+    fn close(&mut self, ctx: &mut Ctx, elem: Elem, pos: Position) {
+        match elem {
+            Elem::Field(field) if self.in_entry => {
+                if self.text_overflow {
+                    ctx.warn(rule_of(field), self.field_pos, format!("value longer than {MAX_FIELD_BYTES} bytes dropped"));
+                } else {
+                    self.entry.finish_field(ctx, field, &mut self.text, self.field_pos);
+                }
+            }
+            Elem::Entry => {
+                self.in_entry = false;
+                if let Some(d) = self.dialect {
+                    self.entry.finish(ctx, d);
+                }
+            }
+            Elem::Video => self.entry.finish_video(ctx, pos),
+            Elem::Root => self.root_closed = true,
+            _ => {}
+        }
+    }
+
+    /// An entry still open when reading stops is yielded if its loc was complete (C8).
+    fn salvage(&mut self, ctx: &mut Ctx) {
+        if self.in_entry && self.entry.has_loc() {
+            if let Some(d) = self.dialect {
+                self.entry.finish(ctx, d);
+            }
+        }
+        self.in_entry = false;
+    }
+
+    fn eof(&mut self, ctx: &mut Ctx, pos: Position) {
+        if self.dialect.is_none() {
+            ctx.error(Rule::C7, pos, "no root element: not a sitemap, sitemap index or feed");
+        } else if !self.stack.is_empty() {
+            ctx.error(Rule::C8, pos, "document ends before its root element is closed (truncated?)");
+            self.salvage(ctx);
+        } else {
+            self.complete = true;
+        }
+    }
+
+    fn fail(&mut self, ctx: &mut Ctx, err: &quick_xml::Error) {
+        let pos = self.reader.get_ref().position();
+        let (rule, message) = match err {
+            quick_xml::Error::Io(io) => crate::parser::describe_io_error(io),
+            other => (Rule::C8, format!("not well-formed XML: {other}; reading stopped")),
+        };
+        ctx.error(rule, pos, message);
+        self.salvage(ctx);
+    }
+}

@@ -1,0 +1,31 @@
+//! `sitemapd`: discover, parse, store and schedule sitemaps.
+
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SITEMAPD_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let result = match cli.command {
+        cli::Command::Parse(args) => commands::parse::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
