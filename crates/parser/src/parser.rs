@@ -4,6 +4,8 @@ use std::io::{self, BufReader, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use encoding_rs::UTF_8;
+
 use crate::ctx::Ctx;
 use crate::diagnostic::{Position, Rule};
 use crate::event::Event;
@@ -19,6 +21,8 @@ use crate::xml::{Step, XmlReader};
 
 /// Longest single token (tag, text node, comment) read, in bytes.
 pub const MAX_TOKEN_BYTES: u64 = 4 * 1024 * 1024;
+/// The UTF-8 byte order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Bytes looked at to find the encoding declaration.
 const DECL_WINDOW: usize = 1024;
 
@@ -94,16 +98,12 @@ impl Parser {
         self.ctx.summary.format
     }
 
-    fn source(&self) -> Option<&Source> {
-        match &self.state {
-            State::Xml(x) => Some(x.source()),
-            State::Text(t) => Some(t.source()),
-            _ => None,
+    fn current_position(&mut self) -> Position {
+        match &mut self.state {
+            State::Xml(x) => x.source_mut().position(),
+            State::Text(t) => t.source_mut().position(),
+            _ => Position::default(),
         }
-    }
-
-    fn current_position(&self) -> Position {
-        self.source().map(Source::position).unwrap_or_default()
     }
 
     fn open(&mut self, input: Box<dyn Read + Send>) -> io::Result<State> {
@@ -125,9 +125,17 @@ impl Parser {
                 self.ctx.warn(Rule::C1, start, format!("declared encoding {label:?} is unknown or impossible here: read as UTF-8"));
             }
         }
-        let raw = BufReader::with_capacity(64 * 1024, limited);
-        let decoded = DecodeReader::new(raw, detected.encoding, self.replaced.clone());
-        let mut src = Source::new(Box::new(decoded), MAX_TOKEN_BYTES);
+        let mut src = if detected.encoding == UTF_8 {
+            let mut src = Source::utf8(limited, self.replaced.clone(), MAX_TOKEN_BYTES);
+            if src.peek(3)? == UTF8_BOM {
+                io::BufRead::consume(&mut src, 3);
+            }
+            src
+        } else {
+            let raw = BufReader::with_capacity(64 * 1024, limited);
+            let decoded = DecodeReader::new(raw, detected.encoding, self.replaced.clone());
+            Source::decoded(Box::new(decoded), MAX_TOKEN_BYTES)
+        };
         let sniffed = sniff(src.peek(SNIFF_WINDOW)?);
         Ok(match sniffed {
             Sniffed::Empty => {
@@ -169,11 +177,14 @@ impl Parser {
                     State::Done
                 }
             },
-            State::Xml(mut x) => match x.step(&mut self.ctx) {
-                Step::More => State::Xml(x),
-                Step::Done => {
-                    self.finish(x.source(), x.is_complete());
-                    State::Done
+            State::Xml(mut x) => loop {
+                match x.step(&mut self.ctx) {
+                    Step::More if self.ctx.queue.is_empty() => continue,
+                    Step::More => break State::Xml(x),
+                    Step::Done => {
+                        self.finish(x.source(), x.is_complete());
+                        break State::Done;
+                    }
                 }
             },
             State::Text(mut t) => match t.step(&mut self.ctx) {
@@ -184,7 +195,8 @@ impl Parser {
                 }
                 Err(e) => {
                     let (rule, message) = describe_io_error(&e);
-                    self.ctx.error(rule, t.source().position(), message);
+                    let pos = t.source_mut().position();
+                    self.ctx.error(rule, pos, message);
                     self.finish(t.source(), false);
                     State::Done
                 }

@@ -41,6 +41,11 @@ impl TextReader {
         &self.src
     }
 
+    /// The source, to ask for positions.
+    pub fn source_mut(&mut self) -> &mut Source {
+        &mut self.src
+    }
+
     fn read_line(&mut self) -> io::Result<Line> {
         self.line.clear();
         let pos = self.src.position();

@@ -277,10 +277,51 @@ const fn uri_byte_table() -> [bool; 256] {
 }
 static URI_BYTE: [bool; 256] = uri_byte_table();
 
+/// The common case, checked in one pass: `http(s)://` + a lowercase ASCII
+/// host + a path of URI bytes. Such a URL is already normal: it is copied as is.
+fn already_normal(s: &str) -> Option<NormUrl> {
+    let b = s.as_bytes();
+    let host_start = if b.starts_with(b"https://") {
+        8
+    } else if b.starts_with(b"http://") {
+        7
+    } else {
+        return None;
+    };
+    if !b.get(host_start)?.is_ascii_alphanumeric() {
+        return None;
+    }
+    let mut i = host_start;
+    while i < b.len() && matches!(b[i], b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_') {
+        i += 1;
+    }
+    let host_end = i;
+    if b.get(host_end) != Some(&b'/') {
+        return None;
+    }
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit() => i += 3,
+            b'%' => return None,
+            c if URI_BYTE[c as usize] => i += 1,
+            _ => return None,
+        }
+    }
+    Some(NormUrl {
+        s: s.to_string(),
+        host_end: host_end as u32,
+        path_start: host_end as u32,
+        port: None,
+    })
+}
+
 fn normalize(input: &str) -> Result<NormUrl, UrlError> {
     let trimmed = trim_url(input);
     if trimmed.is_empty() {
         return Err(UrlError::Empty);
+    }
+    if let Some(url) = already_normal(trimmed) {
+        return Ok(url);
     }
     let cleaned = strip_tabs_newlines(trimmed);
     let s: &str = &cleaned;

@@ -1,9 +1,19 @@
 //! The decoded text as the parsers read it: a buffered reader that knows the
-//! line and column of what it has handed out, can look ahead, and refuses to
-//! let one token grow without bound.
+//! line and column of what it has handed out, can look ahead, refuses to let
+//! one token grow without bound, and guarantees valid UTF-8.
+//!
+//! UTF-8 input (the protocol's encoding, nearly every document) is validated
+//! in place in the buffer, with no copy; at the first invalid byte the rest
+//! of the input goes through the encoding_rs decoder, which replaces invalid
+//! sequences with U+FFFD. Other encodings are decoded from the start.
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
+use encoding_rs::UTF_8;
+
+use super::encoding::DecodeReader;
 use crate::diagnostic::Position;
 
 /// Buffer size of the source.
@@ -23,13 +33,31 @@ pub fn token_too_long(err: &io::Error) -> Option<TokenTooLong> {
     err.get_ref()?.downcast_ref::<TokenTooLong>().copied()
 }
 
-/// Buffered, position-tracking reader over decoded UTF-8.
+/// Where the bytes come from.
+enum Input {
+    /// UTF-8, validated in place; `replaced` is raised if it ever has to be decoded.
+    Utf8 {
+        inner: Box<dyn Read + Send>,
+        replaced: Arc<AtomicBool>,
+    },
+    /// Already decoded to valid UTF-8.
+    Decoded(Box<dyn Read + Send>),
+}
+
+/// Buffered, position-tracking reader over valid UTF-8.
 pub struct Source {
-    inner: Box<dyn Read + Send>,
+    input: Input,
     buf: Box<[u8]>,
     pos: usize,
+    /// End of the validated bytes: what may be handed out.
+    valid: usize,
+    /// End of the bytes in the buffer (an incomplete UTF-8 sequence may follow `valid`).
     filled: usize,
-    offset: u64,
+    eof: bool,
+    /// Absolute offset of `buf[0]`.
+    buf_offset: u64,
+    /// Newlines are counted in `buf[..counted]`.
+    counted: usize,
     line: u64,
     line_start: u64,
     mark: u64,
@@ -38,14 +66,27 @@ pub struct Source {
 }
 
 impl Source {
-    /// Wraps `inner`; no token may be longer than `token_limit` bytes.
-    pub fn new(inner: Box<dyn Read + Send>, token_limit: u64) -> Self {
+    /// Reads UTF-8 from `inner`, validating it; invalid sequences are decoded
+    /// to U+FFFD and raise `replaced`.
+    pub fn utf8(inner: Box<dyn Read + Send>, replaced: Arc<AtomicBool>, token_limit: u64) -> Self {
+        Self::with_input(Input::Utf8 { inner, replaced }, token_limit)
+    }
+
+    /// Reads text that is already valid UTF-8 (the output of a decoder).
+    pub fn decoded(inner: Box<dyn Read + Send>, token_limit: u64) -> Self {
+        Self::with_input(Input::Decoded(inner), token_limit)
+    }
+
+    fn with_input(input: Input, token_limit: u64) -> Self {
         Self {
-            inner,
+            input,
             buf: vec![0; BUF].into_boxed_slice(),
             pos: 0,
+            valid: 0,
             filled: 0,
-            offset: 0,
+            eof: false,
+            buf_offset: 0,
+            counted: 0,
             line: 0,
             line_start: 0,
             mark: 0,
@@ -54,22 +95,106 @@ impl Source {
         }
     }
 
+    /// Bytes handed out so far.
+    pub fn offset(&self) -> u64 {
+        self.buf_offset + self.pos as u64
+    }
+
     /// Line and column of the next byte to be read.
-    pub fn position(&self) -> Position {
+    pub fn position(&mut self) -> Position {
+        self.position_at(self.offset())
+    }
+
+    /// Line and column of `offset`, an offset not before the last position
+    /// asked for. Exact while `offset` is in the buffer (an event that
+    /// straddles a refill is placed at the refill).
+    pub fn position_at(&mut self, offset: u64) -> Position {
+        let target = offset
+            .saturating_sub(self.buf_offset)
+            .min(self.pos as u64) as usize;
+        if target > self.counted {
+            self.count_lines(target);
+        }
+        let offset = offset.max(self.buf_offset + self.counted as u64);
         Position {
             line: self.line + 1,
-            column: self.offset - self.line_start + 1,
+            column: offset.saturating_sub(self.line_start) + 1,
         }
     }
 
-    /// Bytes handed out so far.
-    pub fn offset(&self) -> u64 {
-        self.offset
+    fn count_lines(&mut self, upto: usize) {
+        let chunk = &self.buf[self.counted..upto];
+        // Counted with a loop the compiler vectorises: most stretches are the few
+        // bytes between two tags, where memchr's set-up costs more than it saves.
+        let newlines = chunk.iter().filter(|&&b| b == b'\n').count();
+        if newlines > 0 {
+            self.line += newlines as u64;
+            if let Some(last) = chunk.iter().rposition(|&b| b == b'\n') {
+                self.line_start = self.buf_offset + (self.counted + last) as u64 + 1;
+            }
+        }
+        self.counted = upto;
     }
 
     /// Starts a new token: the token limit counts from here.
     pub fn mark(&mut self) {
-        self.mark = self.offset;
+        self.mark = self.offset();
+    }
+
+    /// Moves the unread bytes to the front of the buffer.
+    fn compact(&mut self) {
+        let consumed = self.pos;
+        self.count_lines(consumed);
+        self.buf.copy_within(consumed..self.filled, 0);
+        self.buf_offset += consumed as u64;
+        self.valid -= consumed;
+        self.filled -= consumed;
+        self.pos = 0;
+        self.counted = 0;
+    }
+
+    /// Reads more bytes into the buffer and validates them. Returns false at end of input.
+    fn read_more(&mut self) -> io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.filled == self.buf.len() {
+            self.compact();
+        }
+        let n = match &mut self.input {
+            Input::Utf8 { inner, .. } | Input::Decoded(inner) => inner.read(&mut self.buf[self.filled..])?,
+        };
+        self.filled += n;
+        if n == 0 {
+            self.eof = true;
+        }
+        self.validate();
+        Ok(!self.eof)
+    }
+
+    /// Extends `valid` over the bytes read; at an invalid sequence, switches to the decoder.
+    fn validate(&mut self) {
+        if let Input::Decoded(_) = self.input {
+            self.valid = self.filled;
+            return;
+        }
+        match std::str::from_utf8(&self.buf[self.valid..self.filled]) {
+            Ok(_) => self.valid = self.filled,
+            Err(e) if e.error_len().is_none() && !self.eof => self.valid += e.valid_up_to(),
+            Err(e) => {
+                self.valid += e.valid_up_to();
+                let Input::Utf8 { inner, replaced } =
+                    std::mem::replace(&mut self.input, Input::Decoded(Box::new(io::empty())))
+                else {
+                    return;
+                };
+                let rest = self.buf[self.valid..self.filled].to_vec();
+                self.filled = self.valid;
+                self.eof = false;
+                let undecoded = BufReader::new(Cursor::new(rest).chain(inner));
+                self.input = Input::Decoded(Box::new(DecodeReader::new(undecoded, UTF_8, replaced)));
+            }
+        }
     }
 
     /// Looks at up to `n` bytes ahead without consuming them (fewer at end of
@@ -77,20 +202,18 @@ impl Source {
     /// is held back until those bytes have been consumed.
     pub fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
         let n = n.min(self.buf.len());
-        if self.filled - self.pos < n {
-            self.buf.copy_within(self.pos..self.filled, 0);
-            self.filled -= self.pos;
-            self.pos = 0;
-            while self.filled < n && self.pending.is_none() {
-                match self.inner.read(&mut self.buf[self.filled..]) {
-                    Ok(0) => break,
-                    Ok(read) => self.filled += read,
-                    Err(e) if self.filled == 0 => return Err(e),
+        if self.valid - self.pos < n {
+            self.compact();
+            while self.valid < n && self.pending.is_none() {
+                match self.read_more() {
+                    Ok(false) => break,
+                    Ok(true) => {}
+                    Err(e) if self.valid == 0 => return Err(e),
                     Err(e) => self.pending = Some(e),
                 }
             }
         }
-        Ok(&self.buf[self.pos..self.filled.min(self.pos + n)])
+        Ok(&self.buf[self.pos..self.valid.min(self.pos + n)])
     }
 }
 
@@ -104,46 +227,58 @@ impl Read for Source {
     }
 }
 
-impl BufRead for Source {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.offset - self.mark > self.token_limit {
+impl Source {
+    /// `fill_buf` when the buffer is drained or the token is too long.
+    #[cold]
+    fn fill_buf_slow(&mut self) -> io::Result<&[u8]> {
+        if self.offset() - self.mark > self.token_limit {
             return Err(io::Error::other(TokenTooLong {
                 limit: self.token_limit,
             }));
         }
-        if self.pos == self.filled {
+        while self.pos == self.valid {
             if let Some(e) = self.pending.take() {
                 return Err(e);
             }
-            self.pos = 0;
-            self.filled = self.inner.read(&mut self.buf)?;
+            if self.pos == self.filled || self.filled == self.buf.len() {
+                self.compact();
+            }
+            if !self.read_more()? {
+                break;
+            }
         }
-        Ok(&self.buf[self.pos..self.filled])
+        Ok(&self.buf[self.pos..self.valid])
+    }
+}
+
+impl BufRead for Source {
+    #[inline]
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.pos < self.valid && self.buf_offset + (self.pos as u64) - self.mark <= self.token_limit {
+            return Ok(&self.buf[self.pos..self.valid]);
+        }
+        self.fill_buf_slow()
     }
 
+    #[inline]
     fn consume(&mut self, n: usize) {
-        let n = n.min(self.filled - self.pos);
-        let chunk = &self.buf[self.pos..self.pos + n];
-        if let Some(last) = memchr::memrchr(b'\n', chunk) {
-            self.line += memchr::memchr_iter(b'\n', chunk).count() as u64;
-            self.line_start = self.offset + last as u64 + 1;
-        }
-        self.offset += n as u64;
-        self.pos += n;
+        self.pos = (self.pos + n).min(self.valid);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
-    fn source(text: &'static str, limit: u64) -> Source {
-        Source::new(Box::new(text.as_bytes()), limit)
+    fn source(text: &'static [u8], limit: u64) -> (Source, Arc<AtomicBool>) {
+        let flag = Arc::new(AtomicBool::new(false));
+        (Source::utf8(Box::new(text), flag.clone(), limit), flag)
     }
 
     #[test]
     fn tracks_lines_and_columns() {
-        let mut s = source("ab\ncd\r\nef", 100);
+        let (mut s, _) = source(b"ab\ncd\r\nef", 100);
         assert_eq!(s.position(), Position { line: 1, column: 1 });
         s.fill_buf().unwrap();
         s.consume(4);
@@ -154,7 +289,7 @@ mod tests {
 
     #[test]
     fn peek_does_not_consume() {
-        let mut s = source("hello world", 100);
+        let (mut s, _) = source(b"hello world", 100);
         assert_eq!(s.peek(5).unwrap(), b"hello");
         assert_eq!(s.peek(50).unwrap(), b"hello world");
         let mut all = String::new();
@@ -164,11 +299,39 @@ mod tests {
 
     #[test]
     fn token_limit_is_enforced_from_the_mark() {
-        let mut s = Source::new(Box::new(io::repeat(b'x')), 1000);
+        let mut s = Source::utf8(Box::new(io::repeat(b'x')), Arc::default(), 1000);
         let mut sink = Vec::new();
         let err = (&mut s).take(5000).read_to_end(&mut sink).unwrap_err();
         assert!(token_too_long(&err).is_some());
         s.mark();
         assert!(s.fill_buf().is_ok());
+    }
+
+    #[test]
+    fn c1_invalid_utf8_is_replaced_and_flagged_without_losing_the_rest() {
+        let (mut s, flag) = source(b"ok \xff\xfe then \xc3\xa9 fine", 100);
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert_eq!(out, "ok \u{FFFD}\u{FFFD} then é fine");
+        assert!(flag.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn multibyte_characters_across_reads_stay_whole() {
+        let text: &'static str = Box::leak("żółw ".repeat(40_000).into_boxed_str());
+        let (mut s, flag) = source(text.as_bytes(), u64::MAX);
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert_eq!(out, text);
+        assert!(!flag.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn truncated_sequence_at_the_end_is_replaced() {
+        let (mut s, flag) = source(b"abc\xc3", 100);
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert_eq!(out, "abc\u{FFFD}");
+        assert!(flag.load(Ordering::Relaxed));
     }
 }

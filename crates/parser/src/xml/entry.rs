@@ -94,18 +94,27 @@ fn non_empty(text: &str) -> Option<String> {
 }
 
 impl EntryBuilder {
-    /// Starts a new entry at `pos`.
+    /// Starts a new entry at `pos`, keeping the buffers' allocations.
     pub fn reset(&mut self, pos: Position) {
-        let mut loc = std::mem::take(&mut self.loc);
-        let mut own = std::mem::take(&mut self.own_text);
-        loc.clear();
-        own.clear();
-        *self = EntryBuilder {
-            pos,
-            loc,
-            own_text: own,
-            ..EntryBuilder::default()
-        };
+        self.pos = pos;
+        self.loc.clear();
+        self.has_loc = false;
+        self.own_text.clear();
+        self.lastmod = None;
+        self.changefreq = None;
+        self.priority = None;
+        self.images.clear();
+        self.videos.clear();
+        self.news = None;
+        self.alternates.clear();
+        self.link = None;
+        self.guid = None;
+        self.pub_date = None;
+        self.dc_date = None;
+        self.updated = None;
+        self.published = None;
+        self.atom_link = None;
+        self.base = None;
     }
 
     /// Whether a `<loc>` has been read completely.

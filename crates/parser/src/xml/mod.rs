@@ -3,6 +3,7 @@
 //! not well-formed yields everything read before the error (SPEC C8).
 
 mod entry;
+mod names;
 pub mod ns;
 mod values;
 
@@ -10,8 +11,7 @@ use std::borrow::Cow;
 
 use quick_xml::XmlVersion;
 use quick_xml::events::{BytesRef, BytesStart, Event as XmlEvent};
-use quick_xml::name::ResolveResult;
-use quick_xml::reader::NsReader;
+use quick_xml::reader::Reader;
 
 use crate::ctx::{Ctx, quote};
 use crate::diagnostic::{Position, Rule};
@@ -19,6 +19,7 @@ use crate::input::source::Source;
 use crate::url::Base;
 
 use entry::EntryBuilder;
+use names::Namespaces;
 use ns::{Dialect, Elem, Field, Ns, SITEMAP_NS, VideoField, classify};
 
 /// Longest field text kept, in bytes; a longer value is dropped.
@@ -41,7 +42,8 @@ pub enum Step {
 
 /// Reads one XML document.
 pub struct XmlReader {
-    reader: NsReader<Source>,
+    reader: Reader<Source>,
+    names: Namespaces,
     buf: Vec<u8>,
     dialect: Option<Dialect>,
     root_ns: Ns,
@@ -88,12 +90,13 @@ fn attribute<'a>(e: &'a BytesStart<'a>, name: &str) -> Option<Cow<'a, str>> {
 impl XmlReader {
     /// Reads XML from `src`. Strict mode refuses unescaped `&`.
     pub fn new(src: Source, strict: bool) -> Self {
-        let mut reader = NsReader::from_reader(src);
+        let mut reader = Reader::from_reader(src);
         let config = reader.config_mut();
         config.allow_dangling_amp = !strict;
         config.check_end_names = true;
         Self {
             reader,
+            names: Namespaces::default(),
             buf: Vec::with_capacity(4096),
             dialect: None,
             root_ns: Ns::None,
@@ -114,6 +117,11 @@ impl XmlReader {
         self.reader.get_ref()
     }
 
+    /// The source, to ask for positions.
+    pub fn source_mut(&mut self) -> &mut Source {
+        self.reader.get_mut()
+    }
+
     /// Whether the document was read to its end, well-formed.
     pub fn is_complete(&self) -> bool {
         self.complete
@@ -125,43 +133,53 @@ impl XmlReader {
             return Step::Done;
         }
         self.reader.get_mut().mark();
-        let pos = self.reader.get_ref().position();
+        let start = self.reader.get_ref().offset();
         let mut buf = std::mem::take(&mut self.buf);
         if buf.capacity() > BUF_KEEP {
             buf = Vec::with_capacity(4096);
         }
         buf.clear();
-        let want_uri = self.dialect.is_none();
-        let step = match self.reader.read_resolved_event_into(&mut buf) {
+        let step = match self.reader.read_event_into(&mut buf) {
             Err(e) => {
                 self.fail(ctx, &e);
                 Step::Done
             }
-            Ok((resolved, event)) => {
-                let (ns, uri) = match resolved {
-                    ResolveResult::Bound(n) => (Ns::of(Some(n.0)), want_uri.then(|| n.0.to_string())),
-                    ResolveResult::Unbound => (Ns::None, None),
-                    ResolveResult::Unknown(_) => (Ns::Other, None),
-                };
-                self.handle(ctx, ns, uri, event, pos)
-            }
+            Ok(event) => self.handle(ctx, event, start),
         };
         self.buf = buf;
         step
     }
 
-    fn handle(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, event: XmlEvent<'_>, pos: Position) -> Step {
+    /// Line and column of the event that started at byte `start`.
+    fn pos(&mut self, start: u64) -> Position {
+        self.reader.get_mut().position_at(start)
+    }
+
+    /// Acts on one event; `start` is its byte offset (positions are computed
+    /// only where one is needed, since counting lines costs).
+    fn handle(&mut self, ctx: &mut Ctx, event: XmlEvent<'_>, start: u64) -> Step {
         match event {
-            XmlEvent::Start(e) => self.start(ctx, ns, uri, &e, false, pos),
-            XmlEvent::Empty(e) => self.start(ctx, ns, uri, &e, true, pos),
+            XmlEvent::Start(e) => {
+                let pos = self.pos(start);
+                self.start(ctx, &e, false, pos)
+            }
+            XmlEvent::Empty(e) => {
+                let pos = self.pos(start);
+                self.start(ctx, &e, true, pos)
+            }
             XmlEvent::End(_) => {
                 if let Some(elem) = self.stack.pop() {
-                    self.close(ctx, elem, pos);
+                    self.names.end(self.stack.len());
+                    self.close(ctx, elem, start);
                 }
                 Step::More
             }
             XmlEvent::Text(t) => {
-                self.text_event(ctx, &t, pos);
+                if self.capturing() && t.starts_with('&') {
+                    let pos = self.pos(start);
+                    ctx.warn(Rule::X5, pos, "unescaped '&' kept as is");
+                }
+                self.append(&t);
                 Step::More
             }
             XmlEvent::CData(c) => {
@@ -169,16 +187,18 @@ impl XmlReader {
                 Step::More
             }
             XmlEvent::GeneralRef(r) => {
-                self.general_ref(ctx, &r, pos);
+                self.general_ref(ctx, &r, start);
                 Step::More
             }
             XmlEvent::DocType(d) => {
                 if d.contains("<!ENTITY") {
+                    let pos = self.pos(start);
                     ctx.warn(Rule::C6, pos, "DTD entity declarations ignored: entities are never expanded");
                 }
                 Step::More
             }
             XmlEvent::Eof => {
+                let pos = self.pos(start);
                 self.eof(ctx, pos);
                 Step::Done
             }
@@ -208,14 +228,7 @@ impl XmlReader {
         }
     }
 
-    fn text_event(&mut self, ctx: &mut Ctx, text: &str, pos: Position) {
-        if self.capturing() && text.starts_with('&') {
-            ctx.warn(Rule::X5, pos, "unescaped '&' kept as is");
-        }
-        self.append(text);
-    }
-
-    fn general_ref(&mut self, ctx: &mut Ctx, r: &BytesRef<'_>, pos: Position) {
+    fn general_ref(&mut self, ctx: &mut Ctx, r: &BytesRef<'_>, start: u64) {
         if !matches!(self.stack.last(), Some(Elem::Field(_) | Elem::Entry)) {
             return;
         }
@@ -224,6 +237,7 @@ impl XmlReader {
             match r.resolve_char_ref() {
                 Ok(Some(c)) => Some(c.encode_utf8(&mut utf8)),
                 _ => {
+                    let pos = self.pos(start);
                     ctx.warn(Rule::X5, pos, format!("invalid character reference &{};", &**r));
                     None
                 }
@@ -236,6 +250,7 @@ impl XmlReader {
                 "quot" => Some("\""),
                 "apos" => Some("'"),
                 name => {
+                    let pos = self.pos(start);
                     ctx.warn(Rule::C6, pos, format!("undefined entity &{name}; dropped (entities are never expanded)"));
                     None
                 }
@@ -246,21 +261,28 @@ impl XmlReader {
         }
     }
 
-    fn start(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
-        let Some(dialect) = self.dialect else {
-            return self.root(ctx, ns, uri, e, empty, pos);
-        };
+    fn start(&mut self, ctx: &mut Ctx, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
         if self.root_closed {
             return Step::More;
         }
+        let depth = self.stack.len();
+        self.names.declare(e, depth);
+        let qname = e.name();
+        let (ns, local, uri) = self.names.resolve(qname.as_ref());
+        let Some(dialect) = self.dialect else {
+            let uri = uri.map(str::to_string);
+            let step = self.root(ctx, ns, uri, local, e, empty, pos);
+            if empty {
+                self.names.end(depth);
+            }
+            return step;
+        };
         if self.stack.len() >= MAX_DEPTH {
             ctx.error(Rule::C8, pos, format!("elements nested deeper than {MAX_DEPTH}: reading stopped"));
             self.salvage(ctx);
             return Step::Done;
         }
         let ns = if ns == Ns::Other && self.root_ns == Ns::Other { Ns::SitemapVariant } else { ns };
-        let local = e.local_name();
-        let local: &str = local.as_ref();
         let parent = self.stack.last().copied().unwrap_or(Elem::Skip);
         let elem = classify(dialect, parent, ns, local);
         match elem {
@@ -295,7 +317,9 @@ impl XmlReader {
             _ => {}
         }
         if empty {
-            self.close(ctx, elem, pos);
+            self.names.end(depth);
+            let start = self.reader.get_ref().offset();
+            self.close(ctx, elem, start);
         } else {
             self.stack.push(elem);
         }
@@ -324,9 +348,8 @@ impl XmlReader {
         resolved.map(|u| Base::new(&u)).or(parent)
     }
 
-    fn root(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
-        let local = e.local_name();
-        let local: &str = local.as_ref();
+    #[allow(clippy::too_many_arguments)]
+    fn root(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, local: &str, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
         let Some(dialect) = Dialect::of_root(ns, local) else {
             let name = e.name();
             let name: &str = name.as_ref();
@@ -359,7 +382,7 @@ impl XmlReader {
         Step::More
     }
 
-    fn close(&mut self, ctx: &mut Ctx, elem: Elem, pos: Position) {
+    fn close(&mut self, ctx: &mut Ctx, elem: Elem, start: u64) {
         match elem {
             Elem::Field(field) if self.in_entry => {
                 if self.text_overflow {
@@ -374,7 +397,10 @@ impl XmlReader {
                     self.entry.finish(ctx, d);
                 }
             }
-            Elem::Video => self.entry.finish_video(ctx, pos),
+            Elem::Video => {
+                let pos = self.pos(start);
+                self.entry.finish_video(ctx, pos);
+            }
             Elem::Root => self.root_closed = true,
             _ => {}
         }
@@ -402,7 +428,7 @@ impl XmlReader {
     }
 
     fn fail(&mut self, ctx: &mut Ctx, err: &quick_xml::Error) {
-        let pos = self.reader.get_ref().position();
+        let pos = self.reader.get_mut().position();
         let (rule, message) = match err {
             quick_xml::Error::Io(io) => crate::parser::describe_io_error(io),
             other => (Rule::C8, format!("not well-formed XML: {other}; reading stopped")),
