@@ -81,14 +81,32 @@ impl Ctx {
     /// Turns a reference as written (a loc, a text line, an href) into a
     /// normalised URL, or drops it with a diagnostic under `rule`. Relative
     /// references are resolved against `base` (or the document URL) in
-    /// lenient mode and dropped in strict mode.
-    pub fn resolve(
+    /// lenient mode (flagged) and dropped in strict mode.
+    pub fn resolve(&mut self, raw: &str, rule: Rule, pos: Position, what: &str, base: Option<&Base>) -> Option<NormUrl> {
+        self.resolve_reference(raw, rule, pos, what, base, false)
+    }
+
+    /// Like [`Ctx::resolve`], for references that the format allows to be
+    /// relative (Atom links and `xml:base`): resolved silently in both modes.
+    pub fn resolve_relative_ok(
         &mut self,
         raw: &str,
         rule: Rule,
         pos: Position,
         what: &str,
         base: Option<&Base>,
+    ) -> Option<NormUrl> {
+        self.resolve_reference(raw, rule, pos, what, base, true)
+    }
+
+    fn resolve_reference(
+        &mut self,
+        raw: &str,
+        rule: Rule,
+        pos: Position,
+        what: &str,
+        base: Option<&Base>,
+        relative_ok: bool,
     ) -> Option<NormUrl> {
         let trimmed = raw.trim();
         if trimmed.len() > MAX_LOC_CHARS && trimmed.chars().count() > MAX_LOC_CHARS {
@@ -101,7 +119,7 @@ impl Ctx {
         }
         let result = if has_scheme(trimmed) {
             NormUrl::parse(trimmed)
-        } else if self.opts.is_strict() {
+        } else if self.opts.is_strict() && !relative_ok {
             Err(UrlError::Relative)
         } else if !plausible_reference(trimmed) {
             self.warn(rule, pos, format!("{what} {} dropped: not a URL", quote(trimmed)));
@@ -110,7 +128,9 @@ impl Ctx {
             let joined = base.or(self.base.as_ref()).map(|b| b.join(trimmed));
             match joined {
                 Some(Ok(url)) => {
-                    self.warn(rule, pos, format!("relative {what} {} resolved to {url}", quote(trimmed)));
+                    if !relative_ok {
+                        self.warn(rule, pos, format!("relative {what} {} resolved to {url}", quote(trimmed)));
+                    }
                     Ok(url)
                 }
                 Some(Err(e)) => Err(e),

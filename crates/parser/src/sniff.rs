@@ -44,7 +44,8 @@ pub fn sniff(window: &[u8]) -> Sniffed {
     if body[0] == b'<' {
         return Sniffed::Xml { start, junk: false };
     }
-    let first_line = body.split(|&b| b == b'\n').next().unwrap_or(body);
+    let is_eol = |b: &u8| *b == b'\n' || *b == b'\r';
+    let first_line = body.split(is_eol).next().unwrap_or(body);
     if !starts_with_http(first_line) {
         if let Some(at) = XML_MARKERS
             .iter()
@@ -57,9 +58,7 @@ pub fn sniff(window: &[u8]) -> Sniffed {
             };
         }
     }
-    let has_url = body
-        .split(|&b| b == b'\n')
-        .any(|line| looks_like_url_reference(trim(line)));
+    let has_url = body.split(is_eol).any(|line| looks_like_url_reference(trim(line)));
     if has_url { Sniffed::Text } else { Sniffed::NotUrls }
 }
 
@@ -97,6 +96,7 @@ mod tests {
         assert_eq!(sniff(b"index.html\nmodels/a.html\n"), Sniffed::Text);
         assert_eq!(sniff(b"SimpleMvcSitemap.XmlResult`1[SimpleMvcSitemap.SitemapModel]"), Sniffed::NotUrls);
         assert_eq!(sniff(b"https://a.com/rss-feed\n"), Sniffed::Text);
+        assert_eq!(sniff(b"https://a.com/\rhttps://a.com/b\r"), Sniffed::Text);
     }
 
     #[test]

@@ -18,6 +18,8 @@ const MAX_LINE_BYTES: usize = 4 * MAX_LOC_CHARS + 16;
 pub struct TextReader {
     src: Source,
     line: Vec<u8>,
+    /// The last line ended with CR: a LF right after it belongs to it.
+    after_cr: bool,
 }
 
 /// One line as read.
@@ -33,6 +35,7 @@ impl TextReader {
         Self {
             src,
             line: Vec::with_capacity(256),
+            after_cr: false,
         }
     }
 
@@ -46,8 +49,12 @@ impl TextReader {
         &mut self.src
     }
 
+    /// Reads one line; CR, LF and CRLF all end a line.
     fn read_line(&mut self) -> io::Result<Line> {
         self.line.clear();
+        if std::mem::take(&mut self.after_cr) && self.src.fill_buf()?.first() == Some(&b'\n') {
+            self.src.consume(1);
+        }
         let pos = self.src.position();
         let mut too_long = false;
         loop {
@@ -56,8 +63,11 @@ impl TextReader {
             if buf.is_empty() {
                 return Ok(Line { pos, too_long, eof: true });
             }
-            let (chunk, used, done) = match memchr::memchr(b'\n', buf) {
-                Some(i) => (&buf[..i], i + 1, true),
+            let (chunk, used, done) = match memchr::memchr2(b'\n', b'\r', buf) {
+                Some(i) => {
+                    self.after_cr = buf[i] == b'\r';
+                    (&buf[..i], i + 1, true)
+                }
                 None => (buf, buf.len(), false),
             };
             if self.line.len() + chunk.len() <= MAX_LINE_BYTES {

@@ -32,6 +32,7 @@ pub struct EntryBuilder {
     changefreq: Option<crate::event::ChangeFreq>,
     priority: Option<f32>,
     images: Vec<Image>,
+    images_capped: bool,
     videos: Vec<Video>,
     news: Option<Box<News>>,
     alternates: Vec<Alternate>,
@@ -104,6 +105,7 @@ impl EntryBuilder {
         self.changefreq = None;
         self.priority = None;
         self.images.clear();
+        self.images_capped = false;
         self.videos.clear();
         self.news = None;
         self.alternates.clear();
@@ -202,8 +204,11 @@ impl EntryBuilder {
             Field::Priority => self.priority = read_value(ctx, values::priority(text), text, Rule::X10, "priority", pos),
             Field::ImageLoc => {
                 if self.images.len() == MAX_IMAGES_PER_URL {
-                    ctx.warn(Rule::E1, pos, format!("more than {MAX_IMAGES_PER_URL} images in one <url>: the rest are ignored"));
-                } else if self.images.len() < MAX_IMAGES_PER_URL {
+                    if !self.images_capped {
+                        self.images_capped = true;
+                        ctx.warn(Rule::E1, pos, format!("more than {MAX_IMAGES_PER_URL} images in one <url>: the rest are ignored"));
+                    }
+                } else {
                     if let Some(loc) = ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref()) {
                         self.images.push(Image { loc });
                     }
@@ -378,7 +383,9 @@ impl EntryBuilder {
         if rank > 0 {
             ctx.warn(Rule::F2, pos, format!("entry has no rel=\"alternate\" link: its rel={} link is used", quote(&rel)));
         }
-        let Some(loc) = ctx.resolve(&href, Rule::F2, pos, "entry link", self.base.as_ref()) else { return };
+        let Some(loc) = ctx.resolve_relative_ok(&href, Rule::F2, pos, "entry link", self.base.as_ref()) else {
+            return;
+        };
         let mut entry = UrlEntry::new(loc);
         entry.lastmod = match (self.updated.take(), self.published.take()) {
             (Some((d, pos)), _) | (None, Some((d, pos))) => read_date(ctx, &d, Rule::F2, "entry date", pos, parse_w3c),

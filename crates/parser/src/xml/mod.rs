@@ -344,7 +344,7 @@ impl XmlReader {
     /// The `xml:base` of an Atom element, resolved against `parent` (or the document URL).
     fn xml_base(&self, ctx: &mut Ctx, e: &BytesStart<'_>, pos: Position, parent: Option<Base>) -> Option<Base> {
         let Some(value) = attribute(e, "xml:base") else { return parent };
-        let resolved = ctx.resolve(&value, Rule::F2, pos, "xml:base", parent.as_ref());
+        let resolved = ctx.resolve_relative_ok(&value, Rule::F2, pos, "xml:base", parent.as_ref());
         resolved.map(|u| Base::new(&u)).or(parent)
     }
 
