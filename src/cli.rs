@@ -1,7 +1,7 @@
 //! Command-line interface definitions.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sitemapd_parser::ScopeMode;
+use sitemapd_parser::{NormUrl, ScopeMode};
 use sitemapd_parser::options::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES};
 
 /// Discover, parse, store and schedule sitemaps.
@@ -45,8 +45,8 @@ pub struct ParseArgs {
     /// The document: a file path, or `-` for stdin.
     pub input: String,
     /// The document's own URL (base for relative locs, and the scope rule).
-    #[arg(long)]
-    pub url: Option<String>,
+    #[arg(long, value_parser = parse_url)]
+    pub url: Option<NormUrl>,
     /// Which URLs the document may list: directory (the protocol), host, or none.
     #[arg(long, default_value = "directory", value_parser = parse_scope)]
     pub scope: ScopeMode,
@@ -72,4 +72,8 @@ pub struct ParseArgs {
 
 fn parse_scope(s: &str) -> Result<ScopeMode, String> {
     s.parse()
+}
+
+fn parse_url(s: &str) -> Result<NormUrl, String> {
+    NormUrl::parse(s).map_err(|e| format!("not an http(s) URL: {e}"))
 }

@@ -11,12 +11,13 @@ use crate::cli::{DiagnosticFormat, EntryFormat};
 
 /// Whether `e` is a closed stdout (`sitemapd parse … | head`).
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .filter_map(|c| c.downcast_ref::<io::Error>())
-        .any(|io| io.kind() == io::ErrorKind::BrokenPipe)
-        || e.chain()
-            .filter_map(|c| c.downcast_ref::<csv::Error>())
-            .any(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io.kind() == io::ErrorKind::BrokenPipe))
+    let pipe = io::ErrorKind::BrokenPipe;
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == pipe)
+            || c.downcast_ref::<serde_json::Error>().is_some_and(|j| j.io_error_kind() == Some(pipe))
+            || c.downcast_ref::<csv::Error>()
+                .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io.kind() == pipe))
+    })
 }
 
 const CSV_HEADER: [&str; 10] = [

@@ -5,20 +5,15 @@ use std::io::{self, Read};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use sitemapd_parser::{NormUrl, ParseOptions, Parser, Strictness};
+use sitemapd_parser::{ParseOptions, Parser, Strictness};
 
 use crate::cli::ParseArgs;
 use crate::output::{DiagnosticSink, EntrySink};
 
 /// Runs the command.
 pub fn run(args: &ParseArgs) -> Result<ExitCode> {
-    let document_url = args
-        .url
-        .as_deref()
-        .map(|u| NormUrl::parse(u).with_context(|| format!("--url {u:?} is not an http(s) URL")))
-        .transpose()?;
     let options = ParseOptions {
-        document_url,
+        document_url: args.url.clone(),
         scope: args.scope,
         strictness: if args.strict { Strictness::Strict } else { Strictness::Lenient },
         max_bytes: args.max_bytes,
