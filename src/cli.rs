@@ -1,8 +1,8 @@
 //! Command-line interface definitions.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sitemapd_parser::{NormUrl, ScopeMode};
 use sitemapd_parser::options::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES};
+use sitemapd_parser::{NormUrl, ScopeMode};
 
 /// Discover, parse, store and schedule sitemaps.
 #[derive(Debug, Parser)]

@@ -13,8 +13,10 @@ use crate::cli::{DiagnosticFormat, EntryFormat};
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     let pipe = io::ErrorKind::BrokenPipe;
     e.chain().any(|c| {
-        c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == pipe)
-            || c.downcast_ref::<serde_json::Error>().is_some_and(|j| j.io_error_kind() == Some(pipe))
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == pipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(pipe))
             || c.downcast_ref::<csv::Error>()
                 .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io.kind() == pipe))
     })
@@ -168,13 +170,25 @@ impl DiagnosticSink {
                     s.encoding,
                     s.complete
                 )?;
-                let rules: Vec<String> = s.diagnostics.iter().map(|(r, n)| format!("{r}={n}")).collect();
-                write!(self.err, " diagnostics={}", s.diagnostics.values().sum::<u64>())?;
+                let rules: Vec<String> = s
+                    .diagnostics
+                    .iter()
+                    .map(|(r, n)| format!("{r}={n}"))
+                    .collect();
+                write!(
+                    self.err,
+                    " diagnostics={}",
+                    s.diagnostics.values().sum::<u64>()
+                )?;
                 if !rules.is_empty() {
                     write!(self.err, " [{}]", rules.join(" "))?;
                 }
                 if !s.out_of_scope.is_empty() {
-                    let reasons: Vec<String> = s.out_of_scope.iter().map(|(r, n)| format!("{r}={n}")).collect();
+                    let reasons: Vec<String> = s
+                        .out_of_scope
+                        .iter()
+                        .map(|(r, n)| format!("{r}={n}"))
+                        .collect();
                     write!(self.err, " out_of_scope=[{}]", reasons.join(" "))?;
                 }
                 writeln!(self.err)?;

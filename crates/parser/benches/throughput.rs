@@ -86,7 +86,10 @@ fn bare_loop(bytes: &[u8]) -> usize {
 }
 
 fn full_parse(bytes: &Arc<[u8]>, doc: &NormUrl) -> usize {
-    let parser = Parser::new(std::io::Cursor::new(bytes.clone()), ParseOptions::for_url(doc.clone()));
+    let parser = Parser::new(
+        std::io::Cursor::new(bytes.clone()),
+        ParseOptions::for_url(doc.clone()),
+    );
     parser.filter(|e| matches!(e, Event::Url(_))).count()
 }
 
@@ -103,14 +106,24 @@ fn bench(c: &mut Criterion) {
     assert_eq!(bare_loop(&xml), 50_000);
     assert_eq!(full_parse(&xml, &doc), 50_000);
     assert_eq!(full_parse(&gz, &doc), 50_000);
-    eprintln!("input: {} bytes of XML, {} bytes gzipped", xml.len(), gz.len());
+    eprintln!(
+        "input: {} bytes of XML, {} bytes gzipped",
+        xml.len(),
+        gz.len()
+    );
 
     let mut g = c.benchmark_group("urlset-50k");
     g.throughput(Throughput::Bytes(xml.len() as u64));
     g.sample_size(20);
-    g.bench_function("bare-quick-xml-loop", |b| b.iter(|| bare_loop(black_box(&xml))));
-    g.bench_function("sitemapd-parser", |b| b.iter(|| full_parse(black_box(&xml), &doc)));
-    g.bench_function("sitemapd-parser-gzip", |b| b.iter(|| full_parse(black_box(&gz), &doc)));
+    g.bench_function("bare-quick-xml-loop", |b| {
+        b.iter(|| bare_loop(black_box(&xml)))
+    });
+    g.bench_function("sitemapd-parser", |b| {
+        b.iter(|| full_parse(black_box(&xml), &doc))
+    });
+    g.bench_function("sitemapd-parser-gzip", |b| {
+        b.iter(|| full_parse(black_box(&gz), &doc))
+    });
     g.finish();
 }
 

@@ -31,8 +31,13 @@ pub fn quote(value: &str) -> String {
 /// quotes, pipes, backslashes, carets, backticks or controls (which unrendered
 /// templates such as `{{ site.url }}/` are full of).
 fn plausible_reference(s: &str) -> bool {
-    !s.bytes()
-        .any(|b| b < b' ' || matches!(b, b'{' | b'}' | b'<' | b'>' | b'"' | b'|' | b'\\' | b'^' | b'`' | 0x7f))
+    !s.bytes().any(|b| {
+        b < b' '
+            || matches!(
+                b,
+                b'{' | b'}' | b'<' | b'>' | b'"' | b'|' | b'\\' | b'^' | b'`' | 0x7f
+            )
+    })
 }
 
 /// The state every format reader writes to.
@@ -82,7 +87,14 @@ impl Ctx {
     /// normalised URL, or drops it with a diagnostic under `rule`. Relative
     /// references are resolved against `base` (or the document URL) in
     /// lenient mode (flagged) and dropped in strict mode.
-    pub fn resolve(&mut self, raw: &str, rule: Rule, pos: Position, what: &str, base: Option<&Base>) -> Option<NormUrl> {
+    pub fn resolve(
+        &mut self,
+        raw: &str,
+        rule: Rule,
+        pos: Position,
+        what: &str,
+        base: Option<&Base>,
+    ) -> Option<NormUrl> {
         self.resolve_reference(raw, rule, pos, what, base, false)
     }
 
@@ -113,7 +125,10 @@ impl Ctx {
             self.warn(
                 Rule::X4,
                 pos,
-                format!("{what} longer than {MAX_LOC_CHARS} characters dropped: {}", quote(trimmed)),
+                format!(
+                    "{what} longer than {MAX_LOC_CHARS} characters dropped: {}",
+                    quote(trimmed)
+                ),
             );
             return None;
         }
@@ -122,14 +137,22 @@ impl Ctx {
         } else if self.opts.is_strict() && !relative_ok {
             Err(UrlError::Relative)
         } else if !plausible_reference(trimmed) {
-            self.warn(rule, pos, format!("{what} {} dropped: not a URL", quote(trimmed)));
+            self.warn(
+                rule,
+                pos,
+                format!("{what} {} dropped: not a URL", quote(trimmed)),
+            );
             return None;
         } else {
             let joined = base.or(self.base.as_ref()).map(|b| b.join(trimmed));
             match joined {
                 Some(Ok(url)) => {
                     if !relative_ok {
-                        self.warn(rule, pos, format!("relative {what} {} resolved to {url}", quote(trimmed)));
+                        self.warn(
+                            rule,
+                            pos,
+                            format!("relative {what} {} resolved to {url}", quote(trimmed)),
+                        );
                     }
                     Ok(url)
                 }
@@ -138,7 +161,10 @@ impl Ctx {
                     self.warn(
                         rule,
                         pos,
-                        format!("relative {what} {} dropped: no document URL to resolve it against", quote(trimmed)),
+                        format!(
+                            "relative {what} {} dropped: no document URL to resolve it against",
+                            quote(trimmed)
+                        ),
                     );
                     return None;
                 }
@@ -147,7 +173,11 @@ impl Ctx {
         match result {
             Ok(url) => {
                 if !trimmed.is_ascii() {
-                    self.warn(Rule::X6, pos, format!("non-ASCII characters in {what} percent-encoded: {url}"));
+                    self.warn(
+                        Rule::X6,
+                        pos,
+                        format!("non-ASCII characters in {what} percent-encoded: {url}"),
+                    );
                 }
                 Some(url)
             }
@@ -185,9 +215,18 @@ impl Ctx {
         }
         self.stopped = true;
         if self.opts.is_strict() {
-            self.error(Rule::C4, pos, format!("more than {max} entries: document rejected (strict)"));
+            self.summary.rejected = true;
+            self.error(
+                Rule::C4,
+                pos,
+                format!("more than {max} entries: document rejected (strict)"),
+            );
         } else {
-            self.warn(Rule::C4, pos, format!("entry limit of {max} reached: the rest of the document is ignored"));
+            self.warn(
+                Rule::C4,
+                pos,
+                format!("entry limit of {max} reached: the rest of the document is ignored"),
+            );
         }
         false
     }

@@ -159,7 +159,10 @@ pub fn parse_w3c(input: &str) -> Result<ParsedDate, DateError> {
 }
 
 fn parse_w3c_exact(s: &str) -> Result<ParsedDate, DateError> {
-    let mut c = Cursor { b: s.as_bytes(), i: 0 };
+    let mut c = Cursor {
+        b: s.as_bytes(),
+        i: 0,
+    };
     let mut repair = None;
     let year = c.digits(4).ok_or(DateError("expected a four-digit year"))? as i64;
     if c.done() {
@@ -236,9 +239,12 @@ fn parse_w3c_exact(s: &str) -> Result<ParsedDate, DateError> {
         }
         Some(sign @ (b'+' | b'-')) => {
             c.i += 1;
-            let h = c.digits(2).ok_or(DateError("expected a two-digit zone hour"))?;
+            let h = c
+                .digits(2)
+                .ok_or(DateError("expected a two-digit zone hour"))?;
             let m = if c.eat(b':') {
-                c.digits(2).ok_or(DateError("expected two-digit zone minutes"))?
+                c.digits(2)
+                    .ok_or(DateError("expected two-digit zone minutes"))?
             } else if let Some(m) = c.digits(2) {
                 repair = Some("zone offset without ':'");
                 m
@@ -261,7 +267,9 @@ fn parse_w3c_exact(s: &str) -> Result<ParsedDate, DateError> {
         second = 59;
         repair = Some("leap second 60 read as 59");
     }
-    finish(year, month, day, hour, minute, second, nanos, offset, precision, repair)
+    finish(
+        year, month, day, hour, minute, second, nanos, offset, precision, repair,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -287,7 +295,12 @@ fn finish(
         return Err(DateError("time out of range"));
     }
     let days = days_from_civil(year, month, day);
-    let unix_seconds = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_seconds;
+    let unix_seconds =
+        days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_seconds;
+    // In UTC the instant must still be writable as a four-digit year.
+    if !(MIN_UNIX..=MAX_UNIX).contains(&unix_seconds) {
+        return Err(DateError("outside the years 0001 to 9999 once in UTC"));
+    }
     Ok(ParsedDate {
         value: Lastmod {
             unix_seconds,
@@ -297,6 +310,11 @@ fn finish(
         repair,
     })
 }
+
+/// 0001-01-01T00:00:00Z
+const MIN_UNIX: i64 = -62_135_596_800;
+/// 9999-12-31T23:59:59Z
+const MAX_UNIX: i64 = 253_402_300_799;
 
 fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
@@ -369,8 +387,18 @@ const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
 const FULL_MONTHS: [&str; 12] = [
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 
@@ -387,7 +415,9 @@ fn parse_rfc2822_exact(s: &str) -> Result<ParsedDate, DateError> {
     let mut repair = None;
     if let Some(first) = tokens.peek() {
         let lower = first.to_ascii_lowercase();
-        if first.bytes().all(|b| b.is_ascii_alphabetic()) && DAYS.iter().any(|d| lower.starts_with(d)) {
+        if first.bytes().all(|b| b.is_ascii_alphabetic())
+            && DAYS.iter().any(|d| lower.starts_with(d))
+        {
             tokens.next();
         }
     }
@@ -467,28 +497,30 @@ fn parse_rfc2822_exact(s: &str) -> Result<ParsedDate, DateError> {
         return Err(DateError("unexpected text after the zone"));
     }
     let second = if second == 60 { 59 } else { second };
-    finish(year, month, day, hour, minute, second, 0, offset, precision, repair)
+    finish(
+        year, month, day, hour, minute, second, 0, offset, precision, repair,
+    )
 }
 
 fn zone_offset(z: &str) -> Option<(i64, Option<&'static str>)> {
-    let b = z.as_bytes();
-    if let (Some(&sign @ (b'+' | b'-')), rest) = (b.first(), &z[1.min(z.len())..]) {
-        let (digits, repair) = match rest.len() {
-            4 => (rest.to_string(), None),
-            5 if rest.as_bytes()[2] == b':' => (rest.replace(':', ""), Some("zone offset with ':'")),
-            2 => (format!("{rest}00"), Some("zone offset without minutes")),
+    if let Some(rest) = z.strip_prefix('+').or_else(|| z.strip_prefix('-')) {
+        let negative = z.starts_with('-');
+        let (digits, repair) = match rest.as_bytes() {
+            [h1, h2, m1, m2] => ([*h1, *h2, *m1, *m2], None),
+            [h1, h2, b':', m1, m2] => ([*h1, *h2, *m1, *m2], Some("zone offset with ':'")),
+            [h1, h2] => ([*h1, *h2, b'0', b'0'], Some("zone offset without minutes")),
             _ => return None,
         };
-        if !digits.bytes().all(|c| c.is_ascii_digit()) {
+        if !digits.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        let h: i64 = digits[..2].parse().ok()?;
-        let m: i64 = digits[2..].parse().ok()?;
+        let h = i64::from((digits[0] - b'0') * 10 + (digits[1] - b'0'));
+        let m = i64::from((digits[2] - b'0') * 10 + (digits[3] - b'0'));
         if h > 23 || m > 59 {
             return None;
         }
         let off = h * 3600 + m * 60;
-        return Some((if sign == b'-' { -off } else { off }, repair));
+        return Some((if negative { -off } else { off }, repair));
     }
     let hours = match z.to_ascii_uppercase().as_str() {
         "UT" | "GMT" | "UTC" | "Z" => 0,
@@ -523,29 +555,79 @@ mod tests {
 
     #[test]
     fn x7_all_six_w3c_levels_keep_their_precision() {
-        assert_eq!(w3c("1997"), ("1997-01-01T00:00:00Z".into(), Precision::Year, false));
-        assert_eq!(w3c("1997-07"), ("1997-07-01T00:00:00Z".into(), Precision::Month, false));
-        assert_eq!(w3c("1997-07-16"), ("1997-07-16T00:00:00Z".into(), Precision::Day, false));
-        assert_eq!(w3c("1997-07-16T19:20+01:00"), ("1997-07-16T18:20:00Z".into(), Precision::Minute, false));
-        assert_eq!(w3c("1997-07-16T19:20:30+01:00"), ("1997-07-16T18:20:30Z".into(), Precision::Second, false));
-        assert_eq!(w3c("1997-07-16T19:20:30.45+01:00"), ("1997-07-16T18:20:30.45Z".into(), Precision::Fraction, false));
-        assert_eq!(w3c("2023-01-05T10:11:12.123Z"), ("2023-01-05T10:11:12.123Z".into(), Precision::Fraction, false));
+        assert_eq!(
+            w3c("1997"),
+            ("1997-01-01T00:00:00Z".into(), Precision::Year, false)
+        );
+        assert_eq!(
+            w3c("1997-07"),
+            ("1997-07-01T00:00:00Z".into(), Precision::Month, false)
+        );
+        assert_eq!(
+            w3c("1997-07-16"),
+            ("1997-07-16T00:00:00Z".into(), Precision::Day, false)
+        );
+        assert_eq!(
+            w3c("1997-07-16T19:20+01:00"),
+            ("1997-07-16T18:20:00Z".into(), Precision::Minute, false)
+        );
+        assert_eq!(
+            w3c("1997-07-16T19:20:30+01:00"),
+            ("1997-07-16T18:20:30Z".into(), Precision::Second, false)
+        );
+        assert_eq!(
+            w3c("1997-07-16T19:20:30.45+01:00"),
+            ("1997-07-16T18:20:30.45Z".into(), Precision::Fraction, false)
+        );
+        assert_eq!(
+            w3c("2023-01-05T10:11:12.123Z"),
+            (
+                "2023-01-05T10:11:12.123Z".into(),
+                Precision::Fraction,
+                false
+            )
+        );
     }
 
     #[test]
     fn x7_lenient_repairs_are_reported() {
-        assert_eq!(w3c("2013-04-02T10:20:30+0800"), ("2013-04-02T02:20:30Z".into(), Precision::Second, true));
-        assert_eq!(w3c("2013-04-02T10:20:30"), ("2013-04-02T10:20:30Z".into(), Precision::Second, true));
-        assert_eq!(w3c("2013-04-02 10:20:30Z"), ("2013-04-02T10:20:30Z".into(), Precision::Second, true));
-        assert_eq!(w3c("2013-04-02T10:20:30+05"), ("2013-04-02T05:20:30Z".into(), Precision::Second, true));
-        assert_eq!(w3c("Sat, 07 Sep 2002 00:00:01 GMT").0, "2002-09-07T00:00:01Z");
+        assert_eq!(
+            w3c("2013-04-02T10:20:30+0800"),
+            ("2013-04-02T02:20:30Z".into(), Precision::Second, true)
+        );
+        assert_eq!(
+            w3c("2013-04-02T10:20:30"),
+            ("2013-04-02T10:20:30Z".into(), Precision::Second, true)
+        );
+        assert_eq!(
+            w3c("2013-04-02 10:20:30Z"),
+            ("2013-04-02T10:20:30Z".into(), Precision::Second, true)
+        );
+        assert_eq!(
+            w3c("2013-04-02T10:20:30+05"),
+            ("2013-04-02T05:20:30Z".into(), Precision::Second, true)
+        );
+        assert_eq!(
+            w3c("Sat, 07 Sep 2002 00:00:01 GMT").0,
+            "2002-09-07T00:00:01Z"
+        );
         assert_eq!(w3c("  2024-02-29  ").0, "2024-02-29T00:00:00Z");
     }
 
     #[test]
     fn x7_garbage_is_an_error() {
-        for bad in ["", "yesterday", "2023-13-01", "2023-02-30", "2023-1-5", "2023-01-05T25:00Z",
-            "{{ site.time | date_to_xmlschema }}", "2005-01-01<", "20230105", "2023-01-05T10:00+2400"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2023-13-01",
+            "2023-02-30",
+            "2023-1-5",
+            "2023-01-05T25:00Z",
+            "{{ site.time | date_to_xmlschema }}",
+            "2005-01-01<",
+            "20230105",
+            "2023-01-05T10:00+2400",
+        ] {
             assert!(parse_w3c(bad).is_err(), "{bad:?} should not parse");
         }
     }
@@ -553,18 +635,74 @@ mod tests {
     #[test]
     fn f1_rfc2822_dates_and_repairs() {
         let p = |s: &str| parse_rfc2822(s).unwrap_or_else(|e| panic!("{s}: {e}"));
-        assert_eq!(p("Wed, 02 Oct 2002 13:00:00 GMT").value.to_string(), "2002-10-02T13:00:00Z");
-        assert_eq!(p("Wed, 02 Oct 2002 15:00:00 +0200").value.to_string(), "2002-10-02T13:00:00Z");
-        assert_eq!(p("Wed, 02 Oct 2002 08:00:00 EST").value.to_string(), "2002-10-02T13:00:00Z");
-        assert_eq!(p("02 Oct 2002 13:00 GMT").value.precision, Precision::Minute);
+        assert_eq!(
+            p("Wed, 02 Oct 2002 13:00:00 GMT").value.to_string(),
+            "2002-10-02T13:00:00Z"
+        );
+        assert_eq!(
+            p("Wed, 02 Oct 2002 15:00:00 +0200").value.to_string(),
+            "2002-10-02T13:00:00Z"
+        );
+        assert_eq!(
+            p("Wed, 02 Oct 2002 08:00:00 EST").value.to_string(),
+            "2002-10-02T13:00:00Z"
+        );
+        assert_eq!(
+            p("02 Oct 2002 13:00 GMT").value.precision,
+            Precision::Minute
+        );
         let two = p("Sun, 19 May 02 15:21:36 GMT");
-        assert_eq!((two.value.to_string().as_str(), two.repair.is_some()), ("2002-05-19T15:21:36Z", true));
-        assert_eq!(p("Thu, 01 Jan 98 00:00:00 GMT").value.to_string(), "1998-01-01T00:00:00Z");
-        assert_eq!(p("Tue, 10 June 2003 04:00:00 GMT").value.to_string(), "2003-06-10T04:00:00Z");
-        assert_eq!(p("Wed, 22 Oct 2008 10:55:00 +0200 (CEST)").value.to_string(), "2008-10-22T08:55:00Z");
+        assert_eq!(
+            (two.value.to_string().as_str(), two.repair.is_some()),
+            ("2002-05-19T15:21:36Z", true)
+        );
+        assert_eq!(
+            p("Thu, 01 Jan 98 00:00:00 GMT").value.to_string(),
+            "1998-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            p("Tue, 10 June 2003 04:00:00 GMT").value.to_string(),
+            "2003-06-10T04:00:00Z"
+        );
+        assert_eq!(
+            p("Wed, 22 Oct 2008 10:55:00 +0200 (CEST)")
+                .value
+                .to_string(),
+            "2008-10-22T08:55:00Z"
+        );
         assert!(p("2008-10-22T10:55:00+02:00").repair.is_some());
         assert!(parse_rfc2822("not a date").is_err());
         assert!(parse_rfc2822("Wed, 32 Oct 2002 13:00:00 GMT").is_err());
+    }
+
+    #[test]
+    fn hostile_zones_and_extreme_dates_are_errors_not_panics() {
+        for bad in [
+            "Sat, 07 Sep 2002 10:00:01 МСК",
+            "Sat, 07 Sep 2002 10:00:01 \u{FFFD}+0000",
+            "1 Jan 2000 00:00 é+0530",
+            "1 Jan 2000 00:00 +:::::",
+            "1 Jan 2000 00:00 +1::::",
+            "1 Jan 2000 00:00 +1:2",
+            "0000-01-01T00:00+23:59",
+            "9999-12-31T23:59:59-23:59",
+        ] {
+            // Non-ASCII zone names are unknown zones (UTC, flagged); malformed offsets and out-of-range instants fail.
+            match parse_w3c(bad).or_else(|_| parse_rfc2822(bad)) {
+                Ok(d) => assert!(d.repair.is_some(), "{bad:?}"),
+                Err(_) => {}
+            }
+        }
+        assert!(parse_w3c("9999-12-31T23:59:59-23:59").is_err());
+        assert!(parse_w3c("0000-01-01T00:00+23:59").is_err());
+        assert_eq!(
+            parse_w3c("9999-12-31T23:59:59Z").unwrap().value.to_string(),
+            "9999-12-31T23:59:59Z"
+        );
+        assert_eq!(
+            parse_w3c("0001-01-01").unwrap().value.to_string(),
+            "0001-01-01T00:00:00Z"
+        );
     }
 
     #[test]

@@ -106,7 +106,10 @@ impl UrlEntry {
     }
 }
 
-fn serialize_lastmod<M: SerializeMap>(map: &mut M, lastmod: &Option<Lastmod>) -> Result<(), M::Error> {
+fn serialize_lastmod<M: SerializeMap>(
+    map: &mut M,
+    lastmod: &Option<Lastmod>,
+) -> Result<(), M::Error> {
     if let Some(l) = lastmod {
         map.serialize_entry("lastmod", l)?;
         map.serialize_entry("lastmod_precision", &l.precision)?;

@@ -74,7 +74,9 @@ mod xml;
 
 pub use date::{Lastmod, Precision};
 pub use diagnostic::{Diagnostic, Position, Rule, Severity};
-pub use event::{Alternate, ChangeFreq, Event, Image, Listed, News, Relationship, SitemapRef, UrlEntry, Video};
+pub use event::{
+    Alternate, ChangeFreq, Event, Image, Listed, News, Relationship, SitemapRef, UrlEntry, Video,
+};
 pub use options::{ParseOptions, ScopeMode, Strictness};
 pub use parser::{MAX_TOKEN_BYTES, Parser};
 pub use scope::{OutOfScope, in_scope, in_scope_with, scope_directory};

@@ -32,11 +32,17 @@ pub(crate) fn describe_io_error(err: &io::Error) -> (Rule, String) {
     if let Some(l) = limit_exceeded(err) {
         return (
             Rule::C3,
-            format!("document exceeds {} bytes after decompression: the rest is ignored", l.limit),
+            format!(
+                "document exceeds {} bytes after decompression: the rest is ignored",
+                l.limit
+            ),
         );
     }
     if let Some(t) = token_too_long(err) {
-        return (Rule::C3, format!("a single token exceeds {} bytes: reading stopped", t.limit));
+        return (
+            Rule::C3,
+            format!("a single token exceeds {} bytes: reading stopped", t.limit),
+        );
     }
     let what = match err.kind() {
         io::ErrorKind::UnexpectedEof => "input ends early (truncated gzip?)".to_string(),
@@ -119,10 +125,25 @@ impl Parser {
             EncodingSource::Default => {}
             EncodingSource::Bom if name == "UTF-8" => {}
             EncodingSource::Bom | EncodingSource::Sniffed | EncodingSource::Declared => {
-                self.ctx.warn(Rule::C1, start, format!("document is in {name}, not UTF-8: decoded"));
+                self.ctx.warn(
+                    Rule::C1,
+                    start,
+                    format!("document is in {name}, not UTF-8: decoded"),
+                );
+            }
+            EncodingSource::MislabelledUtf8(label) => {
+                let message =
+                    format!("declared encoding {label:?}, but the bytes are UTF-8: read as UTF-8");
+                self.ctx.warn(Rule::C1, start, message);
             }
             EncodingSource::UnknownLabel(label) => {
-                self.ctx.warn(Rule::C1, start, format!("declared encoding {label:?} is unknown or impossible here: read as UTF-8"));
+                self.ctx.warn(
+                    Rule::C1,
+                    start,
+                    format!(
+                        "declared encoding {label:?} is unknown or impossible here: read as UTF-8"
+                    ),
+                );
             }
         }
         let mut src = if detected.encoding == UTF_8 {
@@ -143,11 +164,19 @@ impl Parser {
                 State::Done
             }
             Sniffed::Binary => {
-                self.ctx.error(Rule::C7, start, "binary data: not a sitemap, sitemap index, feed or text list");
+                self.ctx.error(
+                    Rule::C7,
+                    start,
+                    "binary data: not a sitemap, sitemap index, feed or text list",
+                );
                 State::Done
             }
             Sniffed::NotUrls => {
-                self.ctx.error(Rule::C7, start, "neither XML nor a list of URLs: not a sitemap");
+                self.ctx.error(
+                    Rule::C7,
+                    start,
+                    "neither XML nor a list of URLs: not a sitemap",
+                );
                 State::Done
             }
             Sniffed::Text => {
@@ -156,7 +185,11 @@ impl Parser {
             }
             Sniffed::Xml { start: skip, junk } => {
                 if junk {
-                    self.ctx.warn(Rule::C5, start, format!("{skip} bytes of text before the XML markup skipped"));
+                    self.ctx.warn(
+                        Rule::C5,
+                        start,
+                        format!("{skip} bytes of text before the XML markup skipped"),
+                    );
                 }
                 io::BufRead::consume(&mut src, skip);
                 State::Xml(Box::new(XmlReader::new(src, self.ctx.opts.is_strict())))
@@ -173,7 +206,11 @@ impl Parser {
                 Err(e) => {
                     let (rule, message) = describe_io_error(&e);
                     let rule = if rule == Rule::C8 { Rule::C2 } else { rule };
-                    self.ctx.error(rule, Position::default(), format!("cannot read the document: {message}"));
+                    self.ctx.error(
+                        rule,
+                        Position::default(),
+                        format!("cannot read the document: {message}"),
+                    );
                     State::Done
                 }
             },
@@ -211,7 +248,11 @@ impl Parser {
             self.replaced_reported = true;
             let pos = self.current_position();
             let enc = self.ctx.summary.encoding;
-            self.ctx.warn(Rule::C1, pos, format!("bytes that are not valid {enc} replaced with U+FFFD"));
+            self.ctx.warn(
+                Rule::C1,
+                pos,
+                format!("bytes that are not valid {enc} replaced with U+FFFD"),
+            );
         }
     }
 

@@ -67,7 +67,10 @@ pub fn in_scope(sitemap: &NormUrl, candidate: &NormUrl, mode: ScopeMode) -> Resu
     if mode == ScopeMode::Host {
         return Ok(());
     }
-    if candidate.path_and_query().starts_with(scope_directory(sitemap)) {
+    if candidate
+        .path_and_query()
+        .starts_with(scope_directory(sitemap))
+    {
         Ok(())
     } else {
         Err(OutOfScope::Directory)
@@ -97,7 +100,11 @@ pub fn in_scope_with(
     mode: ScopeMode,
 ) -> Result<(), OutOfScope> {
     let own = in_scope(sitemap, candidate, mode);
-    if own.is_ok() || authorized.iter().any(|origin| same_origin(origin, candidate).is_ok()) {
+    if own.is_ok()
+        || authorized
+            .iter()
+            .any(|origin| same_origin(origin, candidate).is_ok())
+    {
         return Ok(());
     }
     own
@@ -118,21 +125,69 @@ mod tests {
     #[test]
     fn l1_spec_test_vectors() {
         let sm = "http://example.com/catalog/sitemap.xml";
-        assert_eq!(verdict(sm, "http://example.com/catalog/show?item=23"), Ok(()));
-        assert_eq!(verdict(sm, "http://example.com/image/show?item=23"), Err(OutOfScope::Directory));
-        assert_eq!(verdict(sm, "https://example.com/catalog/page1.php"), Err(OutOfScope::Scheme));
-        assert_eq!(verdict("http://www.example.com/sitemap.xml", "http://sub.example.com/a"), Err(OutOfScope::Host));
-        assert_eq!(verdict("http://www.example.com/myfolder/sitemap.xml", "http://www.example.com/"), Err(OutOfScope::Directory));
-        assert_eq!(verdict("http://www.example.com:100/sitemap.xml", "http://www.example.com/a"), Err(OutOfScope::Port));
-        assert_eq!(verdict("https://example.com/index.php?route=path/sitemap", "https://example.com/catalog/page1.php"), Ok(()));
-        assert_eq!(verdict("HTTP://Example.COM:80/catalog/sitemap.xml", "http://example.com/catalog/x"), Ok(()));
+        assert_eq!(
+            verdict(sm, "http://example.com/catalog/show?item=23"),
+            Ok(())
+        );
+        assert_eq!(
+            verdict(sm, "http://example.com/image/show?item=23"),
+            Err(OutOfScope::Directory)
+        );
+        assert_eq!(
+            verdict(sm, "https://example.com/catalog/page1.php"),
+            Err(OutOfScope::Scheme)
+        );
+        assert_eq!(
+            verdict(
+                "http://www.example.com/sitemap.xml",
+                "http://sub.example.com/a"
+            ),
+            Err(OutOfScope::Host)
+        );
+        assert_eq!(
+            verdict(
+                "http://www.example.com/myfolder/sitemap.xml",
+                "http://www.example.com/"
+            ),
+            Err(OutOfScope::Directory)
+        );
+        assert_eq!(
+            verdict(
+                "http://www.example.com:100/sitemap.xml",
+                "http://www.example.com/a"
+            ),
+            Err(OutOfScope::Port)
+        );
+        assert_eq!(
+            verdict(
+                "https://example.com/index.php?route=path/sitemap",
+                "https://example.com/catalog/page1.php"
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            verdict(
+                "HTTP://Example.COM:80/catalog/sitemap.xml",
+                "http://example.com/catalog/x"
+            ),
+            Ok(())
+        );
     }
 
     #[test]
     fn l2_l3_l4_reasons() {
-        assert_eq!(verdict("http://a.com/s.xml", "https://a.com/x"), Err(OutOfScope::Scheme));
-        assert_eq!(verdict("http://a.com/s.xml", "http://a.com:8080/x"), Err(OutOfScope::Port));
-        assert_eq!(verdict("http://a.com/s.xml", "http://www.a.com/x"), Err(OutOfScope::Host));
+        assert_eq!(
+            verdict("http://a.com/s.xml", "https://a.com/x"),
+            Err(OutOfScope::Scheme)
+        );
+        assert_eq!(
+            verdict("http://a.com/s.xml", "http://a.com:8080/x"),
+            Err(OutOfScope::Port)
+        );
+        assert_eq!(
+            verdict("http://a.com/s.xml", "http://www.a.com/x"),
+            Err(OutOfScope::Host)
+        );
         assert_eq!(verdict("http://a.com:80/s.xml", "http://a.com/x"), Ok(()));
     }
 
@@ -148,7 +203,10 @@ mod tests {
         let other_dir = NormUrl::parse("http://a.com/x").unwrap();
         let other_host = NormUrl::parse("http://b.com/dir/x").unwrap();
         assert_eq!(in_scope(&sm, &other_dir, ScopeMode::Host), Ok(()));
-        assert_eq!(in_scope(&sm, &other_host, ScopeMode::Host), Err(OutOfScope::Host));
+        assert_eq!(
+            in_scope(&sm, &other_host, ScopeMode::Host),
+            Err(OutOfScope::Host)
+        );
         assert_eq!(in_scope(&sm, &other_host, ScopeMode::None), Ok(()));
     }
 
@@ -158,7 +216,13 @@ mod tests {
         let b = NormUrl::parse("https://www.b.com/").unwrap();
         let on_b = NormUrl::parse("https://www.b.com/deep/page").unwrap();
         let on_c = NormUrl::parse("https://c.com/page").unwrap();
-        assert_eq!(in_scope_with(&sm, std::slice::from_ref(&b), &on_b, ScopeMode::Directory), Ok(()));
-        assert_eq!(in_scope_with(&sm, &[b], &on_c, ScopeMode::Directory), Err(OutOfScope::Host));
+        assert_eq!(
+            in_scope_with(&sm, std::slice::from_ref(&b), &on_b, ScopeMode::Directory),
+            Ok(())
+        );
+        assert_eq!(
+            in_scope_with(&sm, &[b], &on_c, ScopeMode::Directory),
+            Err(OutOfScope::Host)
+        );
     }
 }

@@ -25,7 +25,14 @@ pub enum Sniffed {
 }
 
 const XML_MARKERS: [&[u8]; 8] = [
-    b"<?xml", b"<urlset", b"<sitemapindex", b"<rss", b"<feed", b"<rdf:RDF", b"<RDF", b"<!--",
+    b"<?xml",
+    b"<urlset",
+    b"<sitemapindex",
+    b"<rss",
+    b"<feed",
+    b"<rdf:RDF",
+    b"<RDF",
+    b"<!--",
 ];
 
 /// Decides from `window` (the first bytes of decoded text).
@@ -58,8 +65,14 @@ pub fn sniff(window: &[u8]) -> Sniffed {
             };
         }
     }
-    let has_url = body.split(is_eol).any(|line| looks_like_url_reference(trim(line)));
-    if has_url { Sniffed::Text } else { Sniffed::NotUrls }
+    let has_url = body
+        .split(is_eol)
+        .any(|line| looks_like_url_reference(trim(line)));
+    if has_url {
+        Sniffed::Text
+    } else {
+        Sniffed::NotUrls
+    }
 }
 
 fn trim(b: &[u8]) -> &[u8] {
@@ -74,11 +87,25 @@ fn starts_with_http(line: &[u8]) -> bool {
 }
 
 /// Whether a text line could be a URL or a relative reference: no spaces,
-/// controls, quotes, angle brackets, braces, pipes, carets or backticks.
+/// controls, quotes, angle brackets, braces, pipes, carets or backticks, and
+/// either a scheme, a `/`, or a file name with an extension (`index.html`),
+/// so that a bare word such as an error page's "Forbidden" is not a URL.
 pub fn looks_like_url_reference(line: &[u8]) -> bool {
-    !line.is_empty()
+    let shaped = line.contains(&b'/')
+        || line.contains(&b':')
+        || line.rsplit(|&b| b == b'.').next().is_some_and(|ext| {
+            ext.len() < line.len()
+                && (1..=6).contains(&ext.len())
+                && ext.iter().all(u8::is_ascii_alphanumeric)
+        });
+    shaped
         && line.iter().all(|&b| {
-            b >= 0x80 || (b > b' ' && !matches!(b, b'"' | b'<' | b'>' | b'{' | b'}' | b'|' | b'\\' | b'^' | b'`' | 0x7f))
+            b >= 0x80
+                || (b > b' '
+                    && !matches!(
+                        b,
+                        b'"' | b'<' | b'>' | b'{' | b'}' | b'|' | b'\\' | b'^' | b'`' | 0x7f
+                    ))
         })
 }
 
@@ -91,19 +118,41 @@ mod tests {
         assert_eq!(sniff(b""), Sniffed::Empty);
         assert_eq!(sniff(b" \n\t "), Sniffed::Empty);
         assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0"), Sniffed::Binary);
-        assert_eq!(sniff(b"  <?xml version='1.0'?><urlset/>"), Sniffed::Xml { start: 2, junk: false });
+        assert_eq!(
+            sniff(b"  <?xml version='1.0'?><urlset/>"),
+            Sniffed::Xml {
+                start: 2,
+                junk: false
+            }
+        );
         assert_eq!(sniff(b"https://a.com/\nhttps://a.com/b\n"), Sniffed::Text);
         assert_eq!(sniff(b"index.html\nmodels/a.html\n"), Sniffed::Text);
-        assert_eq!(sniff(b"SimpleMvcSitemap.XmlResult`1[SimpleMvcSitemap.SitemapModel]"), Sniffed::NotUrls);
+        assert_eq!(
+            sniff(b"SimpleMvcSitemap.XmlResult`1[SimpleMvcSitemap.SitemapModel]"),
+            Sniffed::NotUrls
+        );
         assert_eq!(sniff(b"https://a.com/rss-feed\n"), Sniffed::Text);
         assert_eq!(sniff(b"https://a.com/\rhttps://a.com/b\r"), Sniffed::Text);
     }
 
     #[test]
     fn c5_junk_before_the_root_is_skipped() {
-        let chrome = b"This XML file does not appear to have any style information.\n<urlset xmlns=\"x\"/>";
-        assert_eq!(sniff(chrome), Sniffed::Xml { start: 61, junk: true });
+        let chrome =
+            b"This XML file does not appear to have any style information.\n<urlset xmlns=\"x\"/>";
+        assert_eq!(
+            sniff(chrome),
+            Sniffed::Xml {
+                start: 61,
+                junk: true
+            }
+        );
         let front_matter = b"---\nlayout: null\n---\n<?xml version=\"1.0\"?><rss/>";
-        assert_eq!(sniff(front_matter), Sniffed::Xml { start: 21, junk: true });
+        assert_eq!(
+            sniff(front_matter),
+            Sniffed::Xml {
+                start: 21,
+                junk: true
+            }
+        );
     }
 }

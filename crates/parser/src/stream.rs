@@ -62,7 +62,11 @@ where
         let mut batch = Vec::with_capacity(BATCH);
         for event in parser.by_ref() {
             batch.push(event);
-            if batch.len() == BATCH && tx.blocking_send(Msg::Events(std::mem::take(&mut batch))).is_err() {
+            if batch.len() == BATCH
+                && tx
+                    .blocking_send(Msg::Events(std::mem::take(&mut batch)))
+                    .is_err()
+            {
                 return; // the consumer is gone
             }
         }

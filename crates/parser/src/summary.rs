@@ -64,6 +64,9 @@ pub struct Summary {
     pub encoding: &'static str,
     /// Whether the document was read to its end without an error or limit.
     pub complete: bool,
+    /// Strict mode rejected the document (over the entry limit): discard
+    /// whatever it yielded.
+    pub rejected: bool,
     /// Diagnostics per rule.
     pub diagnostics: BTreeMap<Rule, u64>,
     /// Entries dropped by the scope rule, per reason (SPEC L6).

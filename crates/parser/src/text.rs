@@ -61,7 +61,11 @@ impl TextReader {
             self.src.mark();
             let buf = self.src.fill_buf()?;
             if buf.is_empty() {
-                return Ok(Line { pos, too_long, eof: true });
+                return Ok(Line {
+                    pos,
+                    too_long,
+                    eof: true,
+                });
             }
             let (chunk, used, done) = match memchr::memchr2(b'\n', b'\r', buf) {
                 Some(i) => {
@@ -77,7 +81,11 @@ impl TextReader {
             }
             self.src.consume(used);
             if done {
-                return Ok(Line { pos, too_long, eof: false });
+                return Ok(Line {
+                    pos,
+                    too_long,
+                    eof: false,
+                });
             }
         }
     }
@@ -86,7 +94,11 @@ impl TextReader {
     pub fn step(&mut self, ctx: &mut Ctx) -> io::Result<bool> {
         let line = self.read_line()?;
         if line.too_long {
-            ctx.warn(Rule::X4, line.pos, format!("line longer than {MAX_LINE_BYTES} bytes dropped"));
+            ctx.warn(
+                Rule::X4,
+                line.pos,
+                format!("line longer than {MAX_LINE_BYTES} bytes dropped"),
+            );
             return Ok(!line.eof);
         }
         let text = String::from_utf8_lossy(&self.line);
@@ -95,7 +107,11 @@ impl TextReader {
             return Ok(!line.eof);
         }
         if !has_scheme(text) && !looks_like_url_reference(text.as_bytes()) {
-            ctx.warn(Rule::T1, line.pos, format!("line is not a URL: {}", quote(text)));
+            ctx.warn(
+                Rule::T1,
+                line.pos,
+                format!("line is not a URL: {}", quote(text)),
+            );
         } else if let Some(url) = ctx.resolve(text, Rule::T1, line.pos, "line", None) {
             ctx.emit_url(UrlEntry::new(url), line.pos);
         }

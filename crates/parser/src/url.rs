@@ -296,12 +296,26 @@ fn already_normal(s: &str) -> Option<NormUrl> {
         i += 1;
     }
     let host_end = i;
-    if b.get(host_end) != Some(&b'/') {
+    // Numeric hosts may be IPv4 in another spelling; empty labels are errors: the full path decides.
+    let last_label = s[host_start..host_end]
+        .trim_end_matches('.')
+        .rsplit('.')
+        .next()
+        .unwrap_or("");
+    if b.get(host_end) != Some(&b'/')
+        || last_label.starts_with(|c: char| c.is_ascii_digit())
+        || s[host_start..host_end].contains("..")
+    {
         return None;
     }
     while i < b.len() {
         match b[i] {
-            b'%' if i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit() => i += 3,
+            b'%' if i + 2 < b.len()
+                && b[i + 1].is_ascii_hexdigit()
+                && b[i + 2].is_ascii_hexdigit() =>
+            {
+                i += 3
+            }
             b'%' => return None,
             c if URI_BYTE[c as usize] => i += 1,
             _ => return None,
@@ -348,6 +362,11 @@ fn normalize(input: &str) -> Result<NormUrl, UrlError> {
     if authority.contains('@') {
         return Err(UrlError::Credentials);
     }
+    if tail.starts_with('\\') {
+        // WHATWG parsers end the host here and read `\` as `/`; others do not.
+        // A URL that clients disagree on is refused rather than guessed.
+        return Err(UrlError::Host(format!("{authority}\\")));
+    }
     let (host_raw, port_raw) = split_host_port(authority)?;
     let mut out = String::with_capacity(s.len() + 8);
     out.push_str(scheme);
@@ -360,10 +379,13 @@ fn normalize(input: &str) -> Result<NormUrl, UrlError> {
             if !p.bytes().all(|c| c.is_ascii_digit()) {
                 return Err(UrlError::Port);
             }
-            let n: u32 = p
-                .trim_start_matches('0')
-                .parse()
-                .or_else(|_| if p.bytes().all(|c| c == b'0') { Ok(0) } else { Err(UrlError::Port) })?;
+            let n: u32 = p.trim_start_matches('0').parse().or_else(|_| {
+                if p.bytes().all(|c| c == b'0') {
+                    Ok(0)
+                } else {
+                    Err(UrlError::Port)
+                }
+            })?;
             let n = u16::try_from(n).map_err(|_| UrlError::Port)?;
             let default = if scheme == "https" { 443 } else { 80 };
             (n != default).then_some(n)
@@ -388,7 +410,9 @@ fn normalize(input: &str) -> Result<NormUrl, UrlError> {
 
 fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), UrlError> {
     if authority.starts_with('[') {
-        let close = authority.find(']').ok_or_else(|| UrlError::Host(authority.into()))?;
+        let close = authority
+            .find(']')
+            .ok_or_else(|| UrlError::Host(authority.into()))?;
         let (host, after) = authority.split_at(close + 1);
         return match after {
             "" => Ok((host, None)),
@@ -419,24 +443,74 @@ fn push_host(out: &mut String, host: &str) -> Result<(), UrlError> {
         .bytes()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'));
     if simple {
-        if host.bytes().all(|c| c == b'.') {
-            return Err(UrlError::Host(host.into()));
-        }
-        out.extend(host.bytes().map(|c| c.to_ascii_lowercase() as char));
-        return Ok(());
+        return push_ascii_host(out, &host.to_ascii_lowercase());
     }
     // Non-ASCII or percent-encoded: the IDNA (UTS #46) processing of the WHATWG host parser.
     let decoded = percent_decode(host);
     let ascii = idna::domain_to_ascii(&decoded).map_err(|_| UrlError::Host(host.into()))?;
-    let valid = !ascii.is_empty()
-        && ascii
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'));
+    let valid = ascii
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'));
     if !valid {
         return Err(UrlError::Host(host.into()));
     }
-    out.push_str(&ascii);
+    push_ascii_host(out, &ascii)
+}
+
+/// A lowercase ASCII host: no empty label (a single trailing dot is allowed),
+/// and IPv4 addresses in any spelling the WHATWG host parser accepts
+/// (`2130706433`, `0x7f.1`, `0177.0.0.1`) written as dotted decimal.
+fn push_ascii_host(out: &mut String, host: &str) -> Result<(), UrlError> {
+    let labels = host.strip_suffix('.').unwrap_or(host);
+    if labels.is_empty() || labels.split('.').any(str::is_empty) {
+        return Err(UrlError::Host(host.into()));
+    }
+    let last = labels.rsplit('.').next().unwrap_or(labels);
+    if last.starts_with(|c: char| c.is_ascii_digit()) {
+        let ip = ipv4(labels).ok_or_else(|| UrlError::Host(host.into()))?;
+        out.push_str(&ip.to_string());
+        return Ok(());
+    }
+    out.push_str(host);
     Ok(())
+}
+
+/// The WHATWG IPv4 parser: up to four parts, each decimal, `0x` hex or
+/// `0`-prefixed octal; the last part fills the remaining bytes.
+fn ipv4(host: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let numbers: Vec<u64> = parts
+        .iter()
+        .map(|p| {
+            let (digits, radix) =
+                if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+                    (h, 16)
+                } else if p.len() > 1 && p.starts_with('0') {
+                    (&p[1..], 8)
+                } else {
+                    (*p, 10)
+                };
+            if digits.is_empty() {
+                return Some(0);
+            }
+            if digits.len() > 12 {
+                return None;
+            }
+            u64::from_str_radix(digits, radix).ok()
+        })
+        .collect::<Option<_>>()?;
+    let (last, init) = numbers.split_last()?;
+    if init.iter().any(|&n| n > 255) || *last >= 256u64.pow(5 - numbers.len() as u32) {
+        return None;
+    }
+    let mut value = *last;
+    for (i, &n) in init.iter().enumerate() {
+        value += n << (8 * (3 - i));
+    }
+    Some(std::net::Ipv4Addr::from(u32::try_from(value).ok()?))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -499,14 +573,22 @@ mod tests {
     use super::*;
 
     fn n(s: &str) -> String {
-        NormUrl::parse(s).map(NormUrl::into_string).unwrap_or_else(|e| format!("ERR {e}"))
+        NormUrl::parse(s)
+            .map(NormUrl::into_string)
+            .unwrap_or_else(|e| format!("ERR {e}"))
     }
 
     #[test]
     fn l8_lowercases_scheme_and_host_and_drops_default_port_and_fragment() {
-        assert_eq!(n("HTTP://Example.COM:80/catalog/x#top"), "http://example.com/catalog/x");
+        assert_eq!(
+            n("HTTP://Example.COM:80/catalog/x#top"),
+            "http://example.com/catalog/x"
+        );
         assert_eq!(n("https://example.com:443"), "https://example.com/");
-        assert_eq!(n("https://example.com:8443/a"), "https://example.com:8443/a");
+        assert_eq!(
+            n("https://example.com:8443/a"),
+            "https://example.com:8443/a"
+        );
         assert_eq!(n("http://example.com:/a"), "http://example.com/a");
         assert_eq!(n("http://example.com:0080/a"), "http://example.com/a");
         assert_eq!(n("http://example.com?q=1"), "http://example.com/?q=1");
@@ -514,21 +596,39 @@ mod tests {
 
     #[test]
     fn l8_keeps_path_and_query_byte_for_byte() {
-        assert_eq!(n("http://a.com/A/./b/../C?X=%7e&y=/z"), "http://a.com/A/./b/../C?X=%7e&y=/z");
+        assert_eq!(
+            n("http://a.com/A/./b/../C?X=%7e&y=/z"),
+            "http://a.com/A/./b/../C?X=%7e&y=/z"
+        );
         assert_eq!(n("http://a.com/a%2Fb"), "http://a.com/a%2Fb");
     }
 
     #[test]
     fn l8_idn_hosts_become_punycode() {
-        assert_eq!(n("http://пример.рф/путь"), "http://xn--e1afmkfd.xn--p1ai/%D0%BF%D1%83%D1%82%D1%8C");
-        assert_eq!(n("http://xn--e1aibyw.xn--p1ai/"), "http://xn--e1aibyw.xn--p1ai/");
-        assert_eq!(n("http://[2001:DB8::1]:8080/"), "http://[2001:db8::1]:8080/");
+        assert_eq!(
+            n("http://пример.рф/путь"),
+            "http://xn--e1afmkfd.xn--p1ai/%D0%BF%D1%83%D1%82%D1%8C"
+        );
+        assert_eq!(
+            n("http://xn--e1aibyw.xn--p1ai/"),
+            "http://xn--e1aibyw.xn--p1ai/"
+        );
+        assert_eq!(
+            n("http://[2001:DB8::1]:8080/"),
+            "http://[2001:db8::1]:8080/"
+        );
     }
 
     #[test]
     fn x6_non_ascii_and_unsafe_bytes_are_percent_encoded() {
-        assert_eq!(n("https://shop.ir/p?name=کتاب"), "https://shop.ir/p?name=%DA%A9%D8%AA%D8%A7%D8%A8");
-        assert_eq!(n("http://a.com/a b\"c<d>{e}|`"), "http://a.com/a%20b%22c%3Cd%3E%7Be%7D%7C%60");
+        assert_eq!(
+            n("https://shop.ir/p?name=کتاب"),
+            "https://shop.ir/p?name=%DA%A9%D8%AA%D8%A7%D8%A8"
+        );
+        assert_eq!(
+            n("http://a.com/a b\"c<d>{e}|`"),
+            "http://a.com/a%20b%22c%3Cd%3E%7Be%7D%7C%60"
+        );
         assert_eq!(n("http://a.com/100%"), "http://a.com/100%25");
     }
 
@@ -542,14 +642,71 @@ mod tests {
     fn rejects_what_is_not_an_http_url() {
         assert_eq!(NormUrl::parse("/relative"), Err(UrlError::Relative));
         assert_eq!(NormUrl::parse("index.html"), Err(UrlError::Relative));
-        assert!(matches!(NormUrl::parse("mailto:a@b.c"), Err(UrlError::Scheme(_))));
-        assert!(matches!(NormUrl::parse("ftp://a.com/"), Err(UrlError::Scheme(_))));
+        assert!(matches!(
+            NormUrl::parse("mailto:a@b.c"),
+            Err(UrlError::Scheme(_))
+        ));
+        assert!(matches!(
+            NormUrl::parse("ftp://a.com/"),
+            Err(UrlError::Scheme(_))
+        ));
         assert_eq!(NormUrl::parse("http:/a.com"), Err(UrlError::MissingHost));
         assert_eq!(NormUrl::parse("http:///a"), Err(UrlError::MissingHost));
-        assert!(matches!(NormUrl::parse("http://{{ site.url }}/"), Err(UrlError::Host(_))));
-        assert_eq!(NormUrl::parse("http://u:p@a.com/"), Err(UrlError::Credentials));
+        assert!(matches!(
+            NormUrl::parse("http://{{ site.url }}/"),
+            Err(UrlError::Host(_))
+        ));
+        assert_eq!(
+            NormUrl::parse("http://u:p@a.com/"),
+            Err(UrlError::Credentials)
+        );
         assert_eq!(NormUrl::parse("http://a.com:99999/"), Err(UrlError::Port));
         assert_eq!(NormUrl::parse("   "), Err(UrlError::Empty));
+    }
+
+    #[test]
+    fn l8_backslashes_and_empty_labels_are_refused() {
+        for bad in [
+            "https://example.com\\@evil.com/x",
+            "http://example.com\\a",
+            "http://%E3%80%82/",
+            "http://.example.com/",
+            "http://example..com/",
+            "http://./",
+            "http://1.2.3.4.5/",
+            "http://256.1.1.1/",
+            "http://1.2.3.09/",
+        ] {
+            assert!(NormUrl::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(n("http://example.com./a"), "http://example.com./a");
+    }
+
+    #[test]
+    fn l8_ipv4_spellings_are_dotted_decimal() {
+        assert_eq!(n("http://2130706433/"), "http://127.0.0.1/");
+        assert_eq!(n("http://0x7f.0.0.1/"), "http://127.0.0.1/");
+        assert_eq!(n("http://0177.0.0.1/x"), "http://127.0.0.1/x");
+        assert_eq!(n("http://127.1/"), "http://127.0.0.1/");
+        assert_eq!(
+            n("http://169.254.169.254/latest"),
+            "http://169.254.169.254/latest"
+        );
+        assert_eq!(n("http://10.0.0.1:8080/"), "http://10.0.0.1:8080/");
+    }
+
+    #[test]
+    fn normalisation_is_idempotent() {
+        for s in [
+            "http://Ex.com/a b",
+            "https://пример.рф/ü?x=ü",
+            "http://0x7f.1/",
+            "http://[::1]:80/",
+            "http://a.com/%zz%41",
+        ] {
+            let once = NormUrl::parse(s).unwrap();
+            assert_eq!(NormUrl::parse(once.as_str()).unwrap(), once, "{s}");
+        }
     }
 
     #[test]
@@ -568,7 +725,10 @@ mod tests {
     #[test]
     fn join_resolves_relative_references() {
         let base = NormUrl::parse("http://a.com/dir/sitemap.xml").unwrap();
-        assert_eq!(base.join("page.html").unwrap().as_str(), "http://a.com/dir/page.html");
+        assert_eq!(
+            base.join("page.html").unwrap().as_str(),
+            "http://a.com/dir/page.html"
+        );
         assert_eq!(base.join("/x").unwrap().as_str(), "http://a.com/x");
         assert_eq!(base.join("//b.com/y").unwrap().as_str(), "http://b.com/y");
         assert_eq!(base.join("../up").unwrap().as_str(), "http://a.com/up");

@@ -47,9 +47,23 @@ fn path() -> impl Strategy<Value = String> {
 }
 
 fn w3c_date() -> impl Strategy<Value = String> {
-    (1990u32..2030, 1u32..13, 1u32..29, 0u32..24, 0u32..60, 0u32..60, 0u32..1000, 0u8..6, -14i32..15).prop_map(
-        |(y, mo, d, h, mi, s, ms, level, tz)| {
-            let zone = if tz == 0 { "Z".to_string() } else { format!("{:+03}:30", tz) };
+    (
+        1990u32..2030,
+        1u32..13,
+        1u32..29,
+        0u32..24,
+        0u32..60,
+        0u32..60,
+        0u32..1000,
+        0u8..6,
+        -14i32..15,
+    )
+        .prop_map(|(y, mo, d, h, mi, s, ms, level, tz)| {
+            let zone = if tz == 0 {
+                "Z".to_string()
+            } else {
+                format!("{:+03}:30", tz)
+            };
             match level {
                 0 => format!("{y:04}"),
                 1 => format!("{y:04}-{mo:02}"),
@@ -58,8 +72,7 @@ fn w3c_date() -> impl Strategy<Value = String> {
                 4 => format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{zone}"),
                 _ => format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}{zone}"),
             }
-        },
-    )
+        })
 }
 
 fn entry() -> impl Strategy<Value = Entry> {
@@ -89,7 +102,10 @@ struct Style {
 
 fn style() -> impl Strategy<Value = Style> {
     (
-        prop::collection::vec(prop::sample::select(vec!["", "\n", "\n  ", "\t", "\r\n    ", " "]), 1..6),
+        prop::collection::vec(
+            prop::sample::select(vec!["", "\n", "\n  ", "\t", "\r\n    ", " "]),
+            1..6,
+        ),
         0usize..4,
         0u8..3,
         any::<bool>(),
@@ -129,14 +145,26 @@ fn render(entries: &[Entry], s: &Style, index: bool) -> String {
     match s.prolog {
         0 => {}
         1 => doc.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"),
-        2 => doc.push_str("\u{feff}<?xml version='1.0'?><?xml-stylesheet type=\"text/xsl\" href=\"/s.xsl\"?>"),
+        2 => doc.push_str(
+            "\u{feff}<?xml version='1.0'?><?xml-stylesheet type=\"text/xsl\" href=\"/s.xsl\"?>",
+        ),
         _ => doc.push_str("\n<!-- generated -->\n"),
     }
-    let (root, item) = if index { ("sitemapindex", "sitemap") } else { ("urlset", "url") };
-    doc.push_str(&format!("<{root} xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">"));
+    let (root, item) = if index {
+        ("sitemapindex", "sitemap")
+    } else {
+        ("urlset", "url")
+    };
+    doc.push_str(&format!(
+        "<{root} xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">"
+    ));
     for (i, e) in entries.iter().enumerate() {
         let loc = format!("https://example.com/{}", e.path);
-        let loc = if s.cdata && !loc.contains("]]>") { format!("<![CDATA[{loc}]]>") } else { escape(&loc, s.escape) };
+        let loc = if s.cdata && !loc.contains("]]>") {
+            format!("<![CDATA[{loc}]]>")
+        } else {
+            escape(&loc, s.escape)
+        };
         let mut children = vec![format!("<loc>{}{loc}{}</loc>", ws(i), ws(i + 1))];
         if let Some(l) = &e.lastmod {
             children.push(format!("<lastmod>{l}</lastmod>"));
@@ -146,7 +174,14 @@ fn render(entries: &[Entry], s: &Style, index: bool) -> String {
                 children.push(format!("<changefreq>{}</changefreq>", c.as_str()));
             }
             if let Some(p) = e.priority {
-                children.push(format!("<priority>{}</priority>", if p == 10 { "1.0".into() } else { format!("0.{p}") }));
+                children.push(format!(
+                    "<priority>{}</priority>",
+                    if p == 10 {
+                        "1.0".into()
+                    } else {
+                        format!("0.{p}")
+                    }
+                ));
             }
         }
         let n = children.len();

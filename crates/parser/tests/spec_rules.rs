@@ -4,7 +4,8 @@ mod common;
 
 use common::*;
 use sitemapd_parser::{
-    ChangeFreq, Format, NormUrl, OutOfScope, ParseOptions, Precision, Relationship, Rule, ScopeMode, Severity,
+    ChangeFreq, Format, NormUrl, OutOfScope, ParseOptions, Precision, Relationship, Rule,
+    ScopeMode, Severity,
 };
 
 const DOC: &str = "https://example.com/sitemap.xml";
@@ -13,7 +14,13 @@ const DOC: &str = "https://example.com/sitemap.xml";
 
 #[test]
 fn c1_utf8_bom_is_skipped_silently() {
-    let p = parse_at(format!("\u{feff}{}", urlset("<url><loc>https://example.com/a</loc></url>")), DOC);
+    let p = parse_at(
+        format!(
+            "\u{feff}{}",
+            urlset("<url><loc>https://example.com/a</loc></url>")
+        ),
+        DOC,
+    );
     assert_eq!(p.locs(), ["https://example.com/a"]);
     assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
 }
@@ -21,7 +28,10 @@ fn c1_utf8_bom_is_skipped_silently() {
 #[test]
 fn c1_utf16_documents_are_decoded_and_flagged() {
     let xml = urlset("<url><loc>https://example.com/é</loc></url>");
-    let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(xml.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+    let le: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(xml.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
     let p = parse_at(le, DOC);
     assert_eq!(p.locs(), ["https://example.com/%C3%A9"]);
     assert_eq!(p.summary.encoding, "UTF-16LE");
@@ -40,20 +50,39 @@ fn c1_declared_legacy_encoding_is_decoded() {
 
 #[test]
 fn c1_invalid_utf8_is_replaced_flagged_and_the_rest_kept() {
-    let mut doc = urlset("<url><loc>https://example.com/a</loc></url><url><loc>https://example.com/bad").into_bytes();
+    let mut doc =
+        urlset("<url><loc>https://example.com/a</loc></url><url><loc>https://example.com/bad")
+            .into_bytes();
     doc.truncate(doc.len() - "</urlset>".len());
     doc.extend_from_slice(b"\xff</loc></url><url><loc>https://example.com/c</loc></url></urlset>");
     let p = parse_at(doc, DOC);
-    assert_eq!(p.locs(), ["https://example.com/a", "https://example.com/bad%EF%BF%BD", "https://example.com/c"]);
-    assert!(p.diagnostics.iter().any(|d| d.rule == Rule::C1 && d.message.contains("U+FFFD")));
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/a",
+            "https://example.com/bad%EF%BF%BD",
+            "https://example.com/c"
+        ]
+    );
+    assert!(
+        p.diagnostics
+            .iter()
+            .any(|d| d.rule == Rule::C1 && d.message.contains("U+FFFD"))
+    );
 }
 
 #[test]
 fn c2_gzip_is_detected_by_magic_bytes_also_nested() {
     let xml = urlset("<url><loc>https://example.com/a</loc></url>");
-    assert_eq!(parse_at(gzip(xml.as_bytes()), DOC).locs(), ["https://example.com/a"]);
+    assert_eq!(
+        parse_at(gzip(xml.as_bytes()), DOC).locs(),
+        ["https://example.com/a"]
+    );
     let twice = parse_at(gzip(&gzip(xml.as_bytes())), DOC);
-    assert_eq!((twice.locs(), twice.summary.gzip_layers), (vec!["https://example.com/a"], 2));
+    assert_eq!(
+        (twice.locs(), twice.summary.gzip_layers),
+        (vec!["https://example.com/a"], 2)
+    );
     // A ".gz" URL that is plain XML is read as XML.
     let plain = parse_at(xml.clone(), "https://example.com/sitemap.xml.gz");
     assert_eq!((plain.locs().len(), plain.summary.gzip_layers), (1, 0));
@@ -71,8 +100,16 @@ fn c3_byte_limit_stops_a_gzip_bomb_while_streaming() {
     let mut o = ParseOptions::for_url(NormUrl::parse(DOC).unwrap());
     o.max_bytes = 1 << 20;
     let p = parse_with(bomb, o);
-    assert_eq!(p.locs(), ["https://example.com/a"], "what came before the limit is kept");
-    let c3: Vec<_> = p.diagnostics.iter().filter(|d| d.rule == Rule::C3).collect();
+    assert_eq!(
+        p.locs(),
+        ["https://example.com/a"],
+        "what came before the limit is kept"
+    );
+    let c3: Vec<_> = p
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == Rule::C3)
+        .collect();
     assert_eq!(c3.len(), 1);
     assert_eq!(c3[0].severity, Severity::Error);
     assert!(!p.summary.complete);
@@ -82,25 +119,84 @@ fn c3_byte_limit_stops_a_gzip_bomb_while_streaming() {
 #[test]
 fn c3_limit_counts_bytes_after_decompression_not_before() {
     let xml = urlset(&"<url><loc>https://example.com/a</loc></url>".repeat(100));
-    let mut o = ParseOptions::default();
-    o.max_bytes = xml.len() as u64;
-    assert!(!parse_with(gzip(xml.as_bytes()), o.clone()).has(Rule::C3), "exactly at the limit");
+    let mut o = ParseOptions {
+        max_bytes: xml.len() as u64,
+        ..ParseOptions::default()
+    };
+    assert!(
+        !parse_with(gzip(xml.as_bytes()), o.clone()).has(Rule::C3),
+        "exactly at the limit"
+    );
     o.max_bytes = xml.len() as u64 - 1;
     assert!(parse_with(gzip(xml.as_bytes()), o).has(Rule::C3));
 }
 
 #[test]
 fn c4_entry_limit_lenient_keeps_the_first_n_and_strict_rejects() {
-    let xml = urlset(&(0..10).map(|i| format!("<url><loc>https://example.com/{i}</loc></url>")).collect::<String>());
+    let xml = urlset(
+        &(0..10)
+            .map(|i| format!("<url><loc>https://example.com/{i}</loc></url>"))
+            .collect::<String>(),
+    );
     let mut o = ParseOptions::for_url(NormUrl::parse(DOC).unwrap());
     o.max_entries = 4;
     let lenient = parse_with(xml.clone(), o.clone());
     assert_eq!(lenient.urls.len(), 4);
-    assert!(lenient.diagnostics.iter().any(|d| d.rule == Rule::C4 && d.severity == Severity::Warning));
+    assert!(
+        lenient
+            .diagnostics
+            .iter()
+            .any(|d| d.rule == Rule::C4 && d.severity == Severity::Warning)
+    );
     o.strictness = sitemapd_parser::Strictness::Strict;
     let strict = parse_with(xml, o);
-    assert!(strict.diagnostics.iter().any(|d| d.rule == Rule::C4 && d.severity == Severity::Error));
+    assert!(
+        strict
+            .diagnostics
+            .iter()
+            .any(|d| d.rule == Rule::C4 && d.severity == Severity::Error)
+    );
     assert!(!strict.summary.complete);
+}
+
+#[test]
+fn c4_strict_rejection_is_visible_in_the_summary() {
+    let xml = urlset(
+        &(0..3)
+            .map(|i| format!("<url><loc>https://example.com/{i}</loc></url>"))
+            .collect::<String>(),
+    );
+    let mut o = ParseOptions::for_url(NormUrl::parse(DOC).unwrap());
+    o.max_entries = 2;
+    assert!(
+        !parse_with(xml.clone(), o.clone()).summary.rejected,
+        "lenient keeps the first 2"
+    );
+    o.strictness = sitemapd_parser::Strictness::Strict;
+    assert!(parse_with(xml, o).summary.rejected);
+}
+
+#[test]
+fn c1_utf16_without_bom_after_whitespace_and_mislabelled_utf8() {
+    let xml = format!(
+        "\n  {}",
+        urlset("<url><loc>https://example.com/a</loc></url>")
+    );
+    let le: Vec<u8> = xml.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let p = parse_at(le, DOC);
+    assert_eq!(
+        (p.locs(), p.summary.encoding),
+        (vec!["https://example.com/a"], "UTF-16LE")
+    );
+    let lying = "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>https://example.com/café</loc></url></urlset>";
+    let p = parse_at(lying, DOC);
+    assert_eq!(p.locs(), ["https://example.com/caf%C3%A9"]);
+    assert_eq!(p.summary.encoding, "UTF-8");
+    assert!(
+        p.diagnostics
+            .iter()
+            .any(|d| d.rule == Rule::C1 && d.message.contains("UTF-8"))
+    );
 }
 
 #[test]
@@ -112,7 +208,13 @@ fn c5_whitespace_comments_stylesheets_and_junk_before_the_root() {
     let p = parse_at(xml, DOC);
     assert_eq!(p.locs(), ["https://example.com/a"]);
     assert!(p.has(Rule::C5));
-    let quiet = parse_at(format!("\n\n  <!-- c --><?xml-stylesheet href='a'?>{}", urlset("<url><loc>https://example.com/a</loc></url>")), DOC);
+    let quiet = parse_at(
+        format!(
+            "\n\n  <!-- c --><?xml-stylesheet href='a'?>{}",
+            urlset("<url><loc>https://example.com/a</loc></url>")
+        ),
+        DOC,
+    );
     assert_eq!((quiet.locs().len(), quiet.diagnostics.len()), (1, 0));
 }
 
@@ -120,20 +222,43 @@ fn c5_whitespace_comments_stylesheets_and_junk_before_the_root() {
 fn c6_no_xxe_and_no_entity_expansion() {
     let xxe = r#"<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd"><!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://example.com/&xxe;&lol2;</loc></url></urlset>"#;
     let p = parse_at(xxe, DOC);
-    assert_eq!(p.locs(), ["https://example.com/"]);
+    // Undefined entities are kept as written, never expanded and never silently removed.
+    assert_eq!(p.locs(), ["https://example.com/&xxe;&lol2;"]);
     assert!(!p.diagnostics.iter().any(|d| d.message.contains("root:")));
-    let c6: Vec<_> = p.diagnostics.iter().filter(|d| d.rule == Rule::C6).collect();
-    assert!(c6.len() >= 3, "DTD ignored, and each undefined entity flagged: {c6:?}");
+    let c6: Vec<_> = p
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == Rule::C6)
+        .collect();
+    assert!(
+        c6.len() >= 3,
+        "DTD ignored, and each undefined entity flagged: {c6:?}"
+    );
 }
 
 #[test]
 fn c7_format_comes_from_the_content() {
-    assert_eq!(parse_at("https://example.com/a\n", "https://example.com/sitemap.xml").summary.format, Some(Format::Text));
-    assert_eq!(parse_at(urlset(""), "https://example.com/list.txt").summary.format, Some(Format::Urlset));
+    assert_eq!(
+        parse_at("https://example.com/a\n", "https://example.com/sitemap.xml")
+            .summary
+            .format,
+        Some(Format::Text)
+    );
+    assert_eq!(
+        parse_at(urlset(""), "https://example.com/list.txt")
+            .summary
+            .format,
+        Some(Format::Urlset)
+    );
     let html = parse_at("<!DOCTYPE html><html><body>404</body></html>", DOC);
     assert_eq!(html.summary.format, None);
     assert!(html.has(Rule::C7));
-    for nothing in [&b""[..], b"   \n", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", b"SimpleMvcSitemap.XmlResult`1[Model]"] {
+    for nothing in [
+        &b""[..],
+        b"   \n",
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+        b"SimpleMvcSitemap.XmlResult`1[Model]",
+    ] {
         let p = parse(nothing.to_vec());
         assert_eq!(p.summary.format, None);
         assert!(p.has(Rule::C7));
@@ -144,12 +269,21 @@ fn c7_format_comes_from_the_content() {
 fn c8_partial_parse_keeps_entries_before_the_error() {
     let broken = format!(
         "{}<url><loc>https://example.com/c</loc><lastmod>2020-01-01<</lastmod></url></urlset>",
-        &urlset("<url><loc>https://example.com/a</loc></url><url><loc>https://example.com/b</loc></url>")
-            .trim_end_matches("</urlset>")
+        &urlset(
+            "<url><loc>https://example.com/a</loc></url><url><loc>https://example.com/b</loc></url>"
+        )
+        .trim_end_matches("</urlset>")
     );
     let p = parse_at(broken, DOC);
     // The open entry's loc was complete: it is yielded; its broken lastmod is not.
-    assert_eq!(p.locs(), ["https://example.com/a", "https://example.com/b", "https://example.com/c"]);
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/a",
+            "https://example.com/b",
+            "https://example.com/c"
+        ]
+    );
     assert_eq!(p.urls[2].lastmod, None);
     let c8 = p.diagnostics.iter().find(|d| d.rule == Rule::C8).unwrap();
     assert_eq!(c8.severity, Severity::Error);
@@ -158,16 +292,55 @@ fn c8_partial_parse_keeps_entries_before_the_error() {
 
 #[test]
 fn c8_truncated_documents_and_truncated_gzip() {
-    let xml = urlset(&(0..200).map(|i| format!("<url><loc>https://example.com/{i}</loc></url>")).collect::<String>());
+    let xml = urlset(
+        &(0..200)
+            .map(|i| format!("<url><loc>https://example.com/{i}</loc></url>"))
+            .collect::<String>(),
+    );
     let cut = &xml[..xml.len() / 2];
     let p = parse_at(cut, DOC);
     assert!(p.urls.len() >= 90 && p.urls.len() < 200, "{}", p.urls.len());
     assert!(p.has(Rule::C8));
     let gz = gzip(xml.as_bytes());
     let q = parse_at(gz[..gz.len() - 10].to_vec(), DOC);
-    assert_eq!(q.urls.len(), 200, "all data is there, only the gzip trailer is missing");
+    assert_eq!(
+        q.urls.len(),
+        200,
+        "all data is there, only the gzip trailer is missing"
+    );
     assert!(q.has(Rule::C8));
     assert!(!q.summary.complete);
+}
+
+#[test]
+fn c8_corrupt_gzip_keeps_what_inflated_before_the_corruption() {
+    use std::io::Write;
+    let entries: String = (0..20_000)
+        .map(|i| format!("<url><loc>https://example.com/p/{i}</loc></url>"))
+        .collect();
+    let xml = urlset(&entries);
+    let (first, second) = xml.split_at(xml.len() / 2);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(first.as_bytes()).unwrap();
+    e.flush().unwrap(); // a sync flush: the next deflate block starts on a byte boundary
+    let cut = e.get_ref().len();
+    e.write_all(second.as_bytes()).unwrap();
+    let mut gz = e.finish().unwrap();
+    gz[cut] = 0x07; // BFINAL=1, BTYPE=11: an invalid block, zlib fails right there
+    let recoverable = first.matches("</url>").count();
+    let p = parse_at(gz, DOC);
+    let c8 = p
+        .diagnostics
+        .iter()
+        .find(|d| d.rule == Rule::C8)
+        .expect("a C8 error");
+    assert!(c8.message.contains("read error"), "{}", c8.message);
+    let lost = recoverable - p.urls.len();
+    let entry_len = entries.len() / 20_000;
+    assert!(
+        lost <= 2048 / entry_len + 1,
+        "lost {lost} of {recoverable} entries inflated before the corruption"
+    );
 }
 
 // ---------------------------------------------------------------- urlset
@@ -179,14 +352,18 @@ fn x1_namespace_variants_are_accepted_and_flagged_strict_rejects_them() {
         "http://www.google.com/schemas/sitemap/0.84",
         "http://www.sitemaps.org/schemas/sitemap/0.9/",
     ] {
-        let xml = format!(r#"<urlset xmlns="{ns}"><url><loc>https://example.com/a</loc></url></urlset>"#);
+        let xml =
+            format!(r#"<urlset xmlns="{ns}"><url><loc>https://example.com/a</loc></url></urlset>"#);
         let p = parse_at(xml.clone(), DOC);
         assert_eq!(p.locs().len(), 1, "{ns}");
         assert!(p.has(Rule::X1));
         let s = parse_strict_at(xml, DOC);
         assert_eq!((s.urls.len(), s.summary.format), (0, None), "{ns}");
     }
-    let none = parse_at("<urlset><url><loc>https://example.com/a</loc></url></urlset>", DOC);
+    let none = parse_at(
+        "<urlset><url><loc>https://example.com/a</loc></url></urlset>",
+        DOC,
+    );
     assert_eq!(none.locs().len(), 1);
     assert!(none.has(Rule::X1));
     let exact = parse_at(urlset("<url><loc>https://example.com/a</loc></url>"), DOC);
@@ -201,7 +378,10 @@ fn x2_missing_and_repeated_loc() {
          <url>https://example.com/bare</url>",
     );
     let p = parse_at(xml.clone(), DOC);
-    assert_eq!(p.locs(), ["https://example.com/first", "https://example.com/bare"]);
+    assert_eq!(
+        p.locs(),
+        ["https://example.com/first", "https://example.com/bare"]
+    );
     assert_eq!(p.rules().iter().filter(|r| **r == Rule::X2).count(), 3);
     let strict = parse_strict_at(xml, DOC);
     assert_eq!(strict.locs(), ["https://example.com/first"]);
@@ -216,10 +396,17 @@ fn x3_trimmed_relative_resolved_lenient_dropped_strict() {
          <url><loc>{{ site.url }}/</loc></url>",
     );
     let p = parse_at(xml.clone(), "https://example.com/dir/sitemap.xml");
-    let mut o = ParseOptions::for_url(NormUrl::parse("https://example.com/dir/sitemap.xml").unwrap());
+    let mut o =
+        ParseOptions::for_url(NormUrl::parse("https://example.com/dir/sitemap.xml").unwrap());
     o.scope = ScopeMode::Host;
     let p_host = parse_with(xml.clone(), o);
-    assert_eq!(p_host.locs(), ["https://example.com/wrapped", "https://example.com/relative/page"]);
+    assert_eq!(
+        p_host.locs(),
+        [
+            "https://example.com/wrapped",
+            "https://example.com/relative/page"
+        ]
+    );
     assert_eq!(p.rules().iter().filter(|r| **r == Rule::X3).count(), 3);
     let strict = parse_strict_at(xml, "https://example.com/sitemap.xml");
     assert_eq!(strict.locs(), ["https://example.com/wrapped"]);
@@ -232,9 +419,49 @@ fn x3_trimmed_relative_resolved_lenient_dropped_strict() {
 fn x4_overlong_loc_is_dropped() {
     let long = format!("https://example.com/{}", "a".repeat(2_100));
     let ok = format!("https://example.com/{}", "a".repeat(2_000));
-    let p = parse_at(urlset(&format!("<url><loc>{long}</loc></url><url><loc>{ok}</loc></url>")), DOC);
+    let p = parse_at(
+        urlset(&format!(
+            "<url><loc>{long}</loc></url><url><loc>{ok}</loc></url>"
+        )),
+        DOC,
+    );
     assert_eq!(p.locs(), [ok.as_str()]);
     assert!(p.has(Rule::X4));
+}
+
+#[test]
+fn x4_a_loc_too_long_to_buffer_is_one_x4_and_the_entry_is_dropped() {
+    let huge = format!("https://example.com/{}", "a".repeat(100_000));
+    let p = parse_at(
+        urlset(&format!(
+            "<url><loc>{huge}</loc><loc>https://example.com/second</loc></url><url><loc>https://example.com/next</loc></url>"
+        )),
+        DOC,
+    );
+    assert_eq!(p.locs(), ["https://example.com/next"]);
+    assert_eq!(
+        p.rules(),
+        [Rule::X4, Rule::X2],
+        "the second <loc> is a repeat, flagged"
+    );
+}
+
+#[test]
+fn x7_x9_x10_repeated_fields_keep_the_first_and_say_so() {
+    let p = parse_at(
+        urlset(
+            "<url><loc>https://example.com/a</loc><changefreq>daily</changefreq><changefreq>weekly</changefreq>\
+             <priority>0.1</priority><priority>0.9</priority><lastmod>2001-01-01</lastmod><lastmod>2002-02-02</lastmod></url>",
+        ),
+        DOC,
+    );
+    let u = &p.urls[0];
+    assert_eq!(
+        (u.changefreq, u.priority),
+        (Some(ChangeFreq::Daily), Some(0.1))
+    );
+    assert_eq!(u.lastmod.unwrap().to_string(), "2001-01-01T00:00:00Z");
+    assert_eq!(p.rules(), [Rule::X9, Rule::X10, Rule::X7]);
 }
 
 #[test]
@@ -249,15 +476,25 @@ fn x5_entities_character_references_and_cdata_are_decoded() {
     );
     assert_eq!(
         p.locs(),
-        ["https://example.com/a?x=1&y=2&z=3", "https://example.com/b?x=1&y=2", "https://example.com/c?x=1&y=2"]
+        [
+            "https://example.com/a?x=1&y=2&z=3",
+            "https://example.com/b?x=1&y=2",
+            "https://example.com/c?x=1&y=2"
+        ]
     );
     assert_eq!(p.rules(), [Rule::X5], "only the unescaped & is flagged");
 }
 
 #[test]
 fn x6_iri_locs_are_percent_encoded() {
-    let p = parse_at(urlset("<url><loc>https://example.com/کتاب?q=ü</loc></url>"), DOC);
-    assert_eq!(p.locs(), ["https://example.com/%DA%A9%D8%AA%D8%A7%D8%A8?q=%C3%BC"]);
+    let p = parse_at(
+        urlset("<url><loc>https://example.com/کتاب?q=ü</loc></url>"),
+        DOC,
+    );
+    assert_eq!(
+        p.locs(),
+        ["https://example.com/%DA%A9%D8%AA%D8%A7%D8%A8?q=%C3%BC"]
+    );
     assert!(p.has(Rule::X6));
 }
 
@@ -276,14 +513,31 @@ fn x7_lastmod_levels_precision_and_repairs() {
     let body: String = dates
         .iter()
         .enumerate()
-        .map(|(i, (d, ..))| format!("<url><loc>https://example.com/{i}</loc><lastmod>{d}</lastmod></url>"))
+        .map(|(i, (d, ..))| {
+            format!("<url><loc>https://example.com/{i}</loc><lastmod>{d}</lastmod></url>")
+        })
         .collect();
-    let p = parse_at(urlset(&format!("{body}<url><loc>https://example.com/bad</loc><lastmod>next week</lastmod></url>")), DOC);
+    let p = parse_at(
+        urlset(&format!(
+            "{body}<url><loc>https://example.com/bad</loc><lastmod>next week</lastmod></url>"
+        )),
+        DOC,
+    );
     for (i, (d, precision, _)) in dates.iter().enumerate() {
-        assert_eq!(p.urls[i].lastmod.map(|l| l.precision), Some(*precision), "{d}");
+        assert_eq!(
+            p.urls[i].lastmod.map(|l| l.precision),
+            Some(*precision),
+            "{d}"
+        );
     }
-    assert_eq!(p.urls[5].lastmod.unwrap().to_string(), "2005-01-01T15:20:30.125Z");
-    assert_eq!(p.urls[7].lastmod.unwrap().to_string(), "2013-05-06T02:20:30Z");
+    assert_eq!(
+        p.urls[5].lastmod.unwrap().to_string(),
+        "2005-01-01T15:20:30.125Z"
+    );
+    assert_eq!(
+        p.urls[7].lastmod.unwrap().to_string(),
+        "2013-05-06T02:20:30Z"
+    );
     assert_eq!(p.urls[8].lastmod, None, "entry kept, field dropped");
     assert_eq!(p.rules().iter().filter(|r| **r == Rule::X7).count(), 3);
     let strict = parse_strict_at(urlset(&body), DOC);
@@ -293,8 +547,14 @@ fn x7_lastmod_levels_precision_and_repairs() {
 
 #[test]
 fn x8_future_lastmod_is_kept_as_written() {
-    let p = parse_at(urlset("<url><loc>https://example.com/a</loc><lastmod>2999-01-01</lastmod></url>"), DOC);
-    assert_eq!(p.urls[0].lastmod.unwrap().to_string(), "2999-01-01T00:00:00Z");
+    let p = parse_at(
+        urlset("<url><loc>https://example.com/a</loc><lastmod>2999-01-01</lastmod></url>"),
+        DOC,
+    );
+    assert_eq!(
+        p.urls[0].lastmod.unwrap().to_string(),
+        "2999-01-01T00:00:00Z"
+    );
     assert!(p.diagnostics.is_empty());
 }
 
@@ -309,7 +569,10 @@ fn x9_changefreq() {
         DOC,
     );
     let got: Vec<_> = p.urls.iter().map(|u| u.changefreq).collect();
-    assert_eq!(got, [Some(ChangeFreq::Weekly), Some(ChangeFreq::Daily), None]);
+    assert_eq!(
+        got,
+        [Some(ChangeFreq::Weekly), Some(ChangeFreq::Daily), None]
+    );
     assert_eq!(p.rules(), [Rule::X9, Rule::X9]);
 }
 
@@ -331,7 +594,10 @@ fn x10_priority_absent_stays_absent() {
 
 #[test]
 fn x11_priority_zero_is_kept() {
-    let p = parse_at(urlset("<url><loc>https://example.com/a</loc><priority>0.0</priority></url>"), DOC);
+    let p = parse_at(
+        urlset("<url><loc>https://example.com/a</loc><priority>0.0</priority></url>"),
+        DOC,
+    );
     assert_eq!(p.urls[0].priority, Some(0.0));
 }
 
@@ -343,18 +609,26 @@ fn x12_unknown_namespaces_are_ignored_and_extension_locs_are_never_pages() {
         <img:image><img:loc>https://cdn.example.net/i.jpg</img:loc></img:image></url></urlset>"#;
     let p = parse_at(xml, DOC);
     assert_eq!(p.locs(), ["https://example.com/page"]);
-    assert_eq!(p.urls[0].images[0].loc.as_str(), "https://cdn.example.net/i.jpg");
+    assert_eq!(
+        p.urls[0].images[0].loc.as_str(),
+        "https://cdn.example.net/i.jpg"
+    );
     assert!(p.diagnostics.is_empty());
 }
 
 #[test]
 fn x13_child_order_is_free() {
     let p = parse_at(
-        urlset("<url><priority>0.7</priority><lastmod>2020-02-02</lastmod><changefreq>daily</changefreq><loc>https://example.com/a</loc></url>"),
+        urlset(
+            "<url><priority>0.7</priority><lastmod>2020-02-02</lastmod><changefreq>daily</changefreq><loc>https://example.com/a</loc></url>",
+        ),
         DOC,
     );
     let u = &p.urls[0];
-    assert_eq!((u.priority, u.changefreq, u.lastmod.is_some()), (Some(0.7), Some(ChangeFreq::Daily), true));
+    assert_eq!(
+        (u.priority, u.changefreq, u.lastmod.is_some()),
+        (Some(0.7), Some(ChangeFreq::Daily), true)
+    );
 }
 
 // ---------------------------------------------------------------- index
@@ -368,7 +642,10 @@ fn i1_index_children_are_references_with_lastmod() {
     assert_eq!(p.summary.format, Some(Format::SitemapIndex));
     assert!(p.urls.is_empty());
     assert_eq!(p.sitemaps.len(), 2);
-    assert_eq!(p.sitemaps[0].lastmod.unwrap().to_string(), "2024-05-01T00:00:00Z");
+    assert_eq!(
+        p.sitemaps[0].lastmod.unwrap().to_string(),
+        "2024-05-01T00:00:00Z"
+    );
     assert_eq!(p.sitemaps[1].lastmod, None);
 }
 
@@ -380,9 +657,14 @@ fn i4_index_children_obey_the_scope_rule() {
     let p = parse_at(xml, "https://example.com/maps/index.xml");
     assert_eq!(p.sitemaps.len(), 1);
     assert!(p.has(Rule::I4));
-    let mut o = ParseOptions::for_url(NormUrl::parse("https://example.com/maps/index.xml").unwrap());
+    let mut o =
+        ParseOptions::for_url(NormUrl::parse("https://example.com/maps/index.xml").unwrap());
     o.authorized_origins = vec![NormUrl::parse("https://evil.example.net/").unwrap()];
-    assert_eq!(parse_with(xml, o).sitemaps.len(), 2, "R5/L7 cross-submission");
+    assert_eq!(
+        parse_with(xml, o).sitemaps.len(),
+        2,
+        "R5/L7 cross-submission"
+    );
 }
 
 // ---------------------------------------------------------------- scope
@@ -399,10 +681,16 @@ fn l1_l6_out_of_scope_urls_are_dropped_and_counted_per_reason() {
     let p = parse_at(xml.clone(), "http://example.com/catalog/sitemap.xml");
     assert_eq!(p.locs(), ["http://example.com/catalog/in"]);
     assert_eq!(p.rules(), [Rule::L6; 4]);
-    for reason in [OutOfScope::Directory, OutOfScope::Scheme, OutOfScope::Port, OutOfScope::Host] {
+    for reason in [
+        OutOfScope::Directory,
+        OutOfScope::Scheme,
+        OutOfScope::Port,
+        OutOfScope::Host,
+    ] {
         assert_eq!(p.summary.out_of_scope.get(&reason), Some(&1), "{reason}");
     }
-    let mut host = ParseOptions::for_url(NormUrl::parse("http://example.com/catalog/sitemap.xml").unwrap());
+    let mut host =
+        ParseOptions::for_url(NormUrl::parse("http://example.com/catalog/sitemap.xml").unwrap());
     host.scope = ScopeMode::Host;
     assert_eq!(parse_with(xml.clone(), host.clone()).urls.len(), 2);
     host.scope = ScopeMode::None;
@@ -411,7 +699,10 @@ fn l1_l6_out_of_scope_urls_are_dropped_and_counted_per_reason() {
 
 #[test]
 fn l8_urls_are_normalised_before_comparison() {
-    let p = parse_at(urlset("<url><loc>HTTP://Example.COM:80/catalog/x#frag</loc></url>"), "http://example.com/catalog/sitemap.xml");
+    let p = parse_at(
+        urlset("<url><loc>HTTP://Example.COM:80/catalog/x#frag</loc></url>"),
+        "http://example.com/catalog/sitemap.xml",
+    );
     assert_eq!(p.locs(), ["http://example.com/catalog/x"]);
 }
 
@@ -424,7 +715,12 @@ fn t1_text_sitemaps() {
     assert_eq!(p.summary.format, Some(Format::Text));
     assert_eq!(
         p.locs(),
-        ["https://example.com/a", "https://example.com/b", "https://example.com/c", "https://example.com/relative"]
+        [
+            "https://example.com/a",
+            "https://example.com/b",
+            "https://example.com/c",
+            "https://example.com/relative"
+        ]
     );
     assert_eq!(p.rules(), [Rule::T1, Rule::T1, Rule::T1]);
     let strict = parse_strict_at(text, "https://example.com/sitemap.txt");
@@ -451,11 +747,28 @@ fn f1_rss_link_guid_and_pubdate() {
     </channel></rss>"#;
     let p = parse_at(rss, "https://example.com/feed.xml");
     assert_eq!(p.summary.format, Some(Format::Rss));
-    assert_eq!(p.locs(), ["https://example.com/a", "https://example.com/b", "https://example.com/d"]);
-    assert_eq!(p.urls[0].lastmod.unwrap().to_string(), "2002-09-07T00:00:01Z");
-    assert_eq!(p.urls[1].lastmod.unwrap().to_string(), "2002-05-19T20:21:00Z");
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/a",
+            "https://example.com/b",
+            "https://example.com/d"
+        ]
+    );
+    assert_eq!(
+        p.urls[0].lastmod.unwrap().to_string(),
+        "2002-09-07T00:00:01Z"
+    );
+    assert_eq!(
+        p.urls[1].lastmod.unwrap().to_string(),
+        "2002-05-19T20:21:00Z"
+    );
     assert_eq!(p.urls[2].lastmod.unwrap().precision, Precision::Day);
-    assert_eq!(p.rules(), [Rule::F1, Rule::F1], "two-digit year repaired; item without link");
+    assert_eq!(
+        p.rules(),
+        [Rule::F1, Rule::F1],
+        "two-digit year repaired; item without link"
+    );
 }
 
 #[test]
@@ -482,23 +795,50 @@ fn f2_atom_links_dates_and_xml_base() {
     o.scope = ScopeMode::Host;
     let p = parse_with(atom, o);
     assert_eq!(p.summary.format, Some(Format::Atom));
-    assert_eq!(p.locs(), ["https://example.com/blog/posts/1", "https://example.com/other/2", "https://example.com/blog/3.mp3"]);
-    assert_eq!(p.urls[0].lastmod.unwrap().to_string(), "2020-01-01T00:00:00Z", "updated before published");
-    assert_eq!(p.urls[1].lastmod.unwrap().to_string(), "2019-02-02T00:00:00Z");
-    assert_eq!(p.rules(), [Rule::F2, Rule::F2], "enclosure used as a fallback; entry without link");
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/blog/posts/1",
+            "https://example.com/other/2",
+            "https://example.com/blog/3.mp3"
+        ]
+    );
+    assert_eq!(
+        p.urls[0].lastmod.unwrap().to_string(),
+        "2020-01-01T00:00:00Z",
+        "updated before published"
+    );
+    assert_eq!(
+        p.urls[1].lastmod.unwrap().to_string(),
+        "2019-02-02T00:00:00Z"
+    );
+    assert_eq!(
+        p.rules(),
+        [Rule::F2, Rule::F2],
+        "enclosure used as a fallback; entry without link"
+    );
 }
 
 #[test]
 fn f2_atom_0_3_modified() {
     let atom = r#"<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><link rel="alternate" href="https://example.com/a"/><modified>2004-01-01T00:00:00Z</modified><issued>2003-01-01T00:00:00Z</issued></entry></feed>"#;
     let p = parse_at(atom, "https://example.com/atom.xml");
-    assert_eq!(p.urls[0].lastmod.unwrap().to_string(), "2004-01-01T00:00:00Z");
+    assert_eq!(
+        p.urls[0].lastmod.unwrap().to_string(),
+        "2004-01-01T00:00:00Z"
+    );
 }
 
 #[test]
 fn f3_feed_dates_are_optional() {
-    let p = parse_at(r#"<rss version="2.0"><channel><item><link>https://example.com/a</link></item></channel></rss>"#, "https://example.com/rss.xml");
-    assert_eq!((p.urls.len(), p.urls[0].lastmod, p.diagnostics.len()), (1, None, 0));
+    let p = parse_at(
+        r#"<rss version="2.0"><channel><item><link>https://example.com/a</link></item></channel></rss>"#,
+        "https://example.com/rss.xml",
+    );
+    assert_eq!(
+        (p.urls.len(), p.urls[0].lastmod, p.diagnostics.len()),
+        (1, None, 0)
+    );
 }
 
 // ---------------------------------------------------------------- extensions
@@ -506,7 +846,12 @@ fn f3_feed_dates_are_optional() {
 #[test]
 fn e1_images_are_typed_capped_and_deprecated_fields_ignored() {
     let many: String = (0..1_005).map(|i| format!("<image:image><image:loc>https://cdn.example.com/{i}.jpg</image:loc><image:caption>c</image:caption><image:geo_location>x</image:geo_location></image:image>")).collect();
-    let p = parse_at(urlset(&format!("<url><loc>https://example.com/a</loc>{many}</url>")), DOC);
+    let p = parse_at(
+        urlset(&format!(
+            "<url><loc>https://example.com/a</loc>{many}</url>"
+        )),
+        DOC,
+    );
     assert_eq!(p.urls[0].images.len(), 1_000);
     assert_eq!(p.rules(), [Rule::E1]);
 }
@@ -538,14 +883,33 @@ fn e2_video_fields_and_range_checks() {
     let v = &p.urls[0].videos;
     assert_eq!(v.len(), 2);
     assert_eq!(v[0].title.as_deref(), Some("Grilling & steaks"));
-    assert_eq!((v[0].duration, v[0].rating, v[0].view_count), (Some(600), Some(4.2), Some(12345)));
-    assert_eq!(v[0].restriction.as_ref().unwrap().relationship, Relationship::Allow);
-    assert_eq!(v[0].restriction.as_ref().unwrap().values, ["IE", "GB", "US", "CA"]);
+    assert_eq!(
+        (v[0].duration, v[0].rating, v[0].view_count),
+        (Some(600), Some(4.2), Some(12345))
+    );
+    assert_eq!(
+        v[0].restriction.as_ref().unwrap().relationship,
+        Relationship::Allow
+    );
+    assert_eq!(
+        v[0].restriction.as_ref().unwrap().values,
+        ["IE", "GB", "US", "CA"]
+    );
     assert_eq!(v[0].platform.as_ref().unwrap().values, ["tv"]);
-    assert_eq!(v[0].uploader_info.as_ref().unwrap().as_str(), "https://example.com/users/grill");
-    assert_eq!((v[0].family_friendly, v[0].live, v[0].tags.len()), (Some(true), Some(false), 2));
+    assert_eq!(
+        v[0].uploader_info.as_ref().unwrap().as_str(),
+        "https://example.com/users/grill"
+    );
+    assert_eq!(
+        (v[0].family_friendly, v[0].live, v[0].tags.len()),
+        (Some(true), Some(false), 2)
+    );
     assert_eq!((v[1].duration, v[1].rating), (None, None));
-    assert_eq!(p.rules(), [Rule::E2, Rule::E2, Rule::E2], "duration, rating, required fields");
+    assert_eq!(
+        p.rules(),
+        [Rule::E2, Rule::E2, Rule::E2],
+        "duration, rating, required fields"
+    );
 }
 
 #[test]
@@ -577,8 +941,18 @@ fn e4_hreflang_alternates() {
         ),
         DOC,
     );
-    let alts: Vec<_> = p.urls[0].alternates.iter().map(|a| (a.hreflang.as_str(), a.href.as_str())).collect();
-    assert_eq!(alts, [("de", "https://example.com/de"), ("x-default", "https://example.com/")]);
+    let alts: Vec<_> = p.urls[0]
+        .alternates
+        .iter()
+        .map(|a| (a.hreflang.as_str(), a.href.as_str()))
+        .collect();
+    assert_eq!(
+        alts,
+        [
+            ("de", "https://example.com/de"),
+            ("x-default", "https://example.com/")
+        ]
+    );
     assert!(p.rules().iter().all(|r| *r == Rule::E4));
 }
 
@@ -595,5 +969,8 @@ fn diagnostics_carry_line_and_column() {
     let xml = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n  <url>\n    <loc>https://example.com/a</loc>\n    <lastmod>soon</lastmod>\n  </url>\n</urlset>";
     let p = parse_at(xml, DOC);
     let d = &p.diagnostics[0];
-    assert_eq!((d.rule, d.position.line, d.position.column), (Rule::X7, 4, 5));
+    assert_eq!(
+        (d.rule, d.position.line, d.position.column),
+        (Rule::X7, 4, 5)
+    );
 }

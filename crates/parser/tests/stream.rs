@@ -20,9 +20,16 @@ fn sync_events(bytes: Vec<u8>) -> Vec<Event> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_matches_iterator_on_a_large_real_sitemap_fed_in_small_chunks() {
-    let bytes = std::fs::read(fixtures().join("corpus/urlset/adobe__theblog__sitemap.xml")).unwrap();
+    let bytes =
+        std::fs::read(fixtures().join("corpus/urlset/adobe__theblog__sitemap.xml")).unwrap();
     let expected = sync_events(bytes.clone());
-    assert_eq!(expected.iter().filter(|e| matches!(e, Event::Url(_))).count(), 12_964);
+    assert_eq!(
+        expected
+            .iter()
+            .filter(|e| matches!(e, Event::Url(_)))
+            .count(),
+        12_964
+    );
 
     let gz = gzip(&bytes);
     let (mut writer, reader) = tokio::io::duplex(1024);
@@ -40,12 +47,16 @@ async fn stream_matches_iterator_on_a_large_real_sitemap_fed_in_small_chunks() {
     feeder.await.unwrap();
     assert_eq!(got, expected);
     let summary = stream.summary().expect("summary after the end");
-    assert_eq!((summary.urls, summary.gzip_layers, summary.complete), (12_964, 1, true));
+    assert_eq!(
+        (summary.urls, summary.gzip_layers, summary.complete),
+        (12_964, 1, true)
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropping_the_stream_early_stops_the_parser() {
-    let bytes = std::fs::read(fixtures().join("corpus/urlset/adobe__theblog__sitemap.xml")).unwrap();
+    let bytes =
+        std::fs::read(fixtures().join("corpus/urlset/adobe__theblog__sitemap.xml")).unwrap();
     let mut stream = parse_async(std::io::Cursor::new(bytes), options());
     let first = stream.next().await;
     assert!(matches!(first, Some(Event::Url(_))));

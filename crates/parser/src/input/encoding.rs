@@ -23,6 +23,8 @@ pub enum EncodingSource {
     /// The XML declaration named an encoding that is not known or not usable;
     /// UTF-8 is used instead.
     UnknownLabel(String),
+    /// The XML declaration named a legacy encoding, but the bytes are UTF-8.
+    MislabelledUtf8(String),
 }
 
 /// The encoding to decode with.
@@ -40,21 +42,39 @@ pub fn detect(prefix: &[u8]) -> Detected {
     if let Some((enc, _)) = Encoding::for_bom(prefix) {
         return d(enc, EncodingSource::Bom);
     }
+    // UTF-16 without a BOM: ASCII characters with a zero byte beside each.
+    let ascii = |b: u8| b.is_ascii() && b != 0;
     match prefix {
-        [b'<', 0, b'?' | b'u' | b's' | b'r' | b'f', 0, ..] => return d(UTF_16LE, EncodingSource::Sniffed),
-        [0, b'<', 0, b'?' | b'u' | b's' | b'r' | b'f', ..] => return d(UTF_16BE, EncodingSource::Sniffed),
+        [a, 0, b, 0, ..] if ascii(*a) && ascii(*b) => return d(UTF_16LE, EncodingSource::Sniffed),
+        [0, a, 0, b, ..] if ascii(*a) && ascii(*b) => return d(UTF_16BE, EncodingSource::Sniffed),
         _ => {}
     }
     match declared_label(prefix) {
         None => d(UTF_8, EncodingSource::Default),
         Some(label) => match Encoding::for_label(label.as_bytes()) {
             // A declaration read in an ASCII-compatible byte stream cannot truly be UTF-16.
-            Some(enc) if enc == UTF_16LE || enc == UTF_16BE => d(UTF_8, EncodingSource::UnknownLabel(label)),
+            Some(enc) if enc == UTF_16LE || enc == UTF_16BE => {
+                d(UTF_8, EncodingSource::UnknownLabel(label))
+            }
             Some(enc) if enc == UTF_8 => d(UTF_8, EncodingSource::Default),
+            Some(_) if is_non_ascii_utf8(prefix) => {
+                d(UTF_8, EncodingSource::MislabelledUtf8(label))
+            }
             Some(enc) => d(enc.output_encoding(), EncodingSource::Declared),
             None => d(UTF_8, EncodingSource::UnknownLabel(label)),
         },
     }
+}
+
+/// Whether `prefix` holds non-ASCII text that is valid UTF-8 (a sequence cut
+/// at the end of the prefix does not count against it). Legacy single-byte
+/// text almost never is.
+fn is_non_ascii_utf8(prefix: &[u8]) -> bool {
+    !prefix.is_ascii()
+        && match std::str::from_utf8(prefix) {
+            Ok(_) => true,
+            Err(e) => e.error_len().is_none() && !prefix[..e.valid_up_to()].is_ascii(),
+        }
 }
 
 /// The `encoding="…"` of an XML declaration near the start of `prefix`.
@@ -65,7 +85,10 @@ fn declared_label(prefix: &[u8]) -> Option<String> {
     let decl = &decl[..end];
     let at = memchr::memmem::find(decl, b"encoding")?;
     let rest = &decl[at + "encoding".len()..];
-    let rest = rest.trim_ascii_start().strip_prefix(b"=")?.trim_ascii_start();
+    let rest = rest
+        .trim_ascii_start()
+        .strip_prefix(b"=")?
+        .trim_ascii_start();
     let quote = *rest.first().filter(|q| matches!(q, b'"' | b'\''))?;
     let value = &rest[1..];
     let close = memchr::memchr(quote, value)?;
@@ -153,7 +176,10 @@ mod tests {
 
     #[test]
     fn c1_bom_utf8_is_skipped() {
-        assert_eq!(decode(b"\xEF\xBB\xBF<urlset/>"), ("<urlset/>".into(), "UTF-8", false));
+        assert_eq!(
+            decode(b"\xEF\xBB\xBF<urlset/>"),
+            ("<urlset/>".into(), "UTF-8", false)
+        );
     }
 
     #[test]
@@ -170,7 +196,10 @@ mod tests {
     #[test]
     fn c1_declared_legacy_encodings() {
         let koi8 = b"<?xml version=\"1.0\" encoding=\"koi8-r\"?><t>\xf0\xd2\xc9\xd7\xc5\xd4</t>";
-        assert_eq!(decode(koi8).0, "<?xml version=\"1.0\" encoding=\"koi8-r\"?><t>Привет</t>");
+        assert_eq!(
+            decode(koi8).0,
+            "<?xml version=\"1.0\" encoding=\"koi8-r\"?><t>Привет</t>"
+        );
         let latin1 = b"<?xml version='1.0' encoding='ISO-8859-1'?><t>caf\xe9</t>";
         let (text, name, _) = decode(latin1);
         assert_eq!((text.ends_with("café</t>"), name), (true, "windows-1252"));
@@ -178,9 +207,15 @@ mod tests {
 
     #[test]
     fn c1_invalid_utf8_is_replaced_and_flagged() {
-        assert_eq!(decode(b"<t>a\xffb</t>"), ("<t>a\u{FFFD}b</t>".into(), "UTF-8", true));
+        assert_eq!(
+            decode(b"<t>a\xffb</t>"),
+            ("<t>a\u{FFFD}b</t>".into(), "UTF-8", true)
+        );
         let unknown = detect(b"<?xml version=\"1.0\" encoding=\"x-klingon\"?>");
-        assert_eq!(unknown.source, EncodingSource::UnknownLabel("x-klingon".into()));
+        assert_eq!(
+            unknown.source,
+            EncodingSource::UnknownLabel("x-klingon".into())
+        );
     }
 
     #[test]

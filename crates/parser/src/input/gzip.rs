@@ -15,6 +15,22 @@ pub const MAX_LAYERS: u8 = 3;
 /// A reader.
 pub type BoxRead = Box<dyn Read + Send>;
 
+/// Most bytes asked of a gzip decoder at once. When flate2 meets corrupt
+/// data it returns the error and drops what it inflated in the same call, so
+/// small calls bound what a corrupt stream costs (SPEC C8: keep what precedes
+/// the break) to this many bytes.
+pub const INFLATE_SLICE: usize = 2048;
+
+/// Passes reads through, at most [`INFLATE_SLICE`] bytes each.
+struct SmallReads<R>(R);
+
+impl<R: Read> Read for SmallReads<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(INFLATE_SLICE);
+        self.0.read(&mut buf[..n])
+    }
+}
+
 /// Reads up to `n` bytes (fewer only at end of input). An error after some
 /// bytes were read is kept for later, so that those bytes are not lost
 /// (SPEC C8: a truncated or corrupt stream yields what precedes the break):
@@ -24,7 +40,10 @@ pub fn read_prefix(mut r: BoxRead, n: usize) -> io::Result<(Vec<u8>, BoxRead)> {
     match (&mut r).take(n as u64).read_to_end(&mut prefix) {
         Ok(_) => Ok((prefix.clone(), Box::new(Cursor::new(prefix).chain(r)))),
         Err(e) if prefix.is_empty() => Err(e),
-        Err(e) => Ok((prefix.clone(), Box::new(Cursor::new(prefix).chain(FailWith(Some(e)))))),
+        Err(e) => Ok((
+            prefix.clone(),
+            Box::new(Cursor::new(prefix).chain(FailWith(Some(e)))),
+        )),
     }
 }
 
@@ -50,7 +69,10 @@ pub fn unwrap_layers(mut r: BoxRead, max_bytes: u64) -> io::Result<(BoxRead, u8)
         if !is_gzip || layers == MAX_LAYERS {
             return Ok((chained, layers));
         }
-        r = Box::new(Limit::new(MultiGzDecoder::new(chained), max_bytes));
+        r = Box::new(Limit::new(
+            SmallReads(MultiGzDecoder::new(chained)),
+            max_bytes,
+        ));
         layers += 1;
     }
 }
@@ -76,9 +98,15 @@ mod tests {
 
     #[test]
     fn c2_plain_gzip_and_gzip_in_gzip() {
-        assert_eq!(unwrap_all(b"<urlset/>".to_vec()), (b"<urlset/>".to_vec(), 0));
+        assert_eq!(
+            unwrap_all(b"<urlset/>".to_vec()),
+            (b"<urlset/>".to_vec(), 0)
+        );
         assert_eq!(unwrap_all(gz(b"<urlset/>")), (b"<urlset/>".to_vec(), 1));
-        assert_eq!(unwrap_all(gz(&gz(b"<urlset/>"))), (b"<urlset/>".to_vec(), 2));
+        assert_eq!(
+            unwrap_all(gz(&gz(b"<urlset/>"))),
+            (b"<urlset/>".to_vec(), 2)
+        );
         assert_eq!(unwrap_all(Vec::new()), (Vec::new(), 0));
         assert_eq!(unwrap_all(vec![0x1f]), (vec![0x1f], 0));
     }

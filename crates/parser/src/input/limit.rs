@@ -41,7 +41,9 @@ impl<R: Read> Read for Limit<R> {
                 _ => Err(io::Error::other(LimitExceeded { limit: self.limit })),
             };
         }
-        let max = buf.len().min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let max = buf
+            .len()
+            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..max])?;
         self.remaining -= n as u64;
         Ok(n)
@@ -62,7 +64,9 @@ mod tests {
         let mut out = Vec::new();
         Limit::new(&b"12345"[..], 5).read_to_end(&mut out).unwrap();
         assert_eq!(out, b"12345");
-        let err = Limit::new(&b"123456"[..], 5).read_to_end(&mut Vec::new()).unwrap_err();
+        let err = Limit::new(&b"123456"[..], 5)
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
         assert_eq!(limit_exceeded(&err), Some(LimitExceeded { limit: 5 }));
     }
 }

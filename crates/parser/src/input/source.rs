@@ -109,9 +109,7 @@ impl Source {
     /// asked for. Exact while `offset` is in the buffer (an event that
     /// straddles a refill is placed at the refill).
     pub fn position_at(&mut self, offset: u64) -> Position {
-        let target = offset
-            .saturating_sub(self.buf_offset)
-            .min(self.pos as u64) as usize;
+        let target = offset.saturating_sub(self.buf_offset).min(self.pos as u64) as usize;
         if target > self.counted {
             self.count_lines(target);
         }
@@ -162,7 +160,9 @@ impl Source {
             self.compact();
         }
         let n = match &mut self.input {
-            Input::Utf8 { inner, .. } | Input::Decoded(inner) => inner.read(&mut self.buf[self.filled..])?,
+            Input::Utf8 { inner, .. } | Input::Decoded(inner) => {
+                inner.read(&mut self.buf[self.filled..])?
+            }
         };
         self.filled += n;
         if n == 0 {
@@ -192,7 +192,8 @@ impl Source {
                 self.filled = self.valid;
                 self.eof = false;
                 let undecoded = BufReader::new(Cursor::new(rest).chain(inner));
-                self.input = Input::Decoded(Box::new(DecodeReader::new(undecoded, UTF_8, replaced)));
+                self.input =
+                    Input::Decoded(Box::new(DecodeReader::new(undecoded, UTF_8, replaced)));
             }
         }
     }
@@ -254,7 +255,9 @@ impl Source {
 impl BufRead for Source {
     #[inline]
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.pos < self.valid && self.buf_offset + (self.pos as u64) - self.mark <= self.token_limit {
+        if self.pos < self.valid
+            && self.buf_offset + (self.pos as u64) - self.mark <= self.token_limit
+        {
             return Ok(&self.buf[self.pos..self.valid]);
         }
         self.fill_buf_slow()

@@ -25,7 +25,10 @@ pub struct EntryBuilder {
     pos: Position,
     loc: String,
     has_loc: bool,
+    loc_rejected: bool,
     loc_pos: Position,
+    /// Fields already read once (their `Field as u8` bits), to flag repeats.
+    seen: u32,
     /// Direct text of the entry element (X2's lenient fallback).
     pub own_text: String,
     lastmod: Option<Lastmod>,
@@ -58,24 +61,51 @@ fn read_date(
     parse: fn(&str) -> Result<ParsedDate, DateError>,
 ) -> Option<Lastmod> {
     match parse(text) {
-        Ok(ParsedDate { value, repair: None }) => Some(value),
-        Ok(ParsedDate { value, repair: Some(why) }) if !ctx.opts.is_strict() => {
-            ctx.warn(rule, pos, format!("{what} {} read as {value}: {why}", quote(text.trim())));
+        Ok(ParsedDate {
+            value,
+            repair: None,
+        }) => Some(value),
+        Ok(ParsedDate {
+            value,
+            repair: Some(why),
+        }) if !ctx.opts.is_strict() => {
+            ctx.warn(
+                rule,
+                pos,
+                format!("{what} {} read as {value}: {why}", quote(text.trim())),
+            );
             Some(value)
         }
-        Ok(ParsedDate { repair: Some(why), .. }) => {
-            ctx.warn(rule, pos, format!("{what} {} dropped (strict): {why}", quote(text.trim())));
+        Ok(ParsedDate {
+            repair: Some(why), ..
+        }) => {
+            ctx.warn(
+                rule,
+                pos,
+                format!("{what} {} dropped (strict): {why}", quote(text.trim())),
+            );
             None
         }
         Err(e) => {
-            ctx.warn(rule, pos, format!("{what} {} dropped: {e}", quote(text.trim())));
+            ctx.warn(
+                rule,
+                pos,
+                format!("{what} {} dropped: {e}", quote(text.trim())),
+            );
             None
         }
     }
 }
 
 /// Reads a small value, flagging repairs and failures under `rule`.
-fn read_value<T>(ctx: &mut Ctx, read: Read<T>, text: &str, rule: Rule, what: &str, pos: Position) -> Option<T> {
+fn read_value<T>(
+    ctx: &mut Ctx,
+    read: Read<T>,
+    text: &str,
+    rule: Rule,
+    what: &str,
+    pos: Position,
+) -> Option<T> {
     match read {
         Ok((v, None)) => Some(v),
         Ok((v, Some(why))) => {
@@ -83,7 +113,11 @@ fn read_value<T>(ctx: &mut Ctx, read: Read<T>, text: &str, rule: Rule, what: &st
             Some(v)
         }
         Err(why) => {
-            ctx.warn(rule, pos, format!("{what} {} dropped: {why}", quote(text.trim())));
+            ctx.warn(
+                rule,
+                pos,
+                format!("{what} {} dropped: {why}", quote(text.trim())),
+            );
             None
         }
     }
@@ -100,6 +134,8 @@ impl EntryBuilder {
         self.pos = pos;
         self.loc.clear();
         self.has_loc = false;
+        self.loc_rejected = false;
+        self.seen = 0;
         self.own_text.clear();
         self.lastmod = None;
         self.changefreq = None;
@@ -119,6 +155,12 @@ impl EntryBuilder {
         self.base = None;
     }
 
+    /// The entry's `<loc>` was dropped already (and flagged): the entry is not yielded.
+    pub fn reject_loc(&mut self) {
+        self.has_loc = true;
+        self.loc_rejected = true;
+    }
+
     /// Whether a `<loc>` has been read completely.
     pub fn has_loc(&self) -> bool {
         self.has_loc
@@ -135,42 +177,76 @@ impl EntryBuilder {
     }
 
     /// Attributes of a video field's start tag (`relationship`, `info`).
-    pub fn video_attribute(&mut self, ctx: &mut Ctx, field: VideoField, name: &str, value: &str, pos: Position) {
-        let Some(video) = self.videos.last_mut() else { return };
+    pub fn video_attribute(
+        &mut self,
+        ctx: &mut Ctx,
+        field: VideoField,
+        name: &str,
+        value: &str,
+        pos: Position,
+    ) {
+        let Some(video) = self.videos.last_mut() else {
+            return;
+        };
         match (field, name) {
-            (VideoField::Restriction | VideoField::Platform, "relationship") => match values::relationship(value) {
-                Some(relationship) => {
-                    let listed = Some(Listed {
-                        relationship,
-                        values: Vec::new(),
-                    });
-                    if field == VideoField::Restriction {
-                        video.restriction = listed;
-                    } else {
-                        video.platform = listed;
+            (VideoField::Restriction | VideoField::Platform, "relationship") => {
+                match values::relationship(value) {
+                    Some(relationship) => {
+                        let listed = Some(Listed {
+                            relationship,
+                            values: Vec::new(),
+                        });
+                        if field == VideoField::Restriction {
+                            video.restriction = listed;
+                        } else {
+                            video.platform = listed;
+                        }
                     }
+                    None => ctx.warn(
+                        Rule::E2,
+                        pos,
+                        format!("video relationship {} is not allow or deny", quote(value)),
+                    ),
                 }
-                None => ctx.warn(Rule::E2, pos, format!("video relationship {} is not allow or deny", quote(value))),
-            },
+            }
             (VideoField::Uploader, "info") => {
-                video.uploader_info = ctx.resolve(value, Rule::E2, pos, "video uploader info", self.base.as_ref());
+                video.uploader_info = ctx.resolve(
+                    value,
+                    Rule::E2,
+                    pos,
+                    "video uploader info",
+                    self.base.as_ref(),
+                );
             }
             _ => {}
         }
     }
 
     /// An `<xhtml:link>` inside the entry (E4).
-    pub fn alternate(&mut self, ctx: &mut Ctx, rel: Option<&str>, hreflang: Option<&str>, href: Option<&str>, pos: Position) {
+    pub fn alternate(
+        &mut self,
+        ctx: &mut Ctx,
+        rel: Option<&str>,
+        hreflang: Option<&str>,
+        href: Option<&str>,
+        pos: Position,
+    ) {
         match (rel, hreflang, href) {
             (Some(rel), Some(lang), Some(href)) if rel.trim().eq_ignore_ascii_case("alternate") => {
-                if let Some(href) = ctx.resolve(href, Rule::E4, pos, "hreflang href", self.base.as_ref()) {
+                if let Some(href) =
+                    ctx.resolve(href, Rule::E4, pos, "hreflang href", self.base.as_ref())
+                {
                     self.alternates.push(Alternate {
                         hreflang: lang.trim().to_string(),
                         href,
                     });
                 }
             }
-            _ => ctx.warn(Rule::E4, pos, "xhtml:link without rel=\"alternate\", hreflang and href ignored"),
+            _ => ctx.warn(
+                Rule::E4,
+                pos,
+                "xhtml:link without rel=\"alternate\", hreflang and href ignored",
+            ),
         }
     }
 
@@ -179,7 +255,11 @@ impl EntryBuilder {
         let Some(href) = href else { return };
         let rel = rel.map(str::trim).unwrap_or("alternate");
         let rank = u8::from(!rel.eq_ignore_ascii_case("alternate"));
-        if self.atom_link.as_ref().is_none_or(|(best, ..)| rank < *best) {
+        if self
+            .atom_link
+            .as_ref()
+            .is_none_or(|(best, ..)| rank < *best)
+        {
             self.atom_link = Some((rank, rel.to_string(), href.to_string(), pos));
         }
     }
@@ -189,19 +269,49 @@ impl EntryBuilder {
         match field {
             Field::Loc => {
                 if self.has_loc {
-                    ctx.warn(Rule::X2, pos, format!("second <loc> {} ignored: the first is kept", quote(text.trim())));
+                    ctx.warn(
+                        Rule::X2,
+                        pos,
+                        format!(
+                            "second <loc> {} ignored: the first is kept",
+                            quote(text.trim())
+                        ),
+                    );
                 } else {
                     std::mem::swap(&mut self.loc, text);
                     self.has_loc = true;
                     self.loc_pos = pos;
                 }
             }
-            Field::Lastmod => self.lastmod = read_date(ctx, text, Rule::X7, "lastmod", pos, parse_w3c),
+            Field::Lastmod | Field::ChangeFreq | Field::Priority if self.repeated(field) => {
+                let (rule, name) = match field {
+                    Field::Lastmod => (Rule::X7, "lastmod"),
+                    Field::ChangeFreq => (Rule::X9, "changefreq"),
+                    _ => (Rule::X10, "priority"),
+                };
+                let message = format!(
+                    "second <{name}> {} ignored: the first is kept",
+                    quote(text.trim())
+                );
+                ctx.warn(rule, pos, message);
+            }
+            Field::Lastmod => {
+                self.lastmod = read_date(ctx, text, Rule::X7, "lastmod", pos, parse_w3c)
+            }
             Field::ChangeFreq => {
                 let read = values::changefreq(text, ctx.opts.is_strict());
                 self.changefreq = read_value(ctx, read, text, Rule::X9, "changefreq", pos);
             }
-            Field::Priority => self.priority = read_value(ctx, values::priority(text), text, Rule::X10, "priority", pos),
+            Field::Priority => {
+                self.priority = read_value(
+                    ctx,
+                    values::priority(text),
+                    text,
+                    Rule::X10,
+                    "priority",
+                    pos,
+                )
+            }
             Field::ImageLoc => {
                 if self.images.len() == MAX_IMAGES_PER_URL {
                     if !self.images_capped {
@@ -209,7 +319,9 @@ impl EntryBuilder {
                         ctx.warn(Rule::E1, pos, format!("more than {MAX_IMAGES_PER_URL} images in one <url>: the rest are ignored"));
                     }
                 } else {
-                    if let Some(loc) = ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref()) {
+                    if let Some(loc) =
+                        ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref())
+                    {
                         self.images.push(Image { loc });
                     }
                 }
@@ -218,16 +330,39 @@ impl EntryBuilder {
             Field::News(f) => self.news_field(ctx, f, text, pos),
             Field::Link => self.link = self.link.take().or_else(|| Some((text.clone(), pos))),
             Field::Guid => self.guid = self.guid.take().or_else(|| Some((text.clone(), pos))),
-            Field::PubDate => self.pub_date = self.pub_date.take().or_else(|| Some((text.clone(), pos))),
-            Field::DcDate => self.dc_date = self.dc_date.take().or_else(|| Some((text.clone(), pos))),
-            Field::Updated => self.updated = self.updated.take().or_else(|| Some((text.clone(), pos))),
-            Field::Published => self.published = self.published.take().or_else(|| Some((text.clone(), pos))),
+            Field::PubDate => {
+                self.pub_date = self.pub_date.take().or_else(|| Some((text.clone(), pos)))
+            }
+            Field::DcDate => {
+                self.dc_date = self.dc_date.take().or_else(|| Some((text.clone(), pos)))
+            }
+            Field::Updated => {
+                self.updated = self.updated.take().or_else(|| Some((text.clone(), pos)))
+            }
+            Field::Published => {
+                self.published = self.published.take().or_else(|| Some((text.clone(), pos)))
+            }
         }
+    }
+
+    /// Marks a once-only field as read; true if it had been read before.
+    fn repeated(&mut self, field: Field) -> bool {
+        let bit = match field {
+            Field::Lastmod => 1,
+            Field::ChangeFreq => 2,
+            Field::Priority => 4,
+            _ => return false,
+        };
+        let seen = self.seen & bit != 0;
+        self.seen |= bit;
+        seen
     }
 
     fn video_field(&mut self, ctx: &mut Ctx, field: VideoField, text: &str, pos: Position) {
         let base = self.base.clone();
-        let Some(v) = self.videos.last_mut() else { return };
+        let Some(v) = self.videos.last_mut() else {
+            return;
+        };
         let url = |ctx: &mut Ctx, what| ctx.resolve(text, Rule::E2, pos, what, base.as_ref());
         match field {
             VideoField::ThumbnailLoc => v.thumbnail_loc = url(ctx, "video thumbnail_loc"),
@@ -244,32 +379,88 @@ impl EntryBuilder {
                 });
             }
             VideoField::Duration => {
-                v.duration = read_value(ctx, values::integer(text, 1..=28_800), text, Rule::E2, "video duration", pos)
-                    .map(|d| d as u32);
+                v.duration = read_value(
+                    ctx,
+                    values::integer(text, 1..=28_800),
+                    text,
+                    Rule::E2,
+                    "video duration",
+                    pos,
+                )
+                .map(|d| d as u32);
             }
             VideoField::ExpirationDate => {
-                v.expiration_date = read_date(ctx, text, Rule::E2, "video expiration_date", pos, parse_w3c);
+                v.expiration_date =
+                    read_date(ctx, text, Rule::E2, "video expiration_date", pos, parse_w3c);
             }
             VideoField::PublicationDate => {
-                v.publication_date = read_date(ctx, text, Rule::E2, "video publication_date", pos, parse_w3c);
+                v.publication_date = read_date(
+                    ctx,
+                    text,
+                    Rule::E2,
+                    "video publication_date",
+                    pos,
+                    parse_w3c,
+                );
             }
-            VideoField::Rating => v.rating = read_value(ctx, values::decimal(text, 0.0..=5.0), text, Rule::E2, "video rating", pos),
+            VideoField::Rating => {
+                v.rating = read_value(
+                    ctx,
+                    values::decimal(text, 0.0..=5.0),
+                    text,
+                    Rule::E2,
+                    "video rating",
+                    pos,
+                )
+            }
             VideoField::ViewCount => {
-                v.view_count = read_value(ctx, values::integer(text, 0..=u64::MAX), text, Rule::E2, "video view_count", pos);
+                v.view_count = read_value(
+                    ctx,
+                    values::integer(text, 0..=u64::MAX),
+                    text,
+                    Rule::E2,
+                    "video view_count",
+                    pos,
+                );
             }
             VideoField::FamilyFriendly => {
-                v.family_friendly = read_value(ctx, values::yes_no(text), text, Rule::E2, "video family_friendly", pos);
+                v.family_friendly = read_value(
+                    ctx,
+                    values::yes_no(text),
+                    text,
+                    Rule::E2,
+                    "video family_friendly",
+                    pos,
+                );
             }
             VideoField::RequiresSubscription => {
-                v.requires_subscription =
-                    read_value(ctx, values::yes_no(text), text, Rule::E2, "video requires_subscription", pos);
+                v.requires_subscription = read_value(
+                    ctx,
+                    values::yes_no(text),
+                    text,
+                    Rule::E2,
+                    "video requires_subscription",
+                    pos,
+                );
             }
-            VideoField::Live => v.live = read_value(ctx, values::yes_no(text), text, Rule::E2, "video live", pos),
+            VideoField::Live => {
+                v.live = read_value(ctx, values::yes_no(text), text, Rule::E2, "video live", pos)
+            }
             VideoField::Restriction | VideoField::Platform => {
-                let listed = if field == VideoField::Restriction { &mut v.restriction } else { &mut v.platform };
+                let listed = if field == VideoField::Restriction {
+                    &mut v.restriction
+                } else {
+                    &mut v.platform
+                };
                 match listed {
-                    Some(l) => l.values = text.split_ascii_whitespace().map(str::to_string).collect(),
-                    None => ctx.warn(Rule::E2, pos, "video restriction/platform without a valid relationship ignored"),
+                    Some(l) => {
+                        l.values = text.split_ascii_whitespace().map(str::to_string).collect()
+                    }
+                    None => ctx.warn(
+                        Rule::E2,
+                        pos,
+                        "video restriction/platform without a valid relationship ignored",
+                    ),
                 }
             }
             VideoField::Uploader => v.uploader = non_empty(text),
@@ -277,7 +468,14 @@ impl EntryBuilder {
                 if v.tags.len() < MAX_TAGS {
                     v.tags.extend(non_empty(text));
                 } else {
-                    ctx.warn(Rule::E2, pos, format!("more than {MAX_TAGS} video tags: {} ignored", quote(text.trim())));
+                    ctx.warn(
+                        Rule::E2,
+                        pos,
+                        format!(
+                            "more than {MAX_TAGS} video tags: {} ignored",
+                            quote(text.trim())
+                        ),
+                    );
                 }
             }
         }
@@ -300,7 +498,11 @@ impl EntryBuilder {
             missing.push("content_loc or player_loc");
         }
         if !missing.is_empty() {
-            ctx.warn(Rule::E2, pos, format!("video without {}", missing.join(", ")));
+            ctx.warn(
+                Rule::E2,
+                pos,
+                format!("video without {}", missing.join(", ")),
+            );
         }
     }
 
@@ -311,7 +513,8 @@ impl EntryBuilder {
             NewsField::Language => news.publication_language = non_empty(text),
             NewsField::Title => news.title = non_empty(text),
             NewsField::PublicationDate => {
-                news.publication_date = read_date(ctx, text, Rule::E3, "news publication_date", pos, parse_w3c);
+                news.publication_date =
+                    read_date(ctx, text, Rule::E3, "news publication_date", pos, parse_w3c);
             }
         }
     }
@@ -326,11 +529,21 @@ impl EntryBuilder {
     }
 
     fn finish_sitemap_entry(&mut self, ctx: &mut Ctx, dialect: Dialect) {
+        if self.loc_rejected {
+            return;
+        }
         let (raw, pos) = if self.has_loc {
             (std::mem::take(&mut self.loc), self.loc_pos)
         } else if !ctx.opts.is_strict() && has_scheme(&self.own_text) {
             let own = std::mem::take(&mut self.own_text);
-            ctx.warn(Rule::X2, self.pos, format!("entry without <loc>: its text {} used as the loc", quote(own.trim())));
+            ctx.warn(
+                Rule::X2,
+                self.pos,
+                format!(
+                    "entry without <loc>: its text {} used as the loc",
+                    quote(own.trim())
+                ),
+            );
             (own, self.pos)
         } else {
             ctx.warn(Rule::X2, self.pos, "entry without <loc> skipped");
@@ -340,7 +553,13 @@ impl EntryBuilder {
         self.loc = raw;
         let Some(loc) = loc else { return };
         if dialect == Dialect::Index {
-            ctx.emit_sitemap(SitemapRef { loc, lastmod: self.lastmod }, self.pos);
+            ctx.emit_sitemap(
+                SitemapRef {
+                    loc,
+                    lastmod: self.lastmod,
+                },
+                self.pos,
+            );
             return;
         }
         let entry = UrlEntry {
@@ -358,10 +577,18 @@ impl EntryBuilder {
 
     fn finish_rss_item(&mut self, ctx: &mut Ctx) {
         let link = match (self.link.take(), self.guid.take()) {
-            (Some((link, pos)), _) if !link.trim().is_empty() => ctx.resolve(&link, Rule::F1, pos, "item link", None),
-            (_, Some((guid, pos))) if has_scheme(&guid) => ctx.resolve(&guid, Rule::F1, pos, "item guid", None),
+            (Some((link, pos)), _) if !link.trim().is_empty() => {
+                ctx.resolve(&link, Rule::F1, pos, "item link", None)
+            }
+            (_, Some((guid, pos))) if has_scheme(&guid) => {
+                ctx.resolve(&guid, Rule::F1, pos, "item guid", None)
+            }
             _ => {
-                ctx.warn(Rule::F1, self.pos, "item without a link or URL guid skipped");
+                ctx.warn(
+                    Rule::F1,
+                    self.pos,
+                    "item without a link or URL guid skipped",
+                );
                 return;
             }
         };
@@ -381,14 +608,25 @@ impl EntryBuilder {
             return;
         };
         if rank > 0 {
-            ctx.warn(Rule::F2, pos, format!("entry has no rel=\"alternate\" link: its rel={} link is used", quote(&rel)));
+            ctx.warn(
+                Rule::F2,
+                pos,
+                format!(
+                    "entry has no rel=\"alternate\" link: its rel={} link is used",
+                    quote(&rel)
+                ),
+            );
         }
-        let Some(loc) = ctx.resolve_relative_ok(&href, Rule::F2, pos, "entry link", self.base.as_ref()) else {
+        let Some(loc) =
+            ctx.resolve_relative_ok(&href, Rule::F2, pos, "entry link", self.base.as_ref())
+        else {
             return;
         };
         let mut entry = UrlEntry::new(loc);
         entry.lastmod = match (self.updated.take(), self.published.take()) {
-            (Some((d, pos)), _) | (None, Some((d, pos))) => read_date(ctx, &d, Rule::F2, "entry date", pos, parse_w3c),
+            (Some((d, pos)), _) | (None, Some((d, pos))) => {
+                read_date(ctx, &d, Rule::F2, "entry date", pos, parse_w3c)
+            }
             (None, None) => None,
         };
         ctx.emit_url(entry, self.pos);

@@ -19,7 +19,7 @@ use crate::input::source::Source;
 use crate::url::Base;
 
 use entry::EntryBuilder;
-use names::Namespaces;
+use names::{MAX_BINDINGS, Namespaces};
 use ns::{Dialect, Elem, Field, Ns, SITEMAP_NS, VideoField, classify};
 
 /// Longest field text kept, in bytes; a longer value is dropped.
@@ -159,14 +159,8 @@ impl XmlReader {
     /// only where one is needed, since counting lines costs).
     fn handle(&mut self, ctx: &mut Ctx, event: XmlEvent<'_>, start: u64) -> Step {
         match event {
-            XmlEvent::Start(e) => {
-                let pos = self.pos(start);
-                self.start(ctx, &e, false, pos)
-            }
-            XmlEvent::Empty(e) => {
-                let pos = self.pos(start);
-                self.start(ctx, &e, true, pos)
-            }
+            XmlEvent::Start(e) => self.start(ctx, &e, false, start),
+            XmlEvent::Empty(e) => self.start(ctx, &e, true, start),
             XmlEvent::End(_) => {
                 if let Some(elem) = self.stack.pop() {
                     self.names.end(self.stack.len());
@@ -193,7 +187,11 @@ impl XmlReader {
             XmlEvent::DocType(d) => {
                 if d.contains("<!ENTITY") {
                     let pos = self.pos(start);
-                    ctx.warn(Rule::C6, pos, "DTD entity declarations ignored: entities are never expanded");
+                    ctx.warn(
+                        Rule::C6,
+                        pos,
+                        "DTD entity declarations ignored: entities are never expanded",
+                    );
                 }
                 Step::More
             }
@@ -219,10 +217,8 @@ impl XmlReader {
                     self.text.push_str(s);
                 }
             }
-            Some(Elem::Entry) => {
-                if self.entry.own_text.len() + s.len() <= MAX_OWN_TEXT_BYTES {
-                    self.entry.own_text.push_str(s);
-                }
+            Some(Elem::Entry) if self.entry.own_text.len() + s.len() <= MAX_OWN_TEXT_BYTES => {
+                self.entry.own_text.push_str(s);
             }
             _ => {}
         }
@@ -238,7 +234,11 @@ impl XmlReader {
                 Ok(Some(c)) => Some(c.encode_utf8(&mut utf8)),
                 _ => {
                     let pos = self.pos(start);
-                    ctx.warn(Rule::X5, pos, format!("invalid character reference &{};", &**r));
+                    ctx.warn(
+                        Rule::X5,
+                        pos,
+                        format!("invalid character reference &{};", &**r),
+                    );
                     None
                 }
             }
@@ -251,8 +251,13 @@ impl XmlReader {
                 "apos" => Some("'"),
                 name => {
                     let pos = self.pos(start);
-                    ctx.warn(Rule::C6, pos, format!("undefined entity &{name}; dropped (entities are never expanded)"));
-                    None
+                    let message = format!(
+                        "undefined entity &{name}; kept as written (entities are never expanded)"
+                    );
+                    ctx.warn(Rule::C6, pos, message);
+                    self.append("&");
+                    self.append(name);
+                    Some(";")
                 }
             }
         };
@@ -261,12 +266,29 @@ impl XmlReader {
         }
     }
 
-    fn start(&mut self, ctx: &mut Ctx, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
+    fn start(&mut self, ctx: &mut Ctx, e: &BytesStart<'_>, empty: bool, start: u64) -> Step {
         if self.root_closed {
             return Step::More;
         }
         let depth = self.stack.len();
-        self.names.declare(e, depth);
+        // Inside an ignored subtree or a field nothing matters: no names to resolve.
+        if matches!(self.stack.last(), Some(Elem::Skip | Elem::Field(_))) && depth < MAX_DEPTH {
+            if !empty {
+                self.stack.push(Elem::Skip);
+            }
+            return Step::More;
+        }
+        let pos = self.pos(start);
+        let ignored = self.names.declare(e, depth);
+        if ignored > 0 {
+            ctx.warn(
+                Rule::X12,
+                pos,
+                format!(
+                    "{ignored} namespace declarations over the limit of {MAX_BINDINGS} ignored"
+                ),
+            );
+        }
         let qname = e.name();
         let (ns, local, uri) = self.names.resolve(qname.as_ref());
         let Some(dialect) = self.dialect else {
@@ -278,11 +300,19 @@ impl XmlReader {
             return step;
         };
         if self.stack.len() >= MAX_DEPTH {
-            ctx.error(Rule::C8, pos, format!("elements nested deeper than {MAX_DEPTH}: reading stopped"));
+            ctx.error(
+                Rule::C8,
+                pos,
+                format!("elements nested deeper than {MAX_DEPTH}: reading stopped"),
+            );
             self.salvage(ctx);
             return Step::Done;
         }
-        let ns = if ns == Ns::Other && self.root_ns == Ns::Other { Ns::SitemapVariant } else { ns };
+        let ns = if ns == Ns::Other && self.root_ns == Ns::Other {
+            Ns::SitemapVariant
+        } else {
+            ns
+        };
         let parent = self.stack.last().copied().unwrap_or(Elem::Skip);
         let elem = classify(dialect, parent, ns, local);
         match elem {
@@ -295,7 +325,15 @@ impl XmlReader {
                     _ => None,
                 };
                 if expected.is_some_and(|x| x != local) {
-                    ctx.warn(Rule::X1, pos, format!("<{local}> inside <{}> read as a <{}>", dialect.format(), expected.unwrap_or_default()));
+                    ctx.warn(
+                        Rule::X1,
+                        pos,
+                        format!(
+                            "<{local}> inside <{}> read as a <{}>",
+                            dialect.format(),
+                            expected.unwrap_or_default()
+                        ),
+                    );
                 }
                 if dialect == Dialect::Atom {
                     self.entry.base = self.xml_base(ctx, e, pos, self.feed_base.clone());
@@ -305,7 +343,10 @@ impl XmlReader {
                 self.text.clear();
                 self.text_overflow = false;
                 self.field_pos = pos;
-                if let Field::Video(vf @ (VideoField::Restriction | VideoField::Platform | VideoField::Uploader)) = field {
+                if let Field::Video(
+                    vf @ (VideoField::Restriction | VideoField::Platform | VideoField::Uploader),
+                ) = field
+                {
                     for (name, value) in attributes(e) {
                         self.entry.video_attribute(ctx, vf, name, &value, pos);
                     }
@@ -327,7 +368,15 @@ impl XmlReader {
     }
 
     /// `<xhtml:link>` (E4) and Atom `<link>` (F2), read from attributes.
-    fn entry_link(&mut self, ctx: &mut Ctx, dialect: Dialect, ns: Ns, local: &str, e: &BytesStart<'_>, pos: Position) {
+    fn entry_link(
+        &mut self,
+        ctx: &mut Ctx,
+        dialect: Dialect,
+        ns: Ns,
+        local: &str,
+        e: &BytesStart<'_>,
+        pos: Position,
+    ) {
         if local != "link" {
             return;
         }
@@ -335,25 +384,47 @@ impl XmlReader {
         let href = attribute(e, "href");
         if ns == Ns::Xhtml && matches!(dialect, Dialect::Urlset | Dialect::Index) {
             let lang = attribute(e, "hreflang");
-            self.entry.alternate(ctx, rel.as_deref(), lang.as_deref(), href.as_deref(), pos);
+            self.entry
+                .alternate(ctx, rel.as_deref(), lang.as_deref(), href.as_deref(), pos);
         } else if dialect == Dialect::Atom && matches!(ns, Ns::Atom | Ns::None) {
             self.entry.atom_link(rel.as_deref(), href.as_deref(), pos);
         }
     }
 
     /// The `xml:base` of an Atom element, resolved against `parent` (or the document URL).
-    fn xml_base(&self, ctx: &mut Ctx, e: &BytesStart<'_>, pos: Position, parent: Option<Base>) -> Option<Base> {
-        let Some(value) = attribute(e, "xml:base") else { return parent };
+    fn xml_base(
+        &self,
+        ctx: &mut Ctx,
+        e: &BytesStart<'_>,
+        pos: Position,
+        parent: Option<Base>,
+    ) -> Option<Base> {
+        let Some(value) = attribute(e, "xml:base") else {
+            return parent;
+        };
         let resolved = ctx.resolve_relative_ok(&value, Rule::F2, pos, "xml:base", parent.as_ref());
         resolved.map(|u| Base::new(&u)).or(parent)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn root(&mut self, ctx: &mut Ctx, ns: Ns, uri: Option<String>, local: &str, e: &BytesStart<'_>, empty: bool, pos: Position) -> Step {
+    fn root(
+        &mut self,
+        ctx: &mut Ctx,
+        ns: Ns,
+        uri: Option<String>,
+        local: &str,
+        e: &BytesStart<'_>,
+        empty: bool,
+        pos: Position,
+    ) -> Step {
         let Some(dialect) = Dialect::of_root(ns, local) else {
             let name = e.name();
             let name: &str = name.as_ref();
-            ctx.error(Rule::C7, pos, format!("root element <{name}> is not a sitemap, sitemap index or feed"));
+            ctx.error(
+                Rule::C7,
+                pos,
+                format!("root element <{name}> is not a sitemap, sitemap index or feed"),
+            );
             return Step::Done;
         };
         if matches!(dialect, Dialect::Urlset | Dialect::Index) && ns != Ns::Sitemap {
@@ -363,10 +434,18 @@ impl XmlReader {
                 (_, None) => "an undeclared namespace prefix".to_string(),
             };
             if ctx.opts.is_strict() {
-                ctx.error(Rule::X1, pos, format!("<{local}> has {what}, not {SITEMAP_NS}: rejected (strict)"));
+                ctx.error(
+                    Rule::X1,
+                    pos,
+                    format!("<{local}> has {what}, not {SITEMAP_NS}: rejected (strict)"),
+                );
                 return Step::Done;
             }
-            ctx.warn(Rule::X1, pos, format!("<{local}> has {what}, not {SITEMAP_NS}: read anyway"));
+            ctx.warn(
+                Rule::X1,
+                pos,
+                format!("<{local}> has {what}, not {SITEMAP_NS}: read anyway"),
+            );
         }
         self.dialect = Some(dialect);
         self.root_ns = ns;
@@ -386,9 +465,19 @@ impl XmlReader {
         match elem {
             Elem::Field(field) if self.in_entry => {
                 if self.text_overflow {
-                    ctx.warn(rule_of(field), self.field_pos, format!("value longer than {MAX_FIELD_BYTES} bytes dropped"));
+                    let rule = if field == Field::Loc {
+                        Rule::X4
+                    } else {
+                        rule_of(field)
+                    };
+                    let message = format!("value longer than {MAX_FIELD_BYTES} bytes dropped");
+                    ctx.warn(rule, self.field_pos, message);
+                    if field == Field::Loc {
+                        self.entry.reject_loc();
+                    }
                 } else {
-                    self.entry.finish_field(ctx, field, &mut self.text, self.field_pos);
+                    self.entry
+                        .finish_field(ctx, field, &mut self.text, self.field_pos);
                 }
             }
             Elem::Entry => {
@@ -418,9 +507,17 @@ impl XmlReader {
 
     fn eof(&mut self, ctx: &mut Ctx, pos: Position) {
         if self.dialect.is_none() {
-            ctx.error(Rule::C7, pos, "no root element: not a sitemap, sitemap index or feed");
+            ctx.error(
+                Rule::C7,
+                pos,
+                "no root element: not a sitemap, sitemap index or feed",
+            );
         } else if !self.stack.is_empty() {
-            ctx.error(Rule::C8, pos, "document ends before its root element is closed (truncated?)");
+            ctx.error(
+                Rule::C8,
+                pos,
+                "document ends before its root element is closed (truncated?)",
+            );
             self.salvage(ctx);
         } else {
             self.complete = true;
@@ -431,7 +528,10 @@ impl XmlReader {
         let pos = self.reader.get_mut().position();
         let (rule, message) = match err {
             quick_xml::Error::Io(io) => crate::parser::describe_io_error(io),
-            other => (Rule::C8, format!("not well-formed XML: {other}; reading stopped")),
+            other => (
+                Rule::C8,
+                format!("not well-formed XML: {other}; reading stopped"),
+            ),
         };
         ctx.error(rule, pos, message);
         self.salvage(ctx);

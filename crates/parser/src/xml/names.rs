@@ -21,21 +21,28 @@ struct Binding {
     depth: usize,
 }
 
-/// Namespace bindings in scope.
+/// Namespace bindings in scope. Default-namespace declarations are kept apart
+/// from prefixed ones, so that resolving an unprefixed name (nearly every
+/// name in a sitemap) is one look at the top of a stack.
 #[derive(Default)]
 pub struct Namespaces {
-    bindings: Vec<Binding>,
+    defaults: Vec<Binding>,
+    prefixed: Vec<Binding>,
 }
 
-/// Most bindings kept; declarations past this are ignored (hostile input).
-const MAX_BINDINGS: usize = 1_000;
+/// Most prefixed bindings in scope; more are ignored (their elements resolve
+/// to an unknown namespace), so that hostile documents cannot make every
+/// lookup slow.
+pub const MAX_BINDINGS: usize = 64;
 
 impl Namespaces {
-    /// Reads the `xmlns` declarations of a start tag at `depth`.
-    pub fn declare(&mut self, e: &BytesStart<'_>, depth: usize) {
+    /// Reads the `xmlns` declarations of a start tag at `depth`. Returns how
+    /// many prefixed declarations were ignored for being over the limit.
+    pub fn declare(&mut self, e: &BytesStart<'_>, depth: usize) -> usize {
         if !e.attributes_raw().contains("xmlns") {
-            return;
+            return 0;
         }
+        let mut ignored = 0;
         for attr in e.attributes().flatten() {
             let key: &str = attr.key.as_ref();
             let prefix = match key.strip_prefix("xmlns") {
@@ -43,27 +50,38 @@ impl Namespaces {
                 Some(p) if p.starts_with(':') => &p[1..],
                 _ => continue,
             };
-            if self.bindings.len() >= MAX_BINDINGS {
-                return;
-            }
             let value: Cow<'_, str> = attr
                 .normalized_value(XmlVersion::Implicit1_0)
                 .unwrap_or_else(|_| attr.value.clone());
             let uri = (!value.is_empty()).then(|| value.into_owned());
-            let ns = Ns::of(uri.as_deref());
-            self.bindings.push(Binding {
+            let binding = Binding {
                 prefix: prefix.to_string(),
+                ns: Ns::of(uri.as_deref()),
                 uri,
-                ns,
                 depth,
-            });
+            };
+            if prefix.is_empty() {
+                // One default per element: a repeated xmlns only replaces it.
+                if self.defaults.last().is_some_and(|b| b.depth == depth) {
+                    self.defaults.pop();
+                }
+                self.defaults.push(binding);
+            } else if self.prefixed.len() < MAX_BINDINGS {
+                self.prefixed.push(binding);
+            } else {
+                ignored += 1;
+            }
         }
+        ignored
     }
 
     /// Drops the declarations of the element at `depth`, which has ended.
     pub fn end(&mut self, depth: usize) {
-        while self.bindings.last().is_some_and(|b| b.depth >= depth) {
-            self.bindings.pop();
+        while self.defaults.last().is_some_and(|b| b.depth >= depth) {
+            self.defaults.pop();
+        }
+        while self.prefixed.last().is_some_and(|b| b.depth >= depth) {
+            self.prefixed.pop();
         }
     }
 
@@ -71,14 +89,17 @@ impl Namespaces {
     /// namespace URI when it is bound. An undeclared prefix resolves to
     /// [`Ns::Other`].
     pub fn resolve<'n>(&self, qname: &'n str) -> (Ns, &'n str, Option<&str>) {
-        let (prefix, local) = match qname.split_once(':') {
-            Some((p, l)) => (p, l),
-            None => ("", qname),
-        };
-        match self.bindings.iter().rev().find(|b| b.prefix == prefix) {
-            Some(b) => (b.ns, local, b.uri.as_deref()),
-            None if prefix.is_empty() => (Ns::None, local, None),
-            None => (Ns::Other, local, None),
+        match qname.split_once(':') {
+            None => match self.defaults.last() {
+                Some(b) => (b.ns, qname, b.uri.as_deref()),
+                None => (Ns::None, qname, None),
+            },
+            Some((prefix, local)) => {
+                match self.prefixed.iter().rev().find(|b| b.prefix == prefix) {
+                    Some(b) => (b.ns, local, b.uri.as_deref()),
+                    None => (Ns::Other, local, None),
+                }
+            }
         }
     }
 }
@@ -111,6 +132,23 @@ mod tests {
                 _ => {}
             }
         }
+    }
+
+    #[test]
+    fn declarations_over_the_limit_are_ignored() {
+        let decls: String = (0..100).map(|i| format!(" xmlns:p{i}=\"u:{i}\"")).collect();
+        let xml = format!(
+            r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"{decls}><p1:a/><p99:b/><url/></urlset>"#
+        );
+        let mut r = Reader::from_str(&xml);
+        let mut names = Namespaces::default();
+        let Event::Start(root) = r.read_event().unwrap() else {
+            panic!()
+        };
+        assert_eq!(names.declare(&root, 0), 100 - MAX_BINDINGS);
+        assert_eq!(names.resolve("p1:a").0, Ns::Other);
+        assert_eq!(names.resolve("p99:b"), (Ns::Other, "b", None));
+        assert_eq!(names.resolve("url").0, Ns::Sitemap);
     }
 
     #[test]

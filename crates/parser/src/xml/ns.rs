@@ -258,7 +258,9 @@ pub fn classify(dialect: Dialect, parent: Elem, ns: Ns, local: &str) -> Elem {
             _ => Elem::Skip,
         },
         (_, Elem::Image) if ns == Ns::Image && local == "loc" => Elem::Field(Field::ImageLoc),
-        (_, Elem::Video) if ns == Ns::Video => VideoField::of(local).map_or(Elem::Skip, |f| Elem::Field(Field::Video(f))),
+        (_, Elem::Video) if ns == Ns::Video => {
+            VideoField::of(local).map_or(Elem::Skip, |f| Elem::Field(Field::Video(f)))
+        }
         (_, Elem::News) if ns == Ns::News => match local {
             "publication" => Elem::NewsPublication,
             "publication_date" => Elem::Field(Field::News(NewsField::PublicationDate)),
@@ -271,7 +273,11 @@ pub fn classify(dialect: Dialect, parent: Elem, ns: Ns, local: &str) -> Elem {
             _ => Elem::Skip,
         },
         (Dialect::Rss, Elem::Root) if local == "channel" && ns.is_rss() => Elem::Channel,
-        (Dialect::Rss, Elem::Channel) | (Dialect::Rdf, Elem::Root) if local == "item" && ns.is_rss() => Elem::Entry,
+        (Dialect::Rss, Elem::Channel) | (Dialect::Rdf, Elem::Root)
+            if local == "item" && ns.is_rss() =>
+        {
+            Elem::Entry
+        }
         (Dialect::Rss | Dialect::Rdf, Elem::Entry) => match (ns, local) {
             (n, "link") if n.is_rss() => Elem::Field(Field::Link),
             (n, "guid") if n.is_rss() => Elem::Field(Field::Guid),
@@ -279,7 +285,9 @@ pub fn classify(dialect: Dialect, parent: Elem, ns: Ns, local: &str) -> Elem {
             (Ns::Dc, "date") => Elem::Field(Field::DcDate),
             _ => Elem::Skip,
         },
-        (Dialect::Atom, Elem::Root) if local == "entry" && matches!(ns, Ns::Atom | Ns::None) => Elem::Entry,
+        (Dialect::Atom, Elem::Root) if local == "entry" && matches!(ns, Ns::Atom | Ns::None) => {
+            Elem::Entry
+        }
         (Dialect::Atom, Elem::Entry) if matches!(ns, Ns::Atom | Ns::None) => match local {
             "updated" | "modified" => Elem::Field(Field::Updated),
             "published" | "issued" | "created" => Elem::Field(Field::Published),
@@ -312,10 +320,22 @@ mod tests {
     #[test]
     fn x12_extensions_by_namespace_not_prefix() {
         let image = Ns::of(Some("http://www.google.com/schemas/sitemap-image/1.1"));
-        assert_eq!(classify(Dialect::Urlset, Elem::Entry, image, "image"), Elem::Image);
-        assert_eq!(classify(Dialect::Urlset, Elem::Image, image, "loc"), Elem::Field(Field::ImageLoc));
+        assert_eq!(
+            classify(Dialect::Urlset, Elem::Entry, image, "image"),
+            Elem::Image
+        );
+        assert_eq!(
+            classify(Dialect::Urlset, Elem::Image, image, "loc"),
+            Elem::Field(Field::ImageLoc)
+        );
         // A `loc` in an unknown namespace is not a page URL.
-        assert_eq!(classify(Dialect::Urlset, Elem::Entry, Ns::Other, "loc"), Elem::Skip);
-        assert_eq!(classify(Dialect::Urlset, Elem::Image, Ns::Sitemap, "loc"), Elem::Skip);
+        assert_eq!(
+            classify(Dialect::Urlset, Elem::Entry, Ns::Other, "loc"),
+            Elem::Skip
+        );
+        assert_eq!(
+            classify(Dialect::Urlset, Elem::Image, Ns::Sitemap, "loc"),
+            Elem::Skip
+        );
     }
 }

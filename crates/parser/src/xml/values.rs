@@ -29,12 +29,15 @@ pub fn priority(text: &str) -> Read<f32> {
     if !digits_and_point {
         return Err("not a decimal number");
     }
-    let v: f32 = t.parse().map_err(|_| "not a decimal number")?;
-    if (0.0..=1.0).contains(&v) {
-        Ok((v, None))
-    } else {
-        Err("outside 0.0..=1.0")
+    // Decided on the digits, not on the rounded float: 1.0000000001 is above 1.
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let int = int.trim_start_matches('0');
+    let in_range = int.is_empty() || (int == "1" && frac.bytes().all(|b| b == b'0'));
+    if !in_range {
+        return Err("outside 0.0..=1.0");
     }
+    let v: f32 = t.parse().map_err(|_| "not a decimal number")?;
+    Ok((v, None))
 }
 
 /// `yes` / `no` (case-insensitive).
@@ -81,8 +84,14 @@ mod tests {
 
     #[test]
     fn x9_changefreq() {
-        assert_eq!(changefreq(" weekly\n", false), Ok((ChangeFreq::Weekly, None)));
-        assert!(matches!(changefreq("Daily", false), Ok((ChangeFreq::Daily, Some(_)))));
+        assert_eq!(
+            changefreq(" weekly\n", false),
+            Ok((ChangeFreq::Weekly, None))
+        );
+        assert!(matches!(
+            changefreq("Daily", false),
+            Ok((ChangeFreq::Daily, Some(_)))
+        ));
         assert!(changefreq("Daily", true).is_err());
         assert!(changefreq("sometimes", false).is_err());
     }
@@ -94,7 +103,9 @@ mod tests {
         assert_eq!(priority("1.0000"), Ok((1.0, None)));
         assert_eq!(priority(".5"), Ok((0.5, None)));
         assert_eq!(priority("0.0"), Ok((0.0, None)));
-        for bad in ["1.5", "-0.1", "high", "NaN", "inf", "1e-1", "", ".", "0.5.1"] {
+        for bad in [
+            "1.5", "-0.1", "high", "NaN", "inf", "1e-1", "", ".", "0.5.1",
+        ] {
             assert!(priority(bad).is_err(), "{bad:?}");
         }
     }

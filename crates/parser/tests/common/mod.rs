@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use sitemapd_parser::{Diagnostic, Event, NormUrl, ParseOptions, Parser, Rule, SitemapRef, Summary, UrlEntry};
+use sitemapd_parser::{
+    Diagnostic, Event, NormUrl, ParseOptions, Parser, Rule, SitemapRef, Summary, UrlEntry,
+};
 
 /// Everything one parse produced.
 #[derive(Debug, Default)]
@@ -61,7 +63,9 @@ pub fn parse_strict_at(bytes: impl Into<Vec<u8>>, url: &str) -> Parsed {
 }
 
 pub fn urlset(body: &str) -> String {
-    format!(r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" xmlns:video="http://www.google.com/schemas/sitemap-video/1.1" xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">{body}</urlset>"#)
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" xmlns:video="http://www.google.com/schemas/sitemap-video/1.1" xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">{body}</urlset>"#
+    )
 }
 
 pub fn gzip(data: &[u8]) -> Vec<u8> {
