@@ -227,6 +227,20 @@ fn strict_and_limits() {
     ]);
     assert_eq!(stdout_lines(&limited).len(), 1);
     assert!(stderr(&limited).contains("warning[C4]"));
+    assert_eq!(limited.status.code(), Some(0));
+    let rejected = run(&[
+        "parse",
+        &fixture("parse/contract.xml"),
+        "--max-entries",
+        "1",
+        "--strict",
+    ]);
+    assert_eq!(
+        rejected.status.code(),
+        Some(1),
+        "strict mode rejects the whole document"
+    );
+    assert!(stderr(&rejected).contains("error[C4]"));
     let small = run(&[
         "parse",
         &fixture("parse/contract.xml"),
