@@ -364,6 +364,12 @@ impl EntryBuilder {
             return;
         };
         let url = |ctx: &mut Ctx, what| ctx.resolve(text, Rule::E2, pos, what, base.as_ref());
+        // A small value read under E2, its repairs and failures flagged.
+        macro_rules! e2 {
+            ($read:expr, $name:literal) => {
+                read_value(ctx, $read, text, Rule::E2, concat!("video ", $name), pos)
+            };
+        }
         match field {
             VideoField::ThumbnailLoc => v.thumbnail_loc = url(ctx, "video thumbnail_loc"),
             VideoField::ContentLoc => v.content_loc = url(ctx, "video content_loc"),
@@ -372,22 +378,15 @@ impl EntryBuilder {
             VideoField::Description => {
                 v.description = non_empty(text).map(|mut d| {
                     if let Some((cut, _)) = d.char_indices().nth(MAX_DESCRIPTION_CHARS) {
-                        ctx.warn(Rule::E2, pos, format!("video description longer than {MAX_DESCRIPTION_CHARS} characters truncated"));
+                        let message = format!("video description longer than {MAX_DESCRIPTION_CHARS} characters truncated");
+                        ctx.warn(Rule::E2, pos, message);
                         d.truncate(cut);
                     }
                     d
                 });
             }
             VideoField::Duration => {
-                v.duration = read_value(
-                    ctx,
-                    values::integer(text, 1..=28_800),
-                    text,
-                    Rule::E2,
-                    "video duration",
-                    pos,
-                )
-                .map(|d| d as u32);
+                v.duration = e2!(values::integer(text, 1..=28_800), "duration").map(|d| d as u32)
             }
             VideoField::ExpirationDate => {
                 v.expiration_date =
@@ -403,49 +402,17 @@ impl EntryBuilder {
                     parse_w3c,
                 );
             }
-            VideoField::Rating => {
-                v.rating = read_value(
-                    ctx,
-                    values::decimal(text, 0.0..=5.0),
-                    text,
-                    Rule::E2,
-                    "video rating",
-                    pos,
-                )
-            }
+            VideoField::Rating => v.rating = e2!(values::decimal(text, 0.0..=5.0), "rating"),
             VideoField::ViewCount => {
-                v.view_count = read_value(
-                    ctx,
-                    values::integer(text, 0..=u64::MAX),
-                    text,
-                    Rule::E2,
-                    "video view_count",
-                    pos,
-                );
+                v.view_count = e2!(values::integer(text, 0..=u64::MAX), "view_count")
             }
             VideoField::FamilyFriendly => {
-                v.family_friendly = read_value(
-                    ctx,
-                    values::yes_no(text),
-                    text,
-                    Rule::E2,
-                    "video family_friendly",
-                    pos,
-                );
+                v.family_friendly = e2!(values::yes_no(text), "family_friendly")
             }
             VideoField::RequiresSubscription => {
-                v.requires_subscription = read_value(
-                    ctx,
-                    values::yes_no(text),
-                    text,
-                    Rule::E2,
-                    "video requires_subscription",
-                    pos,
-                );
+                v.requires_subscription = e2!(values::yes_no(text), "requires_subscription");
             }
-            VideoField::Live => {
-                v.live = read_value(ctx, values::yes_no(text), text, Rule::E2, "video live", pos)
-            }
+            VideoField::Live => v.live = e2!(values::yes_no(text), "live"),
             VideoField::Restriction | VideoField::Platform => {
                 let listed = if field == VideoField::Restriction {
                     &mut v.restriction
@@ -468,14 +435,11 @@ impl EntryBuilder {
                 if v.tags.len() < MAX_TAGS {
                     v.tags.extend(non_empty(text));
                 } else {
-                    ctx.warn(
-                        Rule::E2,
-                        pos,
-                        format!(
-                            "more than {MAX_TAGS} video tags: {} ignored",
-                            quote(text.trim())
-                        ),
+                    let message = format!(
+                        "more than {MAX_TAGS} video tags: {} ignored",
+                        quote(text.trim())
                     );
+                    ctx.warn(Rule::E2, pos, message);
                 }
             }
         }
