@@ -5,6 +5,14 @@
 use std::collections::VecDeque;
 
 use crate::diagnostic::{Diagnostic, Position, Rule};
+
+/// Where something is: a byte offset in the decoded document. It becomes a
+/// line and column only when its diagnostic is handed out, because counting
+/// lines for every element costs more than all diagnostics together.
+pub type At = u64;
+
+/// An offset for diagnostics about the document as a whole (shown as 0:0).
+pub const NOWHERE: At = u64::MAX;
 use crate::event::{Event, SitemapRef, UrlEntry};
 use crate::options::{MAX_LOC_CHARS, ParseOptions};
 use crate::scope::in_scope_with;
@@ -48,6 +56,8 @@ pub struct Ctx {
     pub base: Option<Base>,
     /// Events produced and not yet handed out.
     pub queue: VecDeque<Event>,
+    /// The offset of each queued diagnostic, in queue order.
+    pub diagnostic_offsets: VecDeque<At>,
     /// Running totals.
     pub summary: Summary,
     /// Set when the entry limit stopped the document.
@@ -62,25 +72,27 @@ impl Ctx {
             opts,
             base,
             queue: VecDeque::new(),
+            diagnostic_offsets: VecDeque::new(),
             summary: Summary::default(),
             stopped: false,
         }
     }
 
-    /// Records and queues a diagnostic.
-    pub fn diag(&mut self, d: Diagnostic) {
+    /// Records and queues a diagnostic found at `at`.
+    fn diag(&mut self, d: Diagnostic, at: At) {
         *self.summary.diagnostics.entry(d.rule).or_default() += 1;
         self.queue.push_back(Event::Diagnostic(d));
+        self.diagnostic_offsets.push_back(at);
     }
 
     /// Queues a warning.
-    pub fn warn(&mut self, rule: Rule, pos: Position, message: impl Into<String>) {
-        self.diag(Diagnostic::warning(rule, pos, message));
+    pub fn warn(&mut self, rule: Rule, at: At, message: impl Into<String>) {
+        self.diag(Diagnostic::warning(rule, Position::default(), message), at);
     }
 
     /// Queues an error.
-    pub fn error(&mut self, rule: Rule, pos: Position, message: impl Into<String>) {
-        self.diag(Diagnostic::error(rule, pos, message));
+    pub fn error(&mut self, rule: Rule, at: At, message: impl Into<String>) {
+        self.diag(Diagnostic::error(rule, Position::default(), message), at);
     }
 
     /// Turns a reference as written (a loc, a text line, an href) into a
@@ -91,7 +103,7 @@ impl Ctx {
         &mut self,
         raw: &str,
         rule: Rule,
-        pos: Position,
+        pos: At,
         what: &str,
         base: Option<&Base>,
     ) -> Option<NormUrl> {
@@ -104,7 +116,7 @@ impl Ctx {
         &mut self,
         raw: &str,
         rule: Rule,
-        pos: Position,
+        pos: At,
         what: &str,
         base: Option<&Base>,
     ) -> Option<NormUrl> {
@@ -115,7 +127,7 @@ impl Ctx {
         &mut self,
         raw: &str,
         rule: Rule,
-        pos: Position,
+        pos: At,
         what: &str,
         base: Option<&Base>,
         relative_ok: bool,
@@ -189,7 +201,7 @@ impl Ctx {
     }
 
     /// Applies the scope rule (L6 for URLs, I4 for index children); false drops the URL.
-    fn in_scope(&mut self, url: &NormUrl, rule: Rule, pos: Position) -> bool {
+    fn in_scope(&mut self, url: &NormUrl, rule: Rule, pos: At) -> bool {
         let Some(doc) = &self.opts.document_url else {
             return true;
         };
@@ -205,7 +217,7 @@ impl Ctx {
     }
 
     /// Counts an entry against the limit (C4); false once the limit is reached.
-    fn admit(&mut self, pos: Position) -> bool {
+    fn admit(&mut self, pos: At) -> bool {
         if self.stopped {
             return false;
         }
@@ -232,7 +244,7 @@ impl Ctx {
     }
 
     /// Yields a URL entry if it is in scope and within the limit.
-    pub fn emit_url(&mut self, entry: UrlEntry, pos: Position) {
+    pub fn emit_url(&mut self, entry: UrlEntry, pos: At) {
         if self.in_scope(&entry.loc, Rule::L6, pos) && self.admit(pos) {
             self.summary.urls += 1;
             self.queue.push_back(Event::Url(entry));
@@ -240,7 +252,7 @@ impl Ctx {
     }
 
     /// Yields a child-sitemap reference if it is in scope and within the limit.
-    pub fn emit_sitemap(&mut self, sitemap: SitemapRef, pos: Position) {
+    pub fn emit_sitemap(&mut self, sitemap: SitemapRef, pos: At) {
         if self.in_scope(&sitemap.loc, Rule::I4, pos) && self.admit(pos) {
             self.summary.sitemaps += 1;
             self.queue.push_back(Event::Sitemap(sitemap));

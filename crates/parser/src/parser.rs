@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use encoding_rs::UTF_8;
 
-use crate::ctx::Ctx;
+use crate::ctx::{At, Ctx, NOWHERE};
 use crate::diagnostic::{Position, Rule};
 use crate::event::Event;
 use crate::input::encoding::{DecodeReader, EncodingSource, detect};
@@ -55,7 +55,8 @@ enum State {
     Start(Box<dyn Read + Send>),
     Xml(Box<XmlReader>),
     Text(TextReader),
-    Done,
+    /// Finished; the source is kept to place the diagnostics still queued.
+    Done(Option<Box<Source>>),
 }
 
 /// A streaming sitemap parser: an [`Iterator`] of [`Event`]s over any
@@ -104,10 +105,19 @@ impl Parser {
         self.ctx.summary.format
     }
 
-    fn current_position(&mut self) -> Position {
+    fn source_mut(&mut self) -> Option<&mut Source> {
         match &mut self.state {
-            State::Xml(x) => x.source_mut().position(),
-            State::Text(t) => t.source_mut().position(),
+            State::Xml(x) => Some(x.source_mut()),
+            State::Text(t) => Some(t.source_mut()),
+            State::Done(Some(src)) => Some(src),
+            State::Done(None) | State::Start(_) => None,
+        }
+    }
+
+    /// Line and column of `at` (0:0 for [`NOWHERE`] or before the document is open).
+    fn locate(&mut self, at: At) -> Position {
+        match self.source_mut() {
+            Some(src) if at != NOWHERE => src.position_at(at),
             _ => Position::default(),
         }
     }
@@ -120,7 +130,7 @@ impl Parser {
         let detected = detect(&prefix);
         let name = detected.encoding.name();
         self.ctx.summary.encoding = name;
-        let start = Position { line: 1, column: 1 };
+        let start: At = 0;
         match &detected.source {
             EncodingSource::Default => {}
             EncodingSource::Bom if name == "UTF-8" => {}
@@ -161,7 +171,7 @@ impl Parser {
         Ok(match sniffed {
             Sniffed::Empty => {
                 self.ctx.error(Rule::C7, start, "empty document");
-                State::Done
+                State::Done(Some(Box::new(src)))
             }
             Sniffed::Binary => {
                 self.ctx.error(
@@ -169,7 +179,7 @@ impl Parser {
                     start,
                     "binary data: not a sitemap, sitemap index, feed or text list",
                 );
-                State::Done
+                State::Done(Some(Box::new(src)))
             }
             Sniffed::NotUrls => {
                 self.ctx.error(
@@ -177,7 +187,7 @@ impl Parser {
                     start,
                     "neither XML nor a list of URLs: not a sitemap",
                 );
-                State::Done
+                State::Done(Some(Box::new(src)))
             }
             Sniffed::Text => {
                 self.ctx.summary.format = Some(Format::Text);
@@ -199,7 +209,7 @@ impl Parser {
 
     /// Advances the state machine by one step.
     fn advance(&mut self) {
-        let state = std::mem::replace(&mut self.state, State::Done);
+        let state = std::mem::replace(&mut self.state, State::Done(None));
         self.state = match state {
             State::Start(input) => match self.open(input) {
                 Ok(next) => next,
@@ -208,10 +218,10 @@ impl Parser {
                     let rule = if rule == Rule::C8 { Rule::C2 } else { rule };
                     self.ctx.error(
                         rule,
-                        Position::default(),
+                        NOWHERE,
                         format!("cannot read the document: {message}"),
                     );
-                    State::Done
+                    State::Done(None)
                 }
             },
             State::Xml(mut x) => loop {
@@ -219,26 +229,21 @@ impl Parser {
                     Step::More if self.ctx.queue.is_empty() => continue,
                     Step::More => break State::Xml(x),
                     Step::Done => {
-                        self.finish(x.source(), x.is_complete());
-                        break State::Done;
+                        let complete = x.is_complete();
+                        break self.finish(x.into_source(), complete);
                     }
                 }
             },
             State::Text(mut t) => match t.step(&mut self.ctx) {
                 Ok(true) if !self.ctx.stopped => State::Text(t),
-                Ok(more) => {
-                    self.finish(t.source(), !more);
-                    State::Done
-                }
+                Ok(more) => self.finish(t.into_source(), !more),
                 Err(e) => {
                     let (rule, message) = describe_io_error(&e);
-                    let pos = t.source_mut().position();
-                    self.ctx.error(rule, pos, message);
-                    self.finish(t.source(), false);
-                    State::Done
+                    self.ctx.error(rule, t.source().offset(), message);
+                    self.finish(t.into_source(), false)
                 }
             },
-            State::Done => State::Done,
+            done @ State::Done(_) => done,
         };
         self.report_replacements();
     }
@@ -246,7 +251,7 @@ impl Parser {
     fn report_replacements(&mut self) {
         if !self.replaced_reported && self.replaced.load(Ordering::Relaxed) {
             self.replaced_reported = true;
-            let pos = self.current_position();
+            let pos = self.source_mut().map_or(NOWHERE, |s| s.offset());
             let enc = self.ctx.summary.encoding;
             self.ctx.warn(
                 Rule::C1,
@@ -256,9 +261,10 @@ impl Parser {
         }
     }
 
-    fn finish(&mut self, src: &Source, complete: bool) {
+    fn finish(&mut self, src: Source, complete: bool) -> State {
         self.ctx.summary.bytes = src.offset();
         self.ctx.summary.complete = complete && !self.ctx.stopped;
+        State::Done(Some(Box::new(src)))
     }
 }
 
@@ -267,12 +273,19 @@ impl Iterator for Parser {
 
     fn next(&mut self) -> Option<Event> {
         loop {
-            if let Some(e) = self.ctx.queue.pop_front() {
-                return Some(e);
+            if let Some(mut event) = self.ctx.queue.pop_front() {
+                if let Event::Diagnostic(d) = &mut event {
+                    let at = self.ctx.diagnostic_offsets.pop_front().unwrap_or(NOWHERE);
+                    d.position = self.locate(at);
+                }
+                return Some(event);
             }
-            if matches!(self.state, State::Done) {
+            if matches!(self.state, State::Done(_)) {
                 self.report_replacements();
-                return self.ctx.queue.pop_front();
+                if self.ctx.queue.is_empty() {
+                    return None;
+                }
+                continue;
             }
             self.advance();
         }

@@ -3,8 +3,8 @@
 
 use std::io::{self, BufRead};
 
-use crate::ctx::{Ctx, quote};
-use crate::diagnostic::{Position, Rule};
+use crate::ctx::{At, Ctx, quote};
+use crate::diagnostic::Rule;
 use crate::event::UrlEntry;
 use crate::input::source::Source;
 use crate::options::MAX_LOC_CHARS;
@@ -24,7 +24,7 @@ pub struct TextReader {
 
 /// One line as read.
 struct Line {
-    pos: Position,
+    pos: At,
     too_long: bool,
     eof: bool,
 }
@@ -49,13 +49,18 @@ impl TextReader {
         &mut self.src
     }
 
+    /// The source, once reading is over.
+    pub fn into_source(self) -> Source {
+        self.src
+    }
+
     /// Reads one line; CR, LF and CRLF all end a line.
     fn read_line(&mut self) -> io::Result<Line> {
         self.line.clear();
         if std::mem::take(&mut self.after_cr) && self.src.fill_buf()?.first() == Some(&b'\n') {
             self.src.consume(1);
         }
-        let pos = self.src.position();
+        let pos = self.src.offset();
         let mut too_long = false;
         loop {
             self.src.mark();

@@ -56,10 +56,16 @@ pub struct Source {
     eof: bool,
     /// Absolute offset of `buf[0]`.
     buf_offset: u64,
-    /// Newlines are counted in `buf[..counted]`.
-    counted: usize,
-    line: u64,
-    line_start: u64,
+    /// Newlines before `buf[0]`.
+    buf_line: u64,
+    /// Offset where the line holding `buf[0]` starts.
+    buf_line_start: u64,
+    /// A place in the buffer whose line is known: index, newlines before it,
+    /// start of its line. Positions are worked out from here, forwards or
+    /// backwards, only when one is asked for.
+    cursor: usize,
+    cursor_line: u64,
+    cursor_line_start: u64,
     mark: u64,
     token_limit: u64,
     pending: Option<io::Error>,
@@ -86,9 +92,11 @@ impl Source {
             filled: 0,
             eof: false,
             buf_offset: 0,
-            counted: 0,
-            line: 0,
-            line_start: 0,
+            buf_line: 0,
+            buf_line_start: 0,
+            cursor: 0,
+            cursor_line: 0,
+            cursor_line_start: 0,
             mark: 0,
             token_limit,
             pending: None,
@@ -105,33 +113,34 @@ impl Source {
         self.position_at(self.offset())
     }
 
-    /// Line and column of `offset`, an offset not before the last position
-    /// asked for. Exact while `offset` is in the buffer (an event that
-    /// straddles a refill is placed at the refill).
+    /// Line and column of byte `offset`, worked out from the last position
+    /// asked for (cost: the distance between the two). Exact while `offset`
+    /// is in the buffer; an offset before the buffer (an event that straddled
+    /// a refill) is placed at the buffer's start.
     pub fn position_at(&mut self, offset: u64) -> Position {
-        let target = offset.saturating_sub(self.buf_offset).min(self.pos as u64) as usize;
-        if target > self.counted {
-            self.count_lines(target);
-        }
-        let offset = offset.max(self.buf_offset + self.counted as u64);
-        Position {
-            line: self.line + 1,
-            column: offset.saturating_sub(self.line_start) + 1,
-        }
-    }
-
-    fn count_lines(&mut self, upto: usize) {
-        let chunk = &self.buf[self.counted..upto];
-        // Counted with a loop the compiler vectorises: most stretches are the few
-        // bytes between two tags, where memchr's set-up costs more than it saves.
-        let newlines = chunk.iter().filter(|&&b| b == b'\n').count();
-        if newlines > 0 {
-            self.line += newlines as u64;
-            if let Some(last) = chunk.iter().rposition(|&b| b == b'\n') {
-                self.line_start = self.buf_offset + (self.counted + last) as u64 + 1;
+        let idx = offset
+            .saturating_sub(self.buf_offset)
+            .min(self.filled as u64) as usize;
+        if idx >= self.cursor {
+            let chunk = &self.buf[self.cursor..idx];
+            if let Some(last) = memchr::memrchr(b'\n', chunk) {
+                self.cursor_line += memchr::memchr_iter(b'\n', chunk).count() as u64;
+                self.cursor_line_start = self.buf_offset + (self.cursor + last) as u64 + 1;
             }
+        } else {
+            self.cursor_line -=
+                memchr::memchr_iter(b'\n', &self.buf[idx..self.cursor]).count() as u64;
+            self.cursor_line_start = match memchr::memrchr(b'\n', &self.buf[..idx]) {
+                Some(j) => self.buf_offset + j as u64 + 1,
+                None => self.buf_line_start,
+            };
         }
-        self.counted = upto;
+        self.cursor = idx;
+        let at = self.buf_offset + idx as u64;
+        Position {
+            line: self.cursor_line + 1,
+            column: at.saturating_sub(self.cursor_line_start) + 1,
+        }
     }
 
     /// Starts a new token: the token limit counts from here.
@@ -142,13 +151,16 @@ impl Source {
     /// Moves the unread bytes to the front of the buffer.
     fn compact(&mut self) {
         let consumed = self.pos;
-        self.count_lines(consumed);
+        // Keep the line count of what leaves the buffer (one pass of memchr per buffer).
+        self.position_at(self.buf_offset + consumed as u64);
+        self.buf_line = self.cursor_line;
+        self.buf_line_start = self.cursor_line_start;
+        self.cursor = 0;
         self.buf.copy_within(consumed..self.filled, 0);
         self.buf_offset += consumed as u64;
         self.valid -= consumed;
         self.filled -= consumed;
         self.pos = 0;
-        self.counted = 0;
     }
 
     /// Reads more bytes into the buffer and validates them. Returns false at end of input.
@@ -288,6 +300,43 @@ mod tests {
         assert_eq!(s.position(), Position { line: 2, column: 2 });
         s.consume(3);
         assert_eq!(s.position(), Position { line: 3, column: 1 });
+    }
+
+    #[test]
+    fn positions_can_be_asked_for_backwards_and_across_refills() {
+        let text: &'static [u8] = Box::leak(b"line\n".repeat(40_000).into_boxed_slice());
+        let (mut s, _) = source(text, u64::MAX);
+        let mut sink = vec![0u8; 150_000];
+        s.read_exact(&mut sink).unwrap();
+        assert_eq!(
+            s.position(),
+            Position {
+                line: 30_001,
+                column: 1
+            }
+        );
+        assert_eq!(
+            s.position_at(149_997),
+            Position {
+                line: 30_000,
+                column: 3
+            }
+        );
+        assert_eq!(
+            s.position_at(149_998),
+            Position {
+                line: 30_000,
+                column: 4
+            }
+        );
+        s.consume(7);
+        assert_eq!(
+            s.position(),
+            Position {
+                line: 30_002,
+                column: 3
+            }
+        );
     }
 
     #[test]

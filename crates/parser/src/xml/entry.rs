@@ -1,9 +1,9 @@
 //! One entry being read (`<url>`, `<sitemap>`, `<item>`, `<entry>`): its
 //! fields as they complete, then the entry itself, checked and yielded.
 
-use crate::ctx::{Ctx, quote};
+use crate::ctx::{At, Ctx, quote};
 use crate::date::{DateError, Lastmod, ParsedDate, parse_rfc2822, parse_w3c};
-use crate::diagnostic::{Position, Rule};
+use crate::diagnostic::Rule;
 use crate::event::{Alternate, Image, Listed, News, SitemapRef, UrlEntry, Video};
 use crate::options::MAX_IMAGES_PER_URL;
 use crate::url::{Base, has_scheme};
@@ -17,16 +17,16 @@ const MAX_DESCRIPTION_CHARS: usize = 2_048;
 const MAX_TAGS: usize = 32;
 
 /// A value and where it was written.
-type At = (String, Position);
+type Written = (String, At);
 
 /// The fields of an entry read so far. Reused from entry to entry.
 #[derive(Default)]
 pub struct EntryBuilder {
-    pos: Position,
+    pos: At,
     loc: String,
     has_loc: bool,
     loc_rejected: bool,
-    loc_pos: Position,
+    loc_pos: At,
     /// Fields already read once (their `Field as u8` bits), to flag repeats.
     seen: u32,
     /// Direct text of the entry element (X2's lenient fallback).
@@ -39,14 +39,14 @@ pub struct EntryBuilder {
     videos: Vec<Video>,
     news: Option<Box<News>>,
     alternates: Vec<Alternate>,
-    link: Option<At>,
-    guid: Option<At>,
-    pub_date: Option<At>,
-    dc_date: Option<At>,
-    updated: Option<At>,
-    published: Option<At>,
+    link: Option<Written>,
+    guid: Option<Written>,
+    pub_date: Option<Written>,
+    dc_date: Option<Written>,
+    updated: Option<Written>,
+    published: Option<Written>,
     /// Best Atom link so far: (rank, rel, href, position); rank 0 is rel=alternate or no rel.
-    atom_link: Option<(u8, String, String, Position)>,
+    atom_link: Option<(u8, String, String, At)>,
     /// The entry's `xml:base` (Atom), already resolved.
     pub base: Option<Base>,
 }
@@ -57,7 +57,7 @@ fn read_date(
     text: &str,
     rule: Rule,
     what: &str,
-    pos: Position,
+    pos: At,
     parse: fn(&str) -> Result<ParsedDate, DateError>,
 ) -> Option<Lastmod> {
     match parse(text) {
@@ -104,7 +104,7 @@ fn read_value<T>(
     text: &str,
     rule: Rule,
     what: &str,
-    pos: Position,
+    pos: At,
 ) -> Option<T> {
     match read {
         Ok((v, None)) => Some(v),
@@ -130,7 +130,7 @@ fn non_empty(text: &str) -> Option<String> {
 
 impl EntryBuilder {
     /// Starts a new entry at `pos`, keeping the buffers' allocations.
-    pub fn reset(&mut self, pos: Position) {
+    pub fn reset(&mut self, pos: At) {
         self.pos = pos;
         self.loc.clear();
         self.has_loc = false;
@@ -183,7 +183,7 @@ impl EntryBuilder {
         field: VideoField,
         name: &str,
         value: &str,
-        pos: Position,
+        pos: At,
     ) {
         let Some(video) = self.videos.last_mut() else {
             return;
@@ -229,7 +229,7 @@ impl EntryBuilder {
         rel: Option<&str>,
         hreflang: Option<&str>,
         href: Option<&str>,
-        pos: Position,
+        pos: At,
     ) {
         match (rel, hreflang, href) {
             (Some(rel), Some(lang), Some(href)) if rel.trim().eq_ignore_ascii_case("alternate") => {
@@ -251,7 +251,7 @@ impl EntryBuilder {
     }
 
     /// An Atom `<link>` inside the entry (F2): the first rel="alternate" (or no rel) wins.
-    pub fn atom_link(&mut self, rel: Option<&str>, href: Option<&str>, pos: Position) {
+    pub fn atom_link(&mut self, rel: Option<&str>, href: Option<&str>, pos: At) {
         let Some(href) = href else { return };
         let rel = rel.map(str::trim).unwrap_or("alternate");
         let rank = u8::from(!rel.eq_ignore_ascii_case("alternate"));
@@ -265,7 +265,7 @@ impl EntryBuilder {
     }
 
     /// A field's end tag: its text (taken from `text`) is checked and kept.
-    pub fn finish_field(&mut self, ctx: &mut Ctx, field: Field, text: &mut String, pos: Position) {
+    pub fn finish_field(&mut self, ctx: &mut Ctx, field: Field, text: &mut String, pos: At) {
         match field {
             Field::Loc => {
                 if self.has_loc {
@@ -358,7 +358,7 @@ impl EntryBuilder {
         seen
     }
 
-    fn video_field(&mut self, ctx: &mut Ctx, field: VideoField, text: &str, pos: Position) {
+    fn video_field(&mut self, ctx: &mut Ctx, field: VideoField, text: &str, pos: At) {
         let base = self.base.clone();
         let Some(v) = self.videos.last_mut() else {
             return;
@@ -446,7 +446,7 @@ impl EntryBuilder {
     }
 
     /// A `<video:video>` ends: the protocol's required fields are checked (E2).
-    pub fn finish_video(&mut self, ctx: &mut Ctx, pos: Position) {
+    pub fn finish_video(&mut self, ctx: &mut Ctx, pos: At) {
         let Some(v) = self.videos.last() else { return };
         let mut missing = Vec::new();
         if v.thumbnail_loc.is_none() {
@@ -470,7 +470,7 @@ impl EntryBuilder {
         }
     }
 
-    fn news_field(&mut self, ctx: &mut Ctx, field: NewsField, text: &str, pos: Position) {
+    fn news_field(&mut self, ctx: &mut Ctx, field: NewsField, text: &str, pos: At) {
         let news = self.news.get_or_insert_default();
         match field {
             NewsField::Name => news.publication_name = non_empty(text),

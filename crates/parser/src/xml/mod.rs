@@ -13,8 +13,8 @@ use quick_xml::XmlVersion;
 use quick_xml::events::{BytesRef, BytesStart, Event as XmlEvent};
 use quick_xml::reader::Reader;
 
-use crate::ctx::{Ctx, quote};
-use crate::diagnostic::{Position, Rule};
+use crate::ctx::{At, Ctx, quote};
+use crate::diagnostic::Rule;
 use crate::input::source::Source;
 use crate::url::Base;
 
@@ -50,7 +50,7 @@ pub struct XmlReader {
     stack: Vec<Elem>,
     text: String,
     text_overflow: bool,
-    field_pos: Position,
+    field_pos: At,
     entry: EntryBuilder,
     in_entry: bool,
     feed_base: Option<Base>,
@@ -103,7 +103,7 @@ impl XmlReader {
             stack: Vec::with_capacity(16),
             text: String::with_capacity(256),
             text_overflow: false,
-            field_pos: Position::default(),
+            field_pos: 0,
             entry: EntryBuilder::default(),
             in_entry: false,
             feed_base: None,
@@ -112,14 +112,14 @@ impl XmlReader {
         }
     }
 
-    /// The source (positions and byte counts).
-    pub fn source(&self) -> &Source {
-        self.reader.get_ref()
-    }
-
     /// The source, to ask for positions.
     pub fn source_mut(&mut self) -> &mut Source {
         self.reader.get_mut()
+    }
+
+    /// The source, once reading is over.
+    pub fn into_source(self) -> Source {
+        self.reader.into_inner()
     }
 
     /// Whether the document was read to its end, well-formed.
@@ -150,11 +150,6 @@ impl XmlReader {
         step
     }
 
-    /// Line and column of the event that started at byte `start`.
-    fn pos(&mut self, start: u64) -> Position {
-        self.reader.get_mut().position_at(start)
-    }
-
     /// Acts on one event; `start` is its byte offset (positions are computed
     /// only where one is needed, since counting lines costs).
     fn handle(&mut self, ctx: &mut Ctx, event: XmlEvent<'_>, start: u64) -> Step {
@@ -170,7 +165,7 @@ impl XmlReader {
             }
             XmlEvent::Text(t) => {
                 if self.capturing() && t.starts_with('&') {
-                    let pos = self.pos(start);
+                    let pos = start;
                     ctx.warn(Rule::X5, pos, "unescaped '&' kept as is");
                 }
                 self.append(&t);
@@ -186,7 +181,7 @@ impl XmlReader {
             }
             XmlEvent::DocType(d) => {
                 if d.contains("<!ENTITY") {
-                    let pos = self.pos(start);
+                    let pos = start;
                     ctx.warn(
                         Rule::C6,
                         pos,
@@ -196,7 +191,7 @@ impl XmlReader {
                 Step::More
             }
             XmlEvent::Eof => {
-                let pos = self.pos(start);
+                let pos = start;
                 self.eof(ctx, pos);
                 Step::Done
             }
@@ -233,7 +228,7 @@ impl XmlReader {
             match r.resolve_char_ref() {
                 Ok(Some(c)) => Some(c.encode_utf8(&mut utf8)),
                 _ => {
-                    let pos = self.pos(start);
+                    let pos = start;
                     ctx.warn(
                         Rule::X5,
                         pos,
@@ -250,7 +245,7 @@ impl XmlReader {
                 "quot" => Some("\""),
                 "apos" => Some("'"),
                 name => {
-                    let pos = self.pos(start);
+                    let pos = start;
                     let message = format!(
                         "undefined entity &{name}; kept as written (entities are never expanded)"
                     );
@@ -278,7 +273,7 @@ impl XmlReader {
             }
             return Step::More;
         }
-        let pos = self.pos(start);
+        let pos = start;
         let ignored = self.names.declare(e, depth);
         if ignored > 0 {
             ctx.warn(
@@ -375,7 +370,7 @@ impl XmlReader {
         ns: Ns,
         local: &str,
         e: &BytesStart<'_>,
-        pos: Position,
+        pos: At,
     ) {
         if local != "link" {
             return;
@@ -396,7 +391,7 @@ impl XmlReader {
         &self,
         ctx: &mut Ctx,
         e: &BytesStart<'_>,
-        pos: Position,
+        pos: At,
         parent: Option<Base>,
     ) -> Option<Base> {
         let Some(value) = attribute(e, "xml:base") else {
@@ -415,7 +410,7 @@ impl XmlReader {
         local: &str,
         e: &BytesStart<'_>,
         empty: bool,
-        pos: Position,
+        pos: At,
     ) -> Step {
         let Some(dialect) = Dialect::of_root(ns, local) else {
             let name = e.name();
@@ -487,7 +482,7 @@ impl XmlReader {
                 }
             }
             Elem::Video => {
-                let pos = self.pos(start);
+                let pos = start;
                 self.entry.finish_video(ctx, pos);
             }
             Elem::Root => self.root_closed = true,
@@ -505,7 +500,7 @@ impl XmlReader {
         self.in_entry = false;
     }
 
-    fn eof(&mut self, ctx: &mut Ctx, pos: Position) {
+    fn eof(&mut self, ctx: &mut Ctx, pos: At) {
         if self.dialect.is_none() {
             ctx.error(
                 Rule::C7,
@@ -525,7 +520,7 @@ impl XmlReader {
     }
 
     fn fail(&mut self, ctx: &mut Ctx, err: &quick_xml::Error) {
-        let pos = self.reader.get_mut().position();
+        let pos = self.reader.get_ref().offset();
         let (rule, message) = match err {
             quick_xml::Error::Io(io) => crate::parser::describe_io_error(io),
             other => (
