@@ -133,6 +133,15 @@ impl Ctx {
         relative_ok: bool,
     ) -> Option<NormUrl> {
         let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            // Resolved, these would name the document itself.
+            self.warn(
+                rule,
+                pos,
+                format!("empty {what} {} dropped", quote(trimmed)),
+            );
+            return None;
+        }
         if trimmed.len() > MAX_LOC_CHARS && trimmed.chars().count() > MAX_LOC_CHARS {
             self.warn(
                 Rule::X4,
@@ -183,6 +192,13 @@ impl Ctx {
             }
         };
         match result {
+            Ok(url) if url.as_str().len() > MAX_LOC_CHARS => {
+                let message = format!(
+                    "{what} longer than {MAX_LOC_CHARS} characters once normalised dropped: {url}"
+                );
+                self.warn(Rule::X4, pos, message);
+                None
+            }
             Ok(url) => {
                 if !trimmed.is_ascii() {
                     self.warn(

@@ -2,17 +2,18 @@
 
 use std::io::{self, BufReader, Read};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use encoding_rs::UTF_8;
 
 use crate::ctx::{At, Ctx, NOWHERE};
 use crate::diagnostic::{Position, Rule};
 use crate::event::Event;
+use crate::input::describe_io_error;
 use crate::input::encoding::{DecodeReader, EncodingSource, detect};
-use crate::input::gzip::{read_prefix, unwrap_layers};
-use crate::input::limit::{Limit, limit_exceeded};
-use crate::input::source::{Source, token_too_long};
+use crate::input::gzip::{gzip_error, read_prefix, unwrap_layers};
+use crate::input::limit::Limit;
+use crate::input::source::Source;
 use crate::options::ParseOptions;
 use crate::sniff::{SNIFF_WINDOW, Sniffed, sniff};
 use crate::summary::{Format, Summary};
@@ -25,31 +26,6 @@ pub const MAX_TOKEN_BYTES: u64 = 4 * 1024 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Bytes looked at to find the encoding declaration.
 const DECL_WINDOW: usize = 1024;
-
-/// A rule and a message for a read error: the byte limit (C3), an over-long
-/// token (C3), or a broken stream such as truncated gzip (C8).
-pub(crate) fn describe_io_error(err: &io::Error) -> (Rule, String) {
-    if let Some(l) = limit_exceeded(err) {
-        return (
-            Rule::C3,
-            format!(
-                "document exceeds {} bytes after decompression: the rest is ignored",
-                l.limit
-            ),
-        );
-    }
-    if let Some(t) = token_too_long(err) {
-        return (
-            Rule::C3,
-            format!("a single token exceeds {} bytes: reading stopped", t.limit),
-        );
-    }
-    let what = match err.kind() {
-        io::ErrorKind::UnexpectedEof => "input ends early (truncated gzip?)".to_string(),
-        _ => format!("read error: {err}"),
-    };
-    (Rule::C8, format!("{what}; reading stopped"))
-}
 
 enum State {
     Start(Box<dyn Read + Send>),
@@ -82,6 +58,8 @@ pub struct Parser {
     state: State,
     replaced: Arc<AtomicBool>,
     replaced_reported: bool,
+    /// Bytes found after the last gzip member (padding, junk): flagged at the end.
+    gzip_trailing: Arc<AtomicU64>,
 }
 
 impl Parser {
@@ -92,6 +70,7 @@ impl Parser {
             state: State::Start(Box::new(input)),
             replaced: Arc::new(AtomicBool::new(false)),
             replaced_reported: false,
+            gzip_trailing: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -124,7 +103,11 @@ impl Parser {
 
     fn open(&mut self, input: Box<dyn Read + Send>) -> io::Result<State> {
         let max = self.ctx.opts.max_bytes;
-        let (inner, layers) = unwrap_layers(input, max)?;
+        // The raw input is bounded too: an endless stream of empty gzip members
+        // (or of anything else) never inflates to the limit, but stops here.
+        let raw_limit = max.saturating_add(max / 8).saturating_add(1 << 20);
+        let input = Box::new(Limit::new(input, raw_limit));
+        let (inner, layers) = unwrap_layers(input, max, &self.gzip_trailing)?;
         self.ctx.summary.gzip_layers = layers;
         let (prefix, limited) = read_prefix(Box::new(Limit::new(inner, max)), DECL_WINDOW)?;
         let detected = detect(&prefix);
@@ -215,7 +198,7 @@ impl Parser {
                 Ok(next) => next,
                 Err(e) => {
                     let (rule, message) = describe_io_error(&e);
-                    let rule = if rule == Rule::C8 { Rule::C2 } else { rule };
+                    let rule = if gzip_error(&e) { Rule::C2 } else { rule };
                     self.ctx.error(
                         rule,
                         NOWHERE,
@@ -262,6 +245,11 @@ impl Parser {
     }
 
     fn finish(&mut self, src: Source, complete: bool) -> State {
+        let trailing = self.gzip_trailing.load(Ordering::Relaxed);
+        if trailing > 0 {
+            let message = format!("{trailing} bytes after the end of the gzip stream ignored");
+            self.ctx.warn(Rule::C2, src.offset(), message);
+        }
         self.ctx.summary.bytes = src.offset();
         self.ctx.summary.complete = complete && !self.ctx.stopped;
         State::Done(Some(Box::new(src)))

@@ -466,7 +466,13 @@ fn push_ascii_host(out: &mut String, host: &str) -> Result<(), UrlError> {
         return Err(UrlError::Host(host.into()));
     }
     let last = labels.rsplit('.').next().unwrap_or(labels);
-    if last.starts_with(|c: char| c.is_ascii_digit()) {
+    // WHATWG: a host whose last label is a number is an IPv4 address.
+    let numeric = last.bytes().all(|b| b.is_ascii_digit())
+        || last
+            .strip_prefix("0x")
+            .or_else(|| last.strip_prefix("0X"))
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    if numeric {
         let ip = ipv4(labels).ok_or_else(|| UrlError::Host(host.into()))?;
         out.push_str(&ip.to_string());
         return Ok(());
@@ -693,6 +699,8 @@ mod tests {
             "http://169.254.169.254/latest"
         );
         assert_eq!(n("http://10.0.0.1:8080/"), "http://10.0.0.1:8080/");
+        assert_eq!(n("http://example.3com/"), "http://example.3com/");
+        assert_eq!(n("http://3com.com/"), "http://3com.com/");
     }
 
     #[test]

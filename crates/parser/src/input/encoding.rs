@@ -109,9 +109,19 @@ pub struct DecodeReader<R> {
 impl<R: BufRead> DecodeReader<R> {
     /// Wraps `inner`.
     pub fn new(inner: R, encoding: &'static Encoding, replaced: Arc<AtomicBool>) -> Self {
+        Self::with_decoder(inner, encoding.new_decoder_with_bom_removal(), replaced)
+    }
+
+    /// Wraps `inner`, which continues a document already started: a U+FEFF
+    /// there is a character, not a byte order mark.
+    pub fn mid_stream(inner: R, encoding: &'static Encoding, replaced: Arc<AtomicBool>) -> Self {
+        Self::with_decoder(inner, encoding.new_decoder_without_bom_handling(), replaced)
+    }
+
+    fn with_decoder(inner: R, decoder: encoding_rs::Decoder, replaced: Arc<AtomicBool>) -> Self {
         Self {
             inner,
-            decoder: encoding.new_decoder_with_bom_removal(),
+            decoder,
             replaced,
             spill: Vec::new(),
             finished: false,

@@ -1,9 +1,11 @@
 //! gzip detected by its magic bytes, never by name or Content-Type (SPEC C2),
 //! also gzip inside gzip; every layer's output is bounded (SPEC C3).
 
-use std::io::{self, Cursor, Read};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use flate2::read::MultiGzDecoder;
+use flate2::bufread::GzDecoder;
 
 use super::limit::Limit;
 
@@ -11,24 +13,23 @@ use super::limit::Limit;
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// gzip layers removed at most; a deeper nesting is read as it is.
 pub const MAX_LAYERS: u8 = 3;
-
-/// A reader.
-pub type BoxRead = Box<dyn Read + Send>;
-
 /// Most bytes asked of a gzip decoder at once. When flate2 meets corrupt
 /// data it returns the error and drops what it inflated in the same call, so
 /// small calls bound what a corrupt stream costs (SPEC C8: keep what precedes
 /// the break) to this many bytes.
 pub const INFLATE_SLICE: usize = 2048;
 
-/// Passes reads through, at most [`INFLATE_SLICE`] bytes each.
-struct SmallReads<R>(R);
+/// A reader.
+pub type BoxRead = Box<dyn Read + Send>;
 
-impl<R: Read> Read for SmallReads<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(INFLATE_SLICE);
-        self.0.read(&mut buf[..n])
-    }
+/// A gzip stream that could not be inflated (corrupt, truncated, bad header).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct GzipError(String);
+
+/// Whether `err` is a [`GzipError`].
+pub fn gzip_error(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|e| e.is::<GzipError>())
 }
 
 /// Reads up to `n` bytes (fewer only at end of input). An error after some
@@ -59,20 +60,77 @@ impl Read for FailWith {
     }
 }
 
+/// One gzip layer: its members one after the other (a multi-member file is
+/// valid gzip), then the end. Bytes after the last member that do not start
+/// another one (padding, junk) are not an error: they are counted in
+/// `trailing` for the caller to flag.
+struct Members {
+    decoder: Option<GzDecoder<BufReader<BoxRead>>>,
+    trailing: Arc<AtomicU64>,
+}
+
+impl Read for Members {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(INFLATE_SLICE);
+        loop {
+            let Some(decoder) = &mut self.decoder else {
+                return Ok(0);
+            };
+            match decoder.read(&mut buf[..n]) {
+                Ok(0) if n > 0 => {
+                    let Some(decoder) = self.decoder.take() else {
+                        return Ok(0);
+                    };
+                    let mut rest = decoder.into_inner();
+                    let next = rest.fill_buf()?;
+                    if next.is_empty() {
+                        return Ok(0);
+                    }
+                    if next[0] == GZIP_MAGIC[0] && next.get(1).is_none_or(|b| *b == GZIP_MAGIC[1]) {
+                        self.decoder = Some(GzDecoder::new(rest));
+                        continue;
+                    }
+                    let mut junk = 0u64;
+                    loop {
+                        let len = rest.fill_buf()?.len();
+                        if len == 0 {
+                            break;
+                        }
+                        junk += len as u64;
+                        rest.consume(len);
+                    }
+                    self.trailing.fetch_add(junk, Ordering::Relaxed);
+                    return Ok(0);
+                }
+                Ok(read) => return Ok(read),
+                Err(e) if e.kind() == io::ErrorKind::Other && e.get_ref().is_some() => {
+                    return Err(e);
+                }
+                Err(e) => return Err(io::Error::new(e.kind(), GzipError(e.to_string()))),
+            }
+        }
+    }
+}
+
 /// Removes gzip layers (up to [`MAX_LAYERS`]), each one's output limited to
-/// `max_bytes`. Returns the inner stream and the number of layers removed.
-pub fn unwrap_layers(mut r: BoxRead, max_bytes: u64) -> io::Result<(BoxRead, u8)> {
+/// `max_bytes`. Returns the inner stream and the number of layers removed;
+/// bytes found after a layer's last member are added to `trailing`.
+pub fn unwrap_layers(
+    mut r: BoxRead,
+    max_bytes: u64,
+    trailing: &Arc<AtomicU64>,
+) -> io::Result<(BoxRead, u8)> {
     let mut layers = 0;
     loop {
         let (prefix, chained) = read_prefix(r, 2)?;
-        let is_gzip = prefix == GZIP_MAGIC;
-        if !is_gzip || layers == MAX_LAYERS {
+        if prefix != GZIP_MAGIC || layers == MAX_LAYERS {
             return Ok((chained, layers));
         }
-        r = Box::new(Limit::new(
-            SmallReads(MultiGzDecoder::new(chained)),
-            max_bytes,
-        ));
+        let members = Members {
+            decoder: Some(GzDecoder::new(BufReader::new(chained))),
+            trailing: trailing.clone(),
+        };
+        r = Box::new(Limit::new(members, max_bytes));
         layers += 1;
     }
 }
@@ -89,25 +147,46 @@ mod tests {
         e.finish().unwrap()
     }
 
-    fn unwrap_all(data: Vec<u8>) -> (Vec<u8>, u8) {
-        let (mut r, layers) = unwrap_layers(Box::new(Cursor::new(data)), 1 << 20).unwrap();
+    fn unwrap_all(data: Vec<u8>) -> (Vec<u8>, u8, u64) {
+        let trailing = Arc::new(AtomicU64::new(0));
+        let (mut r, layers) =
+            unwrap_layers(Box::new(Cursor::new(data)), 1 << 20, &trailing).unwrap();
         let mut out = Vec::new();
         r.read_to_end(&mut out).unwrap();
-        (out, layers)
+        (out, layers, trailing.load(Ordering::Relaxed))
     }
 
     #[test]
     fn c2_plain_gzip_and_gzip_in_gzip() {
         assert_eq!(
             unwrap_all(b"<urlset/>".to_vec()),
-            (b"<urlset/>".to_vec(), 0)
+            (b"<urlset/>".to_vec(), 0, 0)
         );
-        assert_eq!(unwrap_all(gz(b"<urlset/>")), (b"<urlset/>".to_vec(), 1));
+        assert_eq!(unwrap_all(gz(b"<urlset/>")), (b"<urlset/>".to_vec(), 1, 0));
         assert_eq!(
             unwrap_all(gz(&gz(b"<urlset/>"))),
-            (b"<urlset/>".to_vec(), 2)
+            (b"<urlset/>".to_vec(), 2, 0)
         );
-        assert_eq!(unwrap_all(Vec::new()), (Vec::new(), 0));
-        assert_eq!(unwrap_all(vec![0x1f]), (vec![0x1f], 0));
+        assert_eq!(unwrap_all(Vec::new()), (Vec::new(), 0, 0));
+        assert_eq!(unwrap_all(vec![0x1f]), (vec![0x1f], 0, 0));
+    }
+
+    #[test]
+    fn c2_members_are_concatenated_and_trailing_bytes_counted() {
+        let two = [gz(b"<urlset>"), gz(b"</urlset>")].concat();
+        assert_eq!(unwrap_all(two), (b"<urlset></urlset>".to_vec(), 1, 0));
+        let padded = [gz(b"<urlset/>"), vec![0u8; 512]].concat();
+        assert_eq!(unwrap_all(padded), (b"<urlset/>".to_vec(), 1, 512));
+    }
+
+    #[test]
+    fn c2_corrupt_gzip_is_a_gzip_error() {
+        let mut data = gz(&vec![b'x'; 100_000]);
+        let at = data.len() / 2;
+        data[at] ^= 0xff;
+        let trailing = Arc::new(AtomicU64::new(0));
+        let (mut r, _) = unwrap_layers(Box::new(Cursor::new(data)), 1 << 20, &trailing).unwrap();
+        let err = r.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(gzip_error(&err), "{err}");
     }
 }

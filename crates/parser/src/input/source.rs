@@ -170,6 +170,10 @@ impl Source {
         }
         if self.filled == self.buf.len() {
             self.compact();
+            if self.filled == self.buf.len() {
+                // No room: the caller has a full buffer to consume first.
+                return Ok(true);
+            }
         }
         let n = match &mut self.input {
             Input::Utf8 { inner, .. } | Input::Decoded(inner) => {
@@ -204,8 +208,9 @@ impl Source {
                 self.filled = self.valid;
                 self.eof = false;
                 let undecoded = BufReader::new(Cursor::new(rest).chain(inner));
-                self.input =
-                    Input::Decoded(Box::new(DecodeReader::new(undecoded, UTF_8, replaced)));
+                self.input = Input::Decoded(Box::new(DecodeReader::mid_stream(
+                    undecoded, UTF_8, replaced,
+                )));
             }
         }
     }
@@ -214,7 +219,9 @@ impl Source {
     /// input; `n` is capped at the buffer size). A read error after some bytes
     /// is held back until those bytes have been consumed.
     pub fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
-        let n = n.min(self.buf.len());
+        // Room for an incomplete UTF-8 sequence after the window, so that the
+        // window can always be validated.
+        let n = n.min(self.buf.len() - 4);
         if self.valid - self.pos < n {
             self.compact();
             while self.valid < n && self.pending.is_none() {
@@ -337,6 +344,21 @@ mod tests {
                 column: 3
             }
         );
+    }
+
+    #[test]
+    fn a_character_across_the_sniff_window_stays_in_the_fast_path() {
+        let mut text = "a".repeat(BUF - 5);
+        text.push('\u{FEFF}');
+        text.push_str(&"b".repeat(100));
+        let text: &'static str = Box::leak(text.into_boxed_str());
+        let (mut s, flag) = source(text.as_bytes(), u64::MAX);
+        assert_eq!(s.peek(BUF).unwrap().len(), BUF - 4);
+        assert!(matches!(s.input, Input::Utf8 { .. }));
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert_eq!(out, text, "a U+FEFF inside the document is kept");
+        assert!(!flag.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct EntryBuilder {
     alternates: Vec<Alternate>,
     link: Option<Written>,
     guid: Option<Written>,
+    /// `isPermaLink="false"`: the guid is an identifier, not the item's URL.
+    guid_not_url: bool,
     pub_date: Option<Written>,
     dc_date: Option<Written>,
     updated: Option<Written>,
@@ -147,6 +149,7 @@ impl EntryBuilder {
         self.alternates.clear();
         self.link = None;
         self.guid = None;
+        self.guid_not_url = false;
         self.pub_date = None;
         self.dc_date = None;
         self.updated = None;
@@ -161,9 +164,15 @@ impl EntryBuilder {
         self.loc_rejected = true;
     }
 
-    /// Whether a `<loc>` has been read completely.
-    pub fn has_loc(&self) -> bool {
-        self.has_loc
+    /// Whether the entry already has what makes it worth yielding if reading
+    /// stops now (C8): a complete loc, or a feed item's complete link or guid.
+    pub fn salvageable(&self) -> bool {
+        self.has_loc || self.link.is_some() || self.guid.is_some() || self.atom_link.is_some()
+    }
+
+    /// The `isPermaLink` of an RSS `<guid>` (absent means true).
+    pub fn guid_is_permalink(&mut self, permalink: bool) {
+        self.guid_not_url = !permalink;
     }
 
     /// A `<video:video>` starts.
@@ -540,23 +549,27 @@ impl EntryBuilder {
     }
 
     fn finish_rss_item(&mut self, ctx: &mut Ctx) {
-        let link = match (self.link.take(), self.guid.take()) {
-            (Some((link, pos)), _) if !link.trim().is_empty() => {
-                ctx.resolve(&link, Rule::F1, pos, "item link", None)
-            }
-            (_, Some((guid, pos))) if has_scheme(&guid) => {
-                ctx.resolve(&guid, Rule::F1, pos, "item guid", None)
-            }
-            _ => {
-                ctx.warn(
-                    Rule::F1,
-                    self.pos,
-                    "item without a link or URL guid skipped",
-                );
-                return;
-            }
+        // The link, or else a guid that is a permalink URL (F1).
+        let link = self.link.take().filter(|(l, _)| !l.trim().is_empty());
+        let guid = self
+            .guid
+            .take()
+            .filter(|(g, _)| !self.guid_not_url && has_scheme(g));
+        if link.is_none() && guid.is_none() {
+            ctx.warn(
+                Rule::F1,
+                self.pos,
+                "item without a link or permalink guid skipped",
+            );
+            return;
+        }
+        let from_link = link.and_then(|(l, pos)| ctx.resolve(&l, Rule::F1, pos, "item link", None));
+        let loc = from_link.or_else(|| {
+            guid.and_then(|(g, pos)| ctx.resolve(&g, Rule::F1, pos, "item guid", None))
+        });
+        let Some(loc) = loc else {
+            return;
         };
-        let Some(loc) = link else { return };
         let mut entry = UrlEntry::new(loc);
         entry.lastmod = match (self.pub_date.take(), self.dc_date.take()) {
             (Some((d, pos)), _) => read_date(ctx, &d, Rule::F1, "pubDate", pos, parse_rfc2822),

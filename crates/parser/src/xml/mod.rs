@@ -47,6 +47,8 @@ pub struct XmlReader {
     buf: Vec<u8>,
     dialect: Option<Dialect>,
     root_ns: Ns,
+    /// The root's namespace URI, when it is one sitemapd does not know (X1).
+    root_uri: Option<String>,
     stack: Vec<Elem>,
     text: String,
     text_overflow: bool,
@@ -58,9 +60,10 @@ pub struct XmlReader {
     complete: bool,
 }
 
-fn rule_of(field: Field) -> Rule {
+/// The rule for a field value too long to keep.
+fn overflow_rule(field: Field) -> Rule {
     match field {
-        Field::Loc => Rule::X3,
+        Field::Loc => Rule::X4,
         Field::Lastmod => Rule::X7,
         Field::ChangeFreq => Rule::X9,
         Field::Priority => Rule::X10,
@@ -72,19 +75,82 @@ fn rule_of(field: Field) -> Rule {
     }
 }
 
-/// The attributes of a start tag as (qualified name, value) pairs; malformed ones are skipped.
-fn attributes<'a>(e: &'a BytesStart<'a>) -> impl Iterator<Item = (&'a str, Cow<'a, str>)> + 'a {
+/// An attribute value with its references decoded. quick-xml refuses a
+/// value holding an undefined entity; then the value is decoded here, the
+/// undefined entity kept as written, and `true` returned so it is flagged (C6).
+fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow<'a, str>, bool) {
+    if let Ok(v) = a.normalized_value(XmlVersion::Implicit1_0) {
+        return (Cow::Owned(v.into_owned()), false);
+    }
+    let raw: &str = &a.value;
+    let mut out = String::with_capacity(raw.len());
+    let mut undefined = false;
+    let mut rest = raw;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let Some(end) = after.find(';').filter(|&j| j <= 32) else {
+            out.push('&');
+            rest = after;
+            continue;
+        };
+        let name = &after[..end];
+        let decoded = match name {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            _ => match name.strip_prefix("#x").or_else(|| name.strip_prefix("#X")) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok().and_then(char::from_u32),
+                None => name
+                    .strip_prefix('#')
+                    .and_then(|d| d.parse().ok())
+                    .and_then(char::from_u32),
+            },
+        };
+        match decoded {
+            Some(c) => out.push(c),
+            None => {
+                undefined = true;
+                out.push('&');
+                out.push_str(name);
+                out.push(';');
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    (Cow::Owned(out), undefined)
+}
+
+/// The attributes of a start tag as (qualified name, value, has an undefined
+/// entity); malformed attributes are skipped.
+fn attributes<'a>(
+    e: &'a BytesStart<'a>,
+) -> impl Iterator<Item = (&'a str, Cow<'a, str>, bool)> + 'a {
     e.attributes().flatten().map(|a| {
-        let value = a
-            .normalized_value(XmlVersion::Implicit1_0)
-            .map(|v| Cow::Owned(v.into_owned()))
-            .unwrap_or_else(|_| a.value.clone());
-        (a.key.0, value)
+        let (value, undefined) = attribute_value(&a);
+        (a.key.0, value, undefined)
     })
 }
 
-fn attribute<'a>(e: &'a BytesStart<'a>, name: &str) -> Option<Cow<'a, str>> {
-    attributes(e).find(|(k, _)| *k == name).map(|(_, v)| v)
+/// One attribute's value; an undefined entity in it is flagged (C6).
+fn attribute<'a>(
+    ctx: &mut Ctx,
+    e: &'a BytesStart<'a>,
+    name: &str,
+    pos: At,
+) -> Option<Cow<'a, str>> {
+    let (_, value, undefined) = attributes(e).find(|(k, ..)| *k == name)?;
+    if undefined {
+        let message = format!(
+            "undefined entity in attribute {name}={} kept as written",
+            quote(&value)
+        );
+        ctx.warn(Rule::C6, pos, message);
+    }
+    Some(value)
 }
 
 impl XmlReader {
@@ -100,6 +166,7 @@ impl XmlReader {
             buf: Vec::with_capacity(4096),
             dialect: None,
             root_ns: Ns::None,
+            root_uri: None,
             stack: Vec::with_capacity(16),
             text: String::with_capacity(256),
             text_overflow: false,
@@ -263,7 +330,12 @@ impl XmlReader {
 
     fn start(&mut self, ctx: &mut Ctx, e: &BytesStart<'_>, empty: bool, start: u64) -> Step {
         if self.root_closed {
-            return Step::More;
+            ctx.warn(
+                Rule::C8,
+                start,
+                "content after the root element ignored (not well-formed)",
+            );
+            return Step::Done;
         }
         let depth = self.stack.len();
         // Inside an ignored subtree or a field nothing matters: no names to resolve.
@@ -303,7 +375,8 @@ impl XmlReader {
             self.salvage(ctx);
             return Step::Done;
         }
-        let ns = if ns == Ns::Other && self.root_ns == Ns::Other {
+        // A root in an unknown namespace (lenient X1): its children share that URI.
+        let ns = if ns == Ns::Other && uri.is_some() && uri == self.root_uri.as_deref() {
             Ns::SitemapVariant
         } else {
             ns
@@ -342,9 +415,16 @@ impl XmlReader {
                     vf @ (VideoField::Restriction | VideoField::Platform | VideoField::Uploader),
                 ) = field
                 {
-                    for (name, value) in attributes(e) {
-                        self.entry.video_attribute(ctx, vf, name, &value, pos);
+                    for name in ["relationship", "info"] {
+                        if let Some(value) = attribute(ctx, e, name, pos) {
+                            self.entry.video_attribute(ctx, vf, name, &value, pos);
+                        }
                     }
+                }
+                if field == Field::Guid {
+                    let permalink = attribute(ctx, e, "isPermaLink", pos);
+                    self.entry
+                        .guid_is_permalink(permalink.is_none_or(|v| v.trim() != "false"));
                 }
             }
             Elem::Video => self.entry.start_video(),
@@ -375,10 +455,10 @@ impl XmlReader {
         if local != "link" {
             return;
         }
-        let rel = attribute(e, "rel");
-        let href = attribute(e, "href");
+        let rel = attribute(ctx, e, "rel", pos);
+        let href = attribute(ctx, e, "href", pos);
         if ns == Ns::Xhtml && matches!(dialect, Dialect::Urlset | Dialect::Index) {
-            let lang = attribute(e, "hreflang");
+            let lang = attribute(ctx, e, "hreflang", pos);
             self.entry
                 .alternate(ctx, rel.as_deref(), lang.as_deref(), href.as_deref(), pos);
         } else if dialect == Dialect::Atom && matches!(ns, Ns::Atom | Ns::None) {
@@ -394,7 +474,7 @@ impl XmlReader {
         pos: At,
         parent: Option<Base>,
     ) -> Option<Base> {
-        let Some(value) = attribute(e, "xml:base") else {
+        let Some(value) = attribute(ctx, e, "xml:base", pos) else {
             return parent;
         };
         let resolved = ctx.resolve_relative_ok(&value, Rule::F2, pos, "xml:base", parent.as_ref());
@@ -434,6 +514,8 @@ impl XmlReader {
                     pos,
                     format!("<{local}> has {what}, not {SITEMAP_NS}: rejected (strict)"),
                 );
+                ctx.summary.format = Some(dialect.format());
+                ctx.summary.rejected = true;
                 return Step::Done;
             }
             ctx.warn(
@@ -444,6 +526,7 @@ impl XmlReader {
         }
         self.dialect = Some(dialect);
         self.root_ns = ns;
+        self.root_uri = uri.filter(|_| ns == Ns::Other);
         ctx.summary.format = Some(dialect.format());
         if dialect == Dialect::Atom {
             self.feed_base = self.xml_base(ctx, e, pos, None);
@@ -460,11 +543,7 @@ impl XmlReader {
         match elem {
             Elem::Field(field) if self.in_entry => {
                 if self.text_overflow {
-                    let rule = if field == Field::Loc {
-                        Rule::X4
-                    } else {
-                        rule_of(field)
-                    };
+                    let rule = overflow_rule(field);
                     let message = format!("value longer than {MAX_FIELD_BYTES} bytes dropped");
                     ctx.warn(rule, self.field_pos, message);
                     if field == Field::Loc {
@@ -492,7 +571,7 @@ impl XmlReader {
 
     /// An entry still open when reading stops is yielded if its loc was complete (C8).
     fn salvage(&mut self, ctx: &mut Ctx) {
-        if self.in_entry && self.entry.has_loc() {
+        if self.in_entry && self.entry.salvageable() {
             if let Some(d) = self.dialect {
                 self.entry.finish(ctx, d);
             }
@@ -522,7 +601,7 @@ impl XmlReader {
     fn fail(&mut self, ctx: &mut Ctx, err: &quick_xml::Error) {
         let pos = self.reader.get_ref().offset();
         let (rule, message) = match err {
-            quick_xml::Error::Io(io) => crate::parser::describe_io_error(io),
+            quick_xml::Error::Io(io) => crate::input::describe_io_error(io),
             other => (
                 Rule::C8,
                 format!("not well-formed XML: {other}; reading stopped"),
