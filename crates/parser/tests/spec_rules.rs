@@ -1041,8 +1041,10 @@ fn c3_the_raw_input_is_bounded_too() {
         .cycle()
         .take(member.len() * 60_000)
         .collect();
-    let mut o = ParseOptions::default();
-    o.max_bytes = 1_000;
+    let o = ParseOptions {
+        max_bytes: 1_000,
+        ..ParseOptions::default()
+    };
     let p = parse_with(endless, o);
     assert!(p.has(Rule::C3), "{:?}", p.rules());
 }
