@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use anyhow::Result;
+use serde::Serialize;
 use sitemapd_parser::{Diagnostic, Event, Rule, Summary};
 
 use crate::cli::{DiagnosticFormat, EntryFormat};
@@ -142,14 +143,28 @@ impl DiagnosticSink {
                 "{}[{}] {}:{}:{}: {}",
                 d.severity, d.rule, self.input, d.position.line, d.position.column, d.message
             )?,
-            DiagnosticFormat::Json => {
-                let mut value = serde_json::to_value(d)?;
-                value["type"] = "diagnostic".into();
-                value["input"] = self.input.clone().into();
-                serde_json::to_writer(&mut self.err, &value)?;
-                self.err.write_all(b"\n")?;
-            }
+            DiagnosticFormat::Json => self.json_line("diagnostic", d)?,
         }
+        Ok(())
+    }
+
+    /// Writes `{"type":kind,"input":…,…fields of value}` and a newline.
+    fn json_line<T: Serialize>(&mut self, kind: &'static str, value: &T) -> Result<()> {
+        #[derive(Serialize)]
+        struct Tagged<'a, T> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            input: &'a str,
+            #[serde(flatten)]
+            value: &'a T,
+        }
+        let line = Tagged {
+            kind,
+            input: &self.input,
+            value,
+        };
+        serde_json::to_writer(&mut self.err, &line)?;
+        self.err.write_all(b"\n")?;
         Ok(())
     }
 
@@ -170,6 +185,9 @@ impl DiagnosticSink {
                     s.encoding,
                     s.complete
                 )?;
+                if s.rejected {
+                    write!(self.err, " rejected=true")?;
+                }
                 let rules: Vec<String> = s
                     .diagnostics
                     .iter()
@@ -205,13 +223,7 @@ impl DiagnosticSink {
                     )?;
                 }
             }
-            DiagnosticFormat::Json => {
-                let mut value = serde_json::to_value(s)?;
-                value["type"] = "summary".into();
-                value["input"] = self.input.clone().into();
-                serde_json::to_writer(&mut self.err, &value)?;
-                self.err.write_all(b"\n")?;
-            }
+            DiagnosticFormat::Json => self.json_line("summary", s)?,
         }
         self.err.flush()?;
         Ok(())

@@ -17,7 +17,7 @@ use crate::event::{Event, SitemapRef, UrlEntry};
 use crate::options::{MAX_LOC_CHARS, ParseOptions};
 use crate::scope::in_scope_with;
 use crate::summary::Summary;
-use crate::url::{Base, NormUrl, UrlError, has_scheme};
+use crate::url::{Base, NormUrl, UrlError, has_scheme, is_reference_byte};
 
 /// Longest value quoted in a diagnostic message.
 const QUOTE_CHARS: usize = 120;
@@ -33,19 +33,6 @@ pub fn quote(value: &str) -> String {
         q.push('…');
     }
     q
-}
-
-/// Whether a relative reference could be one: no braces, angle brackets,
-/// quotes, pipes, backslashes, carets, backticks or controls (which unrendered
-/// templates such as `{{ site.url }}/` are full of).
-fn plausible_reference(s: &str) -> bool {
-    !s.bytes().any(|b| {
-        b < b' '
-            || matches!(
-                b,
-                b'{' | b'}' | b'<' | b'>' | b'"' | b'|' | b'\\' | b'^' | b'`' | 0x7f
-            )
-    })
 }
 
 /// The state every format reader writes to.
@@ -157,7 +144,7 @@ impl Ctx {
             NormUrl::parse(trimmed)
         } else if self.opts.is_strict() && !relative_ok {
             Err(UrlError::Relative)
-        } else if !plausible_reference(trimmed) {
+        } else if !trimmed.bytes().all(is_reference_byte) {
             self.warn(
                 rule,
                 pos,

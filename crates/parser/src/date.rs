@@ -40,7 +40,9 @@ impl Precision {
     }
 }
 
-/// An instant in UTC with the precision it was given in.
+/// An instant in UTC with the precision it was given in. Its `Display` is
+/// RFC 3339 in UTC, e.g. `2004-12-23T18:00:15Z` (fraction digits only for
+/// `Fraction` precision, trailing zeros trimmed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Lastmod {
     /// Seconds since 1970-01-01T00:00:00Z (the start of the period for coarse precisions).
@@ -49,14 +51,6 @@ pub struct Lastmod {
     pub nanos: u32,
     /// How precisely the source wrote it.
     pub precision: Precision,
-}
-
-impl Lastmod {
-    /// RFC 3339 in UTC, e.g. `2004-12-23T18:00:15Z` (fraction digits only for
-    /// `Fraction` precision, trailing zeros trimmed).
-    pub fn to_rfc3339(&self) -> String {
-        self.to_string()
-    }
 }
 
 impl fmt::Display for Lastmod {

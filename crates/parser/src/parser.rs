@@ -79,11 +79,6 @@ impl Parser {
         &self.ctx.summary
     }
 
-    /// The format, once recognised.
-    pub fn format(&self) -> Option<Format> {
-        self.ctx.summary.format
-    }
-
     fn source_mut(&mut self) -> Option<&mut Source> {
         match &mut self.state {
             State::Xml(x) => Some(x.source_mut()),
@@ -150,7 +145,16 @@ impl Parser {
             let decoded = DecodeReader::new(raw, detected.encoding, self.replaced.clone());
             Source::decoded(Box::new(decoded), MAX_TOKEN_BYTES)
         };
-        let sniffed = sniff(src.peek(SNIFF_WINDOW)?);
+        let mut sniffed = sniff(src.peek(SNIFF_WINDOW)?);
+        // A window of nothing but whitespace may be followed by the document.
+        while sniffed == Sniffed::Empty {
+            let blank = src.peek(SNIFF_WINDOW)?.len();
+            if blank < SNIFF_WINDOW - 4 {
+                break;
+            }
+            io::BufRead::consume(&mut src, blank);
+            sniffed = sniff(src.peek(SNIFF_WINDOW)?);
+        }
         Ok(match sniffed {
             Sniffed::Empty => {
                 self.ctx.error(Rule::C7, start, "empty document");
@@ -252,6 +256,15 @@ impl Parser {
         }
         self.ctx.summary.bytes = src.offset();
         self.ctx.summary.complete = complete && !self.ctx.stopped;
+        let s = &self.ctx.summary;
+        tracing::debug!(
+            format = s.format.map(|f| f.as_str()),
+            urls = s.urls,
+            sitemaps = s.sitemaps,
+            bytes = s.bytes,
+            complete = s.complete,
+            "document parsed"
+        );
         State::Done(Some(Box::new(src)))
     }
 }

@@ -1,6 +1,8 @@
 //! The format is decided from the content (SPEC C7), tolerating junk before
 //! the root element (SPEC C5).
 
+use crate::url::is_reference_byte;
+
 /// How much of the document is looked at to decide.
 pub const SNIFF_WINDOW: usize = 64 * 1024;
 
@@ -98,15 +100,7 @@ pub fn looks_like_url_reference(line: &[u8]) -> bool {
                 && (1..=6).contains(&ext.len())
                 && ext.iter().all(u8::is_ascii_alphanumeric)
         });
-    shaped
-        && line.iter().all(|&b| {
-            b >= 0x80
-                || (b > b' '
-                    && !matches!(
-                        b,
-                        b'"' | b'<' | b'>' | b'{' | b'}' | b'|' | b'\\' | b'^' | b'`' | 0x7f
-                    ))
-        })
+    shaped && line.iter().all(|&b| b != b' ' && is_reference_byte(b))
 }
 
 #[cfg(test)]

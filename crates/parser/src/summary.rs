@@ -56,7 +56,9 @@ pub struct Summary {
     pub urls: u64,
     /// Child-sitemap references yielded.
     pub sitemaps: u64,
-    /// Bytes read after decompression.
+    /// Bytes of decoded (UTF-8) text read. The C3 limit counts the bytes after
+    /// decompression and before decoding; the two differ for documents in
+    /// other encodings, or when invalid bytes were replaced with U+FFFD.
     pub bytes: u64,
     /// gzip layers removed (SPEC C2).
     pub gzip_layers: u8,

@@ -172,7 +172,7 @@ impl Serialize for NormUrl {
 /// A parsed base URL, kept so that many relative references can be resolved
 /// against it without parsing it again each time.
 #[derive(Debug, Clone)]
-pub struct Base {
+pub(crate) struct Base {
     url: Option<url::Url>,
 }
 
@@ -197,6 +197,19 @@ impl Base {
         })?;
         normalize(joined.as_str())
     }
+}
+
+/// Whether a byte can be part of a reference as sites write them: no
+/// controls, quotes, angle brackets, braces, pipes, backslashes, carets or
+/// backticks (which unrendered templates such as `{{ site.url }}/` are full
+/// of). Spaces and non-ASCII bytes pass; normalisation percent-encodes them.
+pub(crate) fn is_reference_byte(b: u8) -> bool {
+    b >= 0x80
+        || (b >= b' '
+            && !matches!(
+                b,
+                b'"' | b'<' | b'>' | b'{' | b'}' | b'|' | b'\\' | b'^' | b'`' | 0x7f
+            ))
 }
 
 /// Whether `s` (trimmed) starts with a URI scheme (`[A-Za-z][A-Za-z0-9+.-]*:`).

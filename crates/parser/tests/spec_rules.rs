@@ -953,7 +953,10 @@ fn e4_hreflang_alternates() {
             ("x-default", "https://example.com/")
         ]
     );
-    assert!(p.rules().iter().all(|r| *r == Rule::E4));
+    // The relative x-default href is resolved (flagged), the canonical link ignored (flagged).
+    assert_eq!(p.rules(), [Rule::E4, Rule::E4]);
+    assert!(p.diagnostics[0].message.contains("resolved"));
+    assert!(p.diagnostics[1].message.contains("rel=\"alternate\""));
 }
 
 #[test]
@@ -1092,4 +1095,33 @@ fn x4_is_checked_after_normalisation_too() {
     );
     assert!(p.urls.is_empty());
     assert!(p.has(Rule::X4));
+}
+
+#[test]
+fn c5_markup_before_the_root_is_junk_but_an_html_page_is_not_a_sitemap() {
+    let body = urlset("<url><loc>https://example.com/a</loc></url>");
+    let php = format!(
+        "<br />\n<b>Notice</b>:  Undefined index: id in <b>/var/www/sitemap.php</b> on line <b>3</b><br />\n{body}"
+    );
+    let p = parse_at(php, DOC);
+    assert_eq!(p.locs(), ["https://example.com/a"]);
+    assert_eq!(p.rules(), [Rule::C5]);
+    assert!(p.summary.complete);
+    let unclosed = parse_at(format!("<br><p>warning{body}"), DOC);
+    assert_eq!(unclosed.locs(), ["https://example.com/a"]);
+    let html = parse_at(
+        "<html><body><urlset><url><loc>https://example.com/a</loc></url></urlset></body></html>",
+        DOC,
+    );
+    assert_eq!((html.urls.len(), html.summary.format), (0, None));
+    let spaces = parse_at(format!("{}{body}", " ".repeat(100_000)), DOC);
+    assert_eq!(spaces.locs(), ["https://example.com/a"]);
+}
+
+#[test]
+fn i1_extensions_in_an_index_entry_are_flagged() {
+    let xml = r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"><sitemap><loc>https://example.com/s.xml</loc><image:image><image:loc>https://example.com/i.jpg</image:loc></image:image></sitemap></sitemapindex>"#;
+    let p = parse_at(xml, DOC);
+    assert_eq!(p.sitemaps.len(), 1);
+    assert_eq!(p.rules(), [Rule::I1]);
 }

@@ -6,6 +6,9 @@ mod common;
 use common::{fixtures, gzip};
 use futures_util::StreamExt;
 use sitemapd_parser::{Event, NormUrl, ParseOptions, Parser, parse_async};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use tokio::io::AsyncWriteExt;
 
 fn options() -> ParseOptions {
@@ -53,12 +56,74 @@ async fn stream_matches_iterator_on_a_large_real_sitemap_fed_in_small_chunks() {
     );
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn dropping_the_stream_early_stops_the_parser() {
-    let bytes =
-        std::fs::read(fixtures().join("corpus/urlset/adobe__theblog__sitemap.xml")).unwrap();
-    let mut stream = parse_async(std::io::Cursor::new(bytes), options());
+/// An endless urlset that records how much it served and when it is dropped.
+struct Endless {
+    served: Arc<AtomicU64>,
+    dropped: Arc<AtomicBool>,
+    pending: Vec<u8>,
+}
+
+impl tokio::io::AsyncRead for Endless {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.pending.is_empty() {
+            this.pending
+                .extend_from_slice(b"<url><loc>https://example.com/x</loc></url>");
+        }
+        let n = this.pending.len().min(buf.remaining());
+        buf.put_slice(&this.pending[..n]);
+        this.pending.drain(..n);
+        this.served.fetch_add(n as u64, Ordering::Relaxed);
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for Endless {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_stream_stops_the_parser_and_releases_the_reader() {
+    let served = Arc::new(AtomicU64::new(0));
+    let dropped = Arc::new(AtomicBool::new(false));
+    let reader = Endless {
+        served: served.clone(),
+        dropped: dropped.clone(),
+        pending: b"<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">".to_vec(),
+    };
+    let options = ParseOptions {
+        max_bytes: u64::MAX,
+        max_entries: u64::MAX,
+        ..ParseOptions::default()
+    };
+    let mut stream = parse_async(reader, options);
     let first = stream.next().await;
-    assert!(matches!(first, Some(Event::Url(_))));
-    drop(stream); // the parsing thread sees the closed channel and returns
+    assert!(matches!(first, Some(Event::Url(_))), "{first:?}");
+    // Back-pressure: with nobody reading, the parser stops at a full channel.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let early = served.load(Ordering::Relaxed);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        served.load(Ordering::Relaxed),
+        early,
+        "a stalled consumer stalls the parser"
+    );
+    assert!(
+        early < 10 << 20,
+        "served {early} bytes to a consumer that took one event"
+    );
+    drop(stream);
+    for _ in 0..100 {
+        if dropped.load(Ordering::Relaxed) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the parsing thread did not stop after the stream was dropped");
 }

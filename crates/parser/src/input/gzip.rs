@@ -67,11 +67,37 @@ impl Read for FailWith {
 struct Members {
     decoder: Option<GzDecoder<BufReader<BoxRead>>>,
     trailing: Arc<AtomicU64>,
+    /// An error met after some slices were inflated: returned by the next read.
+    pending: Option<io::Error>,
 }
 
 impl Read for Members {
+    /// Fills `buf` slice by slice; an error after some slices waits for the next call.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(INFLATE_SLICE);
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        let mut total = 0;
+        while total < buf.len() {
+            let end = buf.len().min(total + INFLATE_SLICE);
+            match self.read_slice(&mut buf[total..end]) {
+                Ok(0) => break,
+                Ok(n) => total += n,
+                Err(e) if total > 0 => {
+                    self.pending = Some(e);
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
+    }
+}
+
+impl Members {
+    /// Inflates at most one slice, moving on to the next member at the end of one.
+    fn read_slice(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len();
         loop {
             let Some(decoder) = &mut self.decoder else {
                 return Ok(0);
@@ -129,6 +155,7 @@ pub fn unwrap_layers(
         let members = Members {
             decoder: Some(GzDecoder::new(BufReader::new(chained))),
             trailing: trailing.clone(),
+            pending: None,
         };
         r = Box::new(Limit::new(members, max_bytes));
         layers += 1;

@@ -109,6 +109,7 @@ impl Source {
     }
 
     /// Line and column of the next byte to be read.
+    #[cfg(test)]
     pub fn position(&mut self) -> Position {
         self.position_at(self.offset())
     }

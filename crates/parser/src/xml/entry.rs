@@ -27,7 +27,7 @@ pub struct EntryBuilder {
     has_loc: bool,
     loc_rejected: bool,
     loc_pos: At,
-    /// Fields already read once (their `Field as u8` bits), to flag repeats.
+    /// Once-only fields already read (bits: lastmod 1, changefreq 2, priority 4).
     seen: u32,
     /// Direct text of the entry element (X2's lenient fallback).
     pub own_text: String,
@@ -275,6 +275,14 @@ impl EntryBuilder {
 
     /// A field's end tag: its text (taken from `text`) is checked and kept.
     pub fn finish_field(&mut self, ctx: &mut Ctx, field: Field, text: &mut String, pos: At) {
+        if let Some((rule, name)) = self.repeated(field) {
+            let message = format!(
+                "second <{name}> {} ignored: the first is kept",
+                quote(text.trim())
+            );
+            ctx.warn(rule, pos, message);
+            return;
+        }
         match field {
             Field::Loc => {
                 if self.has_loc {
@@ -291,18 +299,6 @@ impl EntryBuilder {
                     self.has_loc = true;
                     self.loc_pos = pos;
                 }
-            }
-            Field::Lastmod | Field::ChangeFreq | Field::Priority if self.repeated(field) => {
-                let (rule, name) = match field {
-                    Field::Lastmod => (Rule::X7, "lastmod"),
-                    Field::ChangeFreq => (Rule::X9, "changefreq"),
-                    _ => (Rule::X10, "priority"),
-                };
-                let message = format!(
-                    "second <{name}> {} ignored: the first is kept",
-                    quote(text.trim())
-                );
-                ctx.warn(rule, pos, message);
             }
             Field::Lastmod => {
                 self.lastmod = read_date(ctx, text, Rule::X7, "lastmod", pos, parse_w3c)
@@ -354,17 +350,18 @@ impl EntryBuilder {
         }
     }
 
-    /// Marks a once-only field as read; true if it had been read before.
-    fn repeated(&mut self, field: Field) -> bool {
-        let bit = match field {
-            Field::Lastmod => 1,
-            Field::ChangeFreq => 2,
-            Field::Priority => 4,
-            _ => return false,
+    /// Marks a once-only field (lastmod, changefreq, priority) as read;
+    /// returns its rule and name if it had been read before in this entry.
+    fn repeated(&mut self, field: Field) -> Option<(Rule, &'static str)> {
+        let (bit, rule, name) = match field {
+            Field::Lastmod => (1, Rule::X7, "lastmod"),
+            Field::ChangeFreq => (2, Rule::X9, "changefreq"),
+            Field::Priority => (4, Rule::X10, "priority"),
+            _ => return None,
         };
         let seen = self.seen & bit != 0;
         self.seen |= bit;
-        seen
+        seen.then_some((rule, name))
     }
 
     fn video_field(&mut self, ctx: &mut Ctx, field: VideoField, text: &str, pos: At) {
@@ -526,6 +523,17 @@ impl EntryBuilder {
         self.loc = raw;
         let Some(loc) = loc else { return };
         if dialect == Dialect::Index {
+            let extensions = !self.images.is_empty()
+                || !self.videos.is_empty()
+                || self.news.is_some()
+                || !self.alternates.is_empty();
+            if extensions {
+                ctx.warn(
+                    Rule::I1,
+                    self.pos,
+                    "image, video, news or hreflang elements in a <sitemap> entry ignored",
+                );
+            }
             ctx.emit_sitemap(
                 SitemapRef {
                     loc,

@@ -57,6 +57,8 @@ pub struct XmlReader {
     in_entry: bool,
     feed_base: Option<Base>,
     root_closed: bool,
+    /// Junk markup before the root has been flagged (C5).
+    junk_reported: bool,
     complete: bool,
 }
 
@@ -175,6 +177,7 @@ impl XmlReader {
             in_entry: false,
             feed_base: None,
             root_closed: false,
+            junk_reported: false,
             complete: false,
         }
     }
@@ -338,8 +341,12 @@ impl XmlReader {
             return Step::Done;
         }
         let depth = self.stack.len();
-        // Inside an ignored subtree or a field nothing matters: no names to resolve.
-        if matches!(self.stack.last(), Some(Elem::Skip | Elem::Field(_))) && depth < MAX_DEPTH {
+        // Inside an ignored subtree or a field nothing matters: no names to
+        // resolve (before the root, junk is skipped but the root is looked for).
+        if self.dialect.is_some()
+            && matches!(self.stack.last(), Some(Elem::Skip | Elem::Field(_)))
+            && depth < MAX_DEPTH
+        {
             if !empty {
                 self.stack.push(Elem::Skip);
             }
@@ -495,13 +502,32 @@ impl XmlReader {
         let Some(dialect) = Dialect::of_root(ns, local) else {
             let name = e.name();
             let name: &str = name.as_ref();
-            ctx.error(
-                Rule::C7,
-                pos,
-                format!("root element <{name}> is not a sitemap, sitemap index or feed"),
-            );
-            return Step::Done;
+            if matches!(local, "html" | "HTML" | "stylesheet" | "transform")
+                || self.stack.len() >= MAX_DEPTH
+            {
+                ctx.error(
+                    Rule::C7,
+                    pos,
+                    format!("root element <{name}> is not a sitemap, sitemap index or feed"),
+                );
+                return Step::Done;
+            }
+            // Markup before the root (a PHP notice, a stray tag) is junk (C5).
+            if !self.junk_reported {
+                self.junk_reported = true;
+                ctx.warn(
+                    Rule::C5,
+                    pos,
+                    format!("markup before the root element skipped: <{name}>"),
+                );
+            }
+            if !empty {
+                self.stack.push(Elem::Skip);
+            }
+            return Step::More;
         };
+        // The root may sit inside unclosed junk: it starts the document proper.
+        self.stack.clear();
         if matches!(dialect, Dialect::Urlset | Dialect::Index) && ns != Ns::Sitemap {
             let what = match (ns, &uri) {
                 (Ns::None, _) => "no namespace".to_string(),
