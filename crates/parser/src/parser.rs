@@ -35,9 +35,9 @@ enum State {
     Done(Option<Box<Source>>),
 }
 
-/// A streaming sitemap parser: an [`Iterator`] of [`Event`]s over any
-/// [`Read`] (a `BufRead` works as is). Memory stays flat whatever the size of
-/// the document.
+/// A streaming sitemap parser: an [`Iterator`] of [`Event`]s over any owned
+/// [`Read`] + `Send` (a file, a socket, a `Cursor<Vec<u8>>`; a `BufRead` works
+/// as is). Memory stays flat whatever the size of the document.
 ///
 /// ```
 /// use sitemapd_parser::{Event, ParseOptions, Parser};

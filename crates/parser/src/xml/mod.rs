@@ -222,7 +222,7 @@ impl XmlReader {
 
     /// Acts on one event; `start` is its byte offset (positions are computed
     /// only where one is needed, since counting lines costs).
-    fn handle(&mut self, ctx: &mut Ctx, event: XmlEvent<'_>, start: u64) -> Step {
+    fn handle(&mut self, ctx: &mut Ctx, event: XmlEvent<'_>, start: At) -> Step {
         match event {
             XmlEvent::Start(e) => self.start(ctx, &e, false, start),
             XmlEvent::Empty(e) => self.start(ctx, &e, true, start),
@@ -235,8 +235,7 @@ impl XmlReader {
             }
             XmlEvent::Text(t) => {
                 if self.capturing() && t.starts_with('&') {
-                    let pos = start;
-                    ctx.warn(Rule::X5, pos, "unescaped '&' kept as is");
+                    ctx.warn(Rule::X5, start, "unescaped '&' kept as is");
                 }
                 self.append(&t);
                 Step::More
@@ -251,18 +250,16 @@ impl XmlReader {
             }
             XmlEvent::DocType(d) => {
                 if d.contains("<!ENTITY") {
-                    let pos = start;
                     ctx.warn(
                         Rule::C6,
-                        pos,
+                        start,
                         "DTD entity declarations ignored: entities are never expanded",
                     );
                 }
                 Step::More
             }
             XmlEvent::Eof => {
-                let pos = start;
-                self.eof(ctx, pos);
+                self.eof(ctx, start);
                 Step::Done
             }
             XmlEvent::Decl(_) | XmlEvent::PI(_) | XmlEvent::Comment(_) => Step::More,
@@ -289,7 +286,7 @@ impl XmlReader {
         }
     }
 
-    fn general_ref(&mut self, ctx: &mut Ctx, r: &BytesRef<'_>, start: u64) {
+    fn general_ref(&mut self, ctx: &mut Ctx, r: &BytesRef<'_>, start: At) {
         if !matches!(self.stack.last(), Some(Elem::Field(_) | Elem::Entry)) {
             return;
         }
@@ -298,10 +295,9 @@ impl XmlReader {
             match r.resolve_char_ref() {
                 Ok(Some(c)) => Some(c.encode_utf8(&mut utf8)),
                 _ => {
-                    let pos = start;
                     ctx.warn(
                         Rule::X5,
-                        pos,
+                        start,
                         format!("invalid character reference &{};", &**r),
                     );
                     None
@@ -315,11 +311,10 @@ impl XmlReader {
                 "quot" => Some("\""),
                 "apos" => Some("'"),
                 name => {
-                    let pos = start;
                     let message = format!(
                         "undefined entity &{name}; kept as written (entities are never expanded)"
                     );
-                    ctx.warn(Rule::C6, pos, message);
+                    ctx.warn(Rule::C6, start, message);
                     self.append("&");
                     self.append(name);
                     Some(";")
@@ -331,7 +326,7 @@ impl XmlReader {
         }
     }
 
-    fn start(&mut self, ctx: &mut Ctx, e: &BytesStart<'_>, empty: bool, start: u64) -> Step {
+    fn start(&mut self, ctx: &mut Ctx, e: &BytesStart<'_>, empty: bool, start: At) -> Step {
         if self.root_closed {
             ctx.warn(
                 Rule::C8,
@@ -352,12 +347,11 @@ impl XmlReader {
             }
             return Step::More;
         }
-        let pos = start;
         let ignored = self.names.declare(e, depth);
         if ignored > 0 {
             ctx.warn(
                 Rule::X12,
-                pos,
+                start,
                 format!(
                     "{ignored} namespace declarations over the limit of {MAX_BINDINGS} ignored"
                 ),
@@ -367,7 +361,7 @@ impl XmlReader {
         let (ns, local, uri) = self.names.resolve(qname.as_ref());
         let Some(dialect) = self.dialect else {
             let uri = uri.map(str::to_string);
-            let step = self.root(ctx, ns, uri, local, e, empty, pos);
+            let step = self.root(ctx, ns, uri, local, e, empty, start);
             if empty {
                 self.names.end(depth);
             }
@@ -376,7 +370,7 @@ impl XmlReader {
         if self.stack.len() >= MAX_DEPTH {
             ctx.error(
                 Rule::C8,
-                pos,
+                start,
                 format!("elements nested deeper than {MAX_DEPTH}: reading stopped"),
             );
             self.salvage(ctx);
@@ -392,7 +386,7 @@ impl XmlReader {
         let elem = classify(dialect, parent, ns, local);
         match elem {
             Elem::Entry => {
-                self.entry.reset(pos);
+                self.entry.reset(start);
                 self.in_entry = true;
                 let expected = match dialect {
                     Dialect::Urlset => Some("url"),
@@ -402,7 +396,7 @@ impl XmlReader {
                 if expected.is_some_and(|x| x != local) {
                     ctx.warn(
                         Rule::X1,
-                        pos,
+                        start,
                         format!(
                             "<{local}> inside <{}> read as a <{}>",
                             dialect.format(),
@@ -411,32 +405,34 @@ impl XmlReader {
                     );
                 }
                 if dialect == Dialect::Atom {
-                    self.entry.base = self.xml_base(ctx, e, pos, self.feed_base.clone());
+                    self.entry.base = self.xml_base(ctx, e, start, self.feed_base.clone());
                 }
             }
             Elem::Field(field) => {
                 self.text.clear();
                 self.text_overflow = false;
-                self.field_pos = pos;
+                self.field_pos = start;
                 if let Field::Video(
                     vf @ (VideoField::Restriction | VideoField::Platform | VideoField::Uploader),
                 ) = field
                 {
                     for name in ["relationship", "info"] {
-                        if let Some(value) = attribute(ctx, e, name, pos) {
-                            self.entry.video_attribute(ctx, vf, name, &value, pos);
+                        if let Some(value) = attribute(ctx, e, name, start) {
+                            self.entry.video_attribute(ctx, vf, name, &value, start);
                         }
                     }
                 }
                 if field == Field::Guid {
-                    let permalink = attribute(ctx, e, "isPermaLink", pos);
+                    let permalink = attribute(ctx, e, "isPermaLink", start);
                     self.entry
                         .guid_is_permalink(permalink.is_none_or(|v| v.trim() != "false"));
                 }
             }
             Elem::Video => self.entry.start_video(),
             Elem::News => self.entry.start_news(),
-            Elem::Skip if parent == Elem::Entry => self.entry_link(ctx, dialect, ns, local, e, pos),
+            Elem::Skip if parent == Elem::Entry => {
+                self.entry_link(ctx, dialect, ns, local, e, start)
+            }
             _ => {}
         }
         if empty {
@@ -565,7 +561,7 @@ impl XmlReader {
         Step::More
     }
 
-    fn close(&mut self, ctx: &mut Ctx, elem: Elem, start: u64) {
+    fn close(&mut self, ctx: &mut Ctx, elem: Elem, start: At) {
         match elem {
             Elem::Field(field) if self.in_entry => {
                 if self.text_overflow {
@@ -587,8 +583,7 @@ impl XmlReader {
                 }
             }
             Elem::Video => {
-                let pos = start;
-                self.entry.finish_video(ctx, pos);
+                self.entry.finish_video(ctx, start);
             }
             Elem::Root => self.root_closed = true,
             _ => {}
