@@ -97,20 +97,10 @@ impl Ctx {
         self.resolve_reference(raw, rule, pos, what, base, false)
     }
 
-    /// Like [`Ctx::resolve`], for references that the format allows to be
-    /// relative (Atom links and `xml:base`): resolved silently in both modes.
-    pub fn resolve_relative_ok(
-        &mut self,
-        raw: &str,
-        rule: Rule,
-        pos: At,
-        what: &str,
-        base: Option<&Base>,
-    ) -> Option<NormUrl> {
-        self.resolve_reference(raw, rule, pos, what, base, true)
-    }
-
-    fn resolve_reference(
+    /// [`Ctx::resolve`], with `relative_ok` for references that the format
+    /// allows to be relative (Atom links, `xml:base`): those are resolved
+    /// silently, in strict mode too.
+    pub fn resolve_reference(
         &mut self,
         raw: &str,
         rule: Rule,

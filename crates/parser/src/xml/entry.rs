@@ -603,7 +603,7 @@ impl EntryBuilder {
             );
         }
         let Some(loc) =
-            ctx.resolve_relative_ok(&href, Rule::F2, pos, "entry link", self.base.as_ref())
+            ctx.resolve_reference(&href, Rule::F2, pos, "entry link", self.base.as_ref(), true)
         else {
             return;
         };

@@ -480,7 +480,8 @@ impl XmlReader {
         let Some(value) = attribute(ctx, e, "xml:base", pos) else {
             return parent;
         };
-        let resolved = ctx.resolve_relative_ok(&value, Rule::F2, pos, "xml:base", parent.as_ref());
+        let resolved =
+            ctx.resolve_reference(&value, Rule::F2, pos, "xml:base", parent.as_ref(), true);
         resolved.map(|u| Base::new(&u)).or(parent)
     }
 
