@@ -1125,3 +1125,24 @@ fn i1_extensions_in_an_index_entry_are_flagged() {
     assert_eq!(p.sitemaps.len(), 1);
     assert_eq!(p.rules(), [Rule::I1]);
 }
+
+#[test]
+fn i5_index_children_of_any_format_are_references_the_parser_never_fetches() {
+    let xml = r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+      <sitemap><loc>https://example.com/a.xml.gz</loc></sitemap>
+      <sitemap><loc>https://example.com/feed.rss</loc></sitemap>
+      <sitemap><loc>https://example.com/atom.xml</loc></sitemap>
+      <sitemap><loc>https://example.com/list.txt</loc></sitemap></sitemapindex>"#;
+    let p = parse_at(xml, DOC);
+    let locs: Vec<&str> = p.sitemaps.iter().map(|s| s.loc.as_str()).collect();
+    assert_eq!(
+        locs,
+        [
+            "https://example.com/a.xml.gz",
+            "https://example.com/feed.rss",
+            "https://example.com/atom.xml",
+            "https://example.com/list.txt"
+        ]
+    );
+    assert!(p.diagnostics.is_empty());
+}
