@@ -137,7 +137,7 @@ impl Parser {
         let mut src = if detected.encoding == UTF_8 {
             let mut src = Source::utf8(limited, self.replaced.clone(), MAX_TOKEN_BYTES);
             if src.peek(3)? == UTF8_BOM {
-                io::BufRead::consume(&mut src, 3);
+                src.skip_bom(3);
             }
             src
         } else {
@@ -154,6 +154,12 @@ impl Parser {
             }
             io::BufRead::consume(&mut src, blank);
             sniffed = sniff(src.peek(SNIFF_WINDOW)?);
+        }
+        if matches!(sniffed, Sniffed::Empty | Sniffed::Binary | Sniffed::NotUrls) {
+            // A read error in the first window explains better than its bytes.
+            if let Some(e) = src.take_error() {
+                return Err(e);
+            }
         }
         Ok(match sniffed {
             Sniffed::Empty => {
@@ -235,10 +241,20 @@ impl Parser {
         self.report_replacements();
     }
 
+    /// Flags replaced bytes (C1) once, at the first invalid byte when it is
+    /// known, in stream order: after the entries that precede it.
     fn report_replacements(&mut self) {
         if !self.replaced_reported && self.replaced.load(Ordering::Relaxed) {
+            let finished = matches!(self.state, State::Done(_));
+            let pos = match self.source_mut() {
+                Some(src) => match src.invalid_at() {
+                    Some(at) if src.offset() < at && !finished => return,
+                    Some(at) => at,
+                    None => src.offset(),
+                },
+                None => NOWHERE,
+            };
             self.replaced_reported = true;
-            let pos = self.source_mut().map_or(NOWHERE, |s| s.offset());
             let enc = self.ctx.summary.encoding;
             self.ctx.warn(
                 Rule::C1,

@@ -93,12 +93,16 @@ fn starts_with_http(line: &[u8]) -> bool {
 /// either a scheme, a `/`, or a file name with an extension (`index.html`),
 /// so that a bare word such as an error page's "Forbidden" is not a URL.
 pub fn looks_like_url_reference(line: &[u8]) -> bool {
-    let shaped = line.contains(&b'/')
-        || line.contains(&b':')
+    // A URL, a path, or a file name (`index.html`); not `Error:`, `v1.0` or `OK`.
+    let http = line.len() > 7
+        && (line[..7].eq_ignore_ascii_case(b"http://")
+            || line[..8.min(line.len())].eq_ignore_ascii_case(b"https://"));
+    let shaped = http
+        || line.contains(&b'/')
         || line.rsplit(|&b| b == b'.').next().is_some_and(|ext| {
             ext.len() < line.len()
-                && (1..=6).contains(&ext.len())
-                && ext.iter().all(u8::is_ascii_alphanumeric)
+                && (2..=5).contains(&ext.len())
+                && ext.iter().all(u8::is_ascii_alphabetic)
         });
     shaped && line.iter().all(|&b| b != b' ' && is_reference_byte(b))
 }

@@ -61,6 +61,7 @@ impl TextReader {
             self.src.consume(1);
         }
         let pos = self.src.offset();
+        self.src.set_anchor(pos);
         let mut too_long = false;
         loop {
             self.src.mark();

@@ -69,6 +69,28 @@ pub struct Source {
     mark: u64,
     token_limit: u64,
     pending: Option<io::Error>,
+    /// The earliest offset a diagnostic may still ask about: a refill keeps the
+    /// bytes from here on (up to half a buffer), so that its line is known.
+    anchor: Option<u64>,
+    /// The anchor's position, kept when a refill had to drop its bytes.
+    anchor_position: Option<(u64, Position)>,
+    /// Where the first byte that is not valid UTF-8 was met.
+    invalid_at: Option<u64>,
+}
+
+/// Line breaks in `chunk` (LF; CRLF once; a lone CR, as XML 1.0 and SPEC T1
+/// read it), given the byte after it; and the index just after the last one.
+fn line_breaks(chunk: &[u8], next: Option<u8>) -> (u64, Option<usize>) {
+    let mut count = 0;
+    let mut last = None;
+    for i in memchr::memchr2_iter(b'\n', b'\r', chunk) {
+        let following = chunk.get(i + 1).copied().or(next);
+        if chunk[i] == b'\n' || following != Some(b'\n') {
+            count += 1;
+            last = Some(i + 1);
+        }
+    }
+    (count, last)
 }
 
 impl Source {
@@ -100,6 +122,9 @@ impl Source {
             mark: 0,
             token_limit,
             pending: None,
+            anchor: None,
+            anchor_position: None,
+            invalid_at: None,
         }
     }
 
@@ -119,20 +144,29 @@ impl Source {
     /// is in the buffer; an offset before the buffer (an event that straddled
     /// a refill) is placed at the buffer's start.
     pub fn position_at(&mut self, offset: u64) -> Position {
+        if offset < self.buf_offset {
+            if let Some((at, position)) = self.anchor_position {
+                if at == offset {
+                    return position;
+                }
+            }
+        }
         let idx = offset
             .saturating_sub(self.buf_offset)
             .min(self.filled as u64) as usize;
+        let byte_at = |i: usize| (i < self.filled).then(|| self.buf[i]);
         if idx >= self.cursor {
-            let chunk = &self.buf[self.cursor..idx];
-            if let Some(last) = memchr::memrchr(b'\n', chunk) {
-                self.cursor_line += memchr::memchr_iter(b'\n', chunk).count() as u64;
-                self.cursor_line_start = self.buf_offset + (self.cursor + last) as u64 + 1;
+            let (count, last) = line_breaks(&self.buf[self.cursor..idx], byte_at(idx));
+            self.cursor_line += count;
+            if let Some(last) = last {
+                self.cursor_line_start = self.buf_offset + (self.cursor + last) as u64;
             }
         } else {
-            self.cursor_line -=
-                memchr::memchr_iter(b'\n', &self.buf[idx..self.cursor]).count() as u64;
-            self.cursor_line_start = match memchr::memrchr(b'\n', &self.buf[..idx]) {
-                Some(j) => self.buf_offset + j as u64 + 1,
+            let (count, _) = line_breaks(&self.buf[idx..self.cursor], byte_at(self.cursor));
+            self.cursor_line -= count;
+            let (_, last) = line_breaks(&self.buf[..idx], byte_at(idx));
+            self.cursor_line_start = match last {
+                Some(j) => self.buf_offset + j as u64,
                 None => self.buf_line_start,
             };
         }
@@ -144,6 +178,28 @@ impl Source {
         }
     }
 
+    /// Diagnostics may still ask about offsets from `at` on: keep them in the buffer.
+    pub fn set_anchor(&mut self, at: u64) {
+        self.anchor = Some(at);
+    }
+
+    /// Skips a byte order mark of `n` bytes at the start: columns count after it.
+    pub fn skip_bom(&mut self, n: usize) {
+        self.consume(n);
+        self.buf_line_start = self.offset();
+        self.cursor_line_start = self.offset();
+    }
+
+    /// Where the first byte that is not valid UTF-8 was met (UTF-8 input only).
+    pub fn invalid_at(&self) -> Option<u64> {
+        self.invalid_at
+    }
+
+    /// A read error held back by [`Source::peek`], if any.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        self.pending.take()
+    }
+
     /// Starts a new token: the token limit counts from here.
     pub fn mark(&mut self) {
         self.mark = self.offset();
@@ -151,7 +207,20 @@ impl Source {
 
     /// Moves the unread bytes to the front of the buffer.
     fn compact(&mut self) {
-        let consumed = self.pos;
+        // Keep the bytes from the anchor on, if that costs at most half a buffer.
+        let anchor = self
+            .anchor
+            .map(|a| a.saturating_sub(self.buf_offset).min(self.pos as u64) as usize);
+        let consumed = match anchor {
+            Some(a) if self.pos - a <= self.buf.len() / 2 => a,
+            Some(a) => {
+                // Too far back to keep: remember where it was instead.
+                let at = self.buf_offset + a as u64;
+                self.anchor_position = Some((at, self.position_at(at)));
+                self.pos
+            }
+            None => self.pos,
+        };
         // Keep the line count of what leaves the buffer (one pass of memchr per buffer).
         self.position_at(self.buf_offset + consumed as u64);
         self.buf_line = self.cursor_line;
@@ -161,7 +230,7 @@ impl Source {
         self.buf_offset += consumed as u64;
         self.valid -= consumed;
         self.filled -= consumed;
-        self.pos = 0;
+        self.pos -= consumed;
     }
 
     /// Reads more bytes into the buffer and validates them. Returns false at end of input.
@@ -200,6 +269,7 @@ impl Source {
             Err(e) if e.error_len().is_none() && !self.eof => self.valid += e.valid_up_to(),
             Err(e) => {
                 self.valid += e.valid_up_to();
+                self.invalid_at = Some(self.buf_offset + self.valid as u64);
                 let Input::Utf8 { inner, replaced } =
                     std::mem::replace(&mut self.input, Input::Decoded(Box::new(io::empty())))
                 else {
@@ -223,6 +293,7 @@ impl Source {
         // Room for an incomplete UTF-8 sequence after the window, so that the
         // window can always be validated.
         let n = n.min(self.buf.len() - 4);
+        self.anchor = None;
         if self.valid - self.pos < n {
             self.compact();
             while self.valid < n && self.pending.is_none() {

@@ -131,6 +131,11 @@ fn non_empty(text: &str) -> Option<String> {
 }
 
 impl EntryBuilder {
+    /// Where the entry started.
+    pub fn start(&self) -> At {
+        self.pos
+    }
+
     /// Starts a new entry at `pos`, keeping the buffers' allocations.
     pub fn reset(&mut self, pos: At) {
         self.pos = pos;

@@ -202,8 +202,15 @@ impl XmlReader {
         if ctx.stopped {
             return Step::Done;
         }
-        self.reader.get_mut().mark();
         let start = self.reader.get_ref().offset();
+        let src = self.reader.get_mut();
+        src.mark();
+        // Diagnostics may still be about the open entry, or this event.
+        src.set_anchor(if self.in_entry {
+            self.entry.start()
+        } else {
+            start
+        });
         let mut buf = std::mem::take(&mut self.buf);
         if buf.capacity() > BUF_KEEP {
             buf = Vec::with_capacity(4096);
@@ -232,6 +239,14 @@ impl XmlReader {
                     self.close(ctx, elem, start);
                 }
                 Step::More
+            }
+            XmlEvent::Text(t) if self.root_closed && !t.trim().is_empty() => {
+                ctx.warn(
+                    Rule::C8,
+                    start,
+                    "text after the root element ignored (not well-formed)",
+                );
+                Step::Done
             }
             XmlEvent::Text(t) => {
                 if self.capturing() && t.starts_with('&') {
@@ -499,9 +514,10 @@ impl XmlReader {
         let Some(dialect) = Dialect::of_root(ns, local) else {
             let name = e.name();
             let name: &str = name.as_ref();
-            if matches!(local, "html" | "HTML" | "stylesheet" | "transform")
-                || self.stack.len() >= MAX_DEPTH
-            {
+            let not_a_sitemap = ["html", "stylesheet", "transform"]
+                .iter()
+                .any(|n| local.eq_ignore_ascii_case(n));
+            if not_a_sitemap || self.stack.len() >= MAX_DEPTH {
                 ctx.error(
                     Rule::C7,
                     pos,
@@ -523,7 +539,9 @@ impl XmlReader {
             }
             return Step::More;
         };
-        // The root may sit inside unclosed junk: it starts the document proper.
+        // The root may sit inside unclosed junk: it starts the document proper,
+        // at depth 0, with the namespaces declared on it and around it.
+        self.names.rebase(self.stack.len());
         self.stack.clear();
         if matches!(dialect, Dialect::Urlset | Dialect::Index) && ns != Ns::Sitemap {
             let what = match (ns, &uri) {

@@ -75,6 +75,17 @@ impl Namespaces {
         ignored
     }
 
+    /// Makes every binding at `depth` or above permanent for the document:
+    /// the root was found inside junk markup at `depth` and now counts as
+    /// depth 0, with the junk's declarations still in scope.
+    pub fn rebase(&mut self, depth: usize) {
+        for b in self.defaults.iter_mut().chain(self.prefixed.iter_mut()) {
+            if b.depth <= depth {
+                b.depth = 0;
+            }
+        }
+    }
+
     /// Drops the declarations of the element at `depth`, which has ended.
     pub fn end(&mut self, depth: usize) {
         while self.defaults.last().is_some_and(|b| b.depth >= depth) {
