@@ -30,7 +30,7 @@ const DECL_WINDOW: usize = 1024;
 enum State {
     Start(Box<dyn Read + Send>),
     Xml(Box<XmlReader>),
-    Text(TextReader),
+    Text(Box<TextReader>),
     /// Finished; the source is kept to place the diagnostics still queued.
     Done(Option<Box<Source>>),
 }
@@ -184,7 +184,7 @@ impl Parser {
             }
             Sniffed::Text => {
                 self.ctx.summary.format = Some(Format::Text);
-                State::Text(TextReader::new(src))
+                State::Text(Box::new(TextReader::new(src)))
             }
             Sniffed::Xml { start: skip, junk } => {
                 if junk {
