@@ -1146,3 +1146,119 @@ fn i5_index_children_of_any_format_are_references_the_parser_never_fetches() {
     );
     assert!(p.diagnostics.is_empty());
 }
+
+#[test]
+fn x5_invalid_character_references_in_attributes_drop_the_attribute() {
+    for bad in [
+        "&#0;",
+        "&#x110000;",
+        "&#xD800;",
+        "&#+65;",
+        "&#x+41;",
+        "&#-1;",
+        "&#99999999999;",
+        "&#1;",
+    ] {
+        let xml = urlset(&format!(
+            r#"<url><loc>https://example.com/en</loc><xhtml:link rel="alternate" hreflang="de" href="https://example.com/x{bad}y"/></url>"#
+        ));
+        let p = parse_at(xml, DOC);
+        assert!(p.urls[0].alternates.is_empty(), "{bad}");
+        assert!(p.has(Rule::X5), "{bad}: {:?}", p.rules());
+    }
+    let ok = parse_at(
+        urlset(
+            r#"<url><loc>https://example.com/en</loc><xhtml:link rel="alternate" hreflang="de" href="https://example.com/&#x41;&#66;"/></url>"#,
+        ),
+        DOC,
+    );
+    assert_eq!(
+        ok.urls[0].alternates[0].href.as_str(),
+        "https://example.com/AB"
+    );
+}
+
+#[test]
+fn one_entry_cannot_hold_unbounded_extension_data() {
+    let link = format!(
+        r#"<xhtml:link rel="alternate" hreflang="de" href="https://example.com/{}"/>"#,
+        "d".repeat(2_000)
+    );
+    let p = parse_at(
+        urlset(&format!(
+            "<url><loc>https://example.com/a</loc>{}</url>",
+            link.repeat(500)
+        )),
+        DOC,
+    );
+    let kept: usize = p.urls[0]
+        .alternates
+        .iter()
+        .map(|a| a.href.as_str().len())
+        .sum();
+    assert!(
+        kept <= 256 * 1024 && p.urls[0].alternates.len() > 100,
+        "{kept}"
+    );
+    assert_eq!(p.rules(), [Rule::E4]);
+    let videos = "<video:video><video:title>t</video:title></video:video>".repeat(5_000);
+    let p = parse_at(
+        urlset(&format!(
+            "<url><loc>https://example.com/a</loc>{videos}</url>"
+        )),
+        DOC,
+    );
+    assert!(p.urls[0].videos.len() < 5_000);
+    assert!(
+        p.diagnostics
+            .iter()
+            .any(|d| d.message.contains("bytes of extension data"))
+    );
+}
+
+/// Serves `data`, then fails with `kind`.
+struct FailsAfter(std::io::Cursor<Vec<u8>>, std::io::ErrorKind);
+
+impl std::io::Read for FailsAfter {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.read(buf)? {
+            0 => Err(std::io::Error::new(self.1, "connection reset by peer")),
+            n => Ok(n),
+        }
+    }
+}
+
+#[test]
+fn c8_read_errors_are_reported_as_read_errors() {
+    let parse_failing = |data: Vec<u8>| {
+        let mut parser = sitemapd_parser::Parser::new(
+            FailsAfter(
+                std::io::Cursor::new(data),
+                std::io::ErrorKind::ConnectionReset,
+            ),
+            ParseOptions::default(),
+        );
+        let diags: Vec<_> = parser
+            .by_ref()
+            .filter_map(|e| match e {
+                sitemapd_parser::Event::Diagnostic(d) => Some(d),
+                _ => None,
+            })
+            .collect();
+        diags
+    };
+    // Failing right after a gzip magic byte: a read error, not "not a sitemap".
+    let d = parse_failing(vec![0x1f]);
+    assert!(d.iter().any(|d| d.message.contains("reset")), "{d:?}");
+    assert!(!d.iter().any(|d| d.rule == Rule::C7), "{d:?}");
+    // Failing inside a gzip stream: not a corrupt gzip.
+    let xml = urlset(&"<url><loc>https://example.com/a</loc></url>".repeat(2_000));
+    let gz = gzip(xml.as_bytes());
+    let d = parse_failing(gz[..gz.len() / 2].to_vec());
+    let c8 = d.iter().find(|d| d.rule == Rule::C8).expect("C8");
+    assert!(
+        c8.message.contains("reset") && !c8.message.contains("gzip"),
+        "{}",
+        c8.message
+    );
+}

@@ -69,6 +69,10 @@ struct Members {
     trailing: Arc<AtomicU64>,
     /// An error met after some slices were inflated: returned by the next read.
     pending: Option<io::Error>,
+    /// The current member has produced output.
+    member_output: bool,
+    /// Members inflated to their end.
+    members_done: u32,
 }
 
 impl Read for Members {
@@ -97,45 +101,79 @@ impl Read for Members {
 impl Members {
     /// Inflates at most one slice, moving on to the next member at the end of one.
     fn read_slice(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len();
         loop {
             let Some(decoder) = &mut self.decoder else {
                 return Ok(0);
             };
-            match decoder.read(&mut buf[..n]) {
-                Ok(0) if n > 0 => {
+            match decoder.read(buf) {
+                Ok(0) if !buf.is_empty() => {
                     let Some(decoder) = self.decoder.take() else {
                         return Ok(0);
                     };
+                    self.members_done += 1;
                     let mut rest = decoder.into_inner();
                     let next = rest.fill_buf()?;
-                    if next.is_empty() {
-                        return Ok(0);
-                    }
-                    if next[0] == GZIP_MAGIC[0] && next.get(1).is_none_or(|b| *b == GZIP_MAGIC[1]) {
+                    if next.len() >= 2 && next[..2] == GZIP_MAGIC {
                         self.decoder = Some(GzDecoder::new(rest));
+                        self.member_output = false;
                         continue;
                     }
-                    let mut junk = 0u64;
-                    loop {
-                        let len = rest.fill_buf()?.len();
-                        if len == 0 {
-                            break;
-                        }
-                        junk += len as u64;
-                        rest.consume(len);
-                    }
+                    let junk = drain(rest)?;
                     self.trailing.fetch_add(junk, Ordering::Relaxed);
                     return Ok(0);
                 }
-                Ok(read) => return Ok(read),
-                Err(e) if e.kind() == io::ErrorKind::Other && e.get_ref().is_some() => {
-                    return Err(e);
+                Ok(read) => {
+                    self.member_output = true;
+                    return Ok(read);
                 }
-                Err(e) => return Err(io::Error::new(e.kind(), GzipError(e.to_string()))),
+                // Inflating failed: a member after the first that yields nothing
+                // (a stray magic number, a cut-off header) is trailing junk.
+                Err(e) if is_inflate_error(&e) && !self.member_output && self.first_done() => {
+                    let junk = match self.decoder.take() {
+                        Some(decoder) => drain(decoder.into_inner())?,
+                        None => 0,
+                    };
+                    // At least the bytes of the member that could not be read.
+                    self.trailing.fetch_add(junk.max(2), Ordering::Relaxed);
+                    return Ok(0);
+                }
+                Err(e) if is_inflate_error(&e) => {
+                    return Err(io::Error::new(e.kind(), GzipError(e.to_string())));
+                }
+                // The reader under the gzip stream failed (reset, timeout): as it is.
+                Err(e) => return Err(e),
             }
         }
     }
+
+    /// Whether a member has already been inflated to its end.
+    fn first_done(&self) -> bool {
+        self.members_done > 0
+    }
+}
+
+/// Reads `rest` to its end; returns how many bytes that was.
+fn drain(mut rest: BufReader<BoxRead>) -> io::Result<u64> {
+    let mut count = 0u64;
+    loop {
+        let len = rest.fill_buf()?.len();
+        if len == 0 {
+            return Ok(count);
+        }
+        count += len as u64;
+        rest.consume(len);
+    }
+}
+
+/// Whether flate2 itself failed (bad header, corrupt data, checksum, cut
+/// short), as opposed to the reader under it.
+fn is_inflate_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+    ) && !e
+        .get_ref()
+        .is_some_and(|inner| inner.is::<super::limit::LimitExceeded>())
 }
 
 /// Removes gzip layers (up to [`MAX_LAYERS`]), each one's output limited to
@@ -156,6 +194,8 @@ pub fn unwrap_layers(
             decoder: Some(GzDecoder::new(BufReader::new(chained))),
             trailing: trailing.clone(),
             pending: None,
+            member_output: false,
+            members_done: 0,
         };
         r = Box::new(Limit::new(members, max_bytes));
         layers += 1;
@@ -204,6 +244,32 @@ mod tests {
         assert_eq!(unwrap_all(two), (b"<urlset></urlset>".to_vec(), 1, 0));
         let padded = [gz(b"<urlset/>"), vec![0u8; 512]].concat();
         assert_eq!(unwrap_all(padded), (b"<urlset/>".to_vec(), 1, 512));
+        for tail in [&[0x1f][..], &[0x1f, 0x8b], &[0x1f, 0x8b, 8, 0]] {
+            let (out, layers, trailing) = unwrap_all([gz(b"<urlset/>"), tail.to_vec()].concat());
+            assert_eq!((out, layers), (b"<urlset/>".to_vec(), 1), "{tail:?}");
+            assert!(trailing > 0, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn errors_of_the_reader_under_gzip_are_not_gzip_errors() {
+        struct Reset(Cursor<Vec<u8>>);
+        impl Read for Reset {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                match self.0.read(buf)? {
+                    0 => Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset")),
+                    n => Ok(n),
+                }
+            }
+        }
+        let mut data = gz(&vec![b'x'; 100_000]);
+        data.truncate(data.len() / 2);
+        let trailing = Arc::new(AtomicU64::new(0));
+        let (mut r, _) =
+            unwrap_layers(Box::new(Reset(Cursor::new(data))), 1 << 20, &trailing).unwrap();
+        let err = r.read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
+        assert!(!gzip_error(&err));
     }
 
     #[test]

@@ -15,6 +15,9 @@ use super::values::{self, Read};
 const MAX_DESCRIPTION_CHARS: usize = 2_048;
 /// Most tags kept per video (E2).
 const MAX_TAGS: usize = 32;
+/// Most bytes of extension data (images, videos, news, alternates) kept for
+/// one entry, so that one hostile `<url>` cannot hold megabytes.
+const MAX_EXTRAS_BYTES: usize = 256 * 1024;
 
 /// A value and where it was written.
 type Written = (String, At);
@@ -36,6 +39,11 @@ pub struct EntryBuilder {
     priority: Option<f32>,
     images: Vec<Image>,
     images_capped: bool,
+    /// Extension bytes kept so far, and whether the budget ran out (flagged once).
+    extras: usize,
+    extras_capped: bool,
+    /// The `<video:video>` being read was kept (within the budget).
+    video_open: bool,
     videos: Vec<Video>,
     news: Option<Box<News>>,
     alternates: Vec<Alternate>,
@@ -149,6 +157,9 @@ impl EntryBuilder {
         self.priority = None;
         self.images.clear();
         self.images_capped = false;
+        self.extras = 0;
+        self.extras_capped = false;
+        self.video_open = false;
         self.videos.clear();
         self.news = None;
         self.alternates.clear();
@@ -181,8 +192,28 @@ impl EntryBuilder {
     }
 
     /// A `<video:video>` starts.
-    pub fn start_video(&mut self) {
-        self.videos.push(Video::default());
+    pub fn start_video(&mut self, ctx: &mut Ctx, pos: At) {
+        self.video_open = self.within_budget(ctx, std::mem::size_of::<Video>(), Rule::E2, pos);
+        if self.video_open {
+            self.videos.push(Video::default());
+        }
+    }
+
+    /// Counts `bytes` of extension data against the entry's budget; false
+    /// (flagged once, under `rule`) when they do not fit.
+    fn within_budget(&mut self, ctx: &mut Ctx, bytes: usize, rule: Rule, pos: At) -> bool {
+        if self.extras + bytes <= MAX_EXTRAS_BYTES {
+            self.extras += bytes;
+            return true;
+        }
+        if !self.extras_capped {
+            self.extras_capped = true;
+            let message = format!(
+                "more than {MAX_EXTRAS_BYTES} bytes of extension data in one entry: the rest is ignored"
+            );
+            ctx.warn(rule, pos, message);
+        }
+        false
     }
 
     /// A `<news:news>` starts.
@@ -199,6 +230,9 @@ impl EntryBuilder {
         value: &str,
         pos: At,
     ) {
+        if !self.video_open {
+            return;
+        }
         let Some(video) = self.videos.last_mut() else {
             return;
         };
@@ -247,9 +281,11 @@ impl EntryBuilder {
     ) {
         match (rel, hreflang, href) {
             (Some(rel), Some(lang), Some(href)) if rel.trim().eq_ignore_ascii_case("alternate") => {
-                if let Some(href) =
-                    ctx.resolve(href, Rule::E4, pos, "hreflang href", self.base.as_ref())
-                {
+                let resolved =
+                    ctx.resolve(href, Rule::E4, pos, "hreflang href", self.base.as_ref());
+                if let Some(href) = resolved.filter(|h| {
+                    self.within_budget(ctx, h.as_str().len() + lang.len(), Rule::E4, pos)
+                }) {
                     self.alternates.push(Alternate {
                         hreflang: lang.trim().to_string(),
                         href,
@@ -328,10 +364,10 @@ impl EntryBuilder {
                         self.images_capped = true;
                         ctx.warn(Rule::E1, pos, format!("more than {MAX_IMAGES_PER_URL} images in one <url>: the rest are ignored"));
                     }
-                } else {
-                    if let Some(loc) =
-                        ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref())
-                    {
+                } else if let Some(loc) =
+                    ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref())
+                {
+                    if self.within_budget(ctx, loc.as_str().len(), Rule::E1, pos) {
                         self.images.push(Image { loc });
                     }
                 }
@@ -370,6 +406,9 @@ impl EntryBuilder {
     }
 
     fn video_field(&mut self, ctx: &mut Ctx, field: VideoField, text: &str, pos: At) {
+        if !self.video_open || !self.within_budget(ctx, text.len(), Rule::E2, pos) {
+            return;
+        }
         let base = self.base.clone();
         let Some(v) = self.videos.last_mut() else {
             return;
@@ -458,6 +497,9 @@ impl EntryBuilder {
 
     /// A `<video:video>` ends: the protocol's required fields are checked (E2).
     pub fn finish_video(&mut self, ctx: &mut Ctx, pos: At) {
+        if !std::mem::take(&mut self.video_open) {
+            return;
+        }
         let Some(v) = self.videos.last() else { return };
         let mut missing = Vec::new();
         if v.thumbnail_loc.is_none() {
@@ -482,6 +524,9 @@ impl EntryBuilder {
     }
 
     fn news_field(&mut self, ctx: &mut Ctx, field: NewsField, text: &str, pos: At) {
+        if !self.within_budget(ctx, text.len(), Rule::E3, pos) {
+            return;
+        }
         let news = self.news.get_or_insert_default();
         match field {
             NewsField::Name => news.publication_name = non_empty(text),

@@ -77,16 +77,53 @@ fn overflow_rule(field: Field) -> Rule {
     }
 }
 
-/// An attribute value with its references decoded. quick-xml refuses a
-/// value holding an undefined entity; then the value is decoded here, the
-/// undefined entity kept as written, and `true` returned so it is flagged (C6).
-fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow<'a, str>, bool) {
+/// What decoding an attribute value found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refs {
+    /// Every reference decoded.
+    Clean,
+    /// An undefined entity, kept as written (C6).
+    Undefined,
+    /// A character reference to a character XML does not allow, or not a number (X5).
+    Invalid,
+}
+
+/// Whether XML 1.0 allows `c` in a document.
+fn is_xml_char(c: char) -> bool {
+    !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// The character a numeric reference (`#65`, `#x41`) names, if it is a
+/// number (no sign) naming a character XML allows.
+fn char_ref(name: &str) -> Option<char> {
+    let code = if let Some(hex) = name.strip_prefix("#x").or_else(|| name.strip_prefix("#X")) {
+        hex.bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| u32::from_str_radix(hex, 16).ok())??
+    } else {
+        let dec = name.strip_prefix('#')?;
+        dec.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| dec.parse().ok())??
+    };
+    char::from_u32(code).filter(|&c| is_xml_char(c))
+}
+
+/// An attribute value with its references decoded, and what was found. When
+/// quick-xml refuses the value (an undefined entity), it is decoded here
+/// with the undefined entity kept as written.
+fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow<'a, str>, Refs) {
     if let Ok(v) = a.normalized_value(XmlVersion::Implicit1_0) {
-        return (Cow::Owned(v.into_owned()), false);
+        let refs = if v.chars().all(is_xml_char) {
+            Refs::Clean
+        } else {
+            Refs::Invalid
+        };
+        return (Cow::Owned(v.into_owned()), refs);
     }
     let raw: &str = &a.value;
     let mut out = String::with_capacity(raw.len());
-    let mut undefined = false;
+    let mut refs = Refs::Clean;
     let mut rest = raw;
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
@@ -97,24 +134,24 @@ fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow
             continue;
         };
         let name = &after[..end];
-        let decoded = match name {
+        let predefined = match name {
             "amp" => Some('&'),
             "lt" => Some('<'),
             "gt" => Some('>'),
             "quot" => Some('"'),
             "apos" => Some('\''),
-            _ => match name.strip_prefix("#x").or_else(|| name.strip_prefix("#X")) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok().and_then(char::from_u32),
-                None => name
-                    .strip_prefix('#')
-                    .and_then(|d| d.parse().ok())
-                    .and_then(char::from_u32),
-            },
+            _ => None,
         };
-        match decoded {
-            Some(c) => out.push(c),
-            None => {
-                undefined = true;
+        match (predefined, name.starts_with('#')) {
+            (Some(c), _) => out.push(c),
+            (None, true) => match char_ref(name) {
+                Some(c) => out.push(c),
+                None => refs = Refs::Invalid,
+            },
+            (None, false) => {
+                if refs == Refs::Clean {
+                    refs = Refs::Undefined;
+                }
                 out.push('&');
                 out.push_str(name);
                 out.push(';');
@@ -123,36 +160,46 @@ fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow
         rest = &after[end + 1..];
     }
     out.push_str(rest);
-    (Cow::Owned(out), undefined)
+    (Cow::Owned(out), refs)
 }
 
-/// The attributes of a start tag as (qualified name, value, has an undefined
-/// entity); malformed attributes are skipped.
+/// The attributes of a start tag as (qualified name, value, what decoding
+/// found); malformed attributes are skipped.
 fn attributes<'a>(
     e: &'a BytesStart<'a>,
-) -> impl Iterator<Item = (&'a str, Cow<'a, str>, bool)> + 'a {
+) -> impl Iterator<Item = (&'a str, Cow<'a, str>, Refs)> + 'a {
     e.attributes().flatten().map(|a| {
-        let (value, undefined) = attribute_value(&a);
-        (a.key.0, value, undefined)
+        let (value, refs) = attribute_value(&a);
+        (a.key.0, value, refs)
     })
 }
 
-/// One attribute's value; an undefined entity in it is flagged (C6).
+/// One attribute's value. An undefined entity in it is kept and flagged (C6);
+/// an invalid character reference makes the whole value unusable (X5).
 fn attribute<'a>(
     ctx: &mut Ctx,
     e: &'a BytesStart<'a>,
     name: &str,
     pos: At,
 ) -> Option<Cow<'a, str>> {
-    let (_, value, undefined) = attributes(e).find(|(k, ..)| *k == name)?;
-    if undefined {
-        let message = format!(
-            "undefined entity in attribute {name}={} kept as written",
-            quote(&value)
-        );
-        ctx.warn(Rule::C6, pos, message);
+    let (_, value, refs) = attributes(e).find(|(k, ..)| *k == name)?;
+    match refs {
+        Refs::Clean => Some(value),
+        Refs::Undefined => {
+            let message = format!(
+                "undefined entity in attribute {name}={} kept as written",
+                quote(&value)
+            );
+            ctx.warn(Rule::C6, pos, message);
+            Some(value)
+        }
+        Refs::Invalid => {
+            let message =
+                format!("invalid character reference in attribute {name}: attribute ignored");
+            ctx.warn(Rule::X5, pos, message);
+            None
+        }
     }
-    Some(value)
 }
 
 impl XmlReader {
@@ -443,7 +490,7 @@ impl XmlReader {
                         .guid_is_permalink(permalink.is_none_or(|v| v.trim() != "false"));
                 }
             }
-            Elem::Video => self.entry.start_video(),
+            Elem::Video => self.entry.start_video(ctx, start),
             Elem::News => self.entry.start_news(),
             Elem::Skip if parent == Elem::Entry => {
                 self.entry_link(ctx, dialect, ns, local, e, start)
