@@ -15,7 +15,7 @@ pub type At = u64;
 pub const NOWHERE: At = u64::MAX;
 use crate::event::{Event, SitemapRef, UrlEntry};
 use crate::options::{MAX_LOC_CHARS, ParseOptions};
-use crate::scope::in_scope_with;
+use crate::scope::Scope;
 use crate::summary::Summary;
 use crate::url::{Base, NormUrl, UrlError, has_scheme, is_reference_byte};
 
@@ -41,6 +41,8 @@ pub struct Ctx {
     pub opts: ParseOptions,
     /// The document URL, parsed once for resolving relative references.
     pub base: Option<Base>,
+    /// The document's scope, prepared once (L1-L8).
+    scope: Option<Scope>,
     /// Events produced and not yet handed out.
     pub queue: VecDeque<Event>,
     /// The offset of each queued diagnostic, in queue order.
@@ -55,9 +57,14 @@ impl Ctx {
     /// A context for one document.
     pub fn new(opts: ParseOptions) -> Self {
         let base = opts.document_url.as_ref().map(Base::new);
+        let scope = opts
+            .document_url
+            .clone()
+            .map(|doc| Scope::new(doc, opts.authorized_origins.clone(), opts.scope));
         Self {
             opts,
             base,
+            scope,
             queue: VecDeque::new(),
             diagnostic_offsets: VecDeque::new(),
             summary: Summary::default(),
@@ -195,13 +202,14 @@ impl Ctx {
 
     /// Applies the scope rule (L6 for URLs, I4 for index children); false drops the URL.
     fn in_scope(&mut self, url: &NormUrl, rule: Rule, pos: At) -> bool {
-        let Some(doc) = &self.opts.document_url else {
+        let Some(scope) = &self.scope else {
             return true;
         };
-        match in_scope_with(doc, &self.opts.authorized_origins, url, self.opts.scope) {
+        match scope.check(url) {
             Ok(()) => true,
             Err(reason) => {
                 *self.summary.out_of_scope.entry(reason).or_default() += 1;
+                let doc = scope.sitemap();
                 let msg = format!("{url} dropped: out of the scope of {doc} (other {reason})");
                 self.warn(rule, pos, msg);
                 false

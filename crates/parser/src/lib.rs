@@ -79,7 +79,7 @@ pub use event::{
 };
 pub use options::{ParseOptions, ScopeMode, Strictness};
 pub use parser::{MAX_TOKEN_BYTES, Parser};
-pub use scope::{OutOfScope, in_scope, in_scope_with, scope_directory};
+pub use scope::{OutOfScope, Scope, in_scope, in_scope_with, scope_directory};
 pub use stream::{ParseStream, parse_async};
 pub use summary::{Format, Summary};
 pub use url::{NormUrl, UrlError};

@@ -110,6 +110,63 @@ pub fn in_scope_with(
     own
 }
 
+/// The scope of one sitemap, prepared once for checking many URLs: the
+/// common answers are two string comparisons.
+///
+/// ```
+/// use sitemapd_parser::{NormUrl, OutOfScope, Scope, ScopeMode};
+/// let sm = NormUrl::parse("https://example.com/blog/sitemap.xml").unwrap();
+/// let scope = Scope::new(sm, Vec::new(), ScopeMode::Directory);
+/// assert_eq!(scope.check(&NormUrl::parse("https://example.com/blog/a").unwrap()), Ok(()));
+/// assert_eq!(scope.check(&NormUrl::parse("https://example.com/shop").unwrap()), Err(OutOfScope::Directory));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Scope {
+    sitemap: NormUrl,
+    authorized: Vec<NormUrl>,
+    mode: ScopeMode,
+    /// `scope_directory(sitemap)`, owned.
+    directory: String,
+}
+
+impl Scope {
+    /// The scope of the sitemap at `sitemap`, with cross-submission from the
+    /// `authorized` origins (R5/L7).
+    pub fn new(sitemap: NormUrl, authorized: Vec<NormUrl>, mode: ScopeMode) -> Self {
+        let directory = scope_directory(&sitemap).to_string();
+        Self {
+            sitemap,
+            authorized,
+            mode,
+            directory,
+        }
+    }
+
+    /// The sitemap whose scope this is.
+    pub fn sitemap(&self) -> &NormUrl {
+        &self.sitemap
+    }
+
+    /// [`in_scope_with`] for this scope.
+    pub fn check(&self, candidate: &NormUrl) -> Result<(), OutOfScope> {
+        if self.mode == ScopeMode::None {
+            return Ok(());
+        }
+        // Normalised origins are equal exactly when scheme, host and port are.
+        let origin = candidate.origin();
+        if origin == self.sitemap.origin() {
+            if self.mode == ScopeMode::Host
+                || candidate.path_and_query().starts_with(&self.directory)
+            {
+                return Ok(());
+            }
+        } else if self.authorized.iter().any(|a| a.origin() == origin) {
+            return Ok(());
+        }
+        in_scope_with(&self.sitemap, &self.authorized, candidate, self.mode)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +265,40 @@ mod tests {
             Err(OutOfScope::Host)
         );
         assert_eq!(in_scope(&sm, &other_host, ScopeMode::None), Ok(()));
+    }
+
+    #[test]
+    fn scope_agrees_with_in_scope_with() {
+        let sitemaps = [
+            "http://a.com/dir/s.xml",
+            "https://a.com:8443/s.xml?x=/y/",
+            "http://a.com/",
+        ];
+        let candidates = [
+            "http://a.com/dir/x",
+            "http://a.com/x",
+            "https://a.com/dir/x",
+            "http://a.com:81/dir/x",
+            "http://b.com/dir/x",
+            "https://a.com:8443/z",
+            "http://a.com/dir",
+            "https://b.com/q",
+        ];
+        let authorized = vec![NormUrl::parse("https://b.com/").unwrap()];
+        for sm in sitemaps {
+            let sm = NormUrl::parse(sm).unwrap();
+            for mode in [ScopeMode::Directory, ScopeMode::Host, ScopeMode::None] {
+                let scope = Scope::new(sm.clone(), authorized.clone(), mode);
+                for c in candidates {
+                    let c = NormUrl::parse(c).unwrap();
+                    assert_eq!(
+                        scope.check(&c),
+                        in_scope_with(&sm, &authorized, &c, mode),
+                        "{sm} {c} {mode:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

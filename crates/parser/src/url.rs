@@ -290,6 +290,19 @@ const fn uri_byte_table() -> [bool; 256] {
 }
 static URI_BYTE: [bool; 256] = uri_byte_table();
 
+/// Bytes of a host that is already normal: lowercase ASCII letters, digits, `-._`.
+const fn normal_host_table() -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_');
+        c += 1;
+    }
+    t
+}
+static NORMAL_HOST_BYTE: [bool; 256] = normal_host_table();
+
 /// The common case, checked in one pass: `http(s)://` + a lowercase ASCII
 /// host + a path of URI bytes. Such a URL is already normal: it is copied as is.
 fn already_normal(s: &str) -> Option<NormUrl> {
@@ -305,9 +318,10 @@ fn already_normal(s: &str) -> Option<NormUrl> {
         return None;
     }
     let mut i = host_start;
-    while i < b.len() && matches!(b[i], b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_') {
-        i += 1;
-    }
+    i += b[i..]
+        .iter()
+        .position(|&c| !NORMAL_HOST_BYTE[c as usize])
+        .unwrap_or(b.len() - i);
     let host_end = i;
     // Numeric hosts may be IPv4 in another spelling; empty labels are errors: the full path decides.
     let last_label = s[host_start..host_end]
