@@ -5,6 +5,11 @@
 use std::collections::VecDeque;
 
 use crate::diagnostic::{Diagnostic, Position, Rule};
+use crate::event::{Event, SitemapRef, UrlEntry};
+use crate::options::{MAX_LOC_CHARS, ParseOptions};
+use crate::scope::Scope;
+use crate::summary::Summary;
+use crate::url::{Base, NormUrl, UrlError, has_scheme, is_reference_byte};
 
 /// Where something is: a byte offset in the decoded document. It becomes a
 /// line and column only when its diagnostic is handed out, because counting
@@ -13,11 +18,17 @@ pub type At = u64;
 
 /// An offset for diagnostics about the document as a whole (shown as 0:0).
 pub const NOWHERE: At = u64::MAX;
-use crate::event::{Event, SitemapRef, UrlEntry};
-use crate::options::{MAX_LOC_CHARS, ParseOptions};
-use crate::scope::Scope;
-use crate::summary::Summary;
-use crate::url::{Base, NormUrl, UrlError, has_scheme, is_reference_byte};
+
+/// Whether the format allows a reference to be relative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relative {
+    /// The protocol wants absolute URLs: a relative one is resolved and
+    /// flagged (lenient) or dropped (strict).
+    Flagged,
+    /// The format allows relative references (Atom links, `xml:base`):
+    /// resolved silently, in strict mode too.
+    Allowed,
+}
 
 /// Longest value quoted in a diagnostic message.
 const QUOTE_CHARS: usize = 120;
@@ -43,10 +54,9 @@ pub struct Ctx {
     pub base: Option<Base>,
     /// The document's scope, prepared once (L1-L8).
     scope: Option<Scope>,
-    /// Events produced and not yet handed out.
-    pub queue: VecDeque<Event>,
-    /// The offset of each queued diagnostic, in queue order.
-    pub diagnostic_offsets: VecDeque<At>,
+    /// Events produced and not yet handed out, each with where it was found
+    /// (used to place diagnostics).
+    pub queue: VecDeque<(Event, At)>,
     /// Running totals.
     pub summary: Summary,
     /// Set when the entry limit stopped the document.
@@ -66,7 +76,6 @@ impl Ctx {
             base,
             scope,
             queue: VecDeque::new(),
-            diagnostic_offsets: VecDeque::new(),
             summary: Summary::default(),
             stopped: false,
         }
@@ -75,8 +84,7 @@ impl Ctx {
     /// Records and queues a diagnostic found at `at`.
     fn diag(&mut self, d: Diagnostic, at: At) {
         *self.summary.diagnostics.entry(d.rule).or_default() += 1;
-        self.queue.push_back(Event::Diagnostic(d));
-        self.diagnostic_offsets.push_back(at);
+        self.queue.push_back((Event::Diagnostic(d), at));
     }
 
     /// Queues a warning.
@@ -90,9 +98,8 @@ impl Ctx {
     }
 
     /// Turns a reference as written (a loc, a text line, an href) into a
-    /// normalised URL, or drops it with a diagnostic under `rule`. Relative
-    /// references are resolved against `base` (or the document URL) in
-    /// lenient mode (flagged) and dropped in strict mode.
+    /// normalised URL, or drops it with a diagnostic under `rule`. A relative
+    /// reference is resolved against `base` (or the document URL) as `relative` says.
     pub fn resolve(
         &mut self,
         raw: &str,
@@ -100,21 +107,7 @@ impl Ctx {
         pos: At,
         what: &str,
         base: Option<&Base>,
-    ) -> Option<NormUrl> {
-        self.resolve_reference(raw, rule, pos, what, base, false)
-    }
-
-    /// [`Ctx::resolve`], with `relative_ok` for references that the format
-    /// allows to be relative (Atom links, `xml:base`): those are resolved
-    /// silently, in strict mode too.
-    pub fn resolve_reference(
-        &mut self,
-        raw: &str,
-        rule: Rule,
-        pos: At,
-        what: &str,
-        base: Option<&Base>,
-        relative_ok: bool,
+        relative: Relative,
     ) -> Option<NormUrl> {
         let trimmed = raw.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -139,7 +132,7 @@ impl Ctx {
         }
         let result = if has_scheme(trimmed) {
             NormUrl::parse(trimmed)
-        } else if self.opts.is_strict() && !relative_ok {
+        } else if self.opts.is_strict() && relative == Relative::Flagged {
             Err(UrlError::Relative)
         } else if !trimmed.bytes().all(is_reference_byte) {
             self.warn(
@@ -152,7 +145,7 @@ impl Ctx {
             let joined = base.or(self.base.as_ref()).map(|b| b.join(trimmed));
             match joined {
                 Some(Ok(url)) => {
-                    if !relative_ok {
+                    if relative == Relative::Flagged {
                         self.warn(
                             rule,
                             pos,
@@ -248,7 +241,7 @@ impl Ctx {
     pub fn emit_url(&mut self, entry: UrlEntry, pos: At) {
         if self.in_scope(&entry.loc, Rule::L6, pos) && self.admit(pos) {
             self.summary.urls += 1;
-            self.queue.push_back(Event::Url(entry));
+            self.queue.push_back((Event::Url(entry), pos));
         }
     }
 
@@ -256,7 +249,7 @@ impl Ctx {
     pub fn emit_sitemap(&mut self, sitemap: SitemapRef, pos: At) {
         if self.in_scope(&sitemap.loc, Rule::I4, pos) && self.admit(pos) {
             self.summary.sitemaps += 1;
-            self.queue.push_back(Event::Sitemap(sitemap));
+            self.queue.push_back((Event::Sitemap(sitemap), pos));
         }
     }
 }

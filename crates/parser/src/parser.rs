@@ -146,58 +146,42 @@ impl Parser {
             Source::decoded(Box::new(decoded), MAX_TOKEN_BYTES)
         };
         let mut sniffed = sniff(src.peek(SNIFF_WINDOW)?);
-        // A window of nothing but whitespace may be followed by the document.
+        // A window of nothing but whitespace may be followed by the document:
+        // skip windows until one holds something, or the input ends.
         while sniffed == Sniffed::Empty {
             let blank = src.peek(SNIFF_WINDOW)?.len();
-            if blank < SNIFF_WINDOW - 4 {
+            if blank == 0 {
                 break;
             }
             io::BufRead::consume(&mut src, blank);
             sniffed = sniff(src.peek(SNIFF_WINDOW)?);
         }
-        if matches!(sniffed, Sniffed::Empty | Sniffed::Binary | Sniffed::NotUrls) {
-            // A read error in the first window explains better than its bytes.
-            if let Some(e) = src.take_error() {
-                return Err(e);
-            }
-        }
-        Ok(match sniffed {
-            Sniffed::Empty => {
-                self.ctx.error(Rule::C7, start, "empty document");
-                State::Done(Some(Box::new(src)))
-            }
-            Sniffed::Binary => {
-                self.ctx.error(
-                    Rule::C7,
-                    start,
-                    "binary data: not a sitemap, sitemap index, feed or text list",
-                );
-                State::Done(Some(Box::new(src)))
-            }
-            Sniffed::NotUrls => {
-                self.ctx.error(
-                    Rule::C7,
-                    start,
-                    "neither XML nor a list of URLs: not a sitemap",
-                );
-                State::Done(Some(Box::new(src)))
-            }
+        let not_a_sitemap = match sniffed {
             Sniffed::Text => {
                 self.ctx.summary.format = Some(Format::Text);
-                State::Text(Box::new(TextReader::new(src)))
+                return Ok(State::Text(Box::new(TextReader::new(src))));
             }
             Sniffed::Xml { start: skip, junk } => {
                 if junk {
-                    self.ctx.warn(
-                        Rule::C5,
-                        start,
-                        format!("{skip} bytes of text before the XML markup skipped"),
-                    );
+                    let message = format!("{skip} bytes of text before the XML markup skipped");
+                    self.ctx.warn(Rule::C5, start, message);
                 }
                 io::BufRead::consume(&mut src, skip);
-                State::Xml(Box::new(XmlReader::new(src, self.ctx.opts.is_strict())))
+                return Ok(State::Xml(Box::new(XmlReader::new(
+                    src,
+                    self.ctx.opts.is_strict(),
+                ))));
             }
-        })
+            Sniffed::Empty => "empty document",
+            Sniffed::Binary => "binary data: not a sitemap, sitemap index, feed or text list",
+            Sniffed::NotUrls => "neither XML nor a list of URLs: not a sitemap",
+        };
+        // A read error in the first window explains better than its bytes.
+        if let Some(e) = src.take_error() {
+            return Err(e);
+        }
+        self.ctx.error(Rule::C7, start, not_a_sitemap);
+        Ok(State::Done(Some(Box::new(src))))
     }
 
     /// Advances the state machine by one step.
@@ -290,19 +274,14 @@ impl Iterator for Parser {
 
     fn next(&mut self) -> Option<Event> {
         loop {
-            if let Some(mut event) = self.ctx.queue.pop_front() {
+            if let Some((mut event, at)) = self.ctx.queue.pop_front() {
                 if let Event::Diagnostic(d) = &mut event {
-                    let at = self.ctx.diagnostic_offsets.pop_front().unwrap_or(NOWHERE);
                     d.position = self.locate(at);
                 }
                 return Some(event);
             }
             if matches!(self.state, State::Done(_)) {
-                self.report_replacements();
-                if self.ctx.queue.is_empty() {
-                    return None;
-                }
-                continue;
+                return None;
             }
             self.advance();
         }

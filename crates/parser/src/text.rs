@@ -3,7 +3,7 @@
 
 use std::io::{self, BufRead};
 
-use crate::ctx::{At, Ctx, quote};
+use crate::ctx::{At, Ctx, Relative, quote};
 use crate::diagnostic::Rule;
 use crate::event::UrlEntry;
 use crate::input::source::Source;
@@ -118,7 +118,9 @@ impl TextReader {
                 line.pos,
                 format!("line is not a URL: {}", quote(text)),
             );
-        } else if let Some(url) = ctx.resolve(text, Rule::T1, line.pos, "line", None) {
+        } else if let Some(url) =
+            ctx.resolve(text, Rule::T1, line.pos, "line", None, Relative::Flagged)
+        {
             ctx.emit_url(UrlEntry::new(url), line.pos);
         }
         Ok(!line.eof)

@@ -1,7 +1,7 @@
 //! One entry being read (`<url>`, `<sitemap>`, `<item>`, `<entry>`): its
 //! fields as they complete, then the entry itself, checked and yielded.
 
-use crate::ctx::{At, Ctx, quote};
+use crate::ctx::{At, Ctx, Relative, quote};
 use crate::date::{DateError, Lastmod, ParsedDate, parse_rfc2822, parse_w3c};
 use crate::diagnostic::Rule;
 use crate::event::{Alternate, Image, Listed, News, SitemapRef, UrlEntry, Video};
@@ -264,6 +264,7 @@ impl EntryBuilder {
                     pos,
                     "video uploader info",
                     self.base.as_ref(),
+                    Relative::Flagged,
                 );
             }
             _ => {}
@@ -281,8 +282,14 @@ impl EntryBuilder {
     ) {
         match (rel, hreflang, href) {
             (Some(rel), Some(lang), Some(href)) if rel.trim().eq_ignore_ascii_case("alternate") => {
-                let resolved =
-                    ctx.resolve(href, Rule::E4, pos, "hreflang href", self.base.as_ref());
+                let resolved = ctx.resolve(
+                    href,
+                    Rule::E4,
+                    pos,
+                    "hreflang href",
+                    self.base.as_ref(),
+                    Relative::Flagged,
+                );
                 if let Some(href) = resolved.filter(|h| {
                     self.within_budget(ctx, h.as_str().len() + lang.len(), Rule::E4, pos)
                 }) {
@@ -364,9 +371,14 @@ impl EntryBuilder {
                         self.images_capped = true;
                         ctx.warn(Rule::E1, pos, format!("more than {MAX_IMAGES_PER_URL} images in one <url>: the rest are ignored"));
                     }
-                } else if let Some(loc) =
-                    ctx.resolve(text, Rule::E1, pos, "image loc", self.base.as_ref())
-                {
+                } else if let Some(loc) = ctx.resolve(
+                    text,
+                    Rule::E1,
+                    pos,
+                    "image loc",
+                    self.base.as_ref(),
+                    Relative::Flagged,
+                ) {
                     if self.within_budget(ctx, loc.as_str().len(), Rule::E1, pos) {
                         self.images.push(Image { loc });
                     }
@@ -413,7 +425,9 @@ impl EntryBuilder {
         let Some(v) = self.videos.last_mut() else {
             return;
         };
-        let url = |ctx: &mut Ctx, what| ctx.resolve(text, Rule::E2, pos, what, base.as_ref());
+        let url = |ctx: &mut Ctx, what| {
+            ctx.resolve(text, Rule::E2, pos, what, base.as_ref(), Relative::Flagged)
+        };
         // A small value read under E2, its repairs and failures flagged.
         macro_rules! e2 {
             ($read:expr, $name:literal) => {
@@ -569,7 +583,7 @@ impl EntryBuilder {
             ctx.warn(Rule::X2, self.pos, "entry without <loc> skipped");
             return;
         };
-        let loc = ctx.resolve(&raw, Rule::X3, pos, "loc", None);
+        let loc = ctx.resolve(&raw, Rule::X3, pos, "loc", None, Relative::Flagged);
         self.loc = raw;
         let Some(loc) = loc else { return };
         if dialect == Dialect::Index {
@@ -621,9 +635,13 @@ impl EntryBuilder {
             );
             return;
         }
-        let from_link = link.and_then(|(l, pos)| ctx.resolve(&l, Rule::F1, pos, "item link", None));
+        let from_link = link.and_then(|(l, pos)| {
+            ctx.resolve(&l, Rule::F1, pos, "item link", None, Relative::Flagged)
+        });
         let loc = from_link.or_else(|| {
-            guid.and_then(|(g, pos)| ctx.resolve(&g, Rule::F1, pos, "item guid", None))
+            guid.and_then(|(g, pos)| {
+                ctx.resolve(&g, Rule::F1, pos, "item guid", None, Relative::Flagged)
+            })
         });
         let Some(loc) = loc else {
             return;
@@ -652,9 +670,14 @@ impl EntryBuilder {
                 ),
             );
         }
-        let Some(loc) =
-            ctx.resolve_reference(&href, Rule::F2, pos, "entry link", self.base.as_ref(), true)
-        else {
+        let Some(loc) = ctx.resolve(
+            &href,
+            Rule::F2,
+            pos,
+            "entry link",
+            self.base.as_ref(),
+            Relative::Allowed,
+        ) else {
             return;
         };
         let mut entry = UrlEntry::new(loc);

@@ -13,7 +13,7 @@ use quick_xml::XmlVersion;
 use quick_xml::events::{BytesRef, BytesStart, Event as XmlEvent};
 use quick_xml::reader::Reader;
 
-use crate::ctx::{At, Ctx, quote};
+use crate::ctx::{At, Ctx, Relative, quote};
 use crate::diagnostic::Rule;
 use crate::input::source::Source;
 use crate::url::Base;
@@ -542,8 +542,14 @@ impl XmlReader {
         let Some(value) = attribute(ctx, e, "xml:base", pos) else {
             return parent;
         };
-        let resolved =
-            ctx.resolve_reference(&value, Rule::F2, pos, "xml:base", parent.as_ref(), true);
+        let resolved = ctx.resolve(
+            &value,
+            Rule::F2,
+            pos,
+            "xml:base",
+            parent.as_ref(),
+            Relative::Allowed,
+        );
         resolved.map(|u| Base::new(&u)).or(parent)
     }
 
