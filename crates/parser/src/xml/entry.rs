@@ -61,53 +61,8 @@ pub struct EntryBuilder {
     pub base: Option<Base>,
 }
 
-/// Reads a date field, flagging repairs (kept in lenient mode, dropped in strict) and failures.
-fn read_date(
-    ctx: &mut Ctx,
-    text: &str,
-    rule: Rule,
-    what: &str,
-    pos: At,
-    parse: fn(&str) -> Result<ParsedDate, DateError>,
-) -> Option<Lastmod> {
-    match parse(text) {
-        Ok(ParsedDate {
-            value,
-            repair: None,
-        }) => Some(value),
-        Ok(ParsedDate {
-            value,
-            repair: Some(why),
-        }) if !ctx.opts.is_strict() => {
-            ctx.warn(
-                rule,
-                pos,
-                format!("{what} {} read as {value}: {why}", quote(text.trim())),
-            );
-            Some(value)
-        }
-        Ok(ParsedDate {
-            repair: Some(why), ..
-        }) => {
-            ctx.warn(
-                rule,
-                pos,
-                format!("{what} {} dropped (strict): {why}", quote(text.trim())),
-            );
-            None
-        }
-        Err(e) => {
-            ctx.warn(
-                rule,
-                pos,
-                format!("{what} {} dropped: {e}", quote(text.trim())),
-            );
-            None
-        }
-    }
-}
-
-/// Reads a small value, flagging repairs and failures under `rule`.
+/// Reads a small value, flagging repairs (kept in lenient mode, dropped in
+/// strict) and failures under `rule`.
 fn read_value<T>(
     ctx: &mut Ctx,
     read: Read<T>,
@@ -118,9 +73,17 @@ fn read_value<T>(
 ) -> Option<T> {
     match read {
         Ok((v, None)) => Some(v),
-        Ok((v, Some(why))) => {
+        Ok((v, Some(why))) if !ctx.opts.is_strict() => {
             ctx.warn(rule, pos, format!("{what} {}: {why}", quote(text.trim())));
             Some(v)
+        }
+        Ok((_, Some(why))) => {
+            ctx.warn(
+                rule,
+                pos,
+                format!("{what} {} dropped (strict): {why}", quote(text.trim())),
+            );
+            None
         }
         Err(why) => {
             ctx.warn(
@@ -131,6 +94,24 @@ fn read_value<T>(
             None
         }
     }
+}
+
+/// Reads a date field with `parse`, like [`read_value`].
+fn read_date(
+    ctx: &mut Ctx,
+    text: &str,
+    rule: Rule,
+    what: &str,
+    pos: At,
+    parse: fn(&str) -> Result<ParsedDate, DateError>,
+) -> Option<Lastmod> {
+    let read = parse(text).map(|d| (d.value, d.repair)).map_err(|e| e.0);
+    read_value(ctx, read, text, rule, what, pos)
+}
+
+/// Keeps the first of a repeated field's values, with where it was written.
+fn keep_first(slot: &mut Option<Written>, text: &str, pos: At) {
+    slot.get_or_insert_with(|| (text.to_string(), pos));
 }
 
 fn non_empty(text: &str) -> Option<String> {
@@ -144,34 +125,18 @@ impl EntryBuilder {
         self.pos
     }
 
-    /// Starts a new entry at `pos`, keeping the buffers' allocations.
+    /// Starts a new entry at `pos`, keeping the text buffers' allocations.
     pub fn reset(&mut self, pos: At) {
-        self.pos = pos;
-        self.loc.clear();
-        self.has_loc = false;
-        self.loc_rejected = false;
-        self.seen = 0;
-        self.own_text.clear();
-        self.lastmod = None;
-        self.changefreq = None;
-        self.priority = None;
-        self.images.clear();
-        self.images_capped = false;
-        self.extras = 0;
-        self.extras_capped = false;
-        self.video_open = false;
-        self.videos.clear();
-        self.news = None;
-        self.alternates.clear();
-        self.link = None;
-        self.guid = None;
-        self.guid_not_url = false;
-        self.pub_date = None;
-        self.dc_date = None;
-        self.updated = None;
-        self.published = None;
-        self.atom_link = None;
-        self.base = None;
+        let mut loc = std::mem::take(&mut self.loc);
+        let mut own_text = std::mem::take(&mut self.own_text);
+        loc.clear();
+        own_text.clear();
+        *self = EntryBuilder {
+            pos,
+            loc,
+            own_text,
+            ..EntryBuilder::default()
+        };
     }
 
     /// The entry's `<loc>` was dropped already (and flagged): the entry is not yielded.
@@ -386,20 +351,12 @@ impl EntryBuilder {
             }
             Field::Video(f) => self.video_field(ctx, f, text, pos),
             Field::News(f) => self.news_field(ctx, f, text, pos),
-            Field::Link => self.link = self.link.take().or_else(|| Some((text.clone(), pos))),
-            Field::Guid => self.guid = self.guid.take().or_else(|| Some((text.clone(), pos))),
-            Field::PubDate => {
-                self.pub_date = self.pub_date.take().or_else(|| Some((text.clone(), pos)))
-            }
-            Field::DcDate => {
-                self.dc_date = self.dc_date.take().or_else(|| Some((text.clone(), pos)))
-            }
-            Field::Updated => {
-                self.updated = self.updated.take().or_else(|| Some((text.clone(), pos)))
-            }
-            Field::Published => {
-                self.published = self.published.take().or_else(|| Some((text.clone(), pos)))
-            }
+            Field::Link => keep_first(&mut self.link, text, pos),
+            Field::Guid => keep_first(&mut self.guid, text, pos),
+            Field::PubDate => keep_first(&mut self.pub_date, text, pos),
+            Field::DcDate => keep_first(&mut self.dc_date, text, pos),
+            Field::Updated => keep_first(&mut self.updated, text, pos),
+            Field::Published => keep_first(&mut self.published, text, pos),
         }
     }
 

@@ -46,7 +46,6 @@ pub struct XmlReader {
     names: Namespaces,
     buf: Vec<u8>,
     dialect: Option<Dialect>,
-    root_ns: Ns,
     /// The root's namespace URI, when it is one sitemapd does not know (X1).
     root_uri: Option<String>,
     stack: Vec<Elem>,
@@ -86,6 +85,18 @@ enum Refs {
     Undefined,
     /// A character reference to a character XML does not allow, or not a number (X5).
     Invalid,
+}
+
+/// The character a predefined entity (`amp`, `lt`, `gt`, `quot`, `apos`) names.
+fn predefined(name: &str) -> Option<char> {
+    Some(match name {
+        "amp" => '&',
+        "lt" => '<',
+        "gt" => '>',
+        "quot" => '"',
+        "apos" => '\'',
+        _ => return None,
+    })
 }
 
 /// Whether XML 1.0 allows `c` in a document.
@@ -134,15 +145,7 @@ fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow
             continue;
         };
         let name = &after[..end];
-        let predefined = match name {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" => Some('\''),
-            _ => None,
-        };
-        match (predefined, name.starts_with('#')) {
+        match (predefined(name), name.starts_with('#')) {
             (Some(c), _) => out.push(c),
             (None, true) => match char_ref(name) {
                 Some(c) => out.push(c),
@@ -214,7 +217,6 @@ impl XmlReader {
             names: Namespaces::default(),
             buf: Vec::with_capacity(4096),
             dialect: None,
-            root_ns: Ns::None,
             root_uri: None,
             stack: Vec::with_capacity(16),
             text: String::with_capacity(256),
@@ -352,39 +354,29 @@ impl XmlReader {
         if !matches!(self.stack.last(), Some(Elem::Field(_) | Elem::Entry)) {
             return;
         }
-        let mut utf8 = [0u8; 4];
-        let resolved: Option<&str> = if r.is_char_ref() {
-            match r.resolve_char_ref() {
-                Ok(Some(c)) => Some(c.encode_utf8(&mut utf8)),
-                _ => {
-                    ctx.warn(
-                        Rule::X5,
-                        start,
-                        format!("invalid character reference &{};", &**r),
-                    );
-                    None
-                }
-            }
-        } else {
-            match &**r {
-                "amp" => Some("&"),
-                "lt" => Some("<"),
-                "gt" => Some(">"),
-                "quot" => Some("\""),
-                "apos" => Some("'"),
-                name => {
-                    let message = format!(
-                        "undefined entity &{name}; kept as written (entities are never expanded)"
-                    );
-                    ctx.warn(Rule::C6, start, message);
-                    self.append("&");
-                    self.append(name);
-                    Some(";")
-                }
+        let name: &str = r;
+        let resolved = match (predefined(name), name.starts_with('#')) {
+            (Some(c), _) => Some(c),
+            (None, true) => char_ref(name).or_else(|| {
+                ctx.warn(
+                    Rule::X5,
+                    start,
+                    format!("invalid character reference &{name};"),
+                );
+                None
+            }),
+            (None, false) => {
+                let message = format!(
+                    "undefined entity &{name}; kept as written (entities are never expanded)"
+                );
+                ctx.warn(Rule::C6, start, message);
+                self.append("&");
+                self.append(name);
+                Some(';')
             }
         };
-        if let Some(s) = resolved {
-            self.append(s);
+        if let Some(c) = resolved {
+            self.append(c.encode_utf8(&mut [0u8; 4]));
         }
     }
 
@@ -499,7 +491,6 @@ impl XmlReader {
         }
         if empty {
             self.names.end(depth);
-            let start = self.reader.get_ref().offset();
             self.close(ctx, elem, start);
         } else {
             self.stack.push(elem);
@@ -619,7 +610,6 @@ impl XmlReader {
             );
         }
         self.dialect = Some(dialect);
-        self.root_ns = ns;
         self.root_uri = uri.filter(|_| ns == Ns::Other);
         ctx.summary.format = Some(dialect.format());
         if dialect == Dialect::Atom {
