@@ -134,3 +134,22 @@ fn many_diagnostics_across_many_buffers_crlf_and_gzip() {
         assert_eq!(at(&p, Rule::X7), want);
     }
 }
+
+#[test]
+fn entry_positions_asked_after_field_positions_across_crlf_and_cr() {
+    // Each entry yields a field diagnostic (X7, later in the text) and then an
+    // entry diagnostic (L6, at its start): positions are asked for backwards.
+    let mut doc = format!("<urlset xmlns=\"{NS}\">\r\n");
+    let (mut entries, mut fields) = (Vec::new(), Vec::new());
+    for i in 0..5_000 {
+        let eol = if i % 2 == 0 { "\r\n" } else { "\r" };
+        entries.push(doc.len());
+        doc.push_str(&format!("<url>{eol}  <loc>https://other.example/{i}</loc>{eol}  "));
+        fields.push(doc.len());
+        doc.push_str(&format!("<lastmod>never</lastmod>{eol}</url>{eol}"));
+    }
+    doc.push_str("</urlset>");
+    let p = parse_at(doc.clone(), "https://a.com/s.xml");
+    assert_eq!(at(&p, Rule::X7), expected_all(doc.as_bytes(), &fields));
+    assert_eq!(at(&p, Rule::L6), expected_all(doc.as_bytes(), &entries));
+}

@@ -56,8 +56,6 @@ pub struct Source {
     eof: bool,
     /// Absolute offset of `buf[0]`.
     buf_offset: u64,
-    /// Newlines before `buf[0]`.
-    buf_line: u64,
     /// Offset where the line holding `buf[0]` starts.
     buf_line_start: u64,
     /// A place in the buffer whose line is known: index, newlines before it,
@@ -76,6 +74,20 @@ pub struct Source {
     anchor_position: Option<(u64, Position)>,
     /// Where the first byte that is not valid UTF-8 was met.
     invalid_at: Option<u64>,
+}
+
+/// The index just after the last line break in `chunk` (given the byte after
+/// it), searched backwards: the cost is the length of the last line.
+fn last_break(chunk: &[u8], next: Option<u8>) -> Option<usize> {
+    let mut end = chunk.len();
+    while let Some(j) = memchr::memrchr2(b'\n', b'\r', &chunk[..end]) {
+        let following = chunk.get(j + 1).copied().or(next);
+        if chunk[j] == b'\n' || following != Some(b'\n') {
+            return Some(j + 1);
+        }
+        end = j;
+    }
+    None
 }
 
 /// Line breaks in `chunk` (LF; CRLF once; a lone CR, as XML 1.0 and SPEC T1
@@ -114,7 +126,6 @@ impl Source {
             filled: 0,
             eof: false,
             buf_offset: 0,
-            buf_line: 0,
             buf_line_start: 0,
             cursor: 0,
             cursor_line: 0,
@@ -163,9 +174,8 @@ impl Source {
             }
         } else {
             let (count, _) = line_breaks(&self.buf[idx..self.cursor], byte_at(self.cursor));
-            self.cursor_line -= count;
-            let (_, last) = line_breaks(&self.buf[..idx], byte_at(idx));
-            self.cursor_line_start = match last {
+            self.cursor_line = self.cursor_line.saturating_sub(count);
+            self.cursor_line_start = match last_break(&self.buf[..idx], byte_at(idx)) {
                 Some(j) => self.buf_offset + j as u64,
                 None => self.buf_line_start,
             };
@@ -223,7 +233,6 @@ impl Source {
         };
         // Keep the line count of what leaves the buffer (one pass of memchr per buffer).
         self.position_at(self.buf_offset + consumed as u64);
-        self.buf_line = self.cursor_line;
         self.buf_line_start = self.cursor_line_start;
         self.cursor = 0;
         self.buf.copy_within(consumed..self.filled, 0);
