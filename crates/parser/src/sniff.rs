@@ -69,7 +69,7 @@ pub fn sniff(window: &[u8]) -> Sniffed {
     }
     let has_url = body
         .split(is_eol)
-        .any(|line| looks_like_url_reference(trim(line)));
+        .any(|line| looks_like_url_reference(line.trim_ascii()));
     if has_url {
         Sniffed::Text
     } else {
@@ -77,12 +77,9 @@ pub fn sniff(window: &[u8]) -> Sniffed {
     }
 }
 
-fn trim(b: &[u8]) -> &[u8] {
-    b.trim_ascii()
-}
-
+/// Whether `line` (trimmed) starts with `http://` or `https://`, in any case.
 fn starts_with_http(line: &[u8]) -> bool {
-    let l = trim(line);
+    let l = line.trim_ascii();
     l.len() >= 7
         && (l[..7].eq_ignore_ascii_case(b"http://")
             || (l.len() >= 8 && l[..8].eq_ignore_ascii_case(b"https://")))
@@ -94,10 +91,7 @@ fn starts_with_http(line: &[u8]) -> bool {
 /// so that a bare word such as an error page's "Forbidden" is not a URL.
 pub fn looks_like_url_reference(line: &[u8]) -> bool {
     // A URL, a path, or a file name (`index.html`); not `Error:`, `v1.0` or `OK`.
-    let http = line.len() > 7
-        && (line[..7].eq_ignore_ascii_case(b"http://")
-            || line[..8.min(line.len())].eq_ignore_ascii_case(b"https://"));
-    let shaped = http
+    let shaped = starts_with_http(line)
         || line.contains(&b'/')
         || line.rsplit(|&b| b == b'.').next().is_some_and(|ext| {
             ext.len() < line.len()

@@ -47,8 +47,8 @@ pub enum UrlError {
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NormUrl {
     s: String,
-    host_end: u32,
-    path_start: u32,
+    host_end: usize,
+    path_start: usize,
     port: Option<u16>,
 }
 
@@ -94,7 +94,7 @@ impl NormUrl {
 
     /// The host: lowercase ASCII (punycode for IDNs), IPv6 literals in brackets.
     pub fn host(&self) -> &str {
-        &self.s[self.host_start()..self.host_end as usize]
+        &self.s[self.host_start()..self.host_end]
     }
 
     /// The port if it is not the scheme's default.
@@ -110,12 +110,12 @@ impl NormUrl {
 
     /// `scheme://host[:port]`, without a trailing slash.
     pub fn origin(&self) -> &str {
-        &self.s[..self.path_start as usize]
+        &self.s[..self.path_start]
     }
 
     /// Path and query, starting with `/`.
     pub fn path_and_query(&self) -> &str {
-        &self.s[self.path_start as usize..]
+        &self.s[self.path_start..]
     }
 
     /// The path alone (query excluded).
@@ -126,7 +126,7 @@ impl NormUrl {
 
     /// `scheme://host[:port]/`: the root of this URL's origin.
     pub fn root(&self) -> NormUrl {
-        let mut s = String::with_capacity(self.path_start as usize + 1);
+        let mut s = String::with_capacity(self.path_start + 1);
         s.push_str(self.origin());
         s.push('/');
         NormUrl {
@@ -336,22 +336,12 @@ fn already_normal(s: &str) -> Option<NormUrl> {
         return None;
     }
     while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len()
-                && b[i + 1].is_ascii_hexdigit()
-                && b[i + 2].is_ascii_hexdigit() =>
-            {
-                i += 3
-            }
-            b'%' => return None,
-            c if URI_BYTE[c as usize] => i += 1,
-            _ => return None,
-        }
+        i += kept_as_is(b, i)?;
     }
     Some(NormUrl {
         s: s.to_string(),
-        host_end: host_end as u32,
-        path_start: host_end as u32,
+        host_end,
+        path_start: host_end,
         port: None,
     })
 }
@@ -429,8 +419,8 @@ fn normalize(input: &str) -> Result<NormUrl, UrlError> {
     push_path_query(&mut out, tail);
     Ok(NormUrl {
         s: out,
-        host_end: host_end as u32,
-        path_start: path_start as u32,
+        host_end,
+        path_start,
         port,
     })
 }
@@ -571,32 +561,45 @@ fn hex(c: u8) -> Option<u8> {
     (c as char).to_digit(16).map(|d| d as u8)
 }
 
+/// How many bytes of path or query at `b[i]` are kept as they are: one URI
+/// byte, or a `%XX` escape; `None` when the byte must be percent-encoded.
+fn kept_as_is(b: &[u8], i: usize) -> Option<usize> {
+    match b[i] {
+        b'%' if b
+            .get(i + 1..i + 3)
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+        {
+            Some(3)
+        }
+        b'%' => None,
+        c if URI_BYTE[c as usize] => Some(1),
+        _ => None,
+    }
+}
+
 fn push_path_query(out: &mut String, tail: &str) {
     let tail = tail.split_once('#').map_or(tail, |(pq, _)| pq);
     let b = tail.as_bytes();
     let mut run_start = 0;
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        let keep = URI_BYTE[c as usize]
-            || (c == b'%' && i + 2 < b.len() && hex(b[i + 1]).is_some() && hex(b[i + 2]).is_some());
-        if !keep {
-            out.push_str(&tail[run_start..i]);
-            let mut end = i + 1;
-            // Encode a whole UTF-8 sequence (or one ASCII byte) at once.
-            while end < b.len() && !tail.is_char_boundary(end) {
-                end += 1;
-            }
-            for &byte in &b[i..end] {
-                out.push('%');
-                out.push(char::from(b"0123456789ABCDEF"[(byte >> 4) as usize]));
-                out.push(char::from(b"0123456789ABCDEF"[(byte & 15) as usize]));
-            }
-            i = end;
-            run_start = end;
+        if let Some(n) = kept_as_is(b, i) {
+            i += n;
             continue;
         }
-        i += 1;
+        out.push_str(&tail[run_start..i]);
+        let mut end = i + 1;
+        // Encode a whole UTF-8 sequence (or one ASCII byte) at once.
+        while end < b.len() && !tail.is_char_boundary(end) {
+            end += 1;
+        }
+        for &byte in &b[i..end] {
+            out.push('%');
+            out.push(char::from(b"0123456789ABCDEF"[(byte >> 4) as usize]));
+            out.push(char::from(b"0123456789ABCDEF"[(byte & 15) as usize]));
+        }
+        i = end;
+        run_start = end;
     }
     out.push_str(&tail[run_start..]);
 }

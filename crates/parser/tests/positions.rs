@@ -144,7 +144,9 @@ fn entry_positions_asked_after_field_positions_across_crlf_and_cr() {
     for i in 0..5_000 {
         let eol = if i % 2 == 0 { "\r\n" } else { "\r" };
         entries.push(doc.len());
-        doc.push_str(&format!("<url>{eol}  <loc>https://other.example/{i}</loc>{eol}  "));
+        doc.push_str(&format!(
+            "<url>{eol}  <loc>https://other.example/{i}</loc>{eol}  "
+        ));
         fields.push(doc.len());
         doc.push_str(&format!("<lastmod>never</lastmod>{eol}</url>{eol}"));
     }
