@@ -4,8 +4,15 @@
 //! HTTP fetcher and the walk from a site to every sitemap entry. It hands
 //! fetched bodies to [`sitemapd_parser`] as streams and knows nothing of
 //! storage.
-//!
-//! This crate is reserved in the workspace layout (see DESIGN.md) and is
-//! filled by the discovery issue; it exports nothing yet.
 
 #![warn(missing_docs)]
+
+pub mod fetch;
+pub mod guard;
+pub mod politeness;
+pub mod robots;
+pub mod walk;
+
+pub use fetch::{Body, BodyProgress, FetchConfig, FetchError, Fetched, Fetcher, Hop, Validators};
+pub use robots::{DeclaredSitemap, RobotsTxt};
+pub use walk::{Seed, SitemapMemory, WalkConfig, WalkEvent, WalkStream, Walker};

@@ -1,0 +1,627 @@
+//! The fetcher: one reqwest client, shared, hardened for servers nobody
+//! controls. Redirects are followed by hand so that every hop passes the
+//! [address guard](crate::guard) and is recorded; 5xx, 429 and transport
+//! failures are retried with backoff; conditional GET; per-host politeness.
+//!
+//! The body is never collected: [`Fetched::into_body`] is an `AsyncRead`
+//! handed to the parser, which counts and caps the bytes after
+//! decompression. The fetcher asks for `Accept-Encoding: gzip` only and
+//! leaves the inflating to the parser, which recognises gzip by its magic
+//! bytes whether it came from `Content-Encoding` or from a `.gz` file.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_core::Stream;
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use serde::Serialize;
+use sitemapd_parser::NormUrl;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::guard::{AddressGuard, GuardedResolver};
+use crate::politeness::{HostPermit, Politeness};
+
+/// Fetcher settings. `Default` gives the values documented on each field.
+#[derive(Debug, Clone)]
+pub struct FetchConfig {
+    /// `User-Agent` header; default `sitemapd/<version>`.
+    pub user_agent: String,
+    /// TCP + TLS connect timeout; default 10 s.
+    pub connect_timeout: Duration,
+    /// Longest silence while waiting for response bytes; default 30 s.
+    pub idle_timeout: Duration,
+    /// Total time for one document, retries and body included; default 300 s.
+    pub deadline: Duration,
+    /// Redirect hops followed at most; default 5.
+    pub max_redirects: usize,
+    /// Attempts per document (connect errors, timeouts, 5xx, 429); default 3.
+    pub attempts: u32,
+    /// First backoff; doubled per attempt, with ±50 % jitter; default 1 s.
+    pub backoff: Duration,
+    /// Longest `Retry-After` honoured; default 60 s (longer: give up).
+    pub retry_after_cap: Duration,
+    /// Requests in flight per host at most; default 2.
+    pub per_host_in_flight: usize,
+    /// Minimum delay between request starts on a host; default 1 s.
+    pub min_delay: Duration,
+    /// Longest robots.txt `Crawl-delay` honoured; default 30 s.
+    pub crawl_delay_cap: Duration,
+    /// Lift the address guard (loopback tests, intranets); default false.
+    pub allow_private: bool,
+    /// Proxy for every request (`http://…` or `socks5://…`); default none,
+    /// and the system's proxy settings are ignored. Behind a proxy the
+    /// guard can only check literal IP hosts: names resolve at the proxy.
+    pub proxy: Option<String>,
+    /// Host names answered from this table instead of DNS (like curl's
+    /// `--resolve`); the guard still applies.
+    pub resolve: HashMap<String, Vec<IpAddr>>,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            user_agent: concat!("sitemapd/", env!("CARGO_PKG_VERSION")).into(),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            deadline: Duration::from_secs(300),
+            max_redirects: 5,
+            attempts: 3,
+            backoff: Duration::from_secs(1),
+            retry_after_cap: Duration::from_secs(60),
+            per_host_in_flight: 2,
+            min_delay: Duration::from_secs(1),
+            crawl_delay_cap: Duration::from_secs(30),
+            allow_private: false,
+            proxy: None,
+            resolve: HashMap::new(),
+        }
+    }
+}
+
+/// HTTP validators of a document, sent back on the next fetch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Validators {
+    /// `ETag`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// `Last-Modified`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+impl Validators {
+    /// Whether neither is known.
+    pub fn is_empty(&self) -> bool {
+        self.etag.is_none() && self.last_modified.is_none()
+    }
+}
+
+/// Why a fetch produced no usable response, or why a body stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum FetchError {
+    /// The address guard refused the host.
+    #[error("address guard refused {0}")]
+    Refused(String),
+    /// No connection could be made (DNS, TCP, TLS).
+    #[error("connection failed: {0}")]
+    Connect(String),
+    /// No byte arrived for the idle timeout.
+    #[error("no data for {0:?}")]
+    Idle(Duration),
+    /// The document's total deadline passed.
+    #[error("deadline of {0:?} passed")]
+    Deadline(Duration),
+    /// More redirect hops than allowed.
+    #[error("more than {0} redirects")]
+    TooManyRedirects(usize),
+    /// A redirect back to a URL already in the chain.
+    #[error("redirect loop back to {0}")]
+    RedirectLoop(String),
+    /// A redirect without a usable `Location`.
+    #[error("redirect with a bad Location: {0}")]
+    BadRedirect(String),
+    /// A `Content-Encoding` other than gzip or identity (never asked for).
+    #[error("unsupported Content-Encoding {0:?}")]
+    ContentEncoding(String),
+    /// A 429/503 asked to wait longer than the cap.
+    #[error("server asked to retry after {0:?}, longer than the cap")]
+    RetryAfterTooLong(Duration),
+    /// The connection broke or the response was malformed.
+    #[error("HTTP: {0}")]
+    Http(String),
+    /// The client could not be built (bad proxy URL, TLS set-up).
+    #[error("client set-up: {0}")]
+    Setup(String),
+}
+
+/// One redirect hop followed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hop {
+    /// 301, 302, 303, 307 or 308.
+    pub status: u16,
+    /// Where it pointed.
+    pub to: NormUrl,
+}
+
+/// A response whose body has not been read yet.
+pub struct Fetched {
+    /// The URL asked for.
+    pub requested: NormUrl,
+    /// The URL the response came from (after redirects).
+    pub url: NormUrl,
+    /// Redirect hops followed, in order.
+    pub redirects: Vec<Hop>,
+    /// HTTP status of the final response.
+    pub status: u16,
+    /// The response's validators, for the next conditional GET.
+    pub validators: Validators,
+    /// Attempts made (1 when the first succeeded).
+    pub attempts: u32,
+    /// When the document's deadline passes.
+    pub deadline: Instant,
+    body: Body,
+}
+
+impl std::fmt::Debug for Fetched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetched")
+            .field("url", &self.url)
+            .field("status", &self.status)
+            .field("redirects", &self.redirects)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fetched {
+    /// 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// 304 to a conditional GET.
+    pub fn not_modified(&self) -> bool {
+        self.status == 304
+    }
+
+    /// What the body reader has seen so far: bytes and the error that
+    /// stopped it, shared with the reader.
+    pub fn progress(&self) -> BodyProgress {
+        self.body.progress.clone()
+    }
+
+    /// The body as an `AsyncRead` (raw bytes: gzip stays gzip). The host's
+    /// politeness slot stays taken until it is dropped.
+    pub fn into_body(self) -> Body {
+        self.body
+    }
+}
+
+/// Bytes read from a body and the error that ended it early, if any.
+#[derive(Debug, Clone, Default)]
+pub struct BodyProgress(Arc<ProgressInner>);
+
+#[derive(Debug, Default)]
+struct ProgressInner {
+    bytes: AtomicU64,
+    error: Mutex<Option<FetchError>>,
+}
+
+impl BodyProgress {
+    /// Raw bytes received so far.
+    pub fn bytes(&self) -> u64 {
+        self.0.bytes.load(Ordering::Relaxed)
+    }
+
+    /// The error that cut the body short, if one did.
+    pub fn error(&self) -> Option<FetchError> {
+        self.0
+            .error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn fail(&self, e: FetchError) {
+        *self.0.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// A response body as an `AsyncRead`; see [`Fetched::into_body`].
+pub struct Body {
+    stream: ByteStream,
+    chunk: Bytes,
+    progress: BodyProgress,
+    deadline: Instant,
+    deadline_len: Duration,
+    idle: Duration,
+    _permit: Option<HostPermit>,
+}
+
+impl AsyncRead for Body {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        while self.chunk.is_empty() {
+            match self.stream.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Ready(Some(Ok(bytes))) => {
+                    self.progress
+                        .0
+                        .bytes
+                        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    self.chunk = bytes;
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    let error = classify(&e, self.deadline, self.deadline_len, self.idle);
+                    let kind = match error {
+                        FetchError::Idle(_) | FetchError::Deadline(_) => io::ErrorKind::TimedOut,
+                        _ => io::ErrorKind::ConnectionAborted,
+                    };
+                    let message = error.to_string();
+                    self.progress.fail(error);
+                    return Poll::Ready(Err(io::Error::new(kind, message)));
+                }
+            }
+        }
+        let n = self.chunk.len().min(buf.remaining());
+        let piece = self.chunk.split_to(n);
+        buf.put_slice(&piece);
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Sorts a reqwest error into a [`FetchError`].
+fn classify(
+    e: &reqwest::Error,
+    deadline: Instant,
+    deadline_len: Duration,
+    idle: Duration,
+) -> FetchError {
+    if e.is_timeout() {
+        // Both timeouts surface the same way; the clock tells them apart.
+        if Instant::now() + Duration::from_millis(50) >= deadline {
+            FetchError::Deadline(deadline_len)
+        } else {
+            FetchError::Idle(idle)
+        }
+    } else if e.is_connect() {
+        FetchError::Connect(error_chain(e))
+    } else {
+        FetchError::Http(error_chain(e))
+    }
+}
+
+/// An error and its sources, `: `-separated (reqwest's own message is terse).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        source = inner.source();
+    }
+    s
+}
+
+/// The fetcher; cheap to clone, share one per process.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    config: Arc<FetchConfig>,
+    guard: AddressGuard,
+    politeness: Arc<Politeness>,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Fetcher {
+    /// Builds the shared client.
+    pub fn new(config: FetchConfig) -> Result<Self, FetchError> {
+        // reqwest is built without a bundled crypto provider: use ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let guard = AddressGuard {
+            allow_private: config.allow_private,
+        };
+        let resolver = GuardedResolver::new(guard, config.resolve.clone());
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(
+                "application/xml, text/xml, application/rss+xml, application/atom+xml, text/plain;q=0.9, */*;q=0.5",
+            ),
+        );
+        let mut builder = reqwest::Client::builder()
+            .user_agent(config.user_agent.clone())
+            .default_headers(headers)
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.idle_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(resolver)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .tcp_nodelay(true);
+        builder = match &config.proxy {
+            Some(p) => builder.proxy(
+                reqwest::Proxy::all(p)
+                    .map_err(|e| FetchError::Setup(format!("proxy {p:?}: {e}")))?,
+            ),
+            None => builder.no_proxy(),
+        };
+        let client = builder
+            .build()
+            .map_err(|e| FetchError::Setup(error_chain(&e)))?;
+        Ok(Self {
+            client,
+            politeness: Arc::new(Politeness::new(
+                config.per_host_in_flight,
+                config.min_delay,
+                config.crawl_delay_cap,
+            )),
+            guard,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &FetchConfig {
+        &self.config
+    }
+
+    /// The per-host gate (to apply a robots.txt `Crawl-delay`).
+    pub fn politeness(&self) -> &Politeness {
+        &self.politeness
+    }
+
+    /// GETs `url`: redirects followed hop by hop, retries, conditional on
+    /// `known` validators. Any HTTP response is `Ok` (check
+    /// [`Fetched::status`]); `Err` means there was no response to use.
+    pub async fn get(&self, url: &NormUrl, known: &Validators) -> Result<Fetched, FetchError> {
+        let deadline = Instant::now() + self.config.deadline;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let last = attempt >= self.config.attempts.max(1);
+            let wait = match self.attempt(url, known, deadline).await {
+                Ok(Attempt {
+                    mut fetched,
+                    retry_after,
+                }) => {
+                    let retryable = fetched.status == 429 || fetched.status >= 500;
+                    if !retryable || last {
+                        fetched.attempts = attempt;
+                        return Ok(fetched);
+                    }
+                    match retry_after {
+                        Some(after) if after > self.config.retry_after_cap => {
+                            return Err(FetchError::RetryAfterTooLong(after));
+                        }
+                        Some(after) => after,
+                        None => self.backoff(attempt),
+                    }
+                }
+                Err(e) => {
+                    let retryable = matches!(
+                        e,
+                        FetchError::Connect(_) | FetchError::Idle(_) | FetchError::Http(_)
+                    );
+                    if !retryable || last {
+                        return Err(e);
+                    }
+                    self.backoff(attempt)
+                }
+            };
+            if Instant::now() + wait >= deadline {
+                return Err(FetchError::Deadline(self.config.deadline));
+            }
+            debug!(url = %url, attempt, ?wait, "retrying");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// `backoff × 2^(attempt-1)`, ±50 % jitter.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self.config.backoff * 2u32.saturating_pow(attempt.saturating_sub(1));
+        base.mul_f64(0.5 + fastrand::f64())
+    }
+
+    /// One attempt: follows redirects, each hop guarded and polite.
+    async fn attempt(
+        &self,
+        url: &NormUrl,
+        known: &Validators,
+        deadline: Instant,
+    ) -> Result<Attempt, FetchError> {
+        let mut current = url.clone();
+        let mut redirects: Vec<Hop> = Vec::new();
+        loop {
+            self.check_literal_host(&current)?;
+            let permit = self.politeness.acquire(&host_key(&current)).await;
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(FetchError::Deadline(self.config.deadline));
+            }
+            let mut request = self.client.get(current.as_str()).timeout(remaining);
+            if let Some(etag) = &known.etag {
+                request = request.header(header::IF_NONE_MATCH, etag);
+            }
+            if let Some(lm) = &known.last_modified {
+                request = request.header(header::IF_MODIFIED_SINCE, lm);
+            }
+            let response = request.send().await.map_err(|e| {
+                classify(&e, deadline, self.config.deadline, self.config.idle_timeout)
+            })?;
+            if let (Some(remote), None) = (response.remote_addr(), &self.config.proxy) {
+                self.guard.check(remote.ip()).map_err(|why| {
+                    FetchError::Refused(format!("{current} connected to {} ({why})", remote.ip()))
+                })?;
+            }
+            let status = response.status().as_u16();
+            if matches!(status, 301 | 302 | 303 | 307 | 308) {
+                let location = response
+                    .headers()
+                    .get(header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| {
+                        FetchError::BadRedirect(format!("HTTP {status} without Location"))
+                    })?;
+                let next = current
+                    .join(location)
+                    .map_err(|e| FetchError::BadRedirect(format!("{location:?}: {e}")))?;
+                drop(permit);
+                if next == *url || redirects.iter().any(|h| h.to == next) {
+                    return Err(FetchError::RedirectLoop(next.to_string()));
+                }
+                if redirects.len() >= self.config.max_redirects {
+                    return Err(FetchError::TooManyRedirects(self.config.max_redirects));
+                }
+                debug!(from = %current, to = %next, status, "redirect");
+                redirects.push(Hop {
+                    status,
+                    to: next.clone(),
+                });
+                current = next;
+                continue;
+            }
+            if let Some(encoding) = response.headers().get(header::CONTENT_ENCODING) {
+                let encoding = String::from_utf8_lossy(encoding.as_bytes())
+                    .trim()
+                    .to_ascii_lowercase();
+                if !matches!(encoding.as_str(), "" | "gzip" | "x-gzip" | "identity") {
+                    return Err(FetchError::ContentEncoding(encoding));
+                }
+            }
+            let text = |name| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let validators = Validators {
+                etag: text(header::ETAG),
+                last_modified: text(header::LAST_MODIFIED),
+            };
+            let retry_after = text(header::RETRY_AFTER).and_then(|v| parse_retry_after(&v));
+            return Ok(Attempt {
+                fetched: Fetched {
+                    requested: url.clone(),
+                    url: current,
+                    redirects,
+                    status,
+                    validators,
+                    attempts: 1,
+                    deadline,
+                    body: Body {
+                        stream: Box::pin(response.bytes_stream()),
+                        chunk: Bytes::new(),
+                        progress: BodyProgress::default(),
+                        deadline,
+                        deadline_len: self.config.deadline,
+                        idle: self.config.idle_timeout,
+                        _permit: Some(permit),
+                    },
+                },
+                retry_after,
+            });
+        }
+    }
+
+    /// Refuses a literal IP host before any connection (names are checked
+    /// by the resolver).
+    fn check_literal_host(&self, url: &NormUrl) -> Result<(), FetchError> {
+        let host = url.host();
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse::<IpAddr>() {
+            self.guard
+                .check(ip)
+                .map_err(|why| FetchError::Refused(format!("{url} ({ip} is {why})")))?;
+        }
+        Ok(())
+    }
+}
+
+/// A response plus what the retry loop needs from it.
+struct Attempt {
+    fetched: Fetched,
+    retry_after: Option<Duration>,
+}
+
+/// The politeness key of a URL: `host:port`.
+pub fn host_key(url: &NormUrl) -> String {
+    format!("{}:{}", url.host(), url.port_or_default())
+}
+
+/// `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        let later =
+            httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(120));
+        let d = parse_retry_after(&later).unwrap();
+        assert!(
+            d > Duration::from_secs(100) && d <= Duration::from_secs(120),
+            "{d:?}"
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter() {
+        let f = Fetcher::new(FetchConfig {
+            backoff: Duration::from_millis(100),
+            ..FetchConfig::default()
+        })
+        .unwrap();
+        for _ in 0..100 {
+            let b1 = f.backoff(1);
+            let b3 = f.backoff(3);
+            assert!(b1 >= Duration::from_millis(50) && b1 <= Duration::from_millis(150));
+            assert!(b3 >= Duration::from_millis(200) && b3 <= Duration::from_millis(600));
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! What a walk reports: the stream of [`WalkEvent`]s.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+use sitemapd_parser::{Diagnostic, NormUrl, Summary, UrlEntry};
+
+use crate::fetch::{FetchError, Hop, Validators};
+use crate::robots::RobotsTxt;
+
+/// One item of a walk.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WalkEvent {
+    /// A site's robots.txt was fetched (or could not be).
+    Robots(RobotsReport),
+    /// A page URL from a sitemap.
+    Entry {
+        /// The sitemap (as listed, before redirects) it came from.
+        #[serde(serialize_with = "url_str")]
+        sitemap: Arc<NormUrl>,
+        /// The entry.
+        entry: UrlEntry,
+    },
+    /// A parse diagnostic of a sitemap.
+    Diagnostic {
+        /// The sitemap concerned.
+        #[serde(serialize_with = "url_str")]
+        sitemap: Arc<NormUrl>,
+        /// What the parser found.
+        diagnostic: Diagnostic,
+    },
+    /// A sitemap was fetched (2xx or 304) and read; its entries came before.
+    SitemapFetched(SitemapReport),
+    /// A sitemap could not be fetched; the walk goes on.
+    SitemapFailed(SitemapFailure),
+    /// A well-known path probed (SPEC R6) was not a sitemap.
+    ProbeMissed {
+        /// The path probed.
+        url: NormUrl,
+        /// Why: an HTTP status, an error, or "not a sitemap".
+        reason: String,
+    },
+    /// Children of an index not followed, counted per reason.
+    ChildrenSkipped {
+        /// The index that listed them.
+        parent: NormUrl,
+        /// Why.
+        reason: SkipReason,
+        /// How many.
+        count: u64,
+        /// The first one skipped.
+        example: NormUrl,
+    },
+    /// A site is finished.
+    SiteDone(SiteTotals),
+}
+
+/// How a sitemap was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// Given as a seed.
+    Seed,
+    /// Declared in robots.txt.
+    Robots,
+    /// A well-known path probed because robots.txt declared none (R6).
+    Probe,
+    /// Listed by a sitemap index.
+    Index,
+}
+
+/// Why children were not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Deeper than the nesting limit (I6).
+    Depth,
+    /// Already walked (a cycle or a duplicate, redirects included; I6).
+    Seen,
+    /// The per-site sitemap cap was reached.
+    Cap,
+    /// Its index lastmod is not newer than our last fetch (I3).
+    NotChanged,
+}
+
+impl SkipReason {
+    /// The reason in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SkipReason::Depth => "deeper than the index nesting limit (I6)",
+            SkipReason::Seen => "already walked: cycle or duplicate (I6)",
+            SkipReason::Cap => "over the per-site sitemap cap",
+            SkipReason::NotChanged => "index lastmod not newer than the last fetch (I3)",
+        }
+    }
+}
+
+/// The outcome of a robots.txt fetch (SPEC R7, RFC 9309 §2.3).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RobotsOutcome {
+    /// 2xx: parsed.
+    Parsed {
+        /// The parsed file (allow checks, crawl delay, diagnostics).
+        #[serde(skip)]
+        robots: Arc<RobotsTxt>,
+    },
+    /// 4xx (or too many redirects): no rules and no sitemaps.
+    Unavailable,
+    /// 5xx or no response: try later; nothing is assumed allowed.
+    Unreachable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A robots.txt fetch.
+#[derive(Debug, Clone, Serialize)]
+pub struct RobotsReport {
+    /// The site.
+    pub site: NormUrl,
+    /// The robots.txt URL.
+    pub url: NormUrl,
+    /// Final HTTP status, when there was a response.
+    pub status: Option<u16>,
+    /// Parsed, unavailable or unreachable.
+    #[serde(flatten)]
+    pub outcome: RobotsOutcome,
+    /// The sitemaps it declares (de-duplicated).
+    pub sitemaps: Vec<NormUrl>,
+    /// `Crawl-delay` for our agent, seconds.
+    pub crawl_delay: Option<f64>,
+    /// Repairs and drops (R2-R4), with lines.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Redirect hops followed.
+    pub redirects: Vec<Hop>,
+    /// Wall time.
+    #[serde(serialize_with = "millis")]
+    pub duration: Duration,
+}
+
+/// A sitemap fetched and read.
+#[derive(Debug, Clone, Serialize)]
+pub struct SitemapReport {
+    /// The URL as listed.
+    pub url: NormUrl,
+    /// The URL it was read from, after redirects.
+    pub final_url: NormUrl,
+    /// The index that listed it.
+    pub parent: Option<NormUrl>,
+    /// 0 for a seed, robots or probe sitemap; +1 per index level.
+    pub depth: u32,
+    /// How it was found.
+    pub via: Via,
+    /// HTTP status (2xx, or 304).
+    pub status: u16,
+    /// 304 to our conditional GET: nothing was read.
+    pub not_modified: bool,
+    /// The response's validators, for the next conditional GET.
+    pub validators: Validators,
+    /// Redirect hops followed.
+    pub redirects: Vec<Hop>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Bytes received (before decompression).
+    pub bytes: u64,
+    /// What the parser read (absent on 304).
+    pub summary: Option<Summary>,
+    /// The transfer error that cut the body short, if any: what came
+    /// before it was kept.
+    pub cut: Option<FetchError>,
+    /// Wall time, fetch and parse.
+    #[serde(serialize_with = "millis")]
+    pub duration: Duration,
+}
+
+impl SitemapReport {
+    /// Every byte was read and parsed to the end (not cut by a transfer
+    /// error, a limit or a well-formedness break).
+    pub fn complete(&self) -> bool {
+        self.cut.is_none() && self.summary.as_ref().is_some_and(|s| s.complete)
+    }
+}
+
+/// A sitemap that could not be fetched.
+#[derive(Debug, Clone, Serialize)]
+pub struct SitemapFailure {
+    /// The URL as listed.
+    pub url: NormUrl,
+    /// The index that listed it.
+    pub parent: Option<NormUrl>,
+    /// Depth, as in [`SitemapReport::depth`].
+    pub depth: u32,
+    /// How it was found.
+    pub via: Via,
+    /// HTTP status, when a response came.
+    pub status: Option<u16>,
+    /// Why.
+    pub error: String,
+    /// Wall time.
+    #[serde(serialize_with = "millis")]
+    pub duration: Duration,
+}
+
+/// Totals of one site.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SiteTotals {
+    /// The site (or seed sitemap).
+    pub site: Option<NormUrl>,
+    /// Sitemaps fetched and read (304s included).
+    pub sitemaps: u64,
+    /// Sitemaps that failed.
+    pub failed: u64,
+    /// URL entries yielded.
+    pub entries: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Wall time.
+    #[serde(serialize_with = "millis")]
+    pub duration: Duration,
+}
+
+fn url_str<S: Serializer>(url: &Arc<NormUrl>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(url.as_str())
+}
+
+fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}

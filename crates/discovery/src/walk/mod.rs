@@ -1,0 +1,234 @@
+//! The walk: from seeds (sites or sitemap URLs) to a stream of every
+//! sitemap entry, with robots.txt discovery, probing, nested indexes,
+//! scope and cross-submission, and a report per sitemap.
+//!
+//! Sites are walked in parallel; the sitemaps of one site concurrently
+//! within the fetcher's per-host limit. Events flow through a bounded
+//! channel: a slow consumer slows the walk instead of growing a buffer, and
+//! dropping the [`WalkStream`] stops it.
+
+mod event;
+mod site;
+mod sitemap;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use futures_core::Stream;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use sitemapd_parser::{NormUrl, ParseOptions, UrlError};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use event::{
+    RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport, SkipReason, Via,
+    WalkEvent,
+};
+
+use crate::fetch::{Fetcher, Validators};
+
+/// The well-known paths probed when robots.txt declares no sitemap (R6).
+pub const DEFAULT_PROBE_PATHS: [&str; 8] = [
+    "/sitemap.xml",
+    "/sitemap_index.xml",
+    "/sitemap.xml.gz",
+    "/sitemap.txt",
+    "/wp-sitemap.xml",
+    "/feed",
+    "/rss.xml",
+    "/atom.xml",
+];
+
+/// Walk settings. `Default` gives the values documented on each field.
+#[derive(Clone)]
+pub struct WalkConfig {
+    /// Index nesting followed at most (I6); default 3: a robots sitemap is
+    /// depth 0, and sitemaps down to depth 3 are read.
+    pub max_depth: u32,
+    /// Sitemaps fetched per site at most; default 5,000.
+    pub max_sitemaps_per_site: usize,
+    /// Probe well-known paths when robots.txt declares nothing (R6);
+    /// default true.
+    pub probe: bool,
+    /// The paths probed; default [`DEFAULT_PROBE_PATHS`].
+    pub probe_paths: Vec<String>,
+    /// Sitemaps of one site fetched at once; default 2 (the per-host limit).
+    pub sitemap_concurrency: usize,
+    /// Sites walked at once; default 16.
+    pub site_concurrency: usize,
+    /// Parser options for every sitemap (scope mode, strictness, limits);
+    /// the document URL and authorised origins are set per sitemap.
+    pub parse: ParseOptions,
+    /// What the caller remembers of earlier fetches (validators for
+    /// conditional GET, last fetch time for I3); default none.
+    pub memory: Option<Arc<dyn SitemapMemory>>,
+}
+
+impl Default for WalkConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: 3,
+            max_sitemaps_per_site: 5_000,
+            probe: true,
+            probe_paths: DEFAULT_PROBE_PATHS.iter().map(|p| p.to_string()).collect(),
+            sitemap_concurrency: 2,
+            site_concurrency: 16,
+            parse: ParseOptions::default(),
+            memory: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WalkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalkConfig")
+            .field("max_depth", &self.max_depth)
+            .field("max_sitemaps_per_site", &self.max_sitemaps_per_site)
+            .field("probe", &self.probe)
+            .field("sitemap_concurrency", &self.sitemap_concurrency)
+            .field("site_concurrency", &self.site_concurrency)
+            .field("memory", &self.memory.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a caller (the scheduler's store, say) remembers of a sitemap.
+#[derive(Debug, Clone, Default)]
+pub struct Remembered {
+    /// Validators of the last response, sent as `If-None-Match` /
+    /// `If-Modified-Since`.
+    pub validators: Validators,
+    /// When it was last fetched successfully.
+    pub fetched_at: Option<SystemTime>,
+}
+
+/// Lookup of earlier fetches, supplied by the caller.
+pub trait SitemapMemory: Send + Sync {
+    /// What is known of `url`, if anything.
+    fn recall(&self, url: &NormUrl) -> Option<Remembered>;
+}
+
+/// Where a walk starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seed {
+    /// A site: robots.txt first, then its sitemaps (or the probes).
+    Site(NormUrl),
+    /// One sitemap (or index, or feed), without robots.txt.
+    Sitemap(NormUrl),
+}
+
+impl Seed {
+    /// Reads a seed: `example.com` or `https://example.com/` (an origin or
+    /// homepage) is a site, any other path a sitemap. Without a scheme,
+    /// `https://` is assumed.
+    ///
+    /// ```
+    /// use sitemapd_discovery::walk::Seed;
+    /// assert!(matches!(Seed::parse("example.com").unwrap(), Seed::Site(_)));
+    /// assert!(matches!(Seed::parse("http://example.com/").unwrap(), Seed::Site(_)));
+    /// assert!(matches!(Seed::parse("https://example.com/sitemap.xml").unwrap(), Seed::Sitemap(_)));
+    /// ```
+    pub fn parse(input: &str) -> Result<Seed, UrlError> {
+        let input = input.trim();
+        let url = match NormUrl::parse(input) {
+            Err(UrlError::Relative) => NormUrl::parse(&format!("https://{input}"))?,
+            other => other?,
+        };
+        Ok(if url.path_and_query() == "/" {
+            Seed::Site(url)
+        } else {
+            Seed::Sitemap(url)
+        })
+    }
+
+    /// The seed URL.
+    pub fn url(&self) -> &NormUrl {
+        match self {
+            Seed::Site(u) | Seed::Sitemap(u) => u,
+        }
+    }
+}
+
+/// Walks seeds to events; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Walker {
+    fetcher: Fetcher,
+    config: Arc<WalkConfig>,
+}
+
+/// Events buffered between the walk and its consumer.
+const CHANNEL: usize = 1024;
+
+impl Walker {
+    /// A walker fetching through `fetcher`.
+    pub fn new(fetcher: Fetcher, config: WalkConfig) -> Self {
+        Self {
+            fetcher,
+            config: Arc::new(config),
+        }
+    }
+
+    /// The fetcher.
+    pub fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
+    }
+
+    /// Starts walking `seeds` on the current tokio runtime.
+    pub fn walk(&self, seeds: Vec<Seed>) -> WalkStream {
+        let (tx, rx) = mpsc::channel(CHANNEL);
+        let this = self.clone();
+        let driver = tokio::spawn(async move {
+            let limit = this.config.site_concurrency.max(1);
+            let mut seeds = seeds.into_iter();
+            let mut running = FuturesUnordered::new();
+            loop {
+                while running.len() < limit {
+                    let Some(seed) = seeds.next() else { break };
+                    let emit = Emit(tx.clone());
+                    running.push(site::walk_site(this.clone(), seed, emit));
+                }
+                if running.next().await.is_none() {
+                    break;
+                }
+            }
+        });
+        WalkStream { rx, driver }
+    }
+}
+
+/// The consumer went away: stop walking.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+/// The sending side of the walk's channel.
+#[derive(Clone)]
+pub(crate) struct Emit(mpsc::Sender<WalkEvent>);
+
+impl Emit {
+    pub(crate) async fn send(&self, event: WalkEvent) -> Result<(), Closed> {
+        self.0.send(event).await.map_err(|_| Closed)
+    }
+}
+
+/// The events of a walk; dropping it stops the walk.
+pub struct WalkStream {
+    rx: mpsc::Receiver<WalkEvent>,
+    driver: JoinHandle<()>,
+}
+
+impl Stream for WalkStream {
+    type Item = WalkEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WalkEvent>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for WalkStream {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}

@@ -1,0 +1,238 @@
+//! One site: robots.txt, then its sitemaps breadth first (or the probes),
+//! children through the depth, cycle, cap and I3 checks.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use sitemapd_parser::{NormUrl, SitemapRef};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use tracing::{Instrument, info_span};
+
+use super::event::{RobotsOutcome, RobotsReport, SiteTotals, SkipReason, Via, WalkEvent};
+use super::sitemap::{Outcome, Task, walk_sitemap};
+use super::{Closed, Emit, Seed, Walker};
+use crate::fetch::{Validators, host_key};
+use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt};
+
+/// Walks one seed to its end; a closed consumer ends it early.
+pub(super) async fn walk_site(walker: Walker, seed: Seed, emit: Emit) {
+    let span = info_span!("site", seed = %seed.url());
+    let _ = run(walker, seed, emit).instrument(span).await;
+}
+
+/// The per-site state shared by its sitemap tasks.
+pub(super) struct SiteState {
+    /// Every sitemap URL queued or reached by a redirect.
+    pub visited: Mutex<HashSet<NormUrl>>,
+}
+
+async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
+    let started = Instant::now();
+    let config = walker.config.clone();
+    let mut totals = SiteTotals {
+        site: Some(seed.url().clone()),
+        ..SiteTotals::default()
+    };
+    let mut queue: VecDeque<Task> = VecDeque::new();
+    match &seed {
+        Seed::Sitemap(url) => queue.push_back(Task::top(url.clone(), Via::Seed, Vec::new())),
+        Seed::Site(site) => {
+            let report = fetch_robots(&walker, site).await;
+            let unreachable = matches!(report.outcome, RobotsOutcome::Unreachable { .. });
+            // R5: a sitemap listed in this robots.txt may list this host's URLs.
+            let authorised = vec![site.root()];
+            for url in &report.sitemaps {
+                queue.push_back(Task::top(url.clone(), Via::Robots, authorised.clone()));
+            }
+            if queue.is_empty() && config.probe && !unreachable {
+                for path in &config.probe_paths {
+                    if let Ok(url) = site.join(path) {
+                        queue.push_back(Task::top(url, Via::Probe, Vec::new()));
+                    }
+                }
+            }
+            emit.send(WalkEvent::Robots(report)).await?;
+        }
+    }
+    let state = Arc::new(SiteState {
+        visited: Mutex::new(queue.iter().map(|t| t.url.clone()).collect()),
+    });
+    let mut running = FuturesUnordered::new();
+    let limit = config.sitemap_concurrency.max(1);
+    loop {
+        while running.len() < limit {
+            let Some(task) = queue.pop_front() else { break };
+            running.push(walk_sitemap(&walker, &state, task, &emit));
+        }
+        let Some(result) = running.next().await else {
+            break;
+        };
+        let (task, outcome) = result?;
+        match outcome {
+            Outcome::Read {
+                entries,
+                bytes,
+                children,
+            } => {
+                totals.sitemaps += 1;
+                totals.entries += entries;
+                totals.bytes += bytes;
+                let queued = admit_children(&walker, &state, &task, children, &emit).await?;
+                queue.extend(queued);
+            }
+            Outcome::Failed => totals.failed += 1,
+            Outcome::Quiet => {}
+        }
+    }
+    totals.duration = started.elapsed();
+    emit.send(WalkEvent::SiteDone(totals)).await
+}
+
+/// Filters an index's children (depth, seen, cap, I3) into tasks; reports
+/// what was skipped, one event per reason.
+async fn admit_children(
+    walker: &Walker,
+    state: &SiteState,
+    parent: &Task,
+    children: Vec<SitemapRef>,
+    emit: &Emit,
+) -> Result<Vec<Task>, Closed> {
+    let config = &walker.config;
+    let mut skipped: HashMap<SkipReason, (u64, NormUrl)> = HashMap::new();
+    let mut admitted = Vec::new();
+    {
+        let mut visited = state.visited.lock().unwrap_or_else(|e| e.into_inner());
+        for child in children {
+            let reason = if parent.depth + 1 > config.max_depth {
+                Some(SkipReason::Depth)
+            } else if visited.contains(&child.loc) {
+                Some(SkipReason::Seen)
+            } else if visited.len() >= config.max_sitemaps_per_site {
+                Some(SkipReason::Cap)
+            } else if not_changed(config.memory.as_deref(), &child) {
+                Some(SkipReason::NotChanged)
+            } else {
+                None
+            };
+            match reason {
+                Some(reason) => {
+                    skipped.entry(reason).or_insert((0, child.loc.clone())).0 += 1;
+                }
+                None => {
+                    visited.insert(child.loc.clone());
+                    admitted.push(parent.child(child.loc));
+                }
+            }
+        }
+    }
+    for (reason, (count, example)) in skipped {
+        emit.send(WalkEvent::ChildrenSkipped {
+            parent: parent.url.clone(),
+            reason,
+            count,
+            example,
+        })
+        .await?;
+    }
+    Ok(admitted)
+}
+
+/// I3: the index says the child has not changed since we last fetched it.
+fn not_changed(memory: Option<&dyn super::SitemapMemory>, child: &SitemapRef) -> bool {
+    let (Some(memory), Some(lastmod)) = (memory, child.lastmod) else {
+        return false;
+    };
+    let Some(fetched_at) = memory.recall(&child.loc).and_then(|r| r.fetched_at) else {
+        return false;
+    };
+    let fetched = match fetched_at.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(_) => return false,
+    };
+    lastmod.unix_seconds <= fetched
+}
+
+/// Fetches and parses a site's robots.txt (R7: 2xx parse, 4xx nothing, 5xx
+/// or no response: try later), and applies its `Crawl-delay`.
+async fn fetch_robots(walker: &Walker, site: &NormUrl) -> RobotsReport {
+    let started = Instant::now();
+    let url = site
+        .root()
+        .join("/robots.txt")
+        .unwrap_or_else(|_| site.root());
+    let mut report = RobotsReport {
+        site: site.clone(),
+        url: url.clone(),
+        status: None,
+        outcome: RobotsOutcome::Unavailable,
+        sitemaps: Vec::new(),
+        crawl_delay: None,
+        diagnostics: Vec::new(),
+        redirects: Vec::new(),
+        duration: Default::default(),
+    };
+    let fetcher = &walker.fetcher;
+    report.outcome = match fetcher.get(&url, &Validators::default()).await {
+        Err(e @ (crate::FetchError::TooManyRedirects(_) | crate::FetchError::RedirectLoop(_))) => {
+            // RFC 9309 §2.3.1.2: may be treated as unavailable.
+            tracing::debug!(%url, error = %e, "robots.txt redirects too much");
+            RobotsOutcome::Unavailable
+        }
+        Err(e) => RobotsOutcome::Unreachable {
+            reason: e.to_string(),
+        },
+        Ok(fetched) => {
+            report.status = Some(fetched.status);
+            report.redirects = fetched.redirects.clone();
+            if fetched.is_success() {
+                let progress = fetched.progress();
+                let final_url = fetched.url.clone();
+                match read_robots(fetched.into_body()).await {
+                    Ok(body) => {
+                        let robots =
+                            RobotsTxt::parse(&body, Some(&final_url), &fetcher.config().user_agent);
+                        report.sitemaps = robots.sitemaps.iter().map(|s| s.url.clone()).collect();
+                        report.crawl_delay = robots.crawl_delay;
+                        report.diagnostics = robots.diagnostics.clone();
+                        if let Some(delay) = robots.crawl_delay {
+                            fetcher.politeness().set_crawl_delay(&host_key(site), delay);
+                        }
+                        RobotsOutcome::Parsed {
+                            robots: Arc::new(robots),
+                        }
+                    }
+                    Err(e) => RobotsOutcome::Unreachable {
+                        reason: progress
+                            .error()
+                            .map_or_else(|| e.to_string(), |f| f.to_string()),
+                    },
+                }
+            } else if (400..500).contains(&fetched.status) {
+                RobotsOutcome::Unavailable
+            } else {
+                RobotsOutcome::Unreachable {
+                    reason: format!("HTTP {}", fetched.status),
+                }
+            }
+        }
+    };
+    report.duration = started.elapsed();
+    report
+}
+
+/// Reads at most [`MAX_ROBOTS_BYTES`] + 1 of a robots.txt, inflating gzip.
+async fn read_robots(body: crate::Body) -> std::io::Result<Vec<u8>> {
+    let cap = MAX_ROBOTS_BYTES as u64 + 1;
+    let mut raw = Vec::new();
+    body.take(cap).read_to_end(&mut raw).await?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut inflated = Vec::new();
+        let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
+        std::io::Read::read_to_end(&mut std::io::Read::take(decoder, cap), &mut inflated)?;
+        return Ok(inflated);
+    }
+    Ok(raw)
+}

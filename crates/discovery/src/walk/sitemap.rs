@@ -1,0 +1,231 @@
+//! One sitemap: fetch (conditional), parse as it streams in, forward its
+//! entries and diagnostics, report, and hand back its children.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use sitemapd_parser::{Event, NormUrl, ParseOptions, SitemapRef, parse_async};
+use tokio::time::Instant;
+use tracing::{Instrument, debug, info_span};
+
+use super::event::{SitemapFailure, SitemapReport, Via, WalkEvent};
+use super::site::SiteState;
+use super::{Closed, Emit, Walker};
+
+/// A sitemap to walk.
+#[derive(Debug, Clone)]
+pub(super) struct Task {
+    pub url: NormUrl,
+    pub depth: u32,
+    pub via: Via,
+    pub parent: Option<NormUrl>,
+    /// Origins whose robots.txt vouched for this chain (R5), inherited.
+    pub authorised: Arc<Vec<NormUrl>>,
+}
+
+impl Task {
+    /// A top-level sitemap (seed, robots or probe).
+    pub fn top(url: NormUrl, via: Via, authorised: Vec<NormUrl>) -> Self {
+        Self {
+            url,
+            depth: 0,
+            via,
+            parent: None,
+            authorised: Arc::new(authorised),
+        }
+    }
+
+    /// A child listed by this index.
+    pub fn child(&self, url: NormUrl) -> Self {
+        Self {
+            url,
+            depth: self.depth + 1,
+            via: Via::Index,
+            parent: Some(self.url.clone()),
+            authorised: self.authorised.clone(),
+        }
+    }
+}
+
+/// How a sitemap task ended, for the site's totals and queue.
+pub(super) enum Outcome {
+    /// Fetched (or not modified) and read.
+    Read {
+        entries: u64,
+        bytes: u64,
+        children: Vec<SitemapRef>,
+    },
+    /// Reported as failed.
+    Failed,
+    /// Nothing to count: a probe that missed, a redirect to a sitemap
+    /// already walked.
+    Quiet,
+}
+
+/// Walks one sitemap; `Err` only when the consumer is gone.
+pub(super) async fn walk_sitemap(
+    walker: &Walker,
+    state: &SiteState,
+    task: Task,
+    emit: &Emit,
+) -> Result<(Task, Outcome), Closed> {
+    let span = info_span!("sitemap", url = %task.url, depth = task.depth);
+    let outcome = run(walker, state, &task, emit).instrument(span).await?;
+    Ok((task, outcome))
+}
+
+async fn run(
+    walker: &Walker,
+    state: &SiteState,
+    task: &Task,
+    emit: &Emit,
+) -> Result<Outcome, Closed> {
+    let started = Instant::now();
+    let remembered = walker
+        .config
+        .memory
+        .as_ref()
+        .and_then(|m| m.recall(&task.url))
+        .unwrap_or_default();
+    let fail = |status: Option<u16>, error: String| {
+        if task.via == Via::Probe {
+            WalkEvent::ProbeMissed {
+                url: task.url.clone(),
+                reason: error,
+            }
+        } else {
+            WalkEvent::SitemapFailed(SitemapFailure {
+                url: task.url.clone(),
+                parent: task.parent.clone(),
+                depth: task.depth,
+                via: task.via,
+                status,
+                error,
+                duration: started.elapsed(),
+            })
+        }
+    };
+    let failed = if task.via == Via::Probe {
+        Outcome::Quiet
+    } else {
+        Outcome::Failed
+    };
+    let fetched = match walker.fetcher.get(&task.url, &remembered.validators).await {
+        Ok(f) => f,
+        Err(e) => {
+            debug!(error = %e, "sitemap fetch failed");
+            emit.send(fail(None, e.to_string())).await?;
+            return Ok(failed);
+        }
+    };
+    if !fetched.is_success() && !fetched.not_modified() {
+        emit.send(fail(
+            Some(fetched.status),
+            format!("HTTP {}", fetched.status),
+        ))
+        .await?;
+        return Ok(failed);
+    }
+    let redirected_to_seen = fetched.url != task.url
+        && !state
+            .visited
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(fetched.url.clone());
+    {
+        if redirected_to_seen {
+            debug!(to = %fetched.url, "redirects to a sitemap already walked");
+            emit.send(WalkEvent::ChildrenSkipped {
+                parent: task.parent.clone().unwrap_or_else(|| task.url.clone()),
+                reason: super::SkipReason::Seen,
+                count: 1,
+                example: task.url.clone(),
+            })
+            .await?;
+            return Ok(Outcome::Quiet);
+        }
+    }
+    let mut report = SitemapReport {
+        url: task.url.clone(),
+        final_url: fetched.url.clone(),
+        parent: task.parent.clone(),
+        depth: task.depth,
+        via: task.via,
+        status: fetched.status,
+        not_modified: fetched.not_modified(),
+        validators: fetched.validators.clone(),
+        redirects: fetched.redirects.clone(),
+        attempts: fetched.attempts,
+        bytes: 0,
+        summary: None,
+        cut: None,
+        duration: Default::default(),
+    };
+    if fetched.not_modified() {
+        report.duration = started.elapsed();
+        emit.send(WalkEvent::SitemapFetched(report)).await?;
+        return Ok(Outcome::Read {
+            entries: 0,
+            bytes: 0,
+            children: Vec::new(),
+        });
+    }
+
+    let mut authorised = task.authorised.to_vec();
+    // A redirect to another origin: the origin that redirected vouched for
+    // the target, as its robots.txt would have.
+    if fetched.url.origin() != task.url.origin() {
+        authorised.push(task.url.root());
+    }
+    let options = ParseOptions {
+        document_url: Some(fetched.url.clone()),
+        authorized_origins: authorised,
+        ..walker.config.parse.clone()
+    };
+    let progress = fetched.progress();
+    let source = Arc::new(task.url.clone());
+    let mut events = parse_async(fetched.into_body(), options);
+    let mut children = Vec::new();
+    let mut entries = 0;
+    while let Some(event) = events.next().await {
+        match event {
+            Event::Url(entry) => {
+                entries += 1;
+                emit.send(WalkEvent::Entry {
+                    sitemap: source.clone(),
+                    entry,
+                })
+                .await?;
+            }
+            Event::Sitemap(child) => children.push(child),
+            Event::Diagnostic(diagnostic) => {
+                emit.send(WalkEvent::Diagnostic {
+                    sitemap: source.clone(),
+                    diagnostic,
+                })
+                .await?;
+            }
+        }
+    }
+    let summary = events.summary().cloned();
+    report.bytes = progress.bytes();
+    report.cut = progress.error();
+    report.duration = started.elapsed();
+    let is_sitemap = summary.as_ref().is_some_and(|s| s.format.is_some());
+    if task.via == Via::Probe && !is_sitemap {
+        emit.send(WalkEvent::ProbeMissed {
+            url: task.url.clone(),
+            reason: "not a sitemap".into(),
+        })
+        .await?;
+        return Ok(Outcome::Quiet);
+    }
+    report.summary = summary;
+    let bytes = report.bytes;
+    emit.send(WalkEvent::SitemapFetched(report)).await?;
+    Ok(Outcome::Read {
+        entries,
+        bytes,
+        children,
+    })
+}
