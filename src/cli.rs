@@ -1,5 +1,7 @@
 //! Command-line interface definitions.
 
+use std::net::IpAddr;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sitemapd_parser::options::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES};
 use sitemapd_parser::{NormUrl, ScopeMode};
@@ -16,9 +18,119 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Parse one sitemap, index, feed or text list; entries as JSON Lines or CSV on stdout,
-    /// diagnostics on stderr. Exit 0 when it was read (even partly), 1 when it is not a sitemap.
+    /// Parse one sitemap, index, feed or text list (a file, `-` or an http(s) URL); entries
+    /// as JSON Lines or CSV on stdout, diagnostics on stderr. Exit 0 when it was read (even
+    /// partly), 1 when it is not a sitemap or could not be fetched.
     Parse(ParseArgs),
+    /// The sitemaps a robots.txt declares (a file, `-` or an http(s) URL), one per line;
+    /// diagnostics on stderr. Exit 0 when it was read (or is absent: 4xx), 1 when it could
+    /// not be fetched (5xx, network: "try later").
+    Robots(RobotsArgs),
+    /// Walk sites (robots.txt, sitemaps, indexes) and print the sitemap tree with status,
+    /// entries, bytes and time per sitemap; stores nothing. `--entries` streams the entries.
+    /// Exit 0 when every site yielded a sitemap, 1 otherwise.
+    Discover(DiscoverArgs),
+}
+
+/// How documents are fetched (shared by every command that fetches).
+#[derive(Debug, Clone, Args)]
+pub struct FetchArgs {
+    /// User-Agent header (its first word selects the robots.txt group).
+    #[arg(long, default_value = concat!("sitemapd/", env!("CARGO_PKG_VERSION")))]
+    pub user_agent: String,
+    /// Allow loopback, private, link-local and other non-public addresses (tests, intranets).
+    #[arg(long)]
+    pub allow_private: bool,
+    /// Minimum seconds between two requests to one host (robots.txt Crawl-delay may raise it).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    pub min_delay: f64,
+    /// Total seconds allowed per document, retries and body included.
+    #[arg(long, default_value_t = 300.0, value_parser = parse_seconds)]
+    pub timeout: f64,
+    /// Answer HOST with IP instead of DNS (repeatable), like curl's --resolve; the address
+    /// guard still applies.
+    #[arg(long, value_name = "HOST=IP", value_parser = parse_resolve)]
+    pub resolve: Vec<(String, IpAddr)>,
+    /// Send every request through this proxy (the system proxy settings are ignored).
+    #[arg(long)]
+    pub proxy: Option<String>,
+}
+
+/// How every fetched document is parsed (shared by `parse`, `discover` and `ingest`).
+#[derive(Debug, Clone, Args)]
+pub struct ParseFlags {
+    /// Which URLs a sitemap may list: directory (the protocol), host, or none.
+    #[arg(long, default_value = "directory", value_parser = parse_scope)]
+    pub scope: ScopeMode,
+    /// Drop or reject what the protocol does not allow, instead of repairing it.
+    #[arg(long)]
+    pub strict: bool,
+    /// Byte limit per document after decompression.
+    #[arg(long, default_value_t = DEFAULT_MAX_BYTES)]
+    pub max_bytes: u64,
+    /// Entry limit per document.
+    #[arg(long, default_value_t = DEFAULT_MAX_ENTRIES)]
+    pub max_entries: u64,
+}
+
+/// How a site is walked (shared by `discover` and `ingest`).
+#[derive(Debug, Clone, Args)]
+pub struct WalkArgs {
+    /// Do not probe /sitemap.xml and other well-known paths when robots.txt declares none.
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Index nesting followed at most.
+    #[arg(long, default_value_t = 3)]
+    pub max_depth: u32,
+    /// Sitemaps fetched per site at most.
+    #[arg(long, default_value_t = 5_000)]
+    pub max_sitemaps: usize,
+    /// Sites walked at once.
+    #[arg(long, default_value_t = 16)]
+    pub parallel_sites: usize,
+}
+
+/// `sitemapd robots`.
+#[derive(Debug, Args)]
+pub struct RobotsArgs {
+    /// The robots.txt: a file path, `-` for stdin, or an http(s) URL (fetched per RFC 9309).
+    pub input: String,
+    /// The robots.txt's own URL, to resolve relative Sitemap: values (a file or stdin).
+    #[arg(long, value_parser = parse_url)]
+    pub url: Option<NormUrl>,
+    /// JSON Lines: one object per sitemap on stdout, diagnostics as JSON on stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Fetch settings (for a URL input).
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
+/// `sitemapd discover`.
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
+    #[arg(required = true)]
+    pub sites: Vec<String>,
+    /// JSON Lines of the walk's events on stdout instead of the tree.
+    #[arg(long)]
+    pub json: bool,
+    /// Stream every entry on stdout (the `parse` JSON Lines contract plus "source"); the
+    /// tree goes to stderr.
+    #[arg(long)]
+    pub entries: bool,
+    /// Print at most this many diagnostics per rule (0: all).
+    #[arg(long, default_value_t = 100)]
+    pub max_diagnostics_per_rule: u64,
+    /// Walk settings.
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    /// Parse settings.
+    #[command(flatten)]
+    pub parse: ParseFlags,
+    /// Fetch settings.
+    #[command(flatten)]
+    pub fetch: FetchArgs,
 }
 
 /// Entry output format.
@@ -42,26 +154,21 @@ pub enum DiagnosticFormat {
 /// `sitemapd parse`.
 #[derive(Debug, Args)]
 pub struct ParseArgs {
-    /// The document: a file path, or `-` for stdin.
+    /// The document: a file path, `-` for stdin, or an http(s) URL.
     pub input: String,
-    /// The document's own URL (base for relative locs, and the scope rule).
+    /// The document's own URL (base for relative locs, and the scope rule); for a fetched
+    /// document, the URL it came from after redirects.
     #[arg(long, value_parser = parse_url)]
     pub url: Option<NormUrl>,
-    /// Which URLs the document may list: directory (the protocol), host, or none.
-    #[arg(long, default_value = "directory", value_parser = parse_scope)]
-    pub scope: ScopeMode,
-    /// Drop or reject what the protocol does not allow, instead of repairing it.
-    #[arg(long)]
-    pub strict: bool,
     /// Entry output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: EntryFormat,
-    /// Byte limit after decompression.
-    #[arg(long, default_value_t = DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
-    /// Entry limit.
-    #[arg(long, default_value_t = DEFAULT_MAX_ENTRIES)]
-    pub max_entries: u64,
+    /// Parse settings.
+    #[command(flatten)]
+    pub parse: ParseFlags,
+    /// Fetch settings (for a URL input).
+    #[command(flatten)]
+    pub fetch: FetchArgs,
     /// Diagnostic output format (stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub diagnostics: DiagnosticFormat,
@@ -76,4 +183,17 @@ fn parse_scope(s: &str) -> Result<ScopeMode, String> {
 
 fn parse_url(s: &str) -> Result<NormUrl, String> {
     NormUrl::parse(s).map_err(|e| format!("not an http(s) URL: {e}"))
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err("expected seconds between 0 and 86400".into()),
+    }
+}
+
+fn parse_resolve(s: &str) -> Result<(String, IpAddr), String> {
+    let (host, ip) = s.split_once('=').ok_or("expected HOST=IP")?;
+    let ip = ip.parse().map_err(|e| format!("{ip:?}: {e}"))?;
+    Ok((host.to_ascii_lowercase(), ip))
 }

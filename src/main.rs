@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod output;
+mod settings;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,8 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         cli::Command::Parse(args) => commands::parse::run(&args),
+        cli::Command::Robots(args) => commands::robots::run(&args),
+        cli::Command::Discover(args) => commands::discover::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,52 +1,82 @@
-//! `sitemapd parse INPUT`: one document to JSON Lines or CSV.
+//! `sitemapd parse INPUT`: one document (file, stdin or URL) to JSON Lines
+//! or CSV.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use sitemapd_parser::{ParseOptions, Parser, Strictness};
+use anyhow::{Context, Result, bail};
+use futures_util::StreamExt;
+use sitemapd_discovery::{Fetcher, Validators};
+use sitemapd_parser::{Event, NormUrl, Parser, Summary, parse_async};
 
+use super::is_url;
 use crate::cli::ParseArgs;
 use crate::output::{DiagnosticSink, EntrySink};
+use crate::settings::runtime;
 
 /// Runs the command.
 pub fn run(args: &ParseArgs) -> Result<ExitCode> {
-    let options = ParseOptions {
-        document_url: args.url.clone(),
-        scope: args.scope,
-        strictness: if args.strict {
-            Strictness::Strict
-        } else {
-            Strictness::Lenient
-        },
-        max_bytes: args.max_bytes,
-        max_entries: args.max_entries,
-        ..ParseOptions::default()
-    };
-    let (input, label): (Box<dyn Read + Send>, String) = if args.input == "-" {
-        (Box::new(io::stdin()), "<stdin>".into())
-    } else {
-        let file =
-            File::open(&args.input).with_context(|| format!("cannot open {}", args.input))?;
-        (Box::new(file), args.input.clone())
-    };
-    let mut parser = Parser::new(input, options);
     let mut entries = EntrySink::new(io::stdout().lock(), args.format)?;
-    let mut diagnostics =
-        DiagnosticSink::new(label, args.diagnostics, args.max_diagnostics_per_rule);
-    for event in parser.by_ref() {
-        match event {
-            sitemapd_parser::Event::Diagnostic(d) => diagnostics.write(&d)?,
-            other => entries.write(&other)?,
+    let mut diagnostics = DiagnosticSink::new(args.diagnostics, args.max_diagnostics_per_rule);
+    let label = if args.input == "-" {
+        "<stdin>"
+    } else {
+        args.input.as_str()
+    };
+    let mut write = |event: Event| match event {
+        Event::Diagnostic(d) => diagnostics.write(label, &d),
+        other => entries.write(&other),
+    };
+    let summary = if is_url(&args.input) {
+        fetch_and_parse(args, &mut write)?
+    } else {
+        let input: Box<dyn Read + Send> = if args.input == "-" {
+            Box::new(io::stdin())
+        } else {
+            Box::new(
+                File::open(&args.input).with_context(|| format!("cannot open {}", args.input))?,
+            )
+        };
+        let mut parser = Parser::new(input, args.parse.options(args.url.clone()));
+        for event in parser.by_ref() {
+            write(event)?;
         }
-    }
+        parser.summary().clone()
+    };
     entries.finish()?;
-    let summary = parser.summary();
-    diagnostics.summary(summary)?;
+    diagnostics.summary(label, &summary)?;
     Ok(if summary.format.is_some() && !summary.rejected {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// Fetches the document and parses it as it streams in.
+fn fetch_and_parse(
+    args: &ParseArgs,
+    write: &mut impl FnMut(Event) -> Result<()>,
+) -> Result<Summary> {
+    let url = NormUrl::parse(&args.input).context("not an http(s) URL")?;
+    let fetcher = Fetcher::new(args.fetch.config())?;
+    runtime()?.block_on(async {
+        let fetched = fetcher
+            .get(&url, &Validators::default())
+            .await
+            .with_context(|| format!("cannot fetch {url}"))?;
+        if !fetched.is_success() {
+            bail!("cannot fetch {url}: HTTP {}", fetched.status);
+        }
+        let document = args.url.clone().unwrap_or_else(|| fetched.url.clone());
+        let progress = fetched.progress();
+        let mut events = parse_async(fetched.into_body(), args.parse.options(Some(document)));
+        while let Some(event) = events.next().await {
+            write(event)?;
+        }
+        if let Some(cut) = progress.error() {
+            tracing::warn!(%url, error = %cut, "the transfer was cut; entries before it were kept");
+        }
+        Ok(events.summary().cloned().unwrap_or_default())
     })
 }

@@ -37,6 +37,9 @@ pub enum WalkEvent {
     SitemapFailed(SitemapFailure),
     /// A well-known path probed (SPEC R6) was not a sitemap.
     ProbeMissed {
+        /// The site (seed).
+        #[serde(serialize_with = "url_str")]
+        site: Arc<NormUrl>,
         /// The path probed.
         url: NormUrl,
         /// Why: an HTTP status, an error, or "not a sitemap".
@@ -44,6 +47,9 @@ pub enum WalkEvent {
     },
     /// Children of an index not followed, counted per reason.
     ChildrenSkipped {
+        /// The site (seed).
+        #[serde(serialize_with = "url_str")]
+        site: Arc<NormUrl>,
         /// The index that listed them.
         parent: NormUrl,
         /// Why.
@@ -144,6 +150,9 @@ pub struct RobotsReport {
 /// A sitemap fetched and read.
 #[derive(Debug, Clone, Serialize)]
 pub struct SitemapReport {
+    /// The site (seed) whose walk found it.
+    #[serde(serialize_with = "url_str")]
+    pub site: Arc<NormUrl>,
     /// The URL as listed.
     pub url: NormUrl,
     /// The URL it was read from, after redirects.
@@ -187,6 +196,9 @@ impl SitemapReport {
 /// A sitemap that could not be fetched.
 #[derive(Debug, Clone, Serialize)]
 pub struct SitemapFailure {
+    /// The site (seed) whose walk found it.
+    #[serde(serialize_with = "url_str")]
+    pub site: Arc<NormUrl>,
     /// The URL as listed.
     pub url: NormUrl,
     /// The index that listed it.
@@ -205,10 +217,10 @@ pub struct SitemapFailure {
 }
 
 /// Totals of one site.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct SiteTotals {
     /// The site (or seed sitemap).
-    pub site: Option<NormUrl>,
+    pub site: NormUrl,
     /// Sitemaps fetched and read (304s included).
     pub sitemaps: u64,
     /// Sitemaps that failed.

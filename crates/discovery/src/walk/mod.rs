@@ -27,6 +27,7 @@ pub use event::{
     RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport, SkipReason, Via,
     WalkEvent,
 };
+pub use site::fetch_robots;
 
 use crate::fetch::{Fetcher, Validators};
 

@@ -14,7 +14,7 @@ use tracing::{Instrument, info_span};
 use super::event::{RobotsOutcome, RobotsReport, SiteTotals, SkipReason, Via, WalkEvent};
 use super::sitemap::{Outcome, Task, walk_sitemap};
 use super::{Closed, Emit, Seed, Walker};
-use crate::fetch::{Validators, host_key};
+use crate::fetch::{Fetcher, Validators, host_key};
 use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt};
 
 /// Walks one seed to its end; a closed consumer ends it early.
@@ -32,25 +32,41 @@ pub(super) struct SiteState {
 async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
     let started = Instant::now();
     let config = walker.config.clone();
+    let site_url = Arc::new(seed.url().clone());
     let mut totals = SiteTotals {
-        site: Some(seed.url().clone()),
-        ..SiteTotals::default()
+        site: seed.url().clone(),
+        sitemaps: 0,
+        failed: 0,
+        entries: 0,
+        bytes: 0,
+        duration: Default::default(),
     };
     let mut queue: VecDeque<Task> = VecDeque::new();
     match &seed {
-        Seed::Sitemap(url) => queue.push_back(Task::top(url.clone(), Via::Seed, Vec::new())),
+        Seed::Sitemap(url) => {
+            queue.push_back(Task::top(&site_url, url.clone(), Via::Seed, Vec::new()))
+        }
         Seed::Site(site) => {
-            let report = fetch_robots(&walker, site).await;
+            let robots_url = site
+                .root()
+                .join("/robots.txt")
+                .unwrap_or_else(|_| site.root());
+            let report = fetch_robots(&walker.fetcher, &robots_url).await;
             let unreachable = matches!(report.outcome, RobotsOutcome::Unreachable { .. });
             // R5: a sitemap listed in this robots.txt may list this host's URLs.
             let authorised = vec![site.root()];
             for url in &report.sitemaps {
-                queue.push_back(Task::top(url.clone(), Via::Robots, authorised.clone()));
+                queue.push_back(Task::top(
+                    &site_url,
+                    url.clone(),
+                    Via::Robots,
+                    authorised.clone(),
+                ));
             }
             if queue.is_empty() && config.probe && !unreachable {
                 for path in &config.probe_paths {
                     if let Ok(url) = site.join(path) {
-                        queue.push_back(Task::top(url, Via::Probe, Vec::new()));
+                        queue.push_back(Task::top(&site_url, url, Via::Probe, Vec::new()));
                     }
                 }
             }
@@ -130,6 +146,7 @@ async fn admit_children(
     }
     for (reason, (count, example)) in skipped {
         emit.send(WalkEvent::ChildrenSkipped {
+            site: parent.site.clone(),
             parent: parent.url.clone(),
             reason,
             count,
@@ -155,14 +172,12 @@ fn not_changed(memory: Option<&dyn super::SitemapMemory>, child: &SitemapRef) ->
     lastmod.unix_seconds <= fetched
 }
 
-/// Fetches and parses a site's robots.txt (R7: 2xx parse, 4xx nothing, 5xx
-/// or no response: try later), and applies its `Crawl-delay`.
-async fn fetch_robots(walker: &Walker, site: &NormUrl) -> RobotsReport {
+/// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,
+/// 5xx or no response: try later), and applies its `Crawl-delay` to the
+/// fetcher's politeness for that host.
+pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     let started = Instant::now();
-    let url = site
-        .root()
-        .join("/robots.txt")
-        .unwrap_or_else(|_| site.root());
+    let site = url.root();
     let mut report = RobotsReport {
         site: site.clone(),
         url: url.clone(),
@@ -174,8 +189,7 @@ async fn fetch_robots(walker: &Walker, site: &NormUrl) -> RobotsReport {
         redirects: Vec::new(),
         duration: Default::default(),
     };
-    let fetcher = &walker.fetcher;
-    report.outcome = match fetcher.get(&url, &Validators::default()).await {
+    report.outcome = match fetcher.get(url, &Validators::default()).await {
         Err(e @ (crate::FetchError::TooManyRedirects(_) | crate::FetchError::RedirectLoop(_))) => {
             // RFC 9309 §2.3.1.2: may be treated as unavailable.
             tracing::debug!(%url, error = %e, "robots.txt redirects too much");
@@ -198,7 +212,9 @@ async fn fetch_robots(walker: &Walker, site: &NormUrl) -> RobotsReport {
                         report.crawl_delay = robots.crawl_delay;
                         report.diagnostics = robots.diagnostics.clone();
                         if let Some(delay) = robots.crawl_delay {
-                            fetcher.politeness().set_crawl_delay(&host_key(site), delay);
+                            fetcher
+                                .politeness()
+                                .set_crawl_delay(&host_key(&site), delay);
                         }
                         RobotsOutcome::Parsed {
                             robots: Arc::new(robots),

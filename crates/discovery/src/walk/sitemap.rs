@@ -15,6 +15,8 @@ use super::{Closed, Emit, Walker};
 /// A sitemap to walk.
 #[derive(Debug, Clone)]
 pub(super) struct Task {
+    /// The seed whose walk this is.
+    pub site: Arc<NormUrl>,
     pub url: NormUrl,
     pub depth: u32,
     pub via: Via,
@@ -25,8 +27,9 @@ pub(super) struct Task {
 
 impl Task {
     /// A top-level sitemap (seed, robots or probe).
-    pub fn top(url: NormUrl, via: Via, authorised: Vec<NormUrl>) -> Self {
+    pub fn top(site: &Arc<NormUrl>, url: NormUrl, via: Via, authorised: Vec<NormUrl>) -> Self {
         Self {
+            site: site.clone(),
             url,
             depth: 0,
             via,
@@ -38,6 +41,7 @@ impl Task {
     /// A child listed by this index.
     pub fn child(&self, url: NormUrl) -> Self {
         Self {
+            site: self.site.clone(),
             url,
             depth: self.depth + 1,
             via: Via::Index,
@@ -90,11 +94,13 @@ async fn run(
     let fail = |status: Option<u16>, error: String| {
         if task.via == Via::Probe {
             WalkEvent::ProbeMissed {
+                site: task.site.clone(),
                 url: task.url.clone(),
                 reason: error,
             }
         } else {
             WalkEvent::SitemapFailed(SitemapFailure {
+                site: task.site.clone(),
                 url: task.url.clone(),
                 parent: task.parent.clone(),
                 depth: task.depth,
@@ -136,6 +142,7 @@ async fn run(
         if redirected_to_seen {
             debug!(to = %fetched.url, "redirects to a sitemap already walked");
             emit.send(WalkEvent::ChildrenSkipped {
+                site: task.site.clone(),
                 parent: task.parent.clone().unwrap_or_else(|| task.url.clone()),
                 reason: super::SkipReason::Seen,
                 count: 1,
@@ -146,6 +153,7 @@ async fn run(
         }
     }
     let mut report = SitemapReport {
+        site: task.site.clone(),
         url: task.url.clone(),
         final_url: fetched.url.clone(),
         parent: task.parent.clone(),
@@ -214,6 +222,7 @@ async fn run(
     let is_sitemap = summary.as_ref().is_some_and(|s| s.format.is_some());
     if task.via == Via::Probe && !is_sitemap {
         emit.send(WalkEvent::ProbeMissed {
+            site: task.site.clone(),
             url: task.url.clone(),
             reason: "not a sitemap".into(),
         })

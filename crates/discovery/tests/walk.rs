@@ -1,0 +1,873 @@
+//! The walk against a real loopback HTTP server: robots.txt, every sitemap
+//! format as an index child, redirects, conditional GET, retries, hostile
+//! bodies, cycles, depth, cross-submission and the address guard.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::StreamExt;
+use sitemapd_discovery::walk::{Remembered, RobotsOutcome, SitemapReport, SkipReason, Via};
+use sitemapd_discovery::{
+    FetchConfig, FetchError, Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent,
+    Walker,
+};
+use sitemapd_parser::{NormUrl, ParseOptions, Rule};
+use sitemapd_testsite::{Body, Reply, TestSite, gzip, gzip_zeros};
+
+fn fetch_config() -> FetchConfig {
+    FetchConfig {
+        allow_private: true,
+        min_delay: Duration::ZERO,
+        backoff: Duration::from_millis(10),
+        deadline: Duration::from_secs(20),
+        ..FetchConfig::default()
+    }
+}
+
+fn walker(fetch: FetchConfig, walk: WalkConfig) -> Walker {
+    Walker::new(Fetcher::new(fetch).unwrap(), walk)
+}
+
+async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
+    walker
+        .walk(vec![Seed::parse(seed).unwrap()])
+        .collect()
+        .await
+}
+
+fn urlset(locs: &[String]) -> String {
+    let mut s = String::from(
+        r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
+    for loc in locs {
+        s.push_str(&format!("<url><loc>{loc}</loc></url>"));
+    }
+    s.push_str("</urlset>");
+    s
+}
+
+fn index(children: &[(String, Option<&str>)]) -> String {
+    let mut s = String::from(
+        r#"<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
+    for (loc, lastmod) in children {
+        s.push_str(&format!("<sitemap><loc>{loc}</loc>"));
+        if let Some(l) = lastmod {
+            s.push_str(&format!("<lastmod>{l}</lastmod>"));
+        }
+        s.push_str("</sitemap>");
+    }
+    s.push_str("</sitemapindex>");
+    s
+}
+
+fn pages(site: &TestSite, prefix: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| site.url(&format!("/{prefix}/{i}")))
+        .collect()
+}
+
+fn entries(events: &[WalkEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::Entry { entry, .. } => Some(entry.loc.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn reports(events: &[WalkEvent]) -> Vec<&SitemapReport> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::SitemapFetched(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn report<'a>(events: &'a [WalkEvent], url: &str) -> &'a SitemapReport {
+    reports(events)
+        .into_iter()
+        .find(|r| r.url.as_str() == url)
+        .unwrap_or_else(|| panic!("no report for {url}: {events:#?}"))
+}
+
+fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::SitemapFailed(f) => Some((f.url.to_string(), f.error.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn skipped(events: &[WalkEvent]) -> Vec<(SkipReason, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::ChildrenSkipped { reason, count, .. } => Some((*reason, *count)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn site_done(events: &[WalkEvent]) -> &sitemapd_discovery::walk::SiteTotals {
+    match events.last() {
+        Some(WalkEvent::SiteDone(t)) => t,
+        other => panic!("the walk must end with SiteDone, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn robots_index_and_every_child_format() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nDisallow: /private\nSitemap: {}\nSitemap: {}\n",
+            site.url("/index.xml"),
+            site.url("/news.xml")
+        )),
+    );
+    site.route(
+        "/index.xml",
+        Reply::ok(index(&[
+            (site.url("/a.xml"), None),
+            (site.url("/b.xml.gz"), None),
+            (site.url("/c.txt"), None),
+            (site.url("/feed.rss"), None),
+            (site.url("/feed.atom"), None),
+        ])),
+    );
+    site.route("/a.xml", Reply::ok(urlset(&pages(&site, "a", 3))));
+    site.route(
+        "/b.xml.gz",
+        Reply::ok(gzip(urlset(&pages(&site, "b", 4)).as_bytes())),
+    );
+    site.route("/c.txt", Reply::ok(pages(&site, "c", 2).join("\n")));
+    site.route(
+        "/feed.rss",
+        Reply::ok(format!(
+            r#"<rss version="2.0"><channel><title>t</title><item><link>{}</link><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item></channel></rss>"#,
+            site.url("/rss/1")
+        )),
+    );
+    site.route(
+        "/feed.atom",
+        Reply::ok(format!(
+            r#"<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="{}"/><updated>2003-12-13T18:30:02Z</updated></entry></feed>"#,
+            site.url("/atom/1")
+        )),
+    );
+    // Content-Encoding gzip on a plain sitemap is inflated the same way.
+    site.route(
+        "/news.xml",
+        Reply::ok(gzip(urlset(&pages(&site, "news", 2)).as_bytes()))
+            .header("Content-Encoding", "gzip"),
+    );
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/")).await;
+
+    let robots = events
+        .iter()
+        .find_map(|e| match e {
+            WalkEvent::Robots(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(robots.sitemaps.len(), 2);
+    let RobotsOutcome::Parsed { robots: parsed } = &robots.outcome else {
+        panic!("{robots:?}")
+    };
+    assert!(!parsed.is_allowed(&NormUrl::parse(&site.url("/private/x")).unwrap()));
+
+    let got = entries(&events);
+    assert_eq!(got.len(), 3 + 4 + 2 + 1 + 1 + 2, "{got:#?}");
+    for prefix in ["/a/0", "/b/3", "/c/1", "/rss/1", "/atom/1", "/news/1"] {
+        assert!(got.contains(&site.url(prefix)), "{prefix} missing");
+    }
+    let idx = report(&events, &site.url("/index.xml"));
+    assert_eq!(idx.summary.as_ref().unwrap().sitemaps, 5);
+    assert_eq!(idx.via, Via::Robots);
+    let gz = report(&events, &site.url("/b.xml.gz"));
+    assert_eq!(gz.depth, 1);
+    assert_eq!(gz.parent.as_ref().unwrap().as_str(), site.url("/index.xml"));
+    assert_eq!(gz.summary.as_ref().unwrap().gzip_layers, 1);
+    assert!(gz.complete());
+    assert_eq!(
+        report(&events, &site.url("/news.xml"))
+            .summary
+            .as_ref()
+            .unwrap()
+            .urls,
+        2
+    );
+    let totals = site_done(&events);
+    assert_eq!((totals.sitemaps, totals.failed, totals.entries), (7, 0, 13));
+    // Every request carried our user agent and asked for gzip only.
+    for r in site.requests() {
+        assert!(r.header("user-agent").unwrap().starts_with("sitemapd/"));
+        assert_eq!(r.header("accept-encoding"), Some("gzip"));
+    }
+}
+
+#[tokio::test]
+async fn redirects_are_followed_and_recorded() {
+    let site = TestSite::start();
+    site.route("/old.xml", Reply::redirect(301, "/moved/new.xml"));
+    site.route(
+        "/moved/new.xml",
+        Reply::redirect(307, &site.url("/final/sitemap.xml")),
+    );
+    site.route(
+        "/final/sitemap.xml",
+        Reply::ok(urlset(&pages(&site, "final", 2))),
+    );
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/old.xml")).await;
+    let r = report(&events, &site.url("/old.xml"));
+    assert_eq!(r.final_url.as_str(), site.url("/final/sitemap.xml"));
+    let hops: Vec<(u16, &str)> = r
+        .redirects
+        .iter()
+        .map(|h| (h.status, h.to.as_str()))
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            (301, site.url("/moved/new.xml").as_str()),
+            (307, site.url("/final/sitemap.xml").as_str())
+        ]
+    );
+    // The scope is the final location's directory.
+    assert_eq!(entries(&events).len(), 2);
+}
+
+#[tokio::test]
+async fn redirect_loop_and_chain_too_long_fail_the_sitemap_not_the_walk() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "Sitemap: {}\nSitemap: {}\nSitemap: {}\n",
+            site.url("/loop-a.xml"),
+            site.url("/chain0.xml"),
+            site.url("/ok.xml")
+        )),
+    );
+    site.route("/loop-a.xml", Reply::redirect(302, "/loop-b.xml"));
+    site.route("/loop-b.xml", Reply::redirect(302, "/loop-a.xml"));
+    for i in 0..10 {
+        site.route(
+            &format!("/chain{i}.xml"),
+            Reply::redirect(301, &format!("/chain{}.xml", i + 1)),
+        );
+    }
+    site.route("/ok.xml", Reply::ok(urlset(&pages(&site, "ok", 1))));
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/")).await;
+    let failed = failures(&events);
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(failed[0].1.contains("redirect loop") || failed[1].1.contains("redirect loop"));
+    assert!(failed.iter().any(|f| f.1.contains("more than 5 redirects")));
+    assert_eq!(entries(&events), [site.url("/ok/0")]);
+    // Hop 6 was never requested.
+    assert_eq!(site.hits("/chain6.xml"), 0);
+    assert_eq!(site_done(&events).failed, 2);
+}
+
+struct Memory(HashMap<String, Remembered>);
+
+impl SitemapMemory for Memory {
+    fn recall(&self, url: &NormUrl) -> Option<Remembered> {
+        self.0.get(url.as_str()).cloned()
+    }
+}
+
+#[tokio::test]
+async fn conditional_get_reports_not_modified_and_new_validators() {
+    let site = TestSite::start();
+    let body = urlset(&pages(&site, "p", 2));
+    site.route_fn("/sitemap.xml", move |req, _| {
+        if req.header("if-none-match") == Some("\"v1\"") {
+            Reply::status(304).header("ETag", "\"v1\"")
+        } else {
+            Reply::ok(body.clone())
+                .header("ETag", "\"v1\"")
+                .header("Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT")
+        }
+    });
+    let w = walker(fetch_config(), WalkConfig::default());
+    let first = walk(&w, &site.url("/sitemap.xml")).await;
+    let r = report(&first, &site.url("/sitemap.xml"));
+    assert_eq!(r.validators.etag.as_deref(), Some("\"v1\""));
+    assert_eq!(
+        r.validators.last_modified.as_deref(),
+        Some("Wed, 21 Oct 2015 07:28:00 GMT")
+    );
+    assert_eq!(entries(&first).len(), 2);
+
+    let memory = Memory(HashMap::from([(
+        site.url("/sitemap.xml"),
+        Remembered {
+            validators: r.validators.clone(),
+            fetched_at: None,
+        },
+    )]));
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            memory: Some(Arc::new(memory)),
+            ..WalkConfig::default()
+        },
+    );
+    let second = walk(&w, &site.url("/sitemap.xml")).await;
+    let r = report(&second, &site.url("/sitemap.xml"));
+    assert!(r.not_modified);
+    assert_eq!(r.status, 304);
+    assert!(entries(&second).is_empty());
+    let last = site.requests().pop().unwrap();
+    assert_eq!(
+        last.header("if-modified-since"),
+        Some("Wed, 21 Oct 2015 07:28:00 GMT")
+    );
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed() {
+    let site = TestSite::start();
+    site.route_seq(
+        "/sitemap.xml",
+        vec![
+            Reply::status(503),
+            Reply::status(500),
+            Reply::ok(urlset(&pages(&site, "p", 1))),
+        ],
+    );
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/sitemap.xml")).await;
+    let r = report(&events, &site.url("/sitemap.xml"));
+    assert_eq!(r.attempts, 3);
+    assert_eq!(entries(&events).len(), 1);
+
+    // Three failures in a row: the sitemap fails with the last status.
+    site.route("/down.xml", Reply::status(502));
+    let events = walk(&w, &site.url("/down.xml")).await;
+    assert_eq!(
+        failures(&events),
+        [(site.url("/down.xml"), "HTTP 502".to_string())]
+    );
+    assert_eq!(site.hits("/down.xml"), 3);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_and_capped() {
+    let site = TestSite::start();
+    site.route_seq(
+        "/sitemap.xml",
+        vec![
+            Reply::status(429).header("Retry-After", "1"),
+            Reply::ok(urlset(&pages(&site, "p", 1))),
+        ],
+    );
+    let w = walker(fetch_config(), WalkConfig::default());
+    let started = Instant::now();
+    let events = walk(&w, &site.url("/sitemap.xml")).await;
+    assert_eq!(entries(&events).len(), 1);
+    let times: Vec<Instant> = site.requests().iter().map(|r| r.at).collect();
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(950),
+        "{:?}",
+        times[1] - times[0]
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    site.route(
+        "/slow-down.xml",
+        Reply::status(429).header("Retry-After", "3600"),
+    );
+    let events = walk(&w, &site.url("/slow-down.xml")).await;
+    let failed = failures(&events);
+    assert!(failed[0].1.contains("retry after"), "{failed:?}");
+    assert_eq!(site.hits("/slow-down.xml"), 1);
+}
+
+#[tokio::test]
+async fn a_body_dripping_one_byte_per_second_hits_the_deadline() {
+    let site = TestSite::start();
+    site.route(
+        "/slow.txt",
+        Reply::ok("").body(Body::Drip {
+            chunk: bytes::Bytes::from_static(b"h"),
+            every: Duration::from_secs(1),
+            count: None,
+        }),
+    );
+    let w = walker(
+        FetchConfig {
+            deadline: Duration::from_secs(2),
+            ..fetch_config()
+        },
+        WalkConfig::default(),
+    );
+    let started = Instant::now();
+    let events = walk(&w, &site.url("/slow.txt")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    let r = report(&events, &site.url("/slow.txt"));
+    assert_eq!(r.cut, Some(FetchError::Deadline(Duration::from_secs(2))));
+    assert!(!r.complete());
+    assert!((1..=3).contains(&r.bytes), "{} bytes", r.bytes);
+}
+
+#[tokio::test]
+async fn a_connection_reset_mid_body_keeps_the_entries_before_it() {
+    let site = TestSite::start();
+    let head = format!("{}\n{}\n", site.url("/p/1"), site.url("/p/2"));
+    site.route(
+        "/reset.txt",
+        Reply::ok("").body(Body::ResetAfter(bytes::Bytes::from(head))),
+    );
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/reset.txt")).await;
+    let r = report(&events, &site.url("/reset.txt"));
+    assert!(matches!(r.cut, Some(FetchError::Http(_))), "{:?}", r.cut);
+    assert_eq!(entries(&events), [site.url("/p/1"), site.url("/p/2")]);
+    assert_eq!(site_done(&events).sitemaps, 1);
+}
+
+#[tokio::test]
+async fn an_endless_body_is_cut_at_the_byte_cap() {
+    let site = TestSite::start();
+    let line = format!("{}\n", site.url("/p"));
+    site.route(
+        "/endless.txt",
+        Reply::ok("").body(Body::Repeat {
+            chunk: bytes::Bytes::from(line.repeat(100)),
+            count: None,
+        }),
+    );
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            parse: ParseOptions {
+                max_bytes: 1 << 20,
+                max_entries: u64::MAX,
+                ..ParseOptions::default()
+            },
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/endless.txt")).await;
+    let r = report(&events, &site.url("/endless.txt"));
+    let summary = r.summary.as_ref().unwrap();
+    assert!(!summary.complete);
+    assert_eq!(summary.diagnostics.get(&Rule::C3), Some(&1));
+    assert!(summary.bytes <= 1 << 20);
+    assert!(r.bytes < 4 << 20, "read {} raw bytes", r.bytes);
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_is_cut_after_decompression() {
+    let site = TestSite::start();
+    // A urlset start tag, then 256 MiB of spaces: about 256 KiB compressed.
+    site.route("/bomb.xml.gz", Reply::ok(xml_bomb(256 << 20)));
+    // Zeros are not even a document: refused at the first bytes (C7).
+    site.route("/zeros.gz", Reply::ok(gzip_zeros(256 << 20)));
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/bomb.xml.gz")).await;
+    let r = report(&events, &site.url("/bomb.xml.gz"));
+    let summary = r.summary.as_ref().unwrap();
+    assert!(summary.bytes <= ParseOptions::default().max_bytes);
+    assert!(summary.diagnostics.contains_key(&Rule::C3), "{summary:?}");
+    assert_eq!(entries(&events).len(), 0);
+    let events = walk(&w, &site.url("/zeros.gz")).await;
+    let summary = report(&events, &site.url("/zeros.gz"))
+        .summary
+        .clone()
+        .unwrap();
+    assert_eq!(summary.format, None);
+    assert!(summary.diagnostics.contains_key(&Rule::C7), "{summary:?}");
+}
+
+/// gzip of `<urlset …>` followed by `size` spaces, compressed as it goes.
+fn xml_bomb(size: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(br#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#)
+        .unwrap();
+    let spaces = vec![b' '; 1 << 20];
+    for _ in 0..size / spaces.len() {
+        gz.write_all(&spaces).unwrap();
+    }
+    gz.finish().unwrap()
+}
+
+#[tokio::test]
+async fn index_cycles_and_depth_are_bounded() {
+    let site = TestSite::start();
+    // a -> b -> a (cycle), a -> d1 -> d2 -> d3 -> d4 (too deep).
+    site.route(
+        "/a.xml",
+        Reply::ok(index(&[
+            (site.url("/b.xml"), None),
+            (site.url("/d1.xml"), None),
+        ])),
+    );
+    site.route(
+        "/b.xml",
+        Reply::ok(index(&[
+            (site.url("/a.xml"), None),
+            (site.url("/b.xml"), None),
+        ])),
+    );
+    for i in 1..=4 {
+        site.route(
+            &format!("/d{i}.xml"),
+            Reply::ok(index(&[(site.url(&format!("/d{}.xml", i + 1)), None)])),
+        );
+    }
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/a.xml")).await;
+    let skips = skipped(&events);
+    assert!(skips.contains(&(SkipReason::Seen, 2)), "{skips:?}");
+    assert!(skips.contains(&(SkipReason::Depth, 1)), "{skips:?}");
+    assert_eq!(site.hits("/a.xml"), 1);
+    assert_eq!(site.hits("/d3.xml"), 1);
+    assert_eq!(site.hits("/d4.xml"), 0);
+    // A redirect onto a sitemap already walked is a cycle too.
+    site.route(
+        "/a.xml",
+        Reply::ok(index(&[(site.url("/alias.xml"), None)])),
+    );
+    site.route("/alias.xml", Reply::redirect(301, "/a.xml"));
+    let events = walk(&w, &site.url("/a.xml")).await;
+    assert!(skipped(&events).contains(&(SkipReason::Seen, 1)));
+}
+
+#[tokio::test]
+async fn sitemap_cap_per_site() {
+    let site = TestSite::start();
+    let children: Vec<(String, Option<&str>)> = (0..20)
+        .map(|i| (site.url(&format!("/s{i}.xml")), None))
+        .collect();
+    site.route("/index.xml", Reply::ok(index(&children)));
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            max_sitemaps_per_site: 5,
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert!(
+        skipped(&events).contains(&(SkipReason::Cap, 16)),
+        "{:?}",
+        skipped(&events)
+    );
+}
+
+#[tokio::test]
+async fn i3_children_not_newer_than_the_last_fetch_are_skipped() {
+    let site = TestSite::start();
+    site.route(
+        "/index.xml",
+        Reply::ok(index(&[
+            (site.url("/old.xml"), Some("2020-01-01")),
+            (site.url("/new.xml"), Some("2030-01-01")),
+            (site.url("/undated.xml"), None),
+        ])),
+    );
+    for p in ["/old.xml", "/new.xml", "/undated.xml"] {
+        site.route(p, Reply::ok(urlset(&[site.url(&format!("{p}/page"))])));
+    }
+    let fetched_at = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)); // 2023
+    let memory = Memory(
+        ["/old.xml", "/new.xml", "/undated.xml"]
+            .iter()
+            .map(|p| {
+                (
+                    site.url(p),
+                    Remembered {
+                        validators: Validators::default(),
+                        fetched_at,
+                    },
+                )
+            })
+            .collect(),
+    );
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            memory: Some(Arc::new(memory)),
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert_eq!(skipped(&events), [(SkipReason::NotChanged, 1)]);
+    assert_eq!(site.hits("/old.xml"), 0);
+    assert_eq!(site.hits("/new.xml"), 1);
+    assert_eq!(site.hits("/undated.xml"), 1);
+}
+
+/// Two hosts, `a.test` and `b.test`, both on loopback.
+fn two_hosts() -> (TestSite, TestSite, FetchConfig) {
+    let a = TestSite::start();
+    let b = TestSite::start();
+    let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+    let config = FetchConfig {
+        resolve: HashMap::from([
+            ("a.test".to_string(), vec![loopback]),
+            ("b.test".to_string(), vec![loopback]),
+        ]),
+        ..fetch_config()
+    };
+    (a, b, config)
+}
+
+#[tokio::test]
+async fn cross_host_sitemap_needs_robots_authorisation() {
+    let (a, b, config) = two_hosts();
+    let a_url = |p: &str| format!("http://a.test:{}{p}", a.port());
+    let b_url = |p: &str| format!("http://b.test:{}{p}", b.port());
+    // a.test's robots.txt lists a sitemap hosted on b.test, listing a.test pages.
+    a.route(
+        "/robots.txt",
+        Reply::ok(format!("Sitemap: {}\n", b_url("/maps/a-index.xml"))),
+    );
+    b.route(
+        "/maps/a-index.xml",
+        Reply::ok(index(&[(b_url("/maps/a-pages.xml"), None)])),
+    );
+    b.route(
+        "/maps/a-pages.xml",
+        Reply::ok(urlset(&[
+            a_url("/page1"),
+            a_url("/page2"),
+            b_url("/maps/own"),
+        ])),
+    );
+    let w = walker(config, WalkConfig::default());
+    let events = walk(&w, &a_url("/")).await;
+    // Authorised by a.test's robots.txt, down through the index (R5).
+    assert_eq!(
+        entries(&events),
+        [a_url("/page1"), a_url("/page2"), b_url("/maps/own")]
+    );
+
+    // The same sitemap walked on its own: a.test pages are out of scope.
+    let events = walk(&w, &b_url("/maps/a-pages.xml")).await;
+    assert_eq!(entries(&events), [b_url("/maps/own")]);
+    let summary = report(&events, &b_url("/maps/a-pages.xml"))
+        .summary
+        .clone()
+        .unwrap();
+    assert_eq!(summary.diagnostics.get(&Rule::L6), Some(&2));
+}
+
+#[tokio::test]
+async fn address_guard_refuses_private_literals_and_names_without_connecting() {
+    let site = TestSite::start();
+    site.route("/sitemap.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
+    let config = FetchConfig {
+        allow_private: false,
+        resolve: HashMap::from([("evil.test".to_string(), vec!["127.0.0.1".parse().unwrap()])]),
+        connect_timeout: Duration::from_secs(30),
+        ..fetch_config()
+    };
+    let w = walker(config, WalkConfig::default());
+    let started = Instant::now();
+    let events = walk(&w, "http://10.0.0.1/sitemap.xml").await;
+    let failed = failures(&events);
+    assert!(failed[0].1.contains("address guard refused"), "{failed:?}");
+    assert!(failed[0].1.contains("private"), "{failed:?}");
+    let events = walk(&w, &format!("http://evil.test:{}/sitemap.xml", site.port())).await;
+    let failed = failures(&events);
+    assert!(failed[0].1.contains("127.0.0.1: loopback"), "{failed:?}");
+    let events = walk(&w, &site.url("/sitemap.xml")).await;
+    assert!(failures(&events)[0].1.contains("address guard"));
+    assert_eq!(site.connections(), 0, "nothing may reach the server");
+    // No retries on a refusal, no connect timeout waited.
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn robots_outcomes_rfc_9309() {
+    // 404: no rules, no sitemaps: probe the well-known paths.
+    let site = TestSite::start();
+    site.route(
+        "/sitemap_index.xml",
+        Reply::ok(urlset(&pages(&site, "p", 2))),
+    );
+    site.route("/feed", Reply::ok("<html><body>not a feed</body></html>"));
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/")).await;
+    let robots = events
+        .iter()
+        .find_map(|e| match e {
+            WalkEvent::Robots(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    assert!(matches!(robots.outcome, RobotsOutcome::Unavailable));
+    assert_eq!(
+        report(&events, &site.url("/sitemap_index.xml")).via,
+        Via::Probe
+    );
+    assert_eq!(entries(&events).len(), 2);
+    let missed = events
+        .iter()
+        .filter(|e| matches!(e, WalkEvent::ProbeMissed { .. }))
+        .count();
+    assert_eq!(missed, 7);
+    assert!(
+        events.iter().any(
+            |e| matches!(e, WalkEvent::ProbeMissed { reason, .. } if reason == "not a sitemap")
+        )
+    );
+    assert_eq!(site_done(&events).failed, 0);
+
+    // Probing off.
+    let w_off = walker(
+        fetch_config(),
+        WalkConfig {
+            probe: false,
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w_off, &site.url("/")).await;
+    assert!(entries(&events).is_empty());
+    assert_eq!(site.hits("/sitemap.xml"), 1);
+
+    // 503 (after retries): try later, and no probing.
+    let down = TestSite::start();
+    down.route("/robots.txt", Reply::status(503));
+    let events = walk(&w, &down.url("/")).await;
+    let robots = events
+        .iter()
+        .find_map(|e| match e {
+            WalkEvent::Robots(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        matches!(&robots.outcome, RobotsOutcome::Unreachable { reason } if reason == "HTTP 503")
+    );
+    assert_eq!(down.hits("/robots.txt"), 3);
+    assert_eq!(down.hits("/sitemap.xml"), 0);
+
+    // Redirected robots.txt: relative sitemaps resolve against where it ended.
+    let moved = TestSite::start();
+    moved.route("/robots.txt", Reply::redirect(301, "/new/robots.txt"));
+    moved.route("/new/robots.txt", Reply::ok("Sitemap: sm.xml\n"));
+    let events = walk(&w, &moved.url("/")).await;
+    let robots = events
+        .iter()
+        .find_map(|e| match e {
+            WalkEvent::Robots(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(robots.sitemaps[0].as_str(), moved.url("/new/sm.xml"));
+    assert_eq!(robots.diagnostics[0].rule, Rule::R3);
+}
+
+#[tokio::test]
+async fn crawl_delay_and_min_delay_space_requests() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nCrawl-delay: 0.3\nSitemap: {}\nSitemap: {}\nSitemap: {}\n",
+            site.url("/1.xml"),
+            site.url("/2.xml"),
+            site.url("/3.xml")
+        )),
+    );
+    for i in 1..=3 {
+        site.route(
+            &format!("/{i}.xml"),
+            Reply::ok(urlset(&pages(&site, "p", 1))),
+        );
+    }
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/")).await;
+    assert_eq!(reports(&events).len(), 3);
+    let times: Vec<Instant> = site.requests().iter().map(|r| r.at).collect();
+    for pair in times.windows(2).skip(1) {
+        assert!(
+            pair[1] - pair[0] >= Duration::from_millis(280),
+            "{:?}",
+            pair[1] - pair[0]
+        );
+    }
+}
+
+#[tokio::test]
+async fn sites_in_parallel_and_a_dropped_stream_stops_the_walk() {
+    let sites: Vec<TestSite> = (0..4).map(|_| TestSite::start()).collect();
+    for s in &sites {
+        s.route(
+            "/robots.txt",
+            Reply::ok(format!("Sitemap: {}\n", s.url("/s.xml"))),
+        );
+        s.route("/s.xml", Reply::ok(urlset(&pages(s, "p", 10))));
+    }
+    let w = walker(fetch_config(), WalkConfig::default());
+    let seeds = sites
+        .iter()
+        .map(|s| Seed::parse(&s.url("/")).unwrap())
+        .collect();
+    let events: Vec<WalkEvent> = w.walk(seeds).collect().await;
+    assert_eq!(entries(&events).len(), 40);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, WalkEvent::SiteDone(_)))
+            .count(),
+        4
+    );
+
+    let endless = TestSite::start();
+    let line = format!("{}\n", endless.url("/p"));
+    endless.route(
+        "/endless.txt",
+        Reply::ok("").body(Body::Repeat {
+            chunk: bytes::Bytes::from(line),
+            count: None,
+        }),
+    );
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            parse: ParseOptions {
+                max_entries: u64::MAX,
+                max_bytes: u64::MAX,
+                ..ParseOptions::default()
+            },
+            ..WalkConfig::default()
+        },
+    );
+    let mut stream = w.walk(vec![Seed::parse(&endless.url("/endless.txt")).unwrap()]);
+    let mut n = 0;
+    while let Some(e) = stream.next().await {
+        if matches!(e, WalkEvent::Entry { .. }) {
+            n += 1;
+            if n == 1000 {
+                break;
+            }
+        }
+    }
+    assert_eq!(n, 1000);
+    // Dropping the stream aborts the walk (and with it the body and the
+    // parser); the test ending at all is the proof that nothing waits on it.
+    drop(stream);
+}

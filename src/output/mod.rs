@@ -1,0 +1,25 @@
+//! How results are written: the JSON Lines / CSV entry contract on stdout,
+//! diagnostics and summaries on stderr, and the sitemap tree of `discover`.
+
+mod diagnostics;
+mod entries;
+mod tree;
+
+use std::io;
+
+pub use diagnostics::DiagnosticSink;
+pub use entries::EntrySink;
+pub use tree::Tree;
+
+/// Whether `e` is a closed stdout (`sitemapd parse … | head`).
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    let pipe = io::ErrorKind::BrokenPipe;
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == pipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(pipe))
+            || c.downcast_ref::<csv::Error>()
+                .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io.kind() == pipe))
+    })
+}

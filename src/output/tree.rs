@@ -1,0 +1,295 @@
+//! The sitemap tree of `sitemapd discover`: per site, robots.txt, then each
+//! sitemap under the index that listed it, with status, entries, bytes and
+//! time; probes and skipped children; totals per site and overall.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Result;
+use sitemapd_discovery::WalkEvent;
+use sitemapd_discovery::walk::{RobotsOutcome, SitemapFailure, SitemapReport, SkipReason};
+use sitemapd_parser::NormUrl;
+
+/// Collects a site's events and prints its tree when the site is done.
+#[derive(Default)]
+pub struct Tree {
+    sites: HashMap<NormUrl, SiteTree>,
+    totals: Totals,
+}
+
+#[derive(Default)]
+struct SiteTree {
+    robots: Option<String>,
+    nodes: Vec<Node>,
+    notes: Vec<String>,
+}
+
+enum Node {
+    Read(Box<SitemapReport>),
+    Failed(SitemapFailure),
+}
+
+impl Node {
+    fn url(&self) -> &NormUrl {
+        match self {
+            Node::Read(r) => &r.url,
+            Node::Failed(f) => &f.url,
+        }
+    }
+
+    fn parent(&self) -> Option<&NormUrl> {
+        match self {
+            Node::Read(r) => r.parent.as_ref(),
+            Node::Failed(f) => f.parent.as_ref(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    sites: u64,
+    sites_without_sitemap: u64,
+    sitemaps: u64,
+    failed: u64,
+    entries: u64,
+    bytes: u64,
+}
+
+impl Tree {
+    /// Records one event; prints a site's tree to `out` when it is done.
+    pub fn record(&mut self, event: &WalkEvent, out: &mut impl Write) -> Result<()> {
+        match event {
+            WalkEvent::Robots(r) => {
+                let line = match &r.outcome {
+                    RobotsOutcome::Parsed { .. } => format!(
+                        "robots.txt {}: {} sitemap{}{}{}",
+                        r.status.unwrap_or(200),
+                        r.sitemaps.len(),
+                        plural(r.sitemaps.len() as u64),
+                        r.crawl_delay
+                            .map(|d| format!(", crawl-delay {d} s"))
+                            .unwrap_or_default(),
+                        match r.diagnostics.len() {
+                            0 => String::new(),
+                            n => format!(", {n} diagnostic{}", plural(n as u64)),
+                        }
+                    ),
+                    RobotsOutcome::Unavailable => format!(
+                        "robots.txt {}: unavailable (no rules, no sitemaps)",
+                        r.status.map_or("-".into(), |s| s.to_string())
+                    ),
+                    RobotsOutcome::Unreachable { reason } => {
+                        format!("robots.txt unreachable, try later: {reason}")
+                    }
+                };
+                self.site(&r.site).robots = Some(line);
+            }
+            WalkEvent::SitemapFetched(r) => {
+                self.site(&r.site).nodes.push(Node::Read(Box::new(r.clone())));
+            }
+            WalkEvent::SitemapFailed(f) => {
+                self.site(&f.site).nodes.push(Node::Failed(f.clone()));
+            }
+            WalkEvent::ProbeMissed { site, url, reason } => {
+                self.site(site).notes.push(format!("probe {url}: {reason}"));
+            }
+            WalkEvent::ChildrenSkipped {
+                site,
+                parent,
+                reason,
+                count,
+                example,
+            } => {
+                let why = match reason {
+                    SkipReason::Depth => "deeper than --max-depth",
+                    SkipReason::Cap => "over --max-sitemaps",
+                    other => other.describe(),
+                };
+                self.site(site).notes.push(format!(
+                    "skipped {count} child{} of {parent}: {why} (e.g. {example})",
+                    if *count == 1 { "" } else { "ren" }
+                ));
+            }
+            WalkEvent::SiteDone(t) => {
+                let tree = self.sites.remove(&t.site).unwrap_or_default();
+                self.totals.sites += 1;
+                self.totals.sitemaps += t.sitemaps;
+                self.totals.failed += t.failed;
+                self.totals.entries += t.entries;
+                self.totals.bytes += t.bytes;
+                if t.sitemaps == 0 {
+                    self.totals.sites_without_sitemap += 1;
+                }
+                writeln!(out, "{}", t.site)?;
+                if let Some(robots) = &tree.robots {
+                    writeln!(out, "  {robots}")?;
+                }
+                print_nodes(&tree.nodes, out)?;
+                for note in &tree.notes {
+                    writeln!(out, "  {note}")?;
+                }
+                writeln!(
+                    out,
+                    "  total: {} sitemap{}{}, {} url{}, {}, {}",
+                    t.sitemaps,
+                    plural(t.sitemaps),
+                    failed(t.failed),
+                    t.entries,
+                    plural(t.entries),
+                    bytes(t.bytes),
+                    duration(t.duration)
+                )?;
+            }
+            WalkEvent::Entry { .. } | WalkEvent::Diagnostic { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn site(&mut self, site: &NormUrl) -> &mut SiteTree {
+        self.sites.entry(site.clone()).or_default()
+    }
+
+    /// Sites done with no sitemap read.
+    pub fn sites_without_sitemap(&self) -> u64 {
+        self.totals.sites_without_sitemap
+    }
+
+    /// Prints the overall totals.
+    pub fn finish(&self, elapsed: Duration, out: &mut impl Write) -> Result<()> {
+        let t = &self.totals;
+        writeln!(
+            out,
+            "total: {} site{}, {} sitemap{}{}, {} url{}, {}, {}",
+            t.sites,
+            plural(t.sites),
+            t.sitemaps,
+            plural(t.sitemaps),
+            failed(t.failed),
+            t.entries,
+            plural(t.entries),
+            bytes(t.bytes),
+            duration(elapsed)
+        )?;
+        Ok(())
+    }
+}
+
+/// Prints nodes depth first under their parents, in the order they finished.
+fn print_nodes(nodes: &[Node], out: &mut impl Write) -> Result<()> {
+    let index: HashMap<&NormUrl, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.url(), i))
+        .collect();
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        match node.parent().and_then(|p| index.get(p)) {
+            Some(&p) if p != i => children.entry(p).or_default().push(i),
+            _ => roots.push(i),
+        }
+    }
+    // An explicit stack: the depth is bounded by --max-depth, but a stack
+    // costs nothing and cannot overflow.
+    let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&i| (i, 1)).collect();
+    let mut printed = vec![false; nodes.len()];
+    while let Some((i, depth)) = stack.pop() {
+        if std::mem::replace(&mut printed[i], true) {
+            continue;
+        }
+        writeln!(out, "{}{}", "  ".repeat(depth), describe(&nodes[i]))?;
+        if let Some(kids) = children.get(&i) {
+            stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
+        }
+    }
+    Ok(())
+}
+
+fn describe(node: &Node) -> String {
+    match node {
+        Node::Failed(f) => format!("{}  FAILED: {} ({})", f.url, f.error, duration(f.duration)),
+        Node::Read(r) => {
+            let mut s = format!("{}  {}", r.url, r.status);
+            if r.not_modified {
+                s.push_str(" not modified");
+            }
+            if let Some(summary) = &r.summary {
+                let format = summary.format.map_or("not a sitemap", |f| f.as_str());
+                s.push_str(&format!(" {format}"));
+                if summary.sitemaps > 0 {
+                    s.push_str(&format!(
+                        " {} sitemap{}",
+                        summary.sitemaps,
+                        plural(summary.sitemaps)
+                    ));
+                }
+                if summary.urls > 0 || summary.sitemaps == 0 {
+                    s.push_str(&format!(" {} url{}", summary.urls, plural(summary.urls)));
+                }
+                if summary.gzip_layers > 0 {
+                    s.push_str(" gzip");
+                }
+                let diagnostics: u64 = summary.diagnostics.values().sum();
+                if diagnostics > 0 {
+                    s.push_str(&format!(" {diagnostics} diagnostic{}", plural(diagnostics)));
+                }
+                if !summary.complete {
+                    s.push_str(" INCOMPLETE");
+                }
+            }
+            s.push_str(&format!(", {}, {}", bytes(r.bytes), duration(r.duration)));
+            if let Some(cut) = &r.cut {
+                s.push_str(&format!(", cut: {cut}"));
+            }
+            if !r.redirects.is_empty() {
+                let last = r
+                    .redirects
+                    .last()
+                    .map(|h| h.to.as_str())
+                    .unwrap_or_default();
+                s.push_str(&format!(
+                    ", {} redirect{} to {last}",
+                    r.redirects.len(),
+                    plural(r.redirects.len() as u64)
+                ));
+            }
+            if r.attempts > 1 {
+                s.push_str(&format!(", {} attempts", r.attempts));
+            }
+            s
+        }
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn failed(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} failed)")
+    }
+}
+
+fn bytes(n: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let f = n as f64;
+    if f < KIB {
+        format!("{n} B")
+    } else if f < KIB * KIB {
+        format!("{:.1} KiB", f / KIB)
+    } else {
+        format!("{:.1} MiB", f / KIB / KIB)
+    }
+}
+
+fn duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}

@@ -1,0 +1,69 @@
+//! From command-line flags to the libraries' configurations.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use sitemapd_discovery::{FetchConfig, WalkConfig};
+use sitemapd_parser::{NormUrl, ParseOptions, Strictness};
+
+use crate::cli::{FetchArgs, ParseFlags, WalkArgs};
+
+impl FetchArgs {
+    /// The fetcher configuration these flags describe.
+    pub fn config(&self) -> FetchConfig {
+        let mut resolve: HashMap<String, Vec<_>> = HashMap::new();
+        for (host, ip) in &self.resolve {
+            resolve.entry(host.clone()).or_default().push(*ip);
+        }
+        FetchConfig {
+            user_agent: self.user_agent.clone(),
+            allow_private: self.allow_private,
+            min_delay: Duration::from_secs_f64(self.min_delay),
+            deadline: Duration::from_secs_f64(self.timeout),
+            proxy: self.proxy.clone(),
+            resolve,
+            ..FetchConfig::default()
+        }
+    }
+}
+
+impl ParseFlags {
+    /// Parser options for a document at `url`.
+    pub fn options(&self, url: Option<NormUrl>) -> ParseOptions {
+        ParseOptions {
+            document_url: url,
+            scope: self.scope,
+            strictness: if self.strict {
+                Strictness::Strict
+            } else {
+                Strictness::Lenient
+            },
+            max_bytes: self.max_bytes,
+            max_entries: self.max_entries,
+            ..ParseOptions::default()
+        }
+    }
+}
+
+impl WalkArgs {
+    /// The walk configuration these flags (and the parse flags) describe.
+    pub fn config(&self, parse: &ParseFlags) -> WalkConfig {
+        WalkConfig {
+            max_depth: self.max_depth,
+            max_sitemaps_per_site: self.max_sitemaps,
+            probe: !self.no_probe,
+            site_concurrency: self.parallel_sites.max(1),
+            parse: parse.options(None),
+            ..WalkConfig::default()
+        }
+    }
+}
+
+/// A tokio runtime for the commands that fetch: two workers (the parser
+/// runs on the blocking pool beside them).
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
