@@ -86,7 +86,9 @@ impl Tree {
                 self.site(&r.site).robots = Some(line);
             }
             WalkEvent::SitemapFetched(r) => {
-                self.site(&r.site).nodes.push(Node::Read(Box::new(r.clone())));
+                self.site(&r.site)
+                    .nodes
+                    .push(Node::Read(Box::new(r.clone())));
             }
             WalkEvent::SitemapFailed(f) => {
                 self.site(&f.site).nodes.push(Node::Failed(f.clone()));
@@ -268,9 +270,9 @@ fn plural(n: u64) -> &'static str {
 
 fn failed(n: u64) -> String {
     if n == 0 {
-        String::new()
+        " read".into()
     } else {
-        format!(" ({n} failed)")
+        format!(" read, {n} failed")
     }
 }
 

@@ -1,0 +1,293 @@
+//! `sitemapd robots`, `sitemapd discover` and `sitemapd parse URL` end to
+//! end: the real binary against a loopback fixture site.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use sitemapd_testsite::{Reply, TestSite, gzip};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn json_lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+fn urlset(locs: &[String]) -> String {
+    let mut s = String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for loc in locs {
+        s.push_str(&format!(
+            "<url><loc>{loc}</loc><lastmod>2024-05-01</lastmod></url>"
+        ));
+    }
+    s + "</urlset>"
+}
+
+/// robots.txt -> index -> two sitemaps (one gzipped) and a child that fails.
+fn fixture_site() -> TestSite {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nDisallow: /admin\nSitemap: {}\nSitemap: /relative.xml\n",
+            site.url("/sitemap_index.xml")
+        )),
+    );
+    site.route(
+        "/sitemap_index.xml",
+        Reply::ok(format!(
+            r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>{}</loc></sitemap><sitemap><loc>{}</loc></sitemap><sitemap><loc>{}</loc></sitemap></sitemapindex>"#,
+            site.url("/posts.xml"),
+            site.url("/pages.xml.gz"),
+            site.url("/gone.xml")
+        )),
+    );
+    site.route(
+        "/posts.xml",
+        Reply::ok(urlset(&[site.url("/post/1"), site.url("/post/2")])),
+    );
+    site.route(
+        "/pages.xml.gz",
+        Reply::ok(gzip(urlset(&[site.url("/about")]).as_bytes())),
+    );
+    site.route("/gone.xml", Reply::status(410));
+    site.route("/relative.xml", Reply::ok(urlset(&[site.url("/r")])));
+    site
+}
+
+const LOOPBACK: [&str; 4] = ["--allow-private", "--min-delay", "0", "--no-probe"];
+
+#[test]
+fn robots_from_a_file_and_from_a_url() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/corpus/robots/bharath06__robotstxt__ddrk.me");
+    let file = file.to_str().unwrap();
+    let o = run(&["robots", file, "--url", "https://ddrk.me/robots.txt"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "https://ddrk.me/sitemap_index.xml\n");
+    assert!(
+        stderr(&o).contains(&format!("warning[R3] {file}:")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("summary: "), "{}", stderr(&o));
+
+    // Without --url a relative value cannot be resolved: dropped, flagged.
+    let o = run(&["robots", file, "--json"]);
+    assert_eq!(stdout(&o), "");
+    let diags = json_lines(&stderr(&o));
+    assert_eq!(diags[0]["rule"], "R3");
+    assert_eq!(diags.last().unwrap()["type"], "summary");
+
+    let site = fixture_site();
+    let o = run(&[
+        "robots",
+        &site.url("/robots.txt"),
+        "--json",
+        "--allow-private",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["url"], site.url("/sitemap_index.xml"));
+    assert_eq!(lines[1]["url"], site.url("/relative.xml"));
+    assert_eq!(lines[1]["line"], 4);
+
+    // RFC 9309: 4xx is "no robots.txt" (exit 0), 5xx "try later" (exit 1).
+    let o = run(&[
+        "robots",
+        &site.url("/missing/robots.txt"),
+        "--allow-private",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("HTTP 404"), "{}", stderr(&o));
+    site.route("/down/robots.txt", Reply::status(503));
+    let o = run(&["robots", &site.url("/down/robots.txt"), "--allow-private"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("try later"), "{}", stderr(&o));
+}
+
+#[test]
+fn discover_prints_the_tree() {
+    let site = fixture_site();
+    let mut args = vec!["discover", "--max-diagnostics-per-rule", "0"];
+    args.extend(LOOPBACK);
+    let root = site.url("/");
+    args.push(&root);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("{root}\n  robots.txt 200: 2 sitemaps")),
+        "{out}"
+    );
+    let line = |needle: &str| {
+        out.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle}:\n{out}"))
+            .to_string()
+    };
+    assert!(line("/sitemap_index.xml").starts_with("  http"), "{out}");
+    assert!(
+        line("/sitemap_index.xml").contains("200 sitemapindex 3 sitemaps"),
+        "{out}"
+    );
+    assert!(line("/posts.xml").starts_with("    http"), "{out}");
+    assert!(line("/posts.xml").contains("urlset 2 urls"), "{out}");
+    assert!(line("/pages.xml.gz").contains("1 url gzip"), "{out}");
+    assert!(line("/gone.xml").contains("FAILED: HTTP 410"), "{out}");
+    assert!(
+        line("  total:").contains("4 sitemaps read, 1 failed, 4 urls"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .starts_with("total: 1 site, 4 sitemaps read, 1 failed, 4 urls"),
+        "{out}"
+    );
+    // robots.txt's relative Sitemap: was resolved and flagged on stderr.
+    assert!(stderr(&o).contains("warning[R3]"), "{}", stderr(&o));
+}
+
+#[test]
+fn discover_entries_streams_the_parse_contract_with_a_source() {
+    let site = fixture_site();
+    let mut args = vec!["discover", "--entries"];
+    args.extend(LOOPBACK);
+    let root = site.url("/");
+    args.push(&root);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 4);
+    let post = lines
+        .iter()
+        .find(|l| l["loc"] == site.url("/post/1"))
+        .unwrap();
+    assert_eq!(post["type"], "url");
+    assert_eq!(post["source"], site.url("/posts.xml"));
+    assert_eq!(post["lastmod"], "2024-05-01T00:00:00Z");
+    assert_eq!(post["lastmod_precision"], "day");
+    // The tree went to stderr.
+    assert!(stderr(&o).contains("total: 1 site"), "{}", stderr(&o));
+}
+
+#[test]
+fn discover_json_events() {
+    let site = fixture_site();
+    let mut args = vec!["discover", "--json"];
+    args.extend(LOOPBACK);
+    let root = site.url("/");
+    args.push(&root);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&stdout(&o));
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types[0], "robots");
+    assert_eq!(events[0]["outcome"], "parsed");
+    assert_eq!(*types.last().unwrap(), "site_done");
+    assert_eq!(types.iter().filter(|t| **t == "sitemap_fetched").count(), 4);
+    let failed = events
+        .iter()
+        .find(|e| e["type"] == "sitemap_failed")
+        .unwrap();
+    assert_eq!(failed["status"], 410);
+    assert_eq!(failed["parent"], site.url("/sitemap_index.xml"));
+    let posts = events
+        .iter()
+        .find(|e| e["type"] == "sitemap_fetched" && e["url"] == site.url("/posts.xml"))
+        .unwrap();
+    assert_eq!(posts["summary"]["urls"], 2);
+    assert_eq!(posts["depth"], 1);
+    assert_eq!(posts["via"], "index");
+    assert!(posts["duration"].is_u64());
+    assert!(!types.contains(&"url"), "entries only with --entries");
+}
+
+#[test]
+fn discover_refuses_loopback_without_allow_private() {
+    let site = fixture_site();
+    let o = run(&["discover", "--min-delay", "0", &site.url("/")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("robots.txt unreachable"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("address guard"), "{}", stdout(&o));
+    assert_eq!(site.connections(), 0);
+}
+
+#[test]
+fn discover_resolve_names_and_probe() {
+    let site = TestSite::start();
+    site.route(
+        "/sitemap.xml",
+        Reply::ok(urlset(&[format!("http://shop.test:{}/item", site.port())])),
+    );
+    let root = format!("http://shop.test:{}/", site.port());
+    let o = run(&[
+        "discover",
+        "--allow-private",
+        "--min-delay",
+        "0",
+        "--resolve",
+        "shop.test=127.0.0.1",
+        &root,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("robots.txt 404: unavailable"), "{out}");
+    assert!(
+        out.contains(&format!("{root}sitemap.xml  200 urlset 1 url")),
+        "{out}"
+    );
+    assert!(out.contains("probe ") && out.contains("HTTP 404"), "{out}");
+    // --no-probe: nothing found, exit 1.
+    let o = run(&[
+        "discover",
+        "--allow-private",
+        "--min-delay",
+        "0",
+        "--no-probe",
+        "--resolve",
+        "shop.test=127.0.0.1",
+        &root,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
+
+#[test]
+fn parse_fetches_urls() {
+    let site = fixture_site();
+    let o = run(&["parse", &site.url("/pages.xml.gz"), "--allow-private"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["loc"], site.url("/about"));
+    assert!(stderr(&o).contains("gzip_layers=1"), "{}", stderr(&o));
+
+    let o = run(&["parse", &site.url("/gone.xml"), "--allow-private"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("HTTP 410"), "{}", stderr(&o));
+
+    let o = run(&["parse", &site.url("/posts.xml")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("address guard"), "{}", stderr(&o));
+}
