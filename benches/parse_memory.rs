@@ -4,10 +4,12 @@
 //!
 //! `cargo bench --bench parse_memory`
 
+mod support;
+
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+
+use support::run;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -56,40 +58,6 @@ fn write_bomb(path: &std::path::Path, bytes: u64) -> u64 {
     gz.write_all(b"</urlset>").unwrap();
     gz.finish().unwrap();
     std::fs::metadata(path).unwrap().len()
-}
-
-struct Run {
-    seconds: f64,
-    max_rss_kib: i64,
-    stderr: String,
-}
-
-// The child is reaped by wait4(2), which also reports its peak RSS.
-#[allow(clippy::zombie_processes)]
-fn run(args: &[&str]) -> Run {
-    let start = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let output_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.unwrap(), &mut s).unwrap();
-        s
-    });
-    let mut status = 0;
-    // SAFETY: plain FFI call on a zeroed rusage owned by this frame.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    Run {
-        seconds: start.elapsed().as_secs_f64(),
-        max_rss_kib: usage.ru_maxrss,
-        stderr: output_thread.join().unwrap(),
-    }
 }
 
 fn main() {

@@ -1,0 +1,131 @@
+//! The discovery walk end to end, through the real binary, on a loopback
+//! site generated here: robots.txt -> an index of 50 sitemaps x 50,000 URLs
+//! (about 555 MB of XML). `sitemapd discover --entries --min-delay 0` with
+//! its output to /dev/null: wall time, URLs/s, MB/s and peak RSS. Prints
+//! figures; asserts nothing.
+//!
+//! `cargo bench --bench discover_walk` (`-- --sitemaps N` for a smaller site)
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use sitemapd_testsite::{Reply, TestSite};
+use support::run;
+
+const URLS_PER_SITEMAP: usize = 50_000;
+
+fn sitemap(site: &TestSite, part: usize) -> String {
+    let mut s = String::with_capacity(URLS_PER_SITEMAP * 230);
+    s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    let host = site.url("");
+    for i in 0..URLS_PER_SITEMAP {
+        s.push_str(&format!(
+            "  <url>\n    <loc>{host}/catalog/part-{part}/section-{}/product-{i}.html</loc>\n    <lastmod>2024-{:02}-{:02}T10:20:30+00:00</lastmod>\n    <changefreq>weekly</changefreq>\n    <priority>0.{}</priority>\n  </url>\n",
+            i % 97,
+            i % 12 + 1,
+            i % 28 + 1,
+            i % 10
+        ));
+    }
+    s.push_str("</urlset>\n");
+    s
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return; // cargo test --benches asks for a list; nothing to do
+    }
+    let sitemaps: usize = args
+        .iter()
+        .position(|a| a == "--sitemaps")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50);
+    if args.iter().any(|a| a == "--serve") {
+        return serve(sitemaps);
+    }
+    // The site lives in its own process: a child spawned from a process
+    // holding 555 MB would inherit that in its peak RSS figure (vfork
+    // shares the address space until exec, and Linux keeps its high-water
+    // mark), so the measuring process must stay small.
+    let mut server = Command::new(std::env::current_exe().unwrap())
+        .args(["--serve", "--sitemaps", &sitemaps.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let (root, rest) = first.trim().split_once(' ').unwrap();
+    let (urls, bytes): (usize, usize) = {
+        let (u, b) = rest.split_once(' ').unwrap();
+        (u.parse().unwrap(), b.parse().unwrap())
+    };
+    println!(
+        "site: robots.txt -> index -> {sitemaps} sitemaps x {URLS_PER_SITEMAP} URLs = {urls} URLs, {:.0} MB of XML",
+        bytes as f64 / 1e6
+    );
+    for round in 1..=3 {
+        let r = run(&[
+            "discover",
+            "--entries",
+            "--min-delay",
+            "0",
+            "--allow-private",
+            root,
+        ]);
+        let total = r
+            .stderr
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("total:"))
+            .unwrap_or("(no total line)")
+            .to_string();
+        println!(
+            "run {round}: {:.2} s, {:.0} URLs/s, {:.0} MB/s, peak RSS {:.1} MiB  [{total}]",
+            r.seconds,
+            urls as f64 / r.seconds,
+            bytes as f64 / r.seconds / 1e6,
+            r.max_rss_kib as f64 / 1024.0
+        );
+    }
+    drop(server.stdin.take());
+    let _ = server.wait();
+}
+
+/// Server mode: builds the site, prints `ROOT URLS BYTES`, serves until
+/// stdin closes.
+fn serve(sitemaps: usize) {
+    let site = TestSite::start();
+    let mut index =
+        String::from("<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    let mut bytes = 0;
+    for part in 0..sitemaps {
+        let body = sitemap(&site, part);
+        bytes += body.len();
+        let path = format!("/sitemaps/part-{part}.xml");
+        index.push_str(&format!(
+            "<sitemap><loc>{}</loc></sitemap>\n",
+            site.url(&path)
+        ));
+        site.route(&path, Reply::ok(body));
+    }
+    index.push_str("</sitemapindex>\n");
+    site.route("/sitemap_index.xml", Reply::ok(index));
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nSitemap: {}\n",
+            site.url("/sitemap_index.xml")
+        )),
+    );
+    println!("{} {} {bytes}", site.url("/"), sitemaps * URLS_PER_SITEMAP);
+    std::io::stdout().flush().unwrap();
+    let mut sink = String::new();
+    let _ = std::io::stdin().read_line(&mut sink);
+}
