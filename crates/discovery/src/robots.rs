@@ -386,9 +386,13 @@ fn repair_value(raw: &str, warn: &mut impl FnMut(String)) -> Option<String> {
         value = &value[junk_end..];
     }
     // `Sitemap: Sitemap: https://…`
-    while value.len() > 8 && value[..8].eq_ignore_ascii_case("sitemap:") {
+    while let Some(rest) = value
+        .get(..8)
+        .filter(|key| key.eq_ignore_ascii_case("sitemap:"))
+        .and_then(|_| value.get(8..))
+    {
         warn(format!("repeated 'Sitemap:' key ignored in {value:?}"));
-        value = value[8..].trim_start();
+        value = rest.trim_start();
     }
     let lower = value.to_ascii_lowercase();
     let glued_at = |d: &str| {
@@ -570,6 +574,13 @@ mod tests {
             m.one_agent_allowed_by_robots(&body, "x", "https://example.com/other")
         });
         assert!(crate_alone.is_err(), "the defect worked around is gone");
+    }
+
+    #[test]
+    fn multibyte_characters_after_the_url_start_do_not_panic() {
+        // Found by the robots fuzz target: a byte-offset slice inside 'é'.
+        let r = robots("Sitemap: abcdefgéh\nSitemap: sitemap:é\nSitemap: Sitemap:\n");
+        assert_eq!(r.sitemap_records, 3);
     }
 
     #[test]
