@@ -573,6 +573,13 @@ async fn sitemap_cap_per_site() {
         "{:?}",
         skipped(&events)
     );
+    // The cap holds for robots.txt's list too.
+    let robots: String = (0..20).map(|i| format!("Sitemap: /s{i}.xml\n")).collect();
+    site.route("/robots.txt", Reply::ok(robots));
+    let events = walk(&w, &site.url("/")).await;
+    assert_eq!(skipped(&events), [(SkipReason::Cap, 15)]);
+    assert_eq!(site.hits("/s4.xml"), 1);
+    assert_eq!(site.hits("/s5.xml"), 0);
 }
 
 #[tokio::test]

@@ -50,7 +50,7 @@ pub enum WalkEvent {
         /// The site (seed).
         #[serde(serialize_with = "url_str")]
         site: Arc<NormUrl>,
-        /// The index that listed them.
+        /// The index (or robots.txt) that listed them.
         parent: NormUrl,
         /// Why.
         reason: SkipReason,

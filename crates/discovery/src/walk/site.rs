@@ -55,13 +55,24 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
             let unreachable = matches!(report.outcome, RobotsOutcome::Unreachable { .. });
             // R5: a sitemap listed in this robots.txt may list this host's URLs.
             let authorised = vec![site.root()];
-            for url in &report.sitemaps {
+            let cap = config.max_sitemaps_per_site;
+            for url in report.sitemaps.iter().take(cap) {
                 queue.push_back(Task::top(
                     &site_url,
                     url.clone(),
                     Via::Robots,
                     authorised.clone(),
                 ));
+            }
+            if let Some(example) = report.sitemaps.get(cap) {
+                emit.send(WalkEvent::ChildrenSkipped {
+                    site: site_url.clone(),
+                    parent: report.url.clone(),
+                    reason: SkipReason::Cap,
+                    count: (report.sitemaps.len() - cap) as u64,
+                    example: example.clone(),
+                })
+                .await?;
             }
             if queue.is_empty() && config.probe && !unreachable {
                 for path in &config.probe_paths {
