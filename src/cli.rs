@@ -44,8 +44,9 @@ pub struct FetchArgs {
     /// Minimum seconds between two requests to one host (robots.txt Crawl-delay may raise it).
     #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
     pub min_delay: f64,
-    /// Total seconds allowed per document, retries and body included.
-    #[arg(long, default_value_t = 300.0, value_parser = parse_seconds)]
+    /// Total seconds allowed per document, retries included; time spent waiting for the
+    /// network only (a slow consumer does not count).
+    #[arg(long, default_value_t = 300.0, value_parser = parse_timeout)]
     pub timeout: f64,
     /// Answer HOST with IP instead of DNS (repeatable), like curl's --resolve; the address
     /// guard still applies.
@@ -112,7 +113,7 @@ pub struct DiscoverArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
     #[arg(required = true)]
     pub sites: Vec<String>,
-    /// JSON Lines of the walk's events on stdout instead of the tree.
+    /// JSON Lines of the walk's events on stdout instead of the tree (the exit code is the same).
     #[arg(long)]
     pub json: bool,
     /// Stream every entry on stdout (the `parse` JSON Lines contract plus "source"); the
@@ -192,8 +193,25 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match parse_seconds(s)? {
+        0.0 => Err("the timeout must be more than 0 seconds".into()),
+        v => Ok(v),
+    }
+}
+
 fn parse_resolve(s: &str) -> Result<(String, IpAddr), String> {
     let (host, ip) = s.split_once('=').ok_or("expected HOST=IP")?;
-    let ip = ip.parse().map_err(|e| format!("{ip:?}: {e}"))?;
+    let valid = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
+    if !valid {
+        return Err(format!(
+            "{host:?} is not a host name (no port, no brackets)"
+        ));
+    }
+    let literal = ip.trim_start_matches('[').trim_end_matches(']');
+    let ip = literal.parse().map_err(|e| format!("{ip:?}: {e}"))?;
     Ok((host.to_ascii_lowercase(), ip))
 }

@@ -291,3 +291,54 @@ fn parse_fetches_urls() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("address guard"), "{}", stderr(&o));
 }
+
+#[test]
+fn flag_values_are_checked() {
+    for bad in [
+        ["--resolve", "example.com:443=1.2.3.4"],
+        ["--resolve", "=1.2.3.4"],
+        ["--resolve", "example.com=localhost"],
+        ["--timeout", "0"],
+        ["--min-delay", "-1"],
+    ] {
+        let o = run(&["discover", bad[0], bad[1], "example.com"]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn host_and_port_seeds_and_json_exit_codes() {
+    let site = TestSite::start();
+    site.route("/sitemap.xml", Reply::status(500));
+    // `127.0.0.1:PORT/sitemap.xml` without a scheme is https: nothing answers TLS there.
+    let seed = format!("127.0.0.1:{}/sitemap.xml", site.port());
+    let o = run(&[
+        "discover",
+        "--json",
+        "--allow-private",
+        "--min-delay",
+        "0",
+        "--timeout",
+        "5",
+        &seed,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let events = json_lines(&stdout(&o));
+    assert_eq!(events[0]["type"], "sitemap_failed");
+    assert!(
+        events[0]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://127.0.0.1:")
+    );
+    let o = run(&[
+        "discover",
+        "--json",
+        "--allow-private",
+        "--min-delay",
+        "0",
+        &site.url("/sitemap.xml"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json_lines(&stdout(&o))[0]["error"], "HTTP 500");
+}

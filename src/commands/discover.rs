@@ -63,6 +63,7 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
             }
             if args.json {
                 stdout.write_json(&event)?;
+                tree.record(&event, &mut io::sink())?;
             } else {
                 tree.record(&event, &mut tree_out)?;
             }
@@ -76,7 +77,7 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
         tree.finish(started.elapsed(), &mut tree_out)?;
         tree_out.flush()?;
     }
-    Ok(if tree.sites_without_sitemap() == 0 || args.json {
+    Ok(if tree.sites_without_sitemap() == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

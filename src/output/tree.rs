@@ -128,6 +128,9 @@ impl Tree {
                     writeln!(out, "  {robots}")?;
                 }
                 print_nodes(&tree.nodes, out)?;
+                if let Some(why) = &t.aborted {
+                    writeln!(out, "  ABORTED: {why}")?;
+                }
                 for note in &tree.notes {
                     writeln!(out, "  {note}")?;
                 }

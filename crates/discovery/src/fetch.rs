@@ -167,8 +167,6 @@ pub struct Fetched {
     pub validators: Validators,
     /// Attempts made (1 when the first succeeded).
     pub attempts: u32,
-    /// When the document's deadline passes.
-    pub deadline: Instant,
     body: Body,
 }
 
@@ -239,14 +237,43 @@ impl BodyProgress {
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// A response body as an `AsyncRead`; see [`Fetched::into_body`].
+///
+/// The document's deadline counts the time spent waiting for the network
+/// only: while the reader is not asking for bytes (a slow consumer
+/// downstream), the clock stops, so back-pressure never cuts a document.
 pub struct Body {
     stream: ByteStream,
     chunk: Bytes,
     progress: BodyProgress,
-    deadline: Instant,
+    /// Network waiting time left before the deadline.
+    budget: Duration,
+    /// Since when the reader has been waiting for bytes.
+    waiting_since: Option<Instant>,
+    /// Fires when the budget runs out while waiting.
+    timer: Pin<Box<tokio::time::Sleep>>,
     deadline_len: Duration,
     idle: Duration,
     _permit: Option<HostPermit>,
+}
+
+impl Body {
+    /// Stops the waiting clock, charging the wait to the budget.
+    fn stop_waiting(&mut self) {
+        if let Some(since) = self.waiting_since.take() {
+            self.budget = self.budget.saturating_sub(since.elapsed());
+        }
+    }
+
+    /// Records why the body stopped, as the reader's error.
+    fn fail(&mut self, error: FetchError) -> io::Error {
+        let kind = match error {
+            FetchError::Idle(_) | FetchError::Deadline(_) => io::ErrorKind::TimedOut,
+            _ => io::ErrorKind::ConnectionAborted,
+        };
+        let message = error.to_string();
+        self.progress.fail(error);
+        io::Error::new(kind, message)
+    }
 }
 
 impl AsyncRead for Body {
@@ -257,9 +284,27 @@ impl AsyncRead for Body {
     ) -> Poll<io::Result<()>> {
         while self.chunk.is_empty() {
             match self.stream.as_mut().poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Pending => {
+                    if self.waiting_since.is_none() {
+                        let now = Instant::now();
+                        self.waiting_since = Some(now);
+                        let until = now
+                            .checked_add(self.budget)
+                            .unwrap_or_else(|| later(Duration::MAX));
+                        self.timer.as_mut().reset(until);
+                    }
+                    if self.timer.as_mut().poll(cx).is_ready() {
+                        let e = FetchError::Deadline(self.deadline_len);
+                        return Poll::Ready(Err(self.fail(e)));
+                    }
+                    return Poll::Pending;
+                }
+                Poll::Ready(None) => {
+                    self.stop_waiting();
+                    return Poll::Ready(Ok(()));
+                }
                 Poll::Ready(Some(Ok(bytes))) => {
+                    self.stop_waiting();
                     self.progress
                         .0
                         .bytes
@@ -267,14 +312,9 @@ impl AsyncRead for Body {
                     self.chunk = bytes;
                 }
                 Poll::Ready(Some(Err(e))) => {
-                    let error = classify(&e, self.deadline, self.deadline_len, self.idle);
-                    let kind = match error {
-                        FetchError::Idle(_) | FetchError::Deadline(_) => io::ErrorKind::TimedOut,
-                        _ => io::ErrorKind::ConnectionAborted,
-                    };
-                    let message = error.to_string();
-                    self.progress.fail(error);
-                    return Poll::Ready(Err(io::Error::new(kind, message)));
+                    self.stop_waiting();
+                    let e = classify(&e, self.idle);
+                    return Poll::Ready(Err(self.fail(e)));
                 }
             }
         }
@@ -285,25 +325,37 @@ impl AsyncRead for Body {
     }
 }
 
-/// Sorts a reqwest error into a [`FetchError`].
-fn classify(
-    e: &reqwest::Error,
-    deadline: Instant,
-    deadline_len: Duration,
-    idle: Duration,
-) -> FetchError {
-    if e.is_timeout() {
-        // Both timeouts surface the same way; the clock tells them apart.
-        if Instant::now() + Duration::from_millis(50) >= deadline {
-            FetchError::Deadline(deadline_len)
-        } else {
-            FetchError::Idle(idle)
-        }
-    } else if e.is_connect() {
+/// Sorts a reqwest error into a [`FetchError`] (the deadline is ours, so a
+/// reqwest timeout is a connect or an idle timeout).
+fn classify(e: &reqwest::Error, idle: Duration) -> FetchError {
+    if e.is_connect() {
         FetchError::Connect(error_chain(e))
+    } else if e.is_timeout() {
+        FetchError::Idle(idle)
     } else {
         FetchError::Http(error_chain(e))
     }
+}
+
+/// `now + d`, or a year from now when that overflows.
+fn later(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400))
+}
+
+/// Every `Content-Encoding` value must be gzip (the parser inflates it,
+/// layer by layer) or identity: nothing else was asked for.
+fn check_content_encoding(headers: &HeaderMap) -> Result<(), FetchError> {
+    for value in headers.get_all(header::CONTENT_ENCODING) {
+        let value = String::from_utf8_lossy(value.as_bytes()).to_ascii_lowercase();
+        for coding in value.split(',').map(str::trim) {
+            if !matches!(coding, "" | "gzip" | "x-gzip" | "identity") {
+                return Err(FetchError::ContentEncoding(coding.to_string()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An error and its sources, `: `-separated (reqwest's own message is terse).
@@ -400,45 +452,46 @@ impl Fetcher {
     /// `known` validators. Any HTTP response is `Ok` (check
     /// [`Fetched::status`]); `Err` means there was no response to use.
     pub async fn get(&self, url: &NormUrl, known: &Validators) -> Result<Fetched, FetchError> {
-        let deadline = Instant::now() + self.config.deadline;
+        let deadline = later(self.config.deadline);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let last = attempt >= self.config.attempts.max(1);
-            let wait = match self.attempt(url, known, deadline).await {
-                Ok(Attempt {
-                    mut fetched,
-                    retry_after,
-                }) => {
-                    let retryable = fetched.status == 429 || fetched.status >= 500;
-                    if !retryable || last {
-                        fetched.attempts = attempt;
-                        return Ok(fetched);
-                    }
-                    match retry_after {
-                        Some(after) if after > self.config.retry_after_cap => {
-                            return Err(FetchError::RetryAfterTooLong(after));
+            let outcome = self.attempt(url, known, deadline).await;
+            let wait = if attempt >= self.config.attempts.max(1) {
+                None
+            } else {
+                match &outcome {
+                    Ok(a) if a.fetched.status == 429 || a.fetched.status >= 500 => {
+                        match a.retry_after {
+                            Some(after) if after > self.config.retry_after_cap => {
+                                return Err(FetchError::RetryAfterTooLong(after));
+                            }
+                            Some(after) => Some(after),
+                            None => Some(self.backoff(attempt)),
                         }
-                        Some(after) => after,
-                        None => self.backoff(attempt),
                     }
-                }
-                Err(e) => {
-                    let retryable = matches!(
-                        e,
-                        FetchError::Connect(_) | FetchError::Idle(_) | FetchError::Http(_)
-                    );
-                    if !retryable || last {
-                        return Err(e);
+                    Err(FetchError::Connect(_) | FetchError::Idle(_) | FetchError::Http(_)) => {
+                        Some(self.backoff(attempt))
                     }
-                    self.backoff(attempt)
+                    _ => None,
                 }
             };
-            if Instant::now() + wait >= deadline {
-                return Err(FetchError::Deadline(self.config.deadline));
+            // A wait that would end past the deadline is not taken: the last
+            // answer (a 503, a refused connection) is the truer report.
+            let wait =
+                wait.filter(|w| Instant::now().checked_add(*w).is_some_and(|t| t < deadline));
+            match (wait, outcome) {
+                (None, Ok(mut a)) => {
+                    a.fetched.attempts = attempt;
+                    return Ok(a.fetched);
+                }
+                (None, Err(e)) => return Err(e),
+                (Some(wait), outcome) => {
+                    drop(outcome);
+                    debug!(url = %url, attempt, ?wait, "retrying");
+                    tokio::time::sleep(wait).await;
+                }
             }
-            debug!(url = %url, attempt, ?wait, "retrying");
-            tokio::time::sleep(wait).await;
         }
     }
 
@@ -464,16 +517,17 @@ impl Fetcher {
             if remaining.is_zero() {
                 return Err(FetchError::Deadline(self.config.deadline));
             }
-            let mut request = self.client.get(current.as_str()).timeout(remaining);
+            let mut request = self.client.get(current.as_str());
             if let Some(etag) = &known.etag {
                 request = request.header(header::IF_NONE_MATCH, etag);
             }
             if let Some(lm) = &known.last_modified {
                 request = request.header(header::IF_MODIFIED_SINCE, lm);
             }
-            let response = request.send().await.map_err(|e| {
-                classify(&e, deadline, self.config.deadline, self.config.idle_timeout)
-            })?;
+            let response = tokio::time::timeout(remaining, request.send())
+                .await
+                .map_err(|_| FetchError::Deadline(self.config.deadline))?
+                .map_err(|e| classify(&e, self.config.idle_timeout))?;
             if let (Some(remote), None) = (response.remote_addr(), &self.config.proxy) {
                 self.guard.check(remote.ip()).map_err(|why| {
                     FetchError::Refused(format!("{current} connected to {} ({why})", remote.ip()))
@@ -506,14 +560,7 @@ impl Fetcher {
                 current = next;
                 continue;
             }
-            if let Some(encoding) = response.headers().get(header::CONTENT_ENCODING) {
-                let encoding = String::from_utf8_lossy(encoding.as_bytes())
-                    .trim()
-                    .to_ascii_lowercase();
-                if !matches!(encoding.as_str(), "" | "gzip" | "x-gzip" | "identity") {
-                    return Err(FetchError::ContentEncoding(encoding));
-                }
-            }
+            check_content_encoding(response.headers())?;
             let text = |name| {
                 response
                     .headers()
@@ -534,12 +581,13 @@ impl Fetcher {
                     status,
                     validators,
                     attempts: 1,
-                    deadline,
                     body: Body {
                         stream: Box::pin(response.bytes_stream()),
                         chunk: Bytes::new(),
                         progress: BodyProgress::default(),
-                        deadline,
+                        budget: deadline.saturating_duration_since(Instant::now()),
+                        waiting_since: None,
+                        timer: Box::pin(tokio::time::sleep_until(deadline)),
                         deadline_len: self.config.deadline,
                         idle: self.config.idle_timeout,
                         _permit: Some(permit),
@@ -578,8 +626,9 @@ pub fn host_key(url: &NormUrl) -> String {
 /// `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
 fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits for a u64: "much too long", not "absent".
+        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -608,6 +657,10 @@ mod tests {
         );
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(
+            parse_retry_after("99999999999999999999999"),
+            Some(Duration::from_secs(u64::MAX))
+        );
     }
 
     #[test]

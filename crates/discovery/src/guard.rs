@@ -44,6 +44,9 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
         (169, 254) => "link-local",
         (100, 64..=127) => "shared (CGNAT)",
         (192, 0) if c == 0 => "IETF protocol assignments",
+        (192, 0) if c == 2 => "documentation",
+        (198, 51) if c == 100 => "documentation",
+        (203, 0) if c == 113 => "documentation",
         (198, 18..=19) => "benchmarking",
         (224..=239, _) => "multicast",
         (240..=255, _) => "reserved or broadcast",
@@ -59,6 +62,9 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     Some(match s[0] {
         _ if ip.is_unspecified() => "unspecified",
         _ if ip.is_loopback() => "loopback",
+        // Teredo hides an IPv4 address (obfuscated) in its last 32 bits.
+        0x2001 if s[1] == 0 => "Teredo tunnel",
+        0x2001 if s[1] == 0x0db8 => "documentation",
         0xfc00..=0xfdff => "private (unique local)",
         0xfe80..=0xfebf => "link-local",
         0xfec0..=0xfeff => "site-local",
@@ -68,15 +74,15 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
 }
 
 /// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`),
-/// IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) or 6to4
-/// (`2002:AABB:CCDD::`) address.
+/// IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`, and the
+/// local-use `64:ff9b:1::/48`) or 6to4 (`2002:AABB:CCDD::`) address.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let tail = || Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {
         [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail()),
         [0, 0, 0, 0, 0, 0, hi, _] if hi != 0 => Some(tail()),
-        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(tail()),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] | [0x64, 0xff9b, 1, ..] => Some(tail()),
         [0x2002, hi, lo, ..] => Some(Ipv4Addr::new(
             (hi >> 8) as u8,
             hi as u8,
@@ -203,6 +209,11 @@ mod tests {
             "::ffff:169.254.169.254",
             "::127.0.0.1",
             "64:ff9b::10.0.0.1",
+            "64:ff9b:1::127.0.0.1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:db8::1",
+            "192.0.2.1",
+            "203.0.113.9",
             "2002:0a00:0001::1",
         ] {
             assert!(forbidden(ip(a)).is_some(), "{a} must be refused");

@@ -22,10 +22,19 @@
 //! with multi-byte characters makes it slice inside a character and panic.
 //! Lines are cut (at a character boundary) to [`MAX_LINE_BYTES`] before the
 //! crate sees them.
+//!
+//! **Matching-cost defect.** The crate's pattern matcher inserts into a
+//! growing vector and indexes characters with `chars().nth()`: about
+//! O(n⁴), so `Disallow: /*aaaa…` (800 `a`s) against an 800-byte path takes
+//! 30 s; and the in-place inserts shift positions it still reads, so some
+//! wildcard patterns give wrong answers (`/*/b*` does not match `////b/`).
+//! The matcher is given [`LinearMatch`], through the crate's own extension
+//! point for match strategies: Google's algorithm in O(pattern × path).
 
 use std::collections::HashMap;
 
-use robotstxt::{DefaultMatcher, RobotsParseHandler};
+use robotstxt::RobotsParseHandler;
+use robotstxt::matcher::{RobotsMatchStrategy, RobotsMatcher};
 use sitemapd_parser::{Diagnostic, NormUrl, Position, Rule, UrlError};
 
 /// How much of a robots.txt is read (R4: at least 500 KiB; RFC 9309 §2.5).
@@ -134,8 +143,67 @@ impl RobotsTxt {
     /// Whether `agent` (a product token such as `Googlebot`) may fetch `url`,
     /// by Google's matching rules (longest match wins, `Allow` on ties).
     pub fn allows(&self, agent: &str, url: &NormUrl) -> bool {
-        let mut matcher = DefaultMatcher::default();
+        let mut matcher = RobotsMatcher::<LinearMatch>::default();
         matcher.one_agent_allowed_by_robots(&self.matcher_body, agent, url.as_str())
+    }
+}
+
+/// Google's longest-match strategy, as the crate's default, with a linear
+/// pattern matcher (see the module docs).
+#[derive(Debug, Default)]
+pub struct LinearMatch;
+
+impl RobotsMatchStrategy for LinearMatch {
+    fn match_allow(&self, path: &str, pattern: &str) -> i32 {
+        longest_match(path, pattern)
+    }
+
+    fn match_disallow(&self, path: &str, pattern: &str) -> i32 {
+        longest_match(path, pattern)
+    }
+
+    /// Whether `path` matches `pattern` from its start: `*` matches any
+    /// run of bytes, a final `$` anchors the end. Patterns and paths are
+    /// percent-encoded ASCII by then, so bytes are compared.
+    fn matches(path: &str, pattern: &str) -> bool {
+        let path = path.as_bytes();
+        let pattern = pattern.as_bytes();
+        // The path prefixes (by length) that the pattern so far can match,
+        // ascending.
+        let mut positions: Vec<usize> = vec![0];
+        let mut next: Vec<usize> = Vec::with_capacity(path.len() + 1);
+        for (i, &c) in pattern.iter().enumerate() {
+            if c == b'$' && i + 1 == pattern.len() {
+                return positions.last() == Some(&path.len());
+            }
+            if c == b'*' {
+                let first = positions[0];
+                positions.clear();
+                positions.extend(first..=path.len());
+                continue;
+            }
+            next.clear();
+            next.extend(
+                positions
+                    .iter()
+                    .filter(|&&p| path.get(p) == Some(&c))
+                    .map(|p| p + 1),
+            );
+            std::mem::swap(&mut positions, &mut next);
+            if positions.is_empty() {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The match priority: the pattern's length when it matches, else -1.
+fn longest_match(path: &str, pattern: &str) -> i32 {
+    if LinearMatch::matches(path, pattern) {
+        i32::try_from(pattern.len()).unwrap_or(i32::MAX)
+    } else {
+        -1
     }
 }
 
@@ -467,7 +535,7 @@ mod tests {
         assert!(!r.allows("BarBot", &page));
         assert!(r.allows("BazBot", &page));
         // The crate alone gets this wrong: it is the defect worked around.
-        let mut m = DefaultMatcher::default();
+        let mut m = robotstxt::DefaultMatcher::default();
         assert!(m.one_agent_allowed_by_robots(body, "FooBot", page.as_str()));
     }
 
@@ -570,7 +638,7 @@ mod tests {
         assert_eq!(sitemaps(&r), ["https://example.com/s.xml"]);
         assert!(r.allows("x", &url("https://example.com/other")));
         let crate_alone = std::panic::catch_unwind(|| {
-            let mut m = DefaultMatcher::default();
+            let mut m = robotstxt::DefaultMatcher::default();
             m.one_agent_allowed_by_robots(&body, "x", "https://example.com/other")
         });
         assert!(crate_alone.is_err(), "the defect worked around is gone");
@@ -581,6 +649,84 @@ mod tests {
         // Found by the robots fuzz target: a byte-offset slice inside 'é'.
         let r = robots("Sitemap: abcdefgéh\nSitemap: sitemap:é\nSitemap: Sitemap:\n");
         assert_eq!(r.sitemap_records, 3);
+    }
+
+    /// The crate's own doc examples and Google's matching rules hold for
+    /// the linear matcher.
+    #[test]
+    fn linear_match_agrees_with_the_crate() {
+        use robotstxt::matcher::LongestMatchRobotsMatchStrategy as Crate;
+        let cases = [
+            ("/", "/"),
+            ("/abc", "/"),
+            ("/", "/abc"),
+            ("/google/robotstxt/tree/master", "/*/*/tree/master"),
+            (
+                "/google/robotstxt/tree/master/index.html",
+                "/*/*/tree/master",
+            ),
+            ("/google/robotstxt/tree/master", "/*/*/tree/master$"),
+            ("/google/robotstxt/tree/master/abc", "/*/*/tree/master$"),
+            ("/google/robotstxt/tree/abc", "/*/*/tree/master"),
+            ("/fish.php?id=1", "/*.php"),
+            ("/fish.php", "/*.php$"),
+            ("/fish.PHP", "/*.php$"),
+            ("/a$b", "/a$b"),
+            ("/ab", "/a$b"),
+            ("", "*"),
+            ("/x", "/x*$"),
+            ("/x/y", "/**/y"),
+        ];
+        for (path, pattern) in cases {
+            assert_eq!(
+                LinearMatch::matches(path, pattern),
+                Crate::matches(path, pattern),
+                "{path:?} {pattern:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hostile_wildcard_patterns_match_in_linear_time() {
+        let a = "a".repeat(2_000);
+        let body = format!("User-agent: *\nDisallow: /*{a}b\n");
+        let r = robots(&body);
+        // With the crate's matcher this takes hours; here, milliseconds.
+        assert!(r.allows("x", &url(&format!("https://example.com/{a}"))));
+    }
+
+    /// The rule as written: `*` any run, a final `$` the end, else a
+    /// literal byte; anchored at the start only.
+    fn reference_match(path: &[u8], pattern: &[u8]) -> bool {
+        match pattern {
+            [] => true,
+            [b'$'] => path.is_empty(),
+            [b'*', rest @ ..] => (0..=path.len()).any(|k| reference_match(&path[k..], rest)),
+            [c, rest @ ..] => path.first() == Some(c) && reference_match(&path[1..], rest),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn linear_match_agrees_with_the_rule_on_random_patterns(
+            path in "/[ab/$]{0,12}",
+            pattern in "/[ab/*$]{0,8}",
+        ) {
+            proptest::prop_assert_eq!(
+                LinearMatch::matches(&path, &pattern),
+                reference_match(path.as_bytes(), pattern.as_bytes())
+            );
+        }
+    }
+
+    #[test]
+    fn the_crate_matcher_is_also_wrong_on_some_patterns() {
+        // Found while checking the linear matcher against the crate: the
+        // crate's in-place `Vec::insert` shifts positions it still reads.
+        use robotstxt::matcher::LongestMatchRobotsMatchStrategy as Crate;
+        assert!(reference_match(b"////b/", b"/*/b*"));
+        assert!(LinearMatch::matches("////b/", "/*/b*"));
+        assert!(!Crate::matches("////b/", "/*/b*"));
     }
 
     #[test]

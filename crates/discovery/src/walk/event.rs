@@ -232,6 +232,32 @@ pub struct SiteTotals {
     /// Wall time.
     #[serde(serialize_with = "millis")]
     pub duration: Duration,
+    /// Why the site's walk stopped early (an internal error), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
+}
+
+impl SiteTotals {
+    /// Zero totals for `site`.
+    pub fn new(site: NormUrl) -> Self {
+        Self {
+            site,
+            sitemaps: 0,
+            failed: 0,
+            entries: 0,
+            bytes: 0,
+            duration: Duration::ZERO,
+            aborted: None,
+        }
+    }
+
+    /// Totals of a site whose walk stopped on an internal error.
+    pub fn aborted(site: NormUrl, why: String) -> Self {
+        Self {
+            aborted: Some(why),
+            ..Self::new(site)
+        }
+    }
 }
 
 fn url_str<S: Serializer>(url: &Arc<NormUrl>, s: S) -> Result<S::Ok, S::Error> {

@@ -17,11 +17,9 @@ use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use futures_core::Stream;
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use sitemapd_parser::{NormUrl, ParseOptions, UrlError};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 pub use event::{
     RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport, SkipReason, Via,
@@ -113,7 +111,7 @@ pub trait SitemapMemory: Send + Sync {
 }
 
 /// Where a walk starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Seed {
     /// A site: robots.txt first, then its sitemaps (or the probes).
     Site(NormUrl),
@@ -131,12 +129,15 @@ impl Seed {
     /// assert!(matches!(Seed::parse("example.com").unwrap(), Seed::Site(_)));
     /// assert!(matches!(Seed::parse("http://example.com/").unwrap(), Seed::Site(_)));
     /// assert!(matches!(Seed::parse("https://example.com/sitemap.xml").unwrap(), Seed::Sitemap(_)));
+    /// assert_eq!(Seed::parse("localhost:8080").unwrap().url().as_str(), "https://localhost:8080/");
     /// ```
     pub fn parse(input: &str) -> Result<Seed, UrlError> {
         let input = input.trim();
-        let url = match NormUrl::parse(input) {
-            Err(UrlError::Relative) => NormUrl::parse(&format!("https://{input}"))?,
-            other => other?,
+        let url = if input.contains("://") {
+            NormUrl::parse(input)?
+        } else {
+            // `example.com`, `localhost:8080/sitemap.xml`
+            NormUrl::parse(&format!("https://{input}"))?
         };
         Ok(if url.path_and_query() == "/" {
             Seed::Site(url)
@@ -177,22 +178,38 @@ impl Walker {
         &self.fetcher
     }
 
-    /// Starts walking `seeds` on the current tokio runtime.
+    /// Starts walking `seeds` (duplicates walked once) on the current tokio
+    /// runtime. Each site runs as its own task: a defect that panics while
+    /// walking one site ends that site with [`SiteTotals::aborted`] set,
+    /// and the others carry on.
     pub fn walk(&self, seeds: Vec<Seed>) -> WalkStream {
         let (tx, rx) = mpsc::channel(CHANNEL);
         let this = self.clone();
         let driver = tokio::spawn(async move {
             let limit = this.config.site_concurrency.max(1);
-            let mut seeds = seeds.into_iter();
-            let mut running = FuturesUnordered::new();
+            let mut seen = std::collections::HashSet::new();
+            let mut seeds = seeds.into_iter().filter(|s| seen.insert(s.clone()));
+            let mut running = JoinSet::new();
+            let mut sites = std::collections::HashMap::new();
             loop {
                 while running.len() < limit {
                     let Some(seed) = seeds.next() else { break };
-                    let emit = Emit(tx.clone());
-                    running.push(site::walk_site(this.clone(), seed, emit));
+                    let url = seed.url().clone();
+                    let task = running.spawn(site::walk_site(this.clone(), seed, Emit(tx.clone())));
+                    sites.insert(task.id(), url);
                 }
-                if running.next().await.is_none() {
+                let Some(done) = running.join_next_with_id().await else {
                     break;
+                };
+                if let Err(e) = done {
+                    let Some(site) = sites.remove(&e.id()) else {
+                        continue;
+                    };
+                    tracing::error!(%site, error = %e, "site walk aborted");
+                    let totals = SiteTotals::aborted(site, format!("internal error: {e}"));
+                    if tx.send(WalkEvent::SiteDone(totals)).await.is_err() {
+                        break;
+                    }
                 }
             }
         });

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use sitemapd_parser::date::Precision;
 use sitemapd_parser::{NormUrl, SitemapRef};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -33,14 +34,7 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
     let started = Instant::now();
     let config = walker.config.clone();
     let site_url = Arc::new(seed.url().clone());
-    let mut totals = SiteTotals {
-        site: seed.url().clone(),
-        sitemaps: 0,
-        failed: 0,
-        entries: 0,
-        bytes: 0,
-        duration: Default::default(),
-    };
+    let mut totals = SiteTotals::new(seed.url().clone());
     let mut queue: VecDeque<Task> = VecDeque::new();
     match &seed {
         Seed::Sitemap(url) => {
@@ -52,11 +46,18 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                 .join("/robots.txt")
                 .unwrap_or_else(|_| site.root());
             let report = fetch_robots(&walker.fetcher, &robots_url).await;
+            let robots = match &report.outcome {
+                RobotsOutcome::Parsed { robots } => Some(robots.clone()),
+                _ => None,
+            };
             let unreachable = matches!(report.outcome, RobotsOutcome::Unreachable { .. });
+            let declared = report.sitemaps.clone();
+            let robots_at = report.url.clone();
+            emit.send(WalkEvent::Robots(report)).await?;
             // R5: a sitemap listed in this robots.txt may list this host's URLs.
             let authorised = vec![site.root()];
             let cap = config.max_sitemaps_per_site;
-            for url in report.sitemaps.iter().take(cap) {
+            for url in declared.iter().take(cap) {
                 queue.push_back(Task::top(
                     &site_url,
                     url.clone(),
@@ -64,24 +65,31 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                     authorised.clone(),
                 ));
             }
-            if let Some(example) = report.sitemaps.get(cap) {
+            if let Some(example) = declared.get(cap) {
                 emit.send(WalkEvent::ChildrenSkipped {
                     site: site_url.clone(),
-                    parent: report.url.clone(),
+                    parent: robots_at,
                     reason: SkipReason::Cap,
-                    count: (report.sitemaps.len() - cap) as u64,
+                    count: (declared.len() - cap) as u64,
                     example: example.clone(),
                 })
                 .await?;
             }
             if queue.is_empty() && config.probe && !unreachable {
-                for path in &config.probe_paths {
-                    if let Ok(url) = site.join(path) {
+                // R6: probing is our own initiative, so robots.txt rules apply.
+                for url in config.probe_paths.iter().filter_map(|p| site.join(p).ok()) {
+                    if robots.as_ref().is_some_and(|r| !r.is_allowed(&url)) {
+                        emit.send(WalkEvent::ProbeMissed {
+                            site: site_url.clone(),
+                            url,
+                            reason: "disallowed by robots.txt".into(),
+                        })
+                        .await?;
+                    } else {
                         queue.push_back(Task::top(&site_url, url, Via::Probe, Vec::new()));
                     }
                 }
             }
-            emit.send(WalkEvent::Robots(report)).await?;
         }
     }
     let state = Arc::new(SiteState {
@@ -180,7 +188,16 @@ fn not_changed(memory: Option<&dyn super::SitemapMemory>, child: &SitemapRef) ->
         Ok(d) => d.as_secs() as i64,
         Err(_) => return false,
     };
-    lastmod.unix_seconds <= fetched
+    // `2024-05-01` says "some time that day": skip only when the whole
+    // interval the lastmod names ended before our fetch.
+    let span: i64 = match lastmod.precision {
+        Precision::Year => 366 * 86_400,
+        Precision::Month => 31 * 86_400,
+        Precision::Day => 86_400,
+        Precision::Minute => 60,
+        Precision::Second | Precision::Fraction => 1,
+    };
+    lastmod.unix_seconds.saturating_add(span) <= fetched
 }
 
 /// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,
@@ -223,9 +240,11 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
                         report.crawl_delay = robots.crawl_delay;
                         report.diagnostics = robots.diagnostics.clone();
                         if let Some(delay) = robots.crawl_delay {
-                            fetcher
-                                .politeness()
-                                .set_crawl_delay(&host_key(&site), delay);
+                            // For the host asked, and for the host a redirect
+                            // led to, where its sitemaps usually are.
+                            let gate = fetcher.politeness();
+                            gate.set_crawl_delay(&host_key(&site), delay);
+                            gate.set_crawl_delay(&host_key(&final_url), delay);
                         }
                         RobotsOutcome::Parsed {
                             robots: Arc::new(robots),

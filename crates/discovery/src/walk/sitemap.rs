@@ -143,7 +143,7 @@ async fn run(
             debug!(to = %fetched.url, "redirects to a sitemap already walked");
             emit.send(WalkEvent::ChildrenSkipped {
                 site: task.site.clone(),
-                parent: task.parent.clone().unwrap_or_else(|| task.url.clone()),
+                parent: task.parent.clone().unwrap_or_else(|| (*task.site).clone()),
                 reason: super::SkipReason::Seen,
                 count: 1,
                 example: task.url.clone(),
@@ -220,14 +220,15 @@ async fn run(
     report.cut = progress.error();
     report.duration = started.elapsed();
     let is_sitemap = summary.as_ref().is_some_and(|s| s.format.is_some());
-    if task.via == Via::Probe && !is_sitemap {
-        emit.send(WalkEvent::ProbeMissed {
-            site: task.site.clone(),
-            url: task.url.clone(),
-            reason: "not a sitemap".into(),
-        })
-        .await?;
-        return Ok(Outcome::Quiet);
+    if !is_sitemap {
+        // An HTML page (a soft 404, a login wall) answered with 200.
+        // Or a body cut before its format could be told.
+        let why = report
+            .cut
+            .as_ref()
+            .map_or_else(|| "not a sitemap".to_string(), ToString::to_string);
+        emit.send(fail(Some(report.status), why)).await?;
+        return Ok(failed);
     }
     report.summary = summary;
     let bytes = report.bytes;
