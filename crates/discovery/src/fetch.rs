@@ -452,11 +452,11 @@ impl Fetcher {
     /// `known` validators. Any HTTP response is `Ok` (check
     /// [`Fetched::status`]); `Err` means there was no response to use.
     pub async fn get(&self, url: &NormUrl, known: &Validators) -> Result<Fetched, FetchError> {
-        let deadline = later(self.config.deadline);
+        let mut deadline = later(self.config.deadline);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self.attempt(url, known, deadline).await;
+            let outcome = self.attempt(url, known, &mut deadline).await;
             let wait = if attempt >= self.config.attempts.max(1) {
                 None
             } else {
@@ -506,13 +506,17 @@ impl Fetcher {
         &self,
         url: &NormUrl,
         known: &Validators,
-        deadline: Instant,
+        deadline: &mut Instant,
     ) -> Result<Attempt, FetchError> {
         let mut current = url.clone();
         let mut redirects: Vec<Hop> = Vec::new();
         loop {
             self.check_literal_host(&current)?;
+            // Waiting for our own politeness gate is not the server's time.
+            let queued = Instant::now();
             let permit = self.politeness.acquire(&host_key(&current)).await;
+            *deadline = deadline.checked_add(queued.elapsed()).unwrap_or(*deadline);
+            let deadline = *deadline;
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 return Err(FetchError::Deadline(self.config.deadline));

@@ -1025,3 +1025,38 @@ async fn duplicate_seeds_are_walked_once() {
     );
     assert_eq!(site.hits("/s.xml"), 1);
 }
+
+#[tokio::test]
+async fn waiting_for_the_politeness_gate_does_not_spend_the_deadline() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "Sitemap: {}\nSitemap: {}\n",
+            site.url("/1.xml"),
+            site.url("/2.xml")
+        )),
+    );
+    site.route("/1.xml", Reply::ok(urlset(&pages(&site, "a", 20_000))));
+    site.route("/2.xml", Reply::ok(urlset(&pages(&site, "b", 10))));
+    let w = walker(
+        FetchConfig {
+            deadline: Duration::from_secs(1),
+            per_host_in_flight: 1,
+            ..fetch_config()
+        },
+        WalkConfig::default(),
+    );
+    // The consumer stalls while 1.xml holds the host's only slot: 2.xml
+    // waits for it longer than its whole deadline, and must still be read.
+    let mut stream = w.walk(vec![Seed::parse(&site.url("/")).unwrap()]);
+    while let Some(e) = stream.next().await {
+        if matches!(e, WalkEvent::Entry { .. }) {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rest: Vec<WalkEvent> = stream.collect().await;
+    assert!(failures(&rest).is_empty(), "{:?}", failures(&rest));
+    assert_eq!(entries(&rest).len(), 20_009);
+}

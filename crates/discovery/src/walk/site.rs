@@ -92,9 +92,9 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
             }
         }
     }
-    let state = Arc::new(SiteState {
+    let state = SiteState {
         visited: Mutex::new(queue.iter().map(|t| t.url.clone()).collect()),
-    });
+    };
     let mut running = FuturesUnordered::new();
     let limit = config.sitemap_concurrency.max(1);
     loop {
