@@ -105,6 +105,11 @@ pub struct Remembered {
 }
 
 /// Lookup of earlier fetches, supplied by the caller.
+///
+/// With validators remembered, an unchanged sitemap costs one 304, and an
+/// unchanged *index* is not descended: its children are not known without
+/// its body. A caller that keeps its own list of an index's children (the
+/// daemon's store) refreshes them on their own schedule.
 pub trait SitemapMemory: Send + Sync {
     /// What is known of `url`, if anything.
     fn recall(&self, url: &NormUrl) -> Option<Remembered>;
