@@ -4,7 +4,69 @@
 //! change-rate estimators, crawl policies and the crawl queue. It consumes
 //! [`sitemapd_parser`] entries and knows nothing of HTTP.
 //!
-//! This crate is reserved in the workspace layout (see DESIGN.md) and is
-//! filled by the scheduler issue; it exports nothing yet.
+//! ```
+//! use sitemapd_parser::{NormUrl, UrlEntry};
+//! use sitemapd_scheduler::{Completion, Outcome, Store, StoreOptions};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+//! let now = 1_700_000_000;
+//!
+//! // A sitemap read: entries, then how the fetch ended.
+//! let mut ingest = store.ingest(now);
+//! let page = UrlEntry::new(NormUrl::parse("https://example.com/a").unwrap());
+//! ingest.entry("https://example.com/sitemap.xml", &page).unwrap();
+//! ingest.finish().unwrap();
+//!
+//! // The crawler asks what to fetch, fetches it, reports back.
+//! let due = store.lease(10, now, 300, 10).unwrap();
+//! assert_eq!(due[0].url, "https://example.com/a");
+//! assert_eq!(due[0].reason, "new");
+//! store.complete(&due[0].url, &Completion::from(Outcome::Changed), now + 5).unwrap();
+//! assert!(store.check().unwrap().is_ok());
+//! ```
+//!
+//! ## The merge rule (one URL, several sitemaps or several reads)
+//!
+//! - **lastmod**: the newest *believable* value wins and never goes back: a
+//!   lastmod more than a day in the future is not believed (SPEC X8), and
+//!   an older value from another sitemap does not replace a newer one. The
+//!   distinct values are kept, with when each was first seen (the last 8).
+//! - **priority and changefreq**: within one ingest session (one `now`),
+//!   the highest priority and the most frequent changefreq any sitemap gave;
+//!   a later session's values replace them, so a site can lower its hints.
+//!   Absent stays absent (SPEC X10).
+//! - **extensions**: the counts from the latest sighting.
+//! - **first seen** and its sitemap never change; **last seen** is the
+//!   latest sighting.
+//!
+//! ## Retirement
+//!
+//! A URL is retired (out of the queue, record kept) once it has been absent
+//! from every sitemap that listed it for `retire_after` (default 3)
+//! complete reads of each; a failed, cut or 304 read counts for nothing. A
+//! retired URL listed again is revived.
+//!
+//! ## Crash safety
+//!
+//! All keyspaces live in one sled tree, so a URL record and its due entry
+//! change in one atomic batch. After `kill -9` at any point the store opens
+//! and [`Store::check`] passes; what was lost is at most the last second of
+//! batches, which a repeated ingest restores.
 
 #![warn(missing_docs)]
+
+pub mod check;
+pub mod estimate;
+pub mod ingest;
+pub mod keys;
+pub mod policy;
+pub mod queue;
+pub mod record;
+pub mod store;
+pub mod trust;
+
+pub use check::{CheckReport, Stats};
+pub use ingest::{Ingest, IngestStats, SitemapFetch};
+pub use queue::{Completion, Leased, Outcome};
+pub use store::{Store, StoreError, StoreOptions};

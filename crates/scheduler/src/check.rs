@@ -1,0 +1,175 @@
+//! Integrity check and statistics: what `sitemapd stats [--check]` prints.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::keys;
+use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
+use crate::store::{Store, StoreError};
+
+/// Problems found by [`Store::check`].
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckReport {
+    /// URL records read.
+    pub urls: u64,
+    /// Due-index entries read.
+    pub due_entries: u64,
+    /// Records that do not decode.
+    pub corrupt: Vec<String>,
+    /// Due entries whose URL has no record, or a record due at another time
+    /// (or retired).
+    pub dangling_due: Vec<String>,
+    /// Active records without their due entry.
+    pub missing_due: Vec<String>,
+}
+
+impl CheckReport {
+    /// No problem found.
+    pub fn is_ok(&self) -> bool {
+        self.corrupt.is_empty() && self.dangling_due.is_empty() && self.missing_due.is_empty()
+    }
+}
+
+/// Counts over the whole store.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    /// URLs in the queue.
+    pub active: u64,
+    /// URLs retired.
+    pub retired: u64,
+    /// Active URLs never fetched.
+    pub never_fetched: u64,
+    /// Active URLs leased now.
+    pub leased: u64,
+    /// Active URLs due now.
+    pub due_now: u64,
+    /// Active URLs with a lastmod.
+    pub with_lastmod: u64,
+    /// Sitemaps recorded.
+    pub sitemaps: u64,
+    /// Per host: active URLs, lastmod trusted.
+    pub hosts: BTreeMap<String, HostStats>,
+    /// Estimated change rate (changes/day) over URLs with one: quartiles.
+    pub rate_per_day_quartiles: Option<[f64; 3]>,
+    /// Bytes on disk.
+    pub disk_bytes: u64,
+}
+
+/// Per-host counts.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostStats {
+    /// URLs in the queue.
+    pub active: u64,
+    /// URLs retired.
+    pub retired: u64,
+    /// Lastmod trusted for this host.
+    pub lastmod_trusted: bool,
+}
+
+impl Store {
+    /// Checks that every due entry points at an active record due at that
+    /// time, and every active record has exactly its due entry.
+    pub fn check(&self) -> Result<CheckReport, StoreError> {
+        let mut report = CheckReport::default();
+        for item in self.kv.scan_prefix([keys::URL]) {
+            let (key, value) = item?;
+            report.urls += 1;
+            let url = String::from_utf8_lossy(&key[1..]).into_owned();
+            match decode::<UrlRecord>(&value) {
+                Err(_) => report.corrupt.push(url),
+                Ok(rec) if !rec.retired => {
+                    if !self.kv.contains_key(keys::due(rec.schedule.due, &url))? {
+                        report.missing_due.push(url);
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        for item in self.kv.scan_prefix([keys::DUE]) {
+            let (key, _) = item?;
+            report.due_entries += 1;
+            let Some((due, url)) = keys::parse_due(&key) else {
+                report.dangling_due.push(String::from_utf8_lossy(&key).into_owned());
+                continue;
+            };
+            match self.url(url) {
+                Ok(Some(rec)) if !rec.retired && rec.schedule.due == due => {}
+                _ => report.dangling_due.push(format!("{url} @ {due}")),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Counts per state and host, rate quartiles, size on disk.
+    pub fn stats(&self, now: i64) -> Result<Stats, StoreError> {
+        let mut s = Stats::default();
+        let mut rates = Vec::new();
+        for item in self.kv.scan_prefix([keys::URL]) {
+            let (key, value) = item?;
+            let url = String::from_utf8_lossy(&key[1..]).into_owned();
+            let Ok(rec) = decode::<UrlRecord>(&value) else {
+                continue;
+            };
+            let host = s.hosts.entry(keys::host_of(&url).to_string()).or_default();
+            if rec.retired {
+                s.retired += 1;
+                host.retired += 1;
+                continue;
+            }
+            s.active += 1;
+            host.active += 1;
+            s.never_fetched += u64::from(rec.fetch.last_fetch.is_none());
+            s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
+            s.due_now += u64::from(rec.schedule.due <= now);
+            s.with_lastmod += u64::from(rec.lastmod.is_some());
+            if let Some(rate) = self.url_state(&rec).rate {
+                rates.push(rate * 86_400.0);
+            }
+        }
+        for item in self.kv.scan_prefix([keys::HOST]) {
+            let (key, value) = item?;
+            let name = String::from_utf8_lossy(&key[1..]).into_owned();
+            if let (Ok(h), Some(stats)) = (decode::<HostRecord>(&value), s.hosts.get_mut(&name)) {
+                stats.lastmod_trusted = h.trust.is_trusted();
+            }
+        }
+        for item in self.kv.scan_prefix([keys::SITEMAP]) {
+            let (_, value) = item?;
+            s.sitemaps += u64::from(decode::<SitemapRecord>(&value).is_ok());
+        }
+        if !rates.is_empty() {
+            rates.sort_by(f64::total_cmp);
+            let q = |p: f64| rates[((rates.len() - 1) as f64 * p).round() as usize];
+            s.rate_per_day_quartiles = Some([q(0.25), q(0.5), q(0.75)]);
+        }
+        s.disk_bytes = self.size_on_disk()?;
+        Ok(s)
+    }
+
+    /// Every URL record, in URL order (for `sitemapd export`).
+    pub fn export(&self) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + '_ {
+        self.kv.scan_prefix([keys::URL]).map(|item| {
+            let (key, value) = item?;
+            let url = String::from_utf8_lossy(&key[1..]).into_owned();
+            let rec = decode(&value).map_err(|source| StoreError::Record {
+                key: url.clone(),
+                source,
+            })?;
+            Ok((url, rec))
+        })
+    }
+
+    /// Every sitemap record, by URL.
+    pub fn sitemaps(&self) -> impl Iterator<Item = Result<(String, SitemapRecord), StoreError>> + '_ {
+        self.kv.scan_prefix([keys::SITEMAP]).map(|item| {
+            let (key, value) = item?;
+            let url = String::from_utf8_lossy(&key[1..]).into_owned();
+            let rec = decode(&value).map_err(|source| StoreError::Record {
+                key: url.clone(),
+                source,
+            })?;
+            Ok((url, rec))
+        })
+    }
+}

@@ -1,0 +1,520 @@
+//! Ingest: sitemap observations into the store, in atomic batches.
+//!
+//! Observations are merged in memory per batch and applied under the
+//! store's write lock at [`Ingest::commit`]: each URL record is read, merged,
+//! rescheduled if what the policy sees changed, and written together with
+//! its due-index entry in one sled batch. A crash loses at most the batches
+//! not yet flushed, never the pairing of a record and its due entry.
+
+use std::collections::HashMap;
+
+use sitemapd_parser::UrlEntry;
+
+use crate::keys;
+use crate::record::{
+    Extensions, HostRecord, Schedule, SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason,
+    UrlRecord, encode, LASTMOD_HISTORY, MAX_SOURCES,
+};
+use crate::store::{Store, StoreError};
+
+/// URLs merged in memory before a batch is written (measured: see the
+/// README's store bench).
+pub const DEFAULT_BATCH: usize = 2_000;
+
+/// A lastmod this far past `now` is still believed (clock skew, time zones).
+const FUTURE_TOLERANCE: i64 = 86_400;
+
+/// What one session of ingest did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IngestStats {
+    /// Entries observed.
+    pub entries: u64,
+    /// URLs new to the store.
+    pub new: u64,
+    /// URLs whose schedule-relevant data changed (lastmod, hints).
+    pub updated: u64,
+    /// URLs seen again with nothing new.
+    pub unchanged: u64,
+    /// Retired URLs seen again.
+    pub revived: u64,
+    /// URLs retired (absent from their sitemaps long enough).
+    pub retired: u64,
+    /// Sitemap reads recorded.
+    pub sitemaps: u64,
+}
+
+/// How a sitemap fetch ended, for [`Ingest::sitemap_fetched`].
+#[derive(Debug, Clone, Default)]
+pub struct SitemapFetch {
+    /// HTTP status (304 for not modified), 0 when no response came.
+    pub status: u16,
+    /// Every byte read and parsed: absences in it count toward retirement.
+    pub complete: bool,
+    /// `ETag` of the response.
+    pub etag: Option<String>,
+    /// `Last-Modified` of the response.
+    pub last_modified: Option<String>,
+    /// The index that listed it.
+    pub parent: Option<String>,
+    /// The site whose robots.txt authorised it.
+    pub authorised_by: Option<String>,
+}
+
+/// One sitemap being read in this session.
+struct Reading {
+    record: SitemapRecord,
+    /// The sequence stamped on the URLs of this read.
+    seq: u64,
+    entries: u64,
+    with_lastmod: u64,
+    in_future: u64,
+    lastmods: HashMap<i64, u64>,
+    /// The record must be written (new, or its member count grew).
+    dirty: bool,
+}
+
+/// Observations of one URL merged within a batch.
+#[derive(Debug, Clone)]
+struct Observation {
+    lastmod: Option<StoredLastmod>,
+    changefreq: Option<StoredChangeFreq>,
+    priority: Option<f32>,
+    extensions: Extensions,
+    /// (sitemap id, seq) of every sitemap that listed it in this batch.
+    sources: Vec<(u64, u64)>,
+}
+
+/// An ingest session: feed entries, report sitemap outcomes, commit.
+pub struct Ingest<'s> {
+    store: &'s Store,
+    now: i64,
+    batch: usize,
+    pending: HashMap<String, Observation>,
+    readings: HashMap<String, Reading>,
+    stats: IngestStats,
+}
+
+impl Store {
+    /// Starts an ingest session at time `now` (unix seconds).
+    pub fn ingest(&self, now: i64) -> Ingest<'_> {
+        Ingest {
+            store: self,
+            now,
+            batch: DEFAULT_BATCH,
+            pending: HashMap::new(),
+            readings: HashMap::new(),
+            stats: IngestStats::default(),
+        }
+    }
+}
+
+impl<'s> Ingest<'s> {
+    /// URLs merged per batch (default [`DEFAULT_BATCH`]).
+    pub fn with_batch(mut self, urls: usize) -> Self {
+        self.batch = urls.max(1);
+        self
+    }
+
+    /// What the session did so far.
+    pub fn stats(&self) -> IngestStats {
+        self.stats
+    }
+
+    fn reading(&mut self, sitemap: &str) -> Result<&mut Reading, StoreError> {
+        if !self.readings.contains_key(sitemap) {
+            let (record, dirty) = match self.store.sitemap(sitemap)? {
+                Some(r) => (r, false),
+                None => {
+                    let id = self.store.db.generate_id()?;
+                    (
+                        SitemapRecord {
+                            id,
+                            ..SitemapRecord::default()
+                        },
+                        true,
+                    )
+                }
+            };
+            let seq = record.seq + 1;
+            self.readings.insert(
+                sitemap.to_string(),
+                Reading {
+                    record,
+                    seq,
+                    entries: 0,
+                    with_lastmod: 0,
+                    in_future: 0,
+                    lastmods: HashMap::new(),
+                    dirty,
+                },
+            );
+        }
+        Ok(self.readings.get_mut(sitemap).expect("inserted above"))
+    }
+
+    /// One URL entry of the sitemap at `sitemap` (its URL as listed).
+    pub fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
+        let now = self.now;
+        let reading = self.reading(sitemap)?;
+        reading.entries += 1;
+        let source = (reading.record.id, reading.seq);
+        let lastmod = entry.lastmod.map(|l| StoredLastmod {
+            at: l.unix_seconds,
+            precision: l.precision.into(),
+        });
+        if let Some(l) = lastmod {
+            reading.with_lastmod += 1;
+            *reading.lastmods.entry(l.at).or_default() += 1;
+            if l.at > now + FUTURE_TOLERANCE {
+                reading.in_future += 1;
+            }
+        }
+        // X8: a lastmod in the future is kept by the parser but not believed.
+        let lastmod = lastmod.filter(|l| l.at <= now + FUTURE_TOLERANCE);
+        let observed = Observation {
+            lastmod,
+            changefreq: entry.changefreq.map(Into::into),
+            priority: entry.priority,
+            extensions: Extensions {
+                images: saturate(entry.images.len()),
+                videos: saturate(entry.videos.len()),
+                news: entry.news.is_some(),
+                alternates: saturate(entry.alternates.len()),
+            },
+            sources: vec![source],
+        };
+        self.stats.entries += 1;
+        match self.pending.get_mut(entry.loc.as_str()) {
+            Some(o) => o.merge(observed),
+            None => {
+                self.pending.insert(entry.loc.as_str().to_string(), observed);
+            }
+        }
+        if self.pending.len() >= self.batch {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Records how the fetch of `sitemap` ended. A complete read bumps its
+    /// sequence and retires the URLs it stopped listing long enough ago.
+    pub fn sitemap_fetched(&mut self, sitemap: &str, fetch: &SitemapFetch) -> Result<(), StoreError> {
+        self.commit()?;
+        let now = self.now;
+        let ok = (200..300).contains(&fetch.status);
+        let reading = self.reading(sitemap)?;
+        let mut record = reading.record.clone();
+        record.last_fetch = Some(now);
+        record.last_status = fetch.status;
+        if fetch.parent.is_some() {
+            record.parent = fetch.parent.clone();
+        }
+        if fetch.authorised_by.is_some() {
+            record.authorised_by = fetch.authorised_by.clone();
+        }
+        let mut retire_pass = false;
+        if ok || fetch.status == 304 {
+            record.last_success = Some(now);
+            record.errors = 0;
+            record.etag = fetch.etag.clone();
+            record.last_modified = fetch.last_modified.clone();
+        } else {
+            record.errors = record.errors.saturating_add(1);
+        }
+        if ok {
+            record.entries = reading.entries;
+            if fetch.complete {
+                record.seq = reading.seq;
+                retire_pass = reading.entries < record.members;
+            }
+        }
+        let trust_input = (
+            reading.with_lastmod,
+            reading.lastmods.values().copied().max().unwrap_or(0),
+            reading.in_future,
+        );
+        self.readings.remove(sitemap);
+        self.stats.sitemaps += 1;
+        {
+            let _lock = self.store.lock();
+            let mut batch = sled::Batch::default();
+            batch.insert(keys::sitemap(sitemap), encode(&record));
+            batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
+            if ok && trust_input.0 > 0 {
+                let host = keys::host_of(sitemap);
+                let mut h = self.store.host(host)?;
+                h.trust
+                    .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
+                batch.insert(keys::host(host), encode(&h));
+            }
+            self.store.kv.apply_batch(batch)?;
+        }
+        if retire_pass {
+            self.retire_absent(&record)?;
+        }
+        Ok(())
+    }
+
+    /// Retires the members of `sitemap` absent from every sitemap that
+    /// listed them for at least `retire_after` complete reads.
+    fn retire_absent(&mut self, sitemap: &SitemapRecord) -> Result<(), StoreError> {
+        let k = self.store.options.retire_after.max(1);
+        let mut seqs: HashMap<u64, u64> = HashMap::from([(sitemap.id, sitemap.seq)]);
+        let mut candidates = Vec::new();
+        for item in self.store.kv.scan_prefix(keys::members_of(sitemap.id)) {
+            let (key, _) = item?;
+            if let Some(url) = keys::member_url(&key) {
+                candidates.push(url.to_string());
+            }
+            if candidates.len() >= self.batch {
+                self.retire_batch(&mut candidates, &mut seqs, k)?;
+            }
+        }
+        self.retire_batch(&mut candidates, &mut seqs, k)
+    }
+
+    fn retire_batch(
+        &mut self,
+        urls: &mut Vec<String>,
+        seqs: &mut HashMap<u64, u64>,
+        k: u64,
+    ) -> Result<(), StoreError> {
+        let store = self.store;
+        let _lock = store.lock();
+        let mut batch = sled::Batch::default();
+        let mut hosts: HashMap<String, i64> = HashMap::new();
+        for url in urls.drain(..) {
+            let Some(mut rec) = store.url(&url)? else { continue };
+            if rec.retired {
+                continue;
+            }
+            let mut absent_everywhere = true;
+            for (id, seen) in &rec.sources {
+                let current = match seqs.get(id) {
+                    Some(s) => *s,
+                    None => {
+                        let s = sitemap_seq(store, *id)?;
+                        seqs.insert(*id, s);
+                        s
+                    }
+                };
+                if current.saturating_sub(*seen) < k {
+                    absent_everywhere = false;
+                    break;
+                }
+            }
+            if absent_everywhere {
+                batch.remove(keys::due(rec.schedule.due, &url));
+                rec.retired = true;
+                batch.insert(keys::url(&url), encode(&rec));
+                *hosts.entry(keys::host_of(&url).to_string()).or_default() -= 1;
+                self.stats.retired += 1;
+            }
+        }
+        for (host, delta) in hosts {
+            let mut h = store.host(&host)?;
+            h.urls = h.urls.saturating_add_signed(delta);
+            batch.insert(keys::host(&host), encode(&h));
+        }
+        store.kv.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Writes the merged observations: one atomic batch.
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let store = self.store;
+        let now = self.now;
+        let _lock = store.lock();
+        let mut batch = sled::Batch::default();
+        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        for (url, seen) in self.pending.drain() {
+            let host_name = keys::host_of(&url).to_string();
+            if !hosts.contains_key(&host_name) {
+                hosts.insert(host_name.clone(), (store.host(&host_name)?, false));
+            }
+            let (host, host_dirty) = hosts.get_mut(&host_name).expect("inserted above");
+            let existing = store.url(&url)?;
+            let new = existing.is_none();
+            let mut rec = existing.unwrap_or_else(|| UrlRecord {
+                first_seen: now,
+                first_source: seen.sources.first().map_or(0, |s| s.0),
+                last_seen: now,
+                lastmod: None,
+                lastmod_history: Vec::new(),
+                changefreq: None,
+                priority: None,
+                extensions: Extensions::default(),
+                fetch: Default::default(),
+                visits: Vec::new(),
+                interval: None,
+                schedule: Schedule {
+                    due: now,
+                    score: 0.0,
+                    reason: StoredReason::New,
+                    lease: None,
+                },
+                retired: false,
+                sources: Vec::new(),
+            });
+            let old_due = (!new && !rec.retired).then_some(rec.schedule.due);
+            let revived = !new && rec.retired;
+            let same_session = !new && rec.last_seen == now;
+            let hints_changed = rec.apply(&seen, now, same_session);
+            for &(id, _) in &seen.sources {
+                if !rec.sources.iter().any(|(s, _)| *s == id) {
+                    // First time this sitemap lists it: a member key.
+                    batch.insert(keys::member(id, &url), &[]);
+                    if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
+                        r.record.members += 1;
+                        r.dirty = true;
+                    }
+                }
+            }
+            rec.add_sources(&seen.sources);
+            rec.retired = false;
+            let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
+            if (new || revived || hints_changed) && !leased {
+                let due = store.schedule(&rec, host, now);
+                rec.schedule = Schedule {
+                    due: due.at,
+                    score: due.score as f32,
+                    reason: due.reason.into(),
+                    lease: None,
+                };
+            }
+            if old_due != Some(rec.schedule.due) {
+                if let Some(old) = old_due {
+                    batch.remove(keys::due(old, &url));
+                }
+                batch.insert(keys::due(rec.schedule.due, &url), &[]);
+            }
+            if new || revived {
+                host.urls += 1;
+                *host_dirty = true;
+            }
+            batch.insert(keys::url(&url), encode(&rec));
+            match (new, revived, hints_changed) {
+                (true, _, _) => self.stats.new += 1,
+                (_, true, _) => self.stats.revived += 1,
+                (_, _, true) => self.stats.updated += 1,
+                _ => self.stats.unchanged += 1,
+            }
+        }
+        for (name, (host, dirty)) in hosts {
+            if dirty {
+                batch.insert(keys::host(&name), encode(&host));
+            }
+        }
+        for (url, reading) in &mut self.readings {
+            if std::mem::take(&mut reading.dirty) {
+                batch.insert(keys::sitemap(url), encode(&reading.record));
+                batch.insert(keys::sitemap_id(reading.record.id), url.as_bytes());
+            }
+        }
+        store.kv.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Commits what is pending and ends the session.
+    pub fn finish(mut self) -> Result<IngestStats, StoreError> {
+        self.commit()?;
+        Ok(self.stats)
+    }
+}
+
+fn sitemap_seq(store: &Store, id: u64) -> Result<u64, StoreError> {
+    let Some(url) = store.kv.get(keys::sitemap_id(id))? else {
+        return Ok(0);
+    };
+    let url = String::from_utf8_lossy(&url).into_owned();
+    Ok(store.sitemap(&url)?.map_or(0, |s| s.seq))
+}
+
+fn saturate(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+impl Observation {
+    /// Two sightings in one batch: newest lastmod, highest priority, most
+    /// frequent changefreq, the larger extension counts.
+    fn merge(&mut self, other: Observation) {
+        self.lastmod = newest(self.lastmod, other.lastmod);
+        self.priority = max_priority(self.priority, other.priority);
+        self.changefreq = most_frequent(self.changefreq, other.changefreq);
+        self.extensions = Extensions {
+            images: self.extensions.images.max(other.extensions.images),
+            videos: self.extensions.videos.max(other.extensions.videos),
+            news: self.extensions.news || other.extensions.news,
+            alternates: self.extensions.alternates.max(other.extensions.alternates),
+        };
+        for s in other.sources {
+            if !self.sources.iter().any(|(id, _)| *id == s.0) {
+                self.sources.push(s);
+            }
+        }
+    }
+}
+
+impl UrlRecord {
+    /// Merges a sighting (see the crate docs for the rule); whether what
+    /// the policy sees changed.
+    fn apply(&mut self, seen: &Observation, now: i64, same_session: bool) -> bool {
+        let before = (self.lastmod, self.changefreq, self.priority);
+        self.last_seen = now;
+        self.lastmod = newest(self.lastmod, seen.lastmod);
+        if let Some(l) = seen.lastmod {
+            if !self.lastmod_history.iter().any(|(v, _)| *v == l.at) {
+                self.lastmod_history.push((l.at, now));
+                if self.lastmod_history.len() > LASTMOD_HISTORY {
+                    self.lastmod_history.remove(0);
+                }
+            }
+        }
+        if same_session {
+            self.priority = max_priority(self.priority, seen.priority);
+            self.changefreq = most_frequent(self.changefreq, seen.changefreq);
+        } else {
+            self.priority = seen.priority;
+            self.changefreq = seen.changefreq;
+        }
+        self.extensions = seen.extensions;
+        before != (self.lastmod, self.changefreq, self.priority)
+    }
+
+    fn add_sources(&mut self, seen: &[(u64, u64)]) {
+        for &(id, seq) in seen {
+            if let Some(entry) = self.sources.iter_mut().find(|(s, _)| *s == id) {
+                entry.1 = seq;
+            } else if self.sources.len() < MAX_SOURCES {
+                self.sources.push((id, seq));
+            } else if let Some(oldest) = self.sources.iter_mut().min_by_key(|(_, s)| *s) {
+                // Replace the source that listed it longest ago.
+                *oldest = (id, seq);
+            }
+        }
+    }
+}
+
+fn newest(a: Option<StoredLastmod>, b: Option<StoredLastmod>) -> Option<StoredLastmod> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.at > x.at { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
+
+fn max_priority(a: Option<f32>, b: Option<f32>) -> Option<f32> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn most_frequent(a: Option<StoredChangeFreq>, b: Option<StoredChangeFreq>) -> Option<StoredChangeFreq> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.rank() < x.rank() { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}

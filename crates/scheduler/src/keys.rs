@@ -1,0 +1,134 @@
+//! Key layout. Every keyspace lives in one sled tree under a one-byte
+//! prefix, because a sled batch is atomic within one tree only: a URL
+//! record and its due-index entry must change together or not at all.
+//!
+//! | prefix | key | value |
+//! |---|---|---|
+//! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord) |
+//! | `d` | due time (8 bytes, order-preserving) ‖ URL | empty |
+//! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
+//! | `i` | sitemap id (8 bytes) | sitemap URL |
+//! | `m` | sitemap id (8 bytes) ‖ URL | empty (the URL was listed there) |
+//! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
+
+/// URL records.
+pub const URL: u8 = b'u';
+/// The due index.
+pub const DUE: u8 = b'd';
+/// Sitemap records.
+pub const SITEMAP: u8 = b's';
+/// Sitemap id -> URL.
+pub const SITEMAP_ID: u8 = b'i';
+/// Sitemap membership.
+pub const MEMBER: u8 = b'm';
+/// Host records.
+pub const HOST: u8 = b'h';
+
+fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + rest.len());
+    k.push(prefix);
+    k.extend_from_slice(rest);
+    k
+}
+
+/// `u` ‖ url.
+pub fn url(url: &str) -> Vec<u8> {
+    with_prefix(URL, url.as_bytes())
+}
+
+/// `s` ‖ sitemap url.
+pub fn sitemap(url: &str) -> Vec<u8> {
+    with_prefix(SITEMAP, url.as_bytes())
+}
+
+/// `h` ‖ host.
+pub fn host(host: &str) -> Vec<u8> {
+    with_prefix(HOST, host.as_bytes())
+}
+
+/// `i` ‖ id.
+pub fn sitemap_id(id: u64) -> Vec<u8> {
+    with_prefix(SITEMAP_ID, &id.to_be_bytes())
+}
+
+/// An i64 as 8 bytes that sort like the numbers.
+fn ordered(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn from_ordered(b: [u8; 8]) -> i64 {
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}
+
+/// `d` ‖ due ‖ url.
+pub fn due(at: i64, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + url.len());
+    k.push(DUE);
+    k.extend_from_slice(&ordered(at));
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+/// The first key after every due entry at or before `at`.
+pub fn due_after(at: i64) -> Vec<u8> {
+    let mut k = vec![DUE];
+    k.extend_from_slice(&ordered(at.saturating_add(1)));
+    k
+}
+
+/// Splits a due key into (due, url).
+pub fn parse_due(key: &[u8]) -> Option<(i64, &str)> {
+    let rest = key.strip_prefix(&[DUE])?;
+    let (time, url) = rest.split_at_checked(8)?;
+    let time: [u8; 8] = time.try_into().ok()?;
+    Some((from_ordered(time), std::str::from_utf8(url).ok()?))
+}
+
+/// `m` ‖ sitemap id ‖ url.
+pub fn member(sitemap: u64, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + url.len());
+    k.push(MEMBER);
+    k.extend_from_slice(&sitemap.to_be_bytes());
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+/// `m` ‖ sitemap id: the prefix of a sitemap's members.
+pub fn members_of(sitemap: u64) -> Vec<u8> {
+    with_prefix(MEMBER, &sitemap.to_be_bytes())
+}
+
+/// The URL of a member key.
+pub fn member_url(key: &[u8]) -> Option<&str> {
+    std::str::from_utf8(key.get(9..)?).ok()
+}
+
+/// The host of a normalised URL (`scheme://host:port`'s `host:port`).
+pub fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?']).next().unwrap_or(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_keys_sort_by_time_and_parse_back() {
+        let a = due(-5, "http://a/");
+        let b = due(0, "http://a/");
+        let c = due(1_700_000_000, "http://a/");
+        assert!(a < b && b < c);
+        assert!(c < due_after(1_700_000_000));
+        assert!(due(1_700_000_001, "") >= due_after(1_700_000_000));
+        assert_eq!(parse_due(&c), Some((1_700_000_000, "http://a/")));
+        assert_eq!(parse_due(b"d12"), None);
+    }
+
+    #[test]
+    fn hosts() {
+        assert_eq!(host_of("https://example.com:8080/a?b"), "example.com:8080");
+        assert_eq!(host_of("http://example.com?x"), "example.com");
+        assert_eq!(member_url(&member(9, "http://x/")), Some("http://x/"));
+    }
+}

@@ -1,0 +1,289 @@
+//! The crawl queue: which URLs are due ([`Store::peek`]), handing them out
+//! ([`Store::lease`]) and taking the fetch outcomes back
+//! ([`Store::complete`]).
+//!
+//! A lease moves the URL's due entry to the lease's expiry: a URL whose
+//! lease runs out without an outcome is simply due again, with the reason
+//! `lease-expired`. Per lease, a host gets at most `per_host` URLs, and no
+//! more than its politeness delay allows over the lease's time to live;
+//! each URL carries the earliest time it should be fetched (`not_before`),
+//! spaced by that delay.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::keys;
+use crate::policy::Reason;
+use crate::record::{
+    HostRecord, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord, VISIT_HISTORY,
+    encode,
+};
+use crate::store::{Store, StoreError};
+
+/// A URL handed out (or, from `peek`, due).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Leased {
+    /// The URL.
+    pub url: String,
+    /// When it became due.
+    pub due: i64,
+    /// Urgency (higher first).
+    pub score: f32,
+    /// Why it is due.
+    pub reason: &'static str,
+    /// The lease id (absent from `peek`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<u64>,
+    /// Until when the lease holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<i64>,
+    /// Fetch it no earlier than this (host politeness).
+    pub not_before: i64,
+}
+
+/// What a crawler found when it fetched a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The page changed (a 200 with new content).
+    Changed,
+    /// The page did not change (a 304, or the same content).
+    NotModified,
+    /// 404 or 410.
+    Gone,
+    /// Any other failure, with its HTTP status (0: no response).
+    Error(u16),
+    /// A redirect to this URL.
+    Redirected(String),
+}
+
+impl Outcome {
+    fn stored(&self) -> StoredOutcome {
+        match self {
+            Outcome::Changed => StoredOutcome::Changed,
+            Outcome::NotModified => StoredOutcome::NotModified,
+            Outcome::Gone => StoredOutcome::Gone,
+            Outcome::Error(s) => StoredOutcome::Error(*s),
+            Outcome::Redirected(_) => StoredOutcome::Redirected,
+        }
+    }
+}
+
+/// A completed fetch: the outcome and the page's validators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// What happened.
+    pub outcome: Outcome,
+    /// The page's `ETag`, for the crawler's next conditional GET.
+    pub etag: Option<String>,
+    /// The page's `Last-Modified`.
+    pub last_modified: Option<String>,
+}
+
+impl From<Outcome> for Completion {
+    fn from(outcome: Outcome) -> Self {
+        Completion {
+            outcome,
+            etag: None,
+            last_modified: None,
+        }
+    }
+}
+
+/// Candidates read from the due index per URL asked for.
+const OVERSCAN: usize = 8;
+
+impl Store {
+    /// Up to `n` URLs due at `now`, in policy order, without leasing them.
+    pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
+        let mut out = Vec::new();
+        for (url, rec) in self.due_candidates(n, now)? {
+            out.push(Leased {
+                url,
+                due: rec.schedule.due,
+                score: rec.schedule.score,
+                reason: reason_of(&rec, now),
+                lease: None,
+                expires: None,
+                not_before: now,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Due records at `now`, most urgent first: by score, then due time.
+    fn due_candidates(&self, n: usize, now: i64) -> Result<Vec<(String, UrlRecord)>, StoreError> {
+        let want = n.saturating_mul(OVERSCAN).max(n);
+        let mut found = Vec::new();
+        let start = [keys::DUE];
+        for item in self.kv.range(start.to_vec()..keys::due_after(now)) {
+            let (key, _) = item?;
+            let Some((_, url)) = keys::parse_due(&key) else {
+                continue;
+            };
+            if let Some(rec) = self.url(url)? {
+                found.push((url.to_string(), rec));
+            }
+            if found.len() >= want {
+                break;
+            }
+        }
+        found.sort_by(|a, b| {
+            b.1.schedule
+                .score
+                .total_cmp(&a.1.schedule.score)
+                .then(a.1.schedule.due.cmp(&b.1.schedule.due))
+        });
+        Ok(found)
+    }
+
+    /// Leases up to `n` due URLs for `ttl` seconds: at most `per_host` per
+    /// host, and no host faster than its politeness delay.
+    pub fn lease(&self, n: usize, now: i64, ttl: i64, per_host: usize) -> Result<Vec<Leased>, StoreError> {
+        let ttl = ttl.max(1);
+        let _lock = self.lock();
+        let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
+        let mut batch = sled::Batch::default();
+        let mut out = Vec::new();
+        for (url, mut rec) in self.due_candidates(n, now)? {
+            if out.len() >= n {
+                break;
+            }
+            let host_name = keys::host_of(&url).to_string();
+            if !hosts.contains_key(&host_name) {
+                hosts.insert(host_name.clone(), (self.host(&host_name)?, 0));
+            }
+            let (host, given) = hosts.get_mut(&host_name).expect("inserted above");
+            let delay = host.min_delay.max(0.0);
+            // How many the host's politeness allows within the lease.
+            let allowed = if delay > 0.0 {
+                ((ttl as f64 / delay).floor() as usize).max(1)
+            } else {
+                usize::MAX
+            };
+            if *given >= per_host.max(1).min(allowed) || host.next_allowed > now + ttl {
+                continue;
+            }
+            let not_before = host.next_allowed.max(now);
+            host.next_allowed = not_before + delay.ceil() as i64;
+            *given += 1;
+            let id = self.db.generate_id()?;
+            let reason = reason_of(&rec, now);
+            let due = rec.schedule.due;
+            batch.remove(keys::due(due, &url));
+            let expires = now + ttl;
+            rec.schedule = Schedule {
+                due: expires,
+                score: rec.schedule.score,
+                reason: StoredReason::LeaseExpired,
+                lease: Some((id, expires)),
+            };
+            batch.insert(keys::due(expires, &url), &[]);
+            batch.insert(keys::url(&url), encode(&rec));
+            out.push(Leased {
+                url,
+                due,
+                score: rec.schedule.score,
+                reason,
+                lease: Some(id),
+                expires: Some(expires),
+                not_before,
+            });
+        }
+        for (name, (host, given)) in hosts {
+            if given > 0 {
+                batch.insert(keys::host(&name), encode(&host));
+            }
+        }
+        self.kv.apply_batch(batch)?;
+        Ok(out)
+    }
+
+    /// Records what a fetch of `url` found at `now`, updates the host's
+    /// lastmod trust and the URL's estimator history, and reschedules it.
+    pub fn complete(&self, url: &str, completion: &Completion, now: i64) -> Result<(), StoreError> {
+        let _lock = self.lock();
+        let Some(mut rec) = self.url(url)? else {
+            return Err(StoreError::UnknownUrl(url.to_string()));
+        };
+        let host_name = keys::host_of(url).to_string();
+        let mut host = self.host(&host_name)?;
+        let mut batch = sled::Batch::default();
+        let outcome = completion.outcome.stored();
+        let success = matches!(outcome, StoredOutcome::Changed | StoredOutcome::NotModified);
+        let changed = outcome == StoredOutcome::Changed;
+        let f = &mut rec.fetch;
+        if success {
+            // The estimators see successful fetches only.
+            if let Some(previous) = f.last_success {
+                let since_lastmod = rec
+                    .lastmod
+                    .filter(|l| changed && l.at <= now)
+                    .map(|l| clamp_u32(now - l.at));
+                rec.visits.push(StoredVisit {
+                    interval: clamp_u32(now - previous),
+                    changed,
+                    since_lastmod,
+                });
+                if rec.visits.len() > VISIT_HISTORY {
+                    rec.visits.remove(0);
+                }
+                // Lastmod trust: did the sitemap's lastmod predict this?
+                if let Some(l) = rec.lastmod {
+                    host.trust.observe_fetch(l.at > previous, changed);
+                }
+            }
+            f.last_success = Some(now);
+            f.errors_in_a_row = 0;
+            if changed {
+                f.last_change = Some(now);
+                f.changes = f.changes.saturating_add(1);
+            }
+        } else {
+            f.errors_in_a_row = f.errors_in_a_row.saturating_add(1);
+        }
+        f.last_fetch = Some(now);
+        f.last_outcome = Some(outcome);
+        f.fetches = f.fetches.saturating_add(1);
+        if completion.etag.is_some() || completion.last_modified.is_some() {
+            f.etag = completion.etag.clone();
+            f.last_modified = completion.last_modified.clone();
+        }
+        if let Outcome::Redirected(to) = &completion.outcome {
+            f.redirected_to = Some(to.clone());
+        }
+        let state = self.url_state(&rec);
+        rec.interval = self
+            .policy
+            .next_interval(&state, outcome.kind())
+            .map(|i| i as f32);
+        let due = self.schedule(&rec, &host, now);
+        batch.remove(keys::due(rec.schedule.due, url));
+        rec.schedule = Schedule {
+            due: due.at,
+            score: due.score as f32,
+            reason: due.reason.into(),
+            lease: None,
+        };
+        if !rec.retired {
+            batch.insert(keys::due(rec.schedule.due, url), &[]);
+        }
+        batch.insert(keys::url(url), encode(&rec));
+        batch.insert(keys::host(&host_name), encode(&host));
+        self.kv.apply_batch(batch)?;
+        Ok(())
+    }
+}
+
+/// Why a due record is due now: an expired lease says so, else the
+/// policy's reason.
+fn reason_of(rec: &UrlRecord, now: i64) -> &'static str {
+    match rec.schedule.lease {
+        Some((_, until)) if until <= now => Reason::LeaseExpired.as_str(),
+        _ => Reason::from(rec.schedule.reason).as_str(),
+    }
+}
+
+fn clamp_u32(seconds: i64) -> u32 {
+    u32::try_from(seconds.max(0)).unwrap_or(u32::MAX)
+}

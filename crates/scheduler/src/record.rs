@@ -1,0 +1,399 @@
+//! The store's records and their on-disk form: a version byte, then the
+//! record in postcard (compact varints, no field names). A record that does
+//! not decode is reported as corrupt, never a panic.
+
+use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use sitemapd_parser::ChangeFreq;
+use sitemapd_parser::date::Precision;
+
+use crate::estimate::Visit;
+use crate::policy::{FetchOutcome, Reason};
+use crate::trust::LastmodTrust;
+
+/// The record format version written first in every value.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// Distinct lastmod values remembered per URL.
+pub const LASTMOD_HISTORY: usize = 8;
+/// Fetch observations remembered per URL for the estimators.
+pub const VISIT_HISTORY: usize = 16;
+/// Sitemaps remembered per URL (for retirement).
+pub const MAX_SOURCES: usize = 8;
+
+/// A record could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Empty value.
+    #[error("empty record")]
+    Empty,
+    /// Written by a newer (or unknown) format.
+    #[error("record format version {0} is not known (this build reads {FORMAT_VERSION})")]
+    Version(u8),
+    /// The bytes do not decode.
+    #[error("corrupt record: {0}")]
+    Corrupt(#[from] postcard::Error),
+}
+
+/// Encodes a record: version byte + postcard.
+pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
+    let mut out = vec![FORMAT_VERSION];
+    // Serialising these plain structs into a Vec cannot fail.
+    let body = postcard::to_allocvec(record).unwrap_or_default();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Decodes a record written by [`encode`].
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RecordError> {
+    match bytes.split_first() {
+        None => Err(RecordError::Empty),
+        Some((&FORMAT_VERSION, body)) => Ok(postcard::from_bytes(body)?),
+        Some((&v, _)) => Err(RecordError::Version(v)),
+    }
+}
+
+/// A lastmod as stored: unix seconds and precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredLastmod {
+    /// Unix seconds (UTC).
+    pub at: i64,
+    /// How precisely the sitemap gave it.
+    pub precision: StoredPrecision,
+}
+
+/// [`Precision`] in the store's own stable encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum StoredPrecision {
+    Year,
+    Month,
+    Day,
+    Minute,
+    Second,
+    Fraction,
+}
+
+impl From<Precision> for StoredPrecision {
+    fn from(p: Precision) -> Self {
+        match p {
+            Precision::Year => Self::Year,
+            Precision::Month => Self::Month,
+            Precision::Day => Self::Day,
+            Precision::Minute => Self::Minute,
+            Precision::Second => Self::Second,
+            Precision::Fraction => Self::Fraction,
+        }
+    }
+}
+
+impl From<StoredPrecision> for Precision {
+    fn from(p: StoredPrecision) -> Self {
+        match p {
+            StoredPrecision::Year => Self::Year,
+            StoredPrecision::Month => Self::Month,
+            StoredPrecision::Day => Self::Day,
+            StoredPrecision::Minute => Self::Minute,
+            StoredPrecision::Second => Self::Second,
+            StoredPrecision::Fraction => Self::Fraction,
+        }
+    }
+}
+
+/// [`ChangeFreq`] in the store's own stable encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum StoredChangeFreq {
+    Always,
+    Hourly,
+    Daily,
+    Weekly,
+    Monthly,
+    Yearly,
+    Never,
+}
+
+impl From<ChangeFreq> for StoredChangeFreq {
+    fn from(c: ChangeFreq) -> Self {
+        match c {
+            ChangeFreq::Always => Self::Always,
+            ChangeFreq::Hourly => Self::Hourly,
+            ChangeFreq::Daily => Self::Daily,
+            ChangeFreq::Weekly => Self::Weekly,
+            ChangeFreq::Monthly => Self::Monthly,
+            ChangeFreq::Yearly => Self::Yearly,
+            ChangeFreq::Never => Self::Never,
+        }
+    }
+}
+
+impl From<StoredChangeFreq> for ChangeFreq {
+    fn from(c: StoredChangeFreq) -> Self {
+        match c {
+            StoredChangeFreq::Always => Self::Always,
+            StoredChangeFreq::Hourly => Self::Hourly,
+            StoredChangeFreq::Daily => Self::Daily,
+            StoredChangeFreq::Weekly => Self::Weekly,
+            StoredChangeFreq::Monthly => Self::Monthly,
+            StoredChangeFreq::Yearly => Self::Yearly,
+            StoredChangeFreq::Never => Self::Never,
+        }
+    }
+}
+
+impl StoredChangeFreq {
+    /// Shorter intervals first: `Always` < `Hourly` < … < `Never`.
+    pub fn rank(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Counts of extension data the sitemaps gave for a URL.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extensions {
+    /// `image:image` entries.
+    pub images: u16,
+    /// `video:video` entries.
+    pub videos: u16,
+    /// A `news:news` block.
+    pub news: bool,
+    /// hreflang alternates.
+    pub alternates: u16,
+}
+
+/// A fetch outcome as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum StoredOutcome {
+    Changed,
+    NotModified,
+    Gone,
+    Error(u16),
+    Redirected,
+}
+
+impl StoredOutcome {
+    /// The policy's view.
+    pub fn kind(self) -> FetchOutcome {
+        match self {
+            StoredOutcome::Changed => FetchOutcome::Changed,
+            StoredOutcome::NotModified => FetchOutcome::NotModified,
+            StoredOutcome::Gone => FetchOutcome::Gone,
+            StoredOutcome::Error(_) => FetchOutcome::Error,
+            StoredOutcome::Redirected => FetchOutcome::Redirected,
+        }
+    }
+}
+
+/// What the crawler's fetches of a URL found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FetchState {
+    /// Last fetch (any outcome).
+    pub last_fetch: Option<i64>,
+    /// Last successful fetch (changed or not modified).
+    pub last_success: Option<i64>,
+    /// Its outcome.
+    pub last_outcome: Option<StoredOutcome>,
+    /// Last fetch that found a change.
+    pub last_change: Option<i64>,
+    /// Fetches reported.
+    pub fetches: u32,
+    /// Of which found a change.
+    pub changes: u32,
+    /// Errors since the last success.
+    pub errors_in_a_row: u32,
+    /// The page's `ETag`.
+    pub etag: Option<String>,
+    /// The page's `Last-Modified`.
+    pub last_modified: Option<String>,
+    /// Where it redirected to, last time.
+    pub redirected_to: Option<String>,
+}
+
+/// A visit as stored (whole seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredVisit {
+    /// Seconds since the previous fetch.
+    pub interval: u32,
+    /// Found a change.
+    pub changed: bool,
+    /// Visit − lastmod, seconds, for a changed visit with a lastmod.
+    pub since_lastmod: Option<u32>,
+}
+
+impl From<StoredVisit> for Visit {
+    fn from(v: StoredVisit) -> Self {
+        Visit {
+            interval: f64::from(v.interval),
+            changed: v.changed,
+            since_lastmod: v.since_lastmod.map(f64::from),
+        }
+    }
+}
+
+/// Where the URL is in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// When it is due (unix seconds); its due-index key.
+    pub due: i64,
+    /// Urgency within a due window (higher first).
+    pub score: f32,
+    /// Why it is due.
+    pub reason: StoredReason,
+    /// Leased until this time, with this lease id.
+    pub lease: Option<(u64, i64)>,
+}
+
+/// [`Reason`] as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum StoredReason {
+    New,
+    LastmodNewer,
+    Interval,
+    Changefreq,
+    Adaptive,
+    Optimal,
+    Retry,
+    LeaseExpired,
+}
+
+impl From<Reason> for StoredReason {
+    fn from(r: Reason) -> Self {
+        match r {
+            Reason::New => Self::New,
+            Reason::LastmodNewer => Self::LastmodNewer,
+            Reason::Interval => Self::Interval,
+            Reason::Changefreq => Self::Changefreq,
+            Reason::Adaptive => Self::Adaptive,
+            Reason::Optimal => Self::Optimal,
+            Reason::Retry => Self::Retry,
+            Reason::LeaseExpired => Self::LeaseExpired,
+        }
+    }
+}
+
+impl From<StoredReason> for Reason {
+    fn from(r: StoredReason) -> Self {
+        match r {
+            StoredReason::New => Self::New,
+            StoredReason::LastmodNewer => Self::LastmodNewer,
+            StoredReason::Interval => Self::Interval,
+            StoredReason::Changefreq => Self::Changefreq,
+            StoredReason::Adaptive => Self::Adaptive,
+            StoredReason::Optimal => Self::Optimal,
+            StoredReason::Retry => Self::Retry,
+            StoredReason::LeaseExpired => Self::LeaseExpired,
+        }
+    }
+}
+
+/// Everything the store knows of one URL (keyed by its normalised URL).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlRecord {
+    /// First seen (unix seconds).
+    pub first_seen: i64,
+    /// The sitemap (id) it was first seen in.
+    pub first_source: u64,
+    /// Last seen in any sitemap.
+    pub last_seen: i64,
+    /// The newest believable lastmod (see the merge rule in the crate docs).
+    pub lastmod: Option<StoredLastmod>,
+    /// Distinct lastmod values and when each was first observed, newest
+    /// last, at most [`LASTMOD_HISTORY`].
+    pub lastmod_history: Vec<(i64, i64)>,
+    /// The most frequent changefreq any sitemap gave.
+    pub changefreq: Option<StoredChangeFreq>,
+    /// The highest priority any sitemap gave; absent stays absent.
+    pub priority: Option<f32>,
+    /// Extension counts from the last sighting.
+    pub extensions: Extensions,
+    /// Fetch outcomes reported by the crawler.
+    pub fetch: FetchState,
+    /// The last fetches, for the estimators (at most [`VISIT_HISTORY`]).
+    pub visits: Vec<StoredVisit>,
+    /// The adaptive policy's current interval, seconds.
+    pub interval: Option<f32>,
+    /// The queue position.
+    pub schedule: Schedule,
+    /// Absent from all its sitemaps for K complete fetches: out of the queue.
+    pub retired: bool,
+    /// Sitemaps listing it: (sitemap id, that sitemap's fetch sequence when
+    /// it last listed the URL), at most [`MAX_SOURCES`].
+    pub sources: Vec<(u64, u64)>,
+}
+
+/// What the store knows of one sitemap (keyed by its URL as listed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SitemapRecord {
+    /// Stable id (member keys use it).
+    pub id: u64,
+    /// Complete successful reads so far: the sequence stamped on the URLs
+    /// it lists.
+    pub seq: u64,
+    /// `ETag` of the last response.
+    pub etag: Option<String>,
+    /// `Last-Modified` of the last response.
+    pub last_modified: Option<String>,
+    /// Last fetch (unix seconds).
+    pub last_fetch: Option<i64>,
+    /// Last successful fetch.
+    pub last_success: Option<i64>,
+    /// Last HTTP status, or 0 when no response came.
+    pub last_status: u16,
+    /// URL entries in the last read.
+    pub entries: u64,
+    /// Failed fetches in a row.
+    pub errors: u32,
+    /// The index that listed it.
+    pub parent: Option<String>,
+    /// The site whose robots.txt authorised it (R5).
+    pub authorised_by: Option<String>,
+    /// URLs ever recorded as its members (member keys written).
+    pub members: u64,
+}
+
+/// What the store knows of one host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// Seconds between two fetches handed out for this host.
+    pub min_delay: f64,
+    /// Not before this time may another URL of the host be leased.
+    pub next_allowed: i64,
+    /// Lastmod trust.
+    pub trust: LastmodTrust,
+    /// URLs of this host in the store (active).
+    pub urls: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_version() {
+        let r = SitemapRecord {
+            id: 7,
+            seq: 3,
+            etag: Some("\"x\"".into()),
+            ..SitemapRecord::default()
+        };
+        let bytes = encode(&r);
+        assert_eq!(bytes[0], FORMAT_VERSION);
+        assert_eq!(decode::<SitemapRecord>(&bytes).unwrap(), r);
+        let mut future = bytes.clone();
+        future[0] = 9;
+        assert!(matches!(decode::<SitemapRecord>(&future), Err(RecordError::Version(9))));
+        assert!(matches!(decode::<SitemapRecord>(&[]), Err(RecordError::Empty)));
+        assert!(decode::<UrlRecord>(&bytes[..3]).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = decode::<UrlRecord>(&bytes);
+            let _ = decode::<SitemapRecord>(&bytes);
+            let _ = decode::<HostRecord>(&bytes);
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The store: one sled database on disk, the policy that schedules its
+//! URLs, and the reads every other module shares.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::estimate::{Estimator, Visit};
+use crate::keys;
+use crate::policy::{self, Due, HostState, Params, Policy, UrlState};
+use crate::record::{HostRecord, RecordError, SitemapRecord, UrlRecord, decode};
+
+/// A store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// sled failed (I/O, or the database is corrupt).
+    #[error("store: {0}")]
+    Sled(#[from] sled::Error),
+    /// A record does not decode.
+    #[error("record {key}: {source}")]
+    Record {
+        /// The key, printable.
+        key: String,
+        /// Why.
+        source: RecordError,
+    },
+    /// `complete` for a URL the store does not hold.
+    #[error("unknown URL {0:?}: not in the store")]
+    UnknownUrl(String),
+    /// A policy name that does not exist.
+    #[error(transparent)]
+    Policy(#[from] policy::UnknownPolicy),
+}
+
+/// How to open a store. `Default` gives the documented values.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// sled's page cache, bytes; default 64 MiB (sled's own default, 1 GiB,
+    /// is what makes it look like it leaks).
+    pub cache_bytes: u64,
+    /// The scheduling policy, by name; default `adaptive`.
+    pub policy: String,
+    /// Its parameters.
+    pub params: Params,
+    /// The estimator feeding the policies' rate; default `bias-reduced`.
+    pub estimator: Estimator,
+    /// Complete sitemap reads a URL must be absent from before it is
+    /// retired; default 3.
+    pub retire_after: u64,
+    /// Default delay between two URLs of one host handed out, seconds;
+    /// default 1.
+    pub min_delay: f64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            cache_bytes: 64 << 20,
+            policy: "adaptive".into(),
+            params: Params::default(),
+            estimator: Estimator::BiasReduced,
+            retire_after: 3,
+            min_delay: 1.0,
+        }
+    }
+}
+
+/// The store; share it behind an `Arc`. Writes are serialised inside.
+pub struct Store {
+    pub(crate) db: sled::Db,
+    pub(crate) kv: sled::Tree,
+    pub(crate) policy: Box<dyn Policy>,
+    pub(crate) options: StoreOptions,
+    /// One writer at a time: records are read, merged and written back.
+    pub(crate) write: Mutex<()>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("policy", &self.policy.name())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store in directory `path`.
+    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
+        let policy = policy::policy(&options.policy, options.params.clone())?;
+        let db = sled::Config::new()
+            .path(path.as_ref())
+            .cache_capacity(options.cache_bytes)
+            .flush_every_ms(Some(1000))
+            .open()?;
+        let kv = db.open_tree("sitemapd")?;
+        Ok(Store {
+            db,
+            kv,
+            policy,
+            options,
+            write: Mutex::new(()),
+        })
+    }
+
+    /// The policy in use.
+    pub fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &StoreOptions {
+        &self.options
+    }
+
+    /// Writes everything to disk now.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Bytes the store takes on disk.
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        Ok(self.db.size_on_disk()?)
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.write.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn get<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
+        match self.kv.get(key)? {
+            None => Ok(None),
+            Some(bytes) => decode(&bytes).map(Some).map_err(|source| StoreError::Record {
+                key: String::from_utf8_lossy(key).into_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// The record of `url` (normalised), if the store holds it.
+    pub fn url(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
+        self.get(&keys::url(url))
+    }
+
+    /// The record of the sitemap at `url`, if fetched before.
+    pub fn sitemap(&self, url: &str) -> Result<Option<SitemapRecord>, StoreError> {
+        self.get(&keys::sitemap(url))
+    }
+
+    /// The record of `host` (`host[:port]`).
+    pub fn host(&self, host: &str) -> Result<HostRecord, StoreError> {
+        Ok(self.get(&keys::host(host))?.unwrap_or_else(|| self.new_host()))
+    }
+
+    pub(crate) fn new_host(&self) -> HostRecord {
+        HostRecord {
+            min_delay: self.options.min_delay,
+            ..HostRecord::default()
+        }
+    }
+
+    /// The policy's view of a record.
+    pub(crate) fn url_state(&self, r: &UrlRecord) -> UrlState {
+        let visits: Vec<Visit> = r.visits.iter().map(|v| Visit::from(*v)).collect();
+        UrlState {
+            first_seen: r.first_seen,
+            last_fetch: r.fetch.last_success,
+            last_outcome: r.fetch.last_outcome.map(|o| o.kind()),
+            lastmod: r.lastmod.map(|l| l.at),
+            lastmod_precision: r.lastmod.map(|l| l.precision.into()),
+            changefreq: r.changefreq.map(Into::into),
+            priority: r.priority,
+            interval: r.interval.map(f64::from),
+            rate: self.options.estimator.estimate(&visits),
+            importance: 1.0,
+            errors_in_a_row: r.fetch.errors_in_a_row,
+        }
+    }
+
+    /// When the policy says `r` is next due.
+    pub(crate) fn schedule(&self, r: &UrlRecord, host: &HostRecord, now: i64) -> Due {
+        let host = HostState {
+            lastmod_trusted: host.trust.is_trusted(),
+        };
+        self.policy.next_due(&self.url_state(r), &host, now)
+    }
+}

@@ -1,0 +1,254 @@
+//! The store's contract: ingest merge and idempotence, retirement and
+//! revival, the queue (lease, politeness, expiry, complete), the check.
+
+use sitemapd_parser::date::Precision;
+use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
+use sitemapd_scheduler::{Completion, Outcome, SitemapFetch, Store, StoreError, StoreOptions};
+
+const T0: i64 = 1_700_000_000;
+const DAY: i64 = 86_400;
+
+fn store(dir: &tempfile::TempDir) -> Store {
+    Store::open(dir.path(), StoreOptions::default()).unwrap()
+}
+
+fn entry(url: &str) -> UrlEntry {
+    UrlEntry::new(NormUrl::parse(url).unwrap())
+}
+
+fn with_lastmod(url: &str, at: i64, precision: Precision) -> UrlEntry {
+    let mut e = entry(url);
+    e.lastmod = Some(Lastmod {
+        unix_seconds: at,
+        nanos: 0,
+        precision,
+    });
+    e
+}
+
+fn complete_read() -> SitemapFetch {
+    SitemapFetch {
+        status: 200,
+        complete: true,
+        ..SitemapFetch::default()
+    }
+}
+
+/// One complete read of `sitemap` listing `entries`, at `now`.
+fn read(store: &Store, now: i64, sitemap: &str, entries: &[UrlEntry]) -> sitemapd_scheduler::IngestStats {
+    let mut ingest = store.ingest(now);
+    for e in entries {
+        ingest.entry(sitemap, e).unwrap();
+    }
+    ingest.sitemap_fetched(sitemap, &complete_read()).unwrap();
+    ingest.finish().unwrap()
+}
+
+const SM: &str = "https://a.example/sitemap.xml";
+
+#[test]
+fn new_urls_are_due_at_once_and_reingest_changes_only_last_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let entries: Vec<UrlEntry> = (0..50)
+        .map(|i| with_lastmod(&format!("https://a.example/p{i}"), T0 - DAY, Precision::Day))
+        .collect();
+    let stats = read(&s, T0, SM, &entries);
+    assert_eq!((stats.entries, stats.new), (50, 50));
+    let before = s.url("https://a.example/p7").unwrap().unwrap();
+    assert_eq!(before.schedule.due, T0);
+    assert_eq!(s.peek(100, T0).unwrap().len(), 50);
+    assert!(s.check().unwrap().is_ok());
+
+    let stats = read(&s, T0 + 3600, SM, &entries);
+    assert_eq!((stats.new, stats.updated, stats.unchanged), (0, 0, 50));
+    let after = s.url("https://a.example/p7").unwrap().unwrap();
+    assert_eq!(after.last_seen, T0 + 3600);
+    assert_eq!(
+        UrlRecordView::of(&after),
+        UrlRecordView::of(&before),
+        "only last-seen and the source stamp may change"
+    );
+    assert_eq!(s.sitemap(SM).unwrap().unwrap().seq, 2);
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// The fields an unchanged re-ingest must not touch.
+#[derive(Debug, PartialEq)]
+struct UrlRecordView {
+    first_seen: i64,
+    lastmod: Option<i64>,
+    history: usize,
+    priority: Option<f32>,
+    due: i64,
+    retired: bool,
+}
+
+impl UrlRecordView {
+    fn of(r: &sitemapd_scheduler::record::UrlRecord) -> Self {
+        Self {
+            first_seen: r.first_seen,
+            lastmod: r.lastmod.map(|l| l.at),
+            history: r.lastmod_history.len(),
+            priority: r.priority,
+            due: r.schedule.due,
+            retired: r.retired,
+        }
+    }
+}
+
+#[test]
+fn merge_rule_across_sitemaps_and_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let url = "https://a.example/page";
+    let mut a = with_lastmod(url, T0 - 10 * DAY, Precision::Second);
+    a.priority = Some(0.3);
+    a.changefreq = Some(ChangeFreq::Monthly);
+    let mut b = with_lastmod(url, T0 - 2 * DAY, Precision::Second);
+    b.priority = Some(0.8);
+    b.changefreq = Some(ChangeFreq::Daily);
+    let future = with_lastmod(url, T0 + 30 * DAY, Precision::Second);
+    let mut ingest = s.ingest(T0);
+    ingest.entry("https://a.example/one.xml", &a).unwrap();
+    ingest.entry("https://a.example/two.xml", &b).unwrap();
+    ingest.entry("https://a.example/three.xml", &future).unwrap();
+    ingest.finish().unwrap();
+    let r = s.url(url).unwrap().unwrap();
+    assert_eq!(r.lastmod.unwrap().at, T0 - 2 * DAY, "newest believable, not the future one");
+    assert_eq!(r.priority, Some(0.8));
+    assert_eq!(r.changefreq.map(ChangeFreq::from), Some(ChangeFreq::Daily));
+    assert_eq!(r.sources.len(), 3);
+
+    // A later session: the site lowered its hints, and an older lastmod
+    // from a stale sitemap does not move lastmod back.
+    let mut c = with_lastmod(url, T0 - 20 * DAY, Precision::Second);
+    c.priority = Some(0.1);
+    let mut ingest = s.ingest(T0 + DAY);
+    ingest.entry("https://a.example/one.xml", &c).unwrap();
+    ingest.finish().unwrap();
+    let r = s.url(url).unwrap().unwrap();
+    assert_eq!(r.priority, Some(0.1));
+    assert_eq!(r.changefreq, None);
+    assert_eq!(r.lastmod.unwrap().at, T0 - 2 * DAY);
+    // b, then c (a was merged away within the first batch: b is newer).
+    assert_eq!(r.lastmod_history.len(), 2);
+}
+
+#[test]
+fn urls_are_retired_after_k_complete_absences_and_revived() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let all: Vec<UrlEntry> = (0..10).map(|i| entry(&format!("https://a.example/p{i}"))).collect();
+    read(&s, T0, SM, &all);
+    let fewer = &all[..8];
+    for k in 1..=2 {
+        let stats = read(&s, T0 + k * DAY, SM, fewer);
+        assert_eq!(stats.retired, 0, "read {k}: not yet");
+    }
+    // A failed read counts for nothing.
+    let mut ingest = s.ingest(T0 + 3 * DAY);
+    ingest
+        .sitemap_fetched(SM, &SitemapFetch { status: 503, ..SitemapFetch::default() })
+        .unwrap();
+    assert_eq!(ingest.finish().unwrap().retired, 0);
+    let stats = read(&s, T0 + 4 * DAY, SM, fewer);
+    assert_eq!(stats.retired, 2);
+    let gone = s.url("https://a.example/p9").unwrap().unwrap();
+    assert!(gone.retired);
+    assert!(s.peek(100, T0 + 100 * DAY).unwrap().iter().all(|l| !l.url.ends_with("/p9")));
+    assert!(s.check().unwrap().is_ok());
+
+    // Listed elsewhere too: absence from one sitemap is not enough.
+    let other = "https://a.example/other.xml";
+    read(&s, T0 + 5 * DAY, other, &[entry("https://a.example/p0")]);
+    for k in 6..=9 {
+        read(&s, T0 + k * DAY, SM, &all[1..8]);
+    }
+    assert!(!s.url("https://a.example/p0").unwrap().unwrap().retired);
+
+    // It comes back.
+    let stats = read(&s, T0 + 10 * DAY, SM, &all);
+    assert_eq!(stats.revived, 2);
+    assert!(!s.url("https://a.example/p9").unwrap().unwrap().retired);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn lease_respects_host_share_politeness_and_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut entries: Vec<UrlEntry> = (0..20).map(|i| entry(&format!("https://a.example/p{i}"))).collect();
+    entries.extend((0..20).map(|i| entry(&format!("https://b.example/p{i}"))));
+    let mut ingest = s.ingest(T0);
+    for e in &entries {
+        ingest.entry(SM, e).unwrap();
+    }
+    ingest.finish().unwrap();
+
+    let leased = s.lease(10, T0, 300, 3).unwrap();
+    assert_eq!(leased.len(), 6, "3 per host: {leased:?}");
+    let a: Vec<i64> = leased
+        .iter()
+        .filter(|l| l.url.contains("a.example"))
+        .map(|l| l.not_before)
+        .collect();
+    assert_eq!(a, [T0, T0 + 1, T0 + 2], "spaced by the host's delay");
+    assert!(leased.iter().all(|l| l.reason == "new" && l.lease.is_some()));
+    // Leased URLs are not handed out again while the lease holds.
+    let again = s.lease(100, T0 + 10, 300, 100).unwrap();
+    assert!(again.iter().all(|l| !leased.iter().any(|m| m.url == l.url)));
+    // After the lease expires without an outcome, they are due again.
+    let later = s.peek(1000, T0 + 301).unwrap();
+    let expired: Vec<_> = later.iter().filter(|l| l.reason == "lease-expired").collect();
+    assert_eq!(expired.len(), 6);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn complete_updates_the_record_and_reschedules() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    read(&s, T0, SM, &[entry("https://a.example/x")]);
+    let leased = s.lease(1, T0, 300, 1).unwrap();
+    let done = Completion {
+        outcome: Outcome::Changed,
+        etag: Some("\"e1\"".into()),
+        last_modified: None,
+    };
+    s.complete(&leased[0].url, &done, T0 + 10).unwrap();
+    let r = s.url("https://a.example/x").unwrap().unwrap();
+    assert_eq!(r.fetch.fetches, 1);
+    assert_eq!(r.fetch.last_success, Some(T0 + 10));
+    assert_eq!(r.fetch.etag.as_deref(), Some("\"e1\""));
+    assert_eq!(r.schedule.lease, None);
+    assert!(r.schedule.due > T0 + 10);
+    s.complete("https://a.example/x", &Completion::from(Outcome::NotModified), T0 + DAY)
+        .unwrap();
+    let r = s.url("https://a.example/x").unwrap().unwrap();
+    assert_eq!(r.visits.len(), 1);
+    assert_eq!(r.visits[0].interval as i64, DAY - 10);
+    assert!(!r.visits[0].changed);
+    s.complete("https://a.example/x", &Completion::from(Outcome::Error(503)), T0 + 2 * DAY)
+        .unwrap();
+    assert_eq!(s.url("https://a.example/x").unwrap().unwrap().fetch.errors_in_a_row, 1);
+    let err = s
+        .complete("https://a.example/unknown", &Completion::from(Outcome::Changed), T0)
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownUrl(_)), "{err}");
+    assert!(err.to_string().contains("unknown URL"));
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn the_store_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = store(&dir);
+        read(&s, T0, SM, &[entry("https://a.example/x")]);
+        s.flush().unwrap();
+    }
+    let s = store(&dir);
+    assert!(s.url("https://a.example/x").unwrap().is_some());
+    assert_eq!(s.stats(T0).unwrap().active, 1);
+}
