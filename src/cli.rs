@@ -30,6 +30,102 @@ pub enum Command {
     /// entries, bytes and time per sitemap; stores nothing. `--entries` streams the entries.
     /// Exit 0 when every site yielded a sitemap, 1 otherwise.
     Discover(DiscoverArgs),
+    /// Walk sites and store every URL with its metadata, then schedule it: the main job.
+    /// Re-running it re-fetches conditionally and updates the store.
+    Ingest(IngestArgs),
+    /// The due URLs, most urgent first, as JSON Lines (url, due, score, reason, not_before);
+    /// with --lease, hand them out (lease id and expiry added).
+    Queue(QueueArgs),
+    /// Report fetch outcomes: JSON Lines on stdin, one per URL:
+    /// {"url":…,"outcome":"changed|not-modified|gone|error|redirected","status":…,"to":…,"etag":…,"last_modified":…}
+    Complete(CompleteArgs),
+    /// Counts per state and host, change-rate summary; --check verifies the store's integrity
+    /// (exit 1 on a problem).
+    Stats(StatsArgs),
+    /// Every URL record, for analysis (pandas, R).
+    Export(ExportArgs),
+}
+
+/// Where the store is (shared by every store command).
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The store's directory (created if missing).
+    #[arg(long, default_value = "sitemapd-data")]
+    pub store: std::path::PathBuf,
+}
+
+/// `sitemapd ingest`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
+    #[arg(required = true)]
+    pub sites: Vec<String>,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Scheduling policy: fixed, sitemap-hints, lastmod, adaptive, freshness-optimal,
+    /// lambda-crawl. Remembered by the store [default: the store's, or adaptive].
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Walk settings.
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    /// Parse settings.
+    #[command(flatten)]
+    pub parse: ParseFlags,
+    /// Fetch settings.
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
+/// `sitemapd queue`.
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// How many URLs.
+    #[arg(short = 'n', long, default_value_t = 100)]
+    pub n: usize,
+    /// Lease them for this many seconds (without it, only list).
+    #[arg(long, value_name = "SECS")]
+    pub lease: Option<i64>,
+    /// At most this many URLs of one host per lease.
+    #[arg(long, default_value_t = 10)]
+    pub per_host: usize,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `sitemapd complete`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `sitemapd stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Verify that every due entry points at a record and every record has its due entry.
+    #[arg(long)]
+    pub check: bool,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `sitemapd export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: EntryFormat,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// How documents are fetched (shared by every command that fetches).

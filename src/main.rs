@@ -22,6 +22,11 @@ fn main() -> ExitCode {
         cli::Command::Parse(args) => commands::parse::run(&args),
         cli::Command::Robots(args) => commands::robots::run(&args),
         cli::Command::Discover(args) => commands::discover::run(&args),
+        cli::Command::Ingest(args) => commands::ingest::run(&args),
+        cli::Command::Queue(args) => commands::queue::run_queue(&args),
+        cli::Command::Complete(args) => commands::queue::run_complete(&args),
+        cli::Command::Stats(args) => commands::stats::run_stats(&args),
+        cli::Command::Export(args) => commands::stats::run_export(&args),
     };
     match result {
         Ok(code) => code,

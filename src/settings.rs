@@ -67,3 +67,25 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()?)
 }
+
+/// Now, in unix seconds.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl crate::cli::StoreArgs {
+    /// Opens the store (with `policy`, or the one it remembers).
+    pub fn open(&self, policy: Option<String>) -> anyhow::Result<sitemapd_scheduler::Store> {
+        use anyhow::Context;
+        sitemapd_scheduler::Store::open(
+            &self.store,
+            sitemapd_scheduler::StoreOptions {
+                policy,
+                ..Default::default()
+            },
+        )
+        .with_context(|| format!("cannot open the store at {}", self.store.display()))
+    }
+}

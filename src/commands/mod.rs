@@ -1,8 +1,11 @@
 //! One module per subcommand.
 
 pub mod discover;
+pub mod ingest;
 pub mod parse;
+pub mod queue;
 pub mod robots;
+pub mod stats;
 
 /// Whether a command's input names an http(s) URL rather than a file.
 pub fn is_url(input: &str) -> bool {

@@ -316,7 +316,7 @@ async fn conditional_get_reports_not_modified_and_new_validators() {
         site.url("/sitemap.xml"),
         Remembered {
             validators: r.validators.clone(),
-            fetched_at: None,
+            ..Remembered::default()
         },
     )]));
     let w = walker(
@@ -611,6 +611,7 @@ async fn i3_children_not_newer_than_the_last_fetch_are_skipped() {
                     Remembered {
                         validators: Validators::default(),
                         fetched_at,
+                        children: Vec::new(),
                     },
                 )
             })
@@ -1059,4 +1060,39 @@ async fn waiting_for_the_politeness_gate_does_not_spend_the_deadline() {
     let rest: Vec<WalkEvent> = stream.collect().await;
     assert!(failures(&rest).is_empty(), "{:?}", failures(&rest));
     assert_eq!(entries(&rest).len(), 20_009);
+}
+
+#[tokio::test]
+async fn an_unchanged_index_is_descended_through_remembered_children() {
+    let site = TestSite::start();
+    site.route_fn("/index.xml", |req, _| {
+        if req.header("if-none-match") == Some("\"i1\"") {
+            Reply::status(304)
+        } else {
+            Reply::ok("<sitemapindex/>").header("ETag", "\"i1\"")
+        }
+    });
+    site.route("/child.xml", Reply::ok(urlset(&pages(&site, "c", 2))));
+    let memory = Memory(HashMap::from([(
+        site.url("/index.xml"),
+        Remembered {
+            validators: Validators {
+                etag: Some("\"i1\"".into()),
+                last_modified: None,
+            },
+            fetched_at: None,
+            children: vec![NormUrl::parse(&site.url("/child.xml")).unwrap()],
+        },
+    )]));
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            memory: Some(Arc::new(memory)),
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert!(report(&events, &site.url("/index.xml")).not_modified);
+    assert_eq!(entries(&events).len(), 2);
+    assert_eq!(report(&events, &site.url("/child.xml")).depth, 1);
 }

@@ -90,7 +90,9 @@ impl Store {
             let (key, _) = item?;
             report.due_entries += 1;
             let Some((due, url)) = keys::parse_due(&key) else {
-                report.dangling_due.push(String::from_utf8_lossy(&key).into_owned());
+                report
+                    .dangling_due
+                    .push(String::from_utf8_lossy(&key).into_owned());
                 continue;
             };
             match self.url(url) {
@@ -161,7 +163,9 @@ impl Store {
     }
 
     /// Every sitemap record, by URL.
-    pub fn sitemaps(&self) -> impl Iterator<Item = Result<(String, SitemapRecord), StoreError>> + '_ {
+    pub fn sitemaps(
+        &self,
+    ) -> impl Iterator<Item = Result<(String, SitemapRecord), StoreError>> + '_ {
         self.kv.scan_prefix([keys::SITEMAP]).map(|item| {
             let (key, value) = item?;
             let url = String::from_utf8_lossy(&key[1..]).into_owned();

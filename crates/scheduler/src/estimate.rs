@@ -31,7 +31,11 @@ impl Estimator {
         (t > 0.0).then(|| x / t)
     }
     /// name
-    pub fn name(self) -> &'static str { "naive" }
+    pub fn name(self) -> &'static str {
+        "naive"
+    }
     /// from
-    pub fn from_name(_s: &str) -> Option<Self> { Some(Estimator::Naive) }
+    pub fn from_name(_s: &str) -> Option<Self> {
+        Some(Estimator::Naive)
+    }
 }

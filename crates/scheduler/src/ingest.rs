@@ -12,14 +12,17 @@ use sitemapd_parser::UrlEntry;
 
 use crate::keys;
 use crate::record::{
-    Extensions, HostRecord, Schedule, SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason,
-    UrlRecord, encode, LASTMOD_HISTORY, MAX_SOURCES,
+    Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, Schedule, SitemapRecord,
+    StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::store::{Store, StoreError};
 
 /// URLs merged in memory before a batch is written (measured: see the
 /// README's store bench).
 pub const DEFAULT_BATCH: usize = 2_000;
+
+/// Children remembered per index (the protocol's limit).
+const MAX_CHILDREN: usize = 50_000;
 
 /// A lastmod this far past `now` is still believed (clock skew, time zones).
 const FUTURE_TOLERANCE: i64 = 86_400;
@@ -125,7 +128,7 @@ impl<'s> Ingest<'s> {
             let (record, dirty) = match self.store.sitemap(sitemap)? {
                 Some(r) => (r, false),
                 None => {
-                    let id = self.store.db.generate_id()?;
+                    let id = self.store.db.generate_id()? + 1;
                     (
                         SitemapRecord {
                             id,
@@ -187,7 +190,8 @@ impl<'s> Ingest<'s> {
         match self.pending.get_mut(entry.loc.as_str()) {
             Some(o) => o.merge(observed),
             None => {
-                self.pending.insert(entry.loc.as_str().to_string(), observed);
+                self.pending
+                    .insert(entry.loc.as_str().to_string(), observed);
             }
         }
         if self.pending.len() >= self.batch {
@@ -198,7 +202,11 @@ impl<'s> Ingest<'s> {
 
     /// Records how the fetch of `sitemap` ended. A complete read bumps its
     /// sequence and retires the URLs it stopped listing long enough ago.
-    pub fn sitemap_fetched(&mut self, sitemap: &str, fetch: &SitemapFetch) -> Result<(), StoreError> {
+    pub fn sitemap_fetched(
+        &mut self,
+        sitemap: &str,
+        fetch: &SitemapFetch,
+    ) -> Result<(), StoreError> {
         self.commit()?;
         let now = self.now;
         let ok = (200..300).contains(&fetch.status);
@@ -247,6 +255,18 @@ impl<'s> Ingest<'s> {
                     .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
                 batch.insert(keys::host(host), encode(&h));
             }
+            if let Some(parent) = &fetch.parent {
+                // The index remembers its children.
+                let mut p = self.store.sitemap(parent)?.unwrap_or_default();
+                if p.id == 0 {
+                    p.id = self.store.db.generate_id()? + 1;
+                    batch.insert(keys::sitemap_id(p.id), parent.as_bytes());
+                }
+                if !p.children.iter().any(|c| c == sitemap) && p.children.len() < MAX_CHILDREN {
+                    p.children.push(sitemap.to_string());
+                    batch.insert(keys::sitemap(parent), encode(&p));
+                }
+            }
             self.store.kv.apply_batch(batch)?;
         }
         if retire_pass {
@@ -284,7 +304,9 @@ impl<'s> Ingest<'s> {
         let mut batch = sled::Batch::default();
         let mut hosts: HashMap<String, i64> = HashMap::new();
         for url in urls.drain(..) {
-            let Some(mut rec) = store.url(&url)? else { continue };
+            let Some(mut rec) = store.url(&url)? else {
+                continue;
+            };
             if rec.retired {
                 continue;
             }
@@ -512,7 +534,10 @@ fn max_priority(a: Option<f32>, b: Option<f32>) -> Option<f32> {
     }
 }
 
-fn most_frequent(a: Option<StoredChangeFreq>, b: Option<StoredChangeFreq>) -> Option<StoredChangeFreq> {
+fn most_frequent(
+    a: Option<StoredChangeFreq>,
+    b: Option<StoredChangeFreq>,
+) -> Option<StoredChangeFreq> {
     match (a, b) {
         (Some(x), Some(y)) => Some(if y.rank() < x.rank() { y } else { x }),
         (x, y) => x.or(y),

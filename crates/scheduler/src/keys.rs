@@ -10,6 +10,7 @@
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty (the URL was listed there) |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
+//! | `~policy` | | the policy name the store schedules with |
 
 /// URL records.
 pub const URL: u8 = b'u';
@@ -23,6 +24,8 @@ pub const SITEMAP_ID: u8 = b'i';
 pub const MEMBER: u8 = b'm';
 /// Host records.
 pub const HOST: u8 = b'h';
+/// The store's policy name.
+pub const POLICY: &[u8] = b"~policy";
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());

@@ -119,7 +119,14 @@ pub trait Policy: Send + Sync + std::fmt::Debug {
     }
 }
 /// names
-pub const POLICY_NAMES: [&str; 6] = ["fixed", "sitemap-hints", "lastmod", "adaptive", "freshness-optimal", "lambda-crawl"];
+pub const POLICY_NAMES: [&str; 6] = [
+    "fixed",
+    "sitemap-hints",
+    "lastmod",
+    "adaptive",
+    "freshness-optimal",
+    "lambda-crawl",
+];
 /// unknown
 #[derive(Debug, thiserror::Error)]
 #[error("unknown policy {0:?}")]
@@ -132,12 +139,24 @@ impl Policy for Fixed {
     }
     fn next_due(&self, url: &UrlState, _host: &HostState, _now: i64) -> Due {
         match url.last_fetch {
-            None => Due { at: url.first_seen, score: 1.0, reason: Reason::New },
-            Some(t) => Due { at: t + 86_400, score: 1.0, reason: Reason::Interval },
+            None => Due {
+                at: url.first_seen,
+                score: 1.0,
+                reason: Reason::New,
+            },
+            Some(t) => Due {
+                at: t + 86_400,
+                score: 1.0,
+                reason: Reason::Interval,
+            },
         }
     }
 }
 /// build
 pub fn policy(name: &str, _params: Params) -> Result<Box<dyn Policy>, UnknownPolicy> {
-    if POLICY_NAMES.contains(&name) { Ok(Box::new(Fixed)) } else { Err(UnknownPolicy(name.into())) }
+    if POLICY_NAMES.contains(&name) {
+        Ok(Box::new(Fixed))
+    } else {
+        Err(UnknownPolicy(name.into()))
+    }
 }

@@ -97,7 +97,7 @@ impl Store {
     /// Up to `n` URLs due at `now`, in policy order, without leasing them.
     pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
         let mut out = Vec::new();
-        for (url, rec) in self.due_candidates(n, now)? {
+        for (url, rec) in self.due_candidates(n, now)?.into_iter().take(n) {
             out.push(Leased {
                 url,
                 due: rec.schedule.due,
@@ -139,7 +139,13 @@ impl Store {
 
     /// Leases up to `n` due URLs for `ttl` seconds: at most `per_host` per
     /// host, and no host faster than its politeness delay.
-    pub fn lease(&self, n: usize, now: i64, ttl: i64, per_host: usize) -> Result<Vec<Leased>, StoreError> {
+    pub fn lease(
+        &self,
+        n: usize,
+        now: i64,
+        ttl: i64,
+        per_host: usize,
+    ) -> Result<Vec<Leased>, StoreError> {
         let ttl = ttl.max(1);
         let _lock = self.lock();
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();

@@ -2,8 +2,8 @@
 //! record in postcard (compact varints, no field names). A record that does
 //! not decode is reported as corrupt, never a panic.
 
-use serde::{Deserialize, Serialize};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use sitemapd_parser::ChangeFreq;
 use sitemapd_parser::date::Precision;
 
@@ -326,7 +326,7 @@ pub struct UrlRecord {
 /// What the store knows of one sitemap (keyed by its URL as listed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SitemapRecord {
-    /// Stable id (member keys use it).
+    /// Stable id, from 1 (member keys use it).
     pub id: u64,
     /// Complete successful reads so far: the sequence stamped on the URLs
     /// it lists.
@@ -351,6 +351,9 @@ pub struct SitemapRecord {
     pub authorised_by: Option<String>,
     /// URLs ever recorded as its members (member keys written).
     pub members: u64,
+    /// Child sitemaps fetched through it, if an index (for walking an
+    /// unchanged index's children after a 304).
+    pub children: Vec<String>,
 }
 
 /// What the store knows of one host.
@@ -383,8 +386,14 @@ mod tests {
         assert_eq!(decode::<SitemapRecord>(&bytes).unwrap(), r);
         let mut future = bytes.clone();
         future[0] = 9;
-        assert!(matches!(decode::<SitemapRecord>(&future), Err(RecordError::Version(9))));
-        assert!(matches!(decode::<SitemapRecord>(&[]), Err(RecordError::Empty)));
+        assert!(matches!(
+            decode::<SitemapRecord>(&future),
+            Err(RecordError::Version(9))
+        ));
+        assert!(matches!(
+            decode::<SitemapRecord>(&[]),
+            Err(RecordError::Empty)
+        ));
         assert!(decode::<UrlRecord>(&bytes[..3]).is_err());
     }
 

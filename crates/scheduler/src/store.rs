@@ -31,14 +31,19 @@ pub enum StoreError {
     Policy(#[from] policy::UnknownPolicy),
 }
 
+/// The policy of a new store.
+pub const DEFAULT_POLICY: &str = "adaptive";
+
 /// How to open a store. `Default` gives the documented values.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// sled's page cache, bytes; default 64 MiB (sled's own default, 1 GiB,
     /// is what makes it look like it leaks).
     pub cache_bytes: u64,
-    /// The scheduling policy, by name; default `adaptive`.
-    pub policy: String,
+    /// The scheduling policy, by name. `None`: the one the store was last
+    /// opened with, or `adaptive` for a new store. A name given is
+    /// remembered for the next open.
+    pub policy: Option<String>,
     /// Its parameters.
     pub params: Params,
     /// The estimator feeding the policies' rate; default `bias-reduced`.
@@ -55,7 +60,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         Self {
             cache_bytes: 64 << 20,
-            policy: "adaptive".into(),
+            policy: None,
             params: Params::default(),
             estimator: Estimator::BiasReduced,
             retire_after: 3,
@@ -86,13 +91,23 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (or creates) the store in directory `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        let policy = policy::policy(&options.policy, options.params.clone())?;
         let db = sled::Config::new()
             .path(path.as_ref())
             .cache_capacity(options.cache_bytes)
             .flush_every_ms(Some(1000))
             .open()?;
         let kv = db.open_tree("sitemapd")?;
+        let name = match &options.policy {
+            Some(name) => name.clone(),
+            None => kv
+                .get(keys::POLICY)?
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .unwrap_or_else(|| DEFAULT_POLICY.to_string()),
+        };
+        let policy = policy::policy(&name, options.params.clone())?;
+        if options.policy.is_some() {
+            kv.insert(keys::POLICY, name.as_bytes())?;
+        }
         Ok(Store {
             db,
             kv,
@@ -127,13 +142,18 @@ impl Store {
         self.write.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn get<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
+    pub(crate) fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &[u8],
+    ) -> Result<Option<T>, StoreError> {
         match self.kv.get(key)? {
             None => Ok(None),
-            Some(bytes) => decode(&bytes).map(Some).map_err(|source| StoreError::Record {
-                key: String::from_utf8_lossy(key).into_owned(),
-                source,
-            }),
+            Some(bytes) => decode(&bytes)
+                .map(Some)
+                .map_err(|source| StoreError::Record {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                    source,
+                }),
         }
     }
 
@@ -149,7 +169,9 @@ impl Store {
 
     /// The record of `host` (`host[:port]`).
     pub fn host(&self, host: &str) -> Result<HostRecord, StoreError> {
-        Ok(self.get(&keys::host(host))?.unwrap_or_else(|| self.new_host()))
+        Ok(self
+            .get(&keys::host(host))?
+            .unwrap_or_else(|| self.new_host()))
     }
 
     pub(crate) fn new_host(&self) -> HostRecord {

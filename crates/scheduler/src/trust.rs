@@ -17,7 +17,11 @@ impl LastmodTrust {
     /// fetch
     pub fn observe_fetch(&mut self, said: bool, found: bool) {
         self.observations += 1;
-        if said == found { self.agreements += 1 } else { self.disagreements += 1 }
+        if said == found {
+            self.agreements += 1
+        } else {
+            self.disagreements += 1
+        }
     }
     /// sitemap
     pub fn observe_sitemap(&mut self, _with: u64, _same: u64, _future: u64) {}

@@ -35,7 +35,12 @@ fn complete_read() -> SitemapFetch {
 }
 
 /// One complete read of `sitemap` listing `entries`, at `now`.
-fn read(store: &Store, now: i64, sitemap: &str, entries: &[UrlEntry]) -> sitemapd_scheduler::IngestStats {
+fn read(
+    store: &Store,
+    now: i64,
+    sitemap: &str,
+    entries: &[UrlEntry],
+) -> sitemapd_scheduler::IngestStats {
     let mut ingest = store.ingest(now);
     for e in entries {
         ingest.entry(sitemap, e).unwrap();
@@ -112,10 +117,16 @@ fn merge_rule_across_sitemaps_and_sessions() {
     let mut ingest = s.ingest(T0);
     ingest.entry("https://a.example/one.xml", &a).unwrap();
     ingest.entry("https://a.example/two.xml", &b).unwrap();
-    ingest.entry("https://a.example/three.xml", &future).unwrap();
+    ingest
+        .entry("https://a.example/three.xml", &future)
+        .unwrap();
     ingest.finish().unwrap();
     let r = s.url(url).unwrap().unwrap();
-    assert_eq!(r.lastmod.unwrap().at, T0 - 2 * DAY, "newest believable, not the future one");
+    assert_eq!(
+        r.lastmod.unwrap().at,
+        T0 - 2 * DAY,
+        "newest believable, not the future one"
+    );
     assert_eq!(r.priority, Some(0.8));
     assert_eq!(r.changefreq.map(ChangeFreq::from), Some(ChangeFreq::Daily));
     assert_eq!(r.sources.len(), 3);
@@ -139,7 +150,9 @@ fn merge_rule_across_sitemaps_and_sessions() {
 fn urls_are_retired_after_k_complete_absences_and_revived() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
-    let all: Vec<UrlEntry> = (0..10).map(|i| entry(&format!("https://a.example/p{i}"))).collect();
+    let all: Vec<UrlEntry> = (0..10)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
     read(&s, T0, SM, &all);
     let fewer = &all[..8];
     for k in 1..=2 {
@@ -149,14 +162,25 @@ fn urls_are_retired_after_k_complete_absences_and_revived() {
     // A failed read counts for nothing.
     let mut ingest = s.ingest(T0 + 3 * DAY);
     ingest
-        .sitemap_fetched(SM, &SitemapFetch { status: 503, ..SitemapFetch::default() })
+        .sitemap_fetched(
+            SM,
+            &SitemapFetch {
+                status: 503,
+                ..SitemapFetch::default()
+            },
+        )
         .unwrap();
     assert_eq!(ingest.finish().unwrap().retired, 0);
     let stats = read(&s, T0 + 4 * DAY, SM, fewer);
     assert_eq!(stats.retired, 2);
     let gone = s.url("https://a.example/p9").unwrap().unwrap();
     assert!(gone.retired);
-    assert!(s.peek(100, T0 + 100 * DAY).unwrap().iter().all(|l| !l.url.ends_with("/p9")));
+    assert!(
+        s.peek(100, T0 + 100 * DAY)
+            .unwrap()
+            .iter()
+            .all(|l| !l.url.ends_with("/p9"))
+    );
     assert!(s.check().unwrap().is_ok());
 
     // Listed elsewhere too: absence from one sitemap is not enough.
@@ -178,7 +202,9 @@ fn urls_are_retired_after_k_complete_absences_and_revived() {
 fn lease_respects_host_share_politeness_and_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
-    let mut entries: Vec<UrlEntry> = (0..20).map(|i| entry(&format!("https://a.example/p{i}"))).collect();
+    let mut entries: Vec<UrlEntry> = (0..20)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
     entries.extend((0..20).map(|i| entry(&format!("https://b.example/p{i}"))));
     let mut ingest = s.ingest(T0);
     for e in &entries {
@@ -194,13 +220,20 @@ fn lease_respects_host_share_politeness_and_expiry() {
         .map(|l| l.not_before)
         .collect();
     assert_eq!(a, [T0, T0 + 1, T0 + 2], "spaced by the host's delay");
-    assert!(leased.iter().all(|l| l.reason == "new" && l.lease.is_some()));
+    assert!(
+        leased
+            .iter()
+            .all(|l| l.reason == "new" && l.lease.is_some())
+    );
     // Leased URLs are not handed out again while the lease holds.
     let again = s.lease(100, T0 + 10, 300, 100).unwrap();
     assert!(again.iter().all(|l| !leased.iter().any(|m| m.url == l.url)));
     // After the lease expires without an outcome, they are due again.
     let later = s.peek(1000, T0 + 301).unwrap();
-    let expired: Vec<_> = later.iter().filter(|l| l.reason == "lease-expired").collect();
+    let expired: Vec<_> = later
+        .iter()
+        .filter(|l| l.reason == "lease-expired")
+        .collect();
     assert_eq!(expired.len(), 6);
     assert!(s.check().unwrap().is_ok());
 }
@@ -223,17 +256,36 @@ fn complete_updates_the_record_and_reschedules() {
     assert_eq!(r.fetch.etag.as_deref(), Some("\"e1\""));
     assert_eq!(r.schedule.lease, None);
     assert!(r.schedule.due > T0 + 10);
-    s.complete("https://a.example/x", &Completion::from(Outcome::NotModified), T0 + DAY)
-        .unwrap();
+    s.complete(
+        "https://a.example/x",
+        &Completion::from(Outcome::NotModified),
+        T0 + DAY,
+    )
+    .unwrap();
     let r = s.url("https://a.example/x").unwrap().unwrap();
     assert_eq!(r.visits.len(), 1);
     assert_eq!(r.visits[0].interval as i64, DAY - 10);
     assert!(!r.visits[0].changed);
-    s.complete("https://a.example/x", &Completion::from(Outcome::Error(503)), T0 + 2 * DAY)
-        .unwrap();
-    assert_eq!(s.url("https://a.example/x").unwrap().unwrap().fetch.errors_in_a_row, 1);
+    s.complete(
+        "https://a.example/x",
+        &Completion::from(Outcome::Error(503)),
+        T0 + 2 * DAY,
+    )
+    .unwrap();
+    assert_eq!(
+        s.url("https://a.example/x")
+            .unwrap()
+            .unwrap()
+            .fetch
+            .errors_in_a_row,
+        1
+    );
     let err = s
-        .complete("https://a.example/unknown", &Completion::from(Outcome::Changed), T0)
+        .complete(
+            "https://a.example/unknown",
+            &Completion::from(Outcome::Changed),
+            T0,
+        )
         .unwrap_err();
     assert!(matches!(err, StoreError::UnknownUrl(_)), "{err}");
     assert!(err.to_string().contains("unknown URL"));

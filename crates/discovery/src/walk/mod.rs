@@ -102,14 +102,18 @@ pub struct Remembered {
     pub validators: Validators,
     /// When it was last fetched successfully.
     pub fetched_at: Option<SystemTime>,
+    /// The children it listed when last read, if it is an index: walked on
+    /// when it answers 304, since an unchanged index says nothing about
+    /// whether its children changed.
+    pub children: Vec<NormUrl>,
 }
 
 /// Lookup of earlier fetches, supplied by the caller.
 ///
-/// With validators remembered, an unchanged sitemap costs one 304, and an
-/// unchanged *index* is not descended: its children are not known without
-/// its body. A caller that keeps its own list of an index's children (the
-/// daemon's store) refreshes them on their own schedule.
+/// With validators remembered, an unchanged sitemap costs one 304. An
+/// unchanged *index* is descended through the children the caller
+/// remembers for it ([`Remembered::children`]); each child then gets its own
+/// conditional GET.
 pub trait SitemapMemory: Send + Sync {
     /// What is known of `url`, if anything.
     fn recall(&self, url: &NormUrl) -> Option<Remembered>;

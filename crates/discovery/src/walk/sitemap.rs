@@ -172,10 +172,15 @@ async fn run(
     if fetched.not_modified() {
         report.duration = started.elapsed();
         emit.send(WalkEvent::SitemapFetched(report)).await?;
+        let children = remembered
+            .children
+            .into_iter()
+            .map(|loc| SitemapRef { loc, lastmod: None })
+            .collect();
         return Ok(Outcome::Read {
             entries: 0,
             bytes: 0,
-            children: Vec::new(),
+            children,
         });
     }
 

@@ -1,0 +1,208 @@
+//! `sitemapd ingest SITE…`: the discovery walk into the store.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use futures_util::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use sitemapd_discovery::walk::{Remembered, Via};
+use sitemapd_discovery::{Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent, Walker};
+use sitemapd_parser::NormUrl;
+use sitemapd_scheduler::{SitemapFetch, Store};
+use tokio::time::Instant;
+
+use crate::cli::IngestArgs;
+use crate::settings::{now, runtime};
+
+/// The store as the walk's memory: validators for conditional GET, the last
+/// fetch time for I3.
+struct StoreMemory(Arc<Store>);
+
+impl SitemapMemory for StoreMemory {
+    fn recall(&self, url: &NormUrl) -> Option<Remembered> {
+        let record = self.0.sitemap(url.as_str()).ok().flatten()?;
+        Some(Remembered {
+            validators: Validators {
+                etag: record.etag,
+                last_modified: record.last_modified,
+            },
+            fetched_at: record
+                .last_success
+                .and_then(|t| u64::try_from(t).ok())
+                .map(|t| UNIX_EPOCH + Duration::from_secs(t)),
+            children: record
+                .children
+                .iter()
+                .filter_map(|c| NormUrl::parse(c).ok())
+                .collect(),
+        })
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &IngestArgs) -> Result<ExitCode> {
+    let seeds = args
+        .sites
+        .iter()
+        .map(|s| Seed::parse(s).with_context(|| format!("{s:?} is not a site or sitemap URL")))
+        .collect::<Result<Vec<_>>>()?;
+    let store = Arc::new(args.store.open(args.policy.clone())?);
+    let fetcher = Fetcher::new(args.fetch.config())?;
+    let walker = Walker::new(
+        fetcher,
+        WalkConfig {
+            memory: Some(Arc::new(StoreMemory(store.clone()))),
+            ..args.walk.config(&args.parse)
+        },
+    );
+    let progress = Progress::new();
+    let started = Instant::now();
+    let session_now = now();
+    let mut failed_sites = 0u64;
+    let stats = runtime()?.block_on(async {
+        let mut ingest = store.ingest(session_now);
+        let mut events = walker.walk(seeds);
+        while let Some(event) = events.next().await {
+            match event {
+                WalkEvent::Entry { sitemap, entry } => {
+                    ingest.entry(sitemap.as_str(), &entry)?;
+                    progress.url();
+                }
+                WalkEvent::SitemapFetched(r) => {
+                    let fetch = SitemapFetch {
+                        status: r.status,
+                        complete: r.complete(),
+                        etag: r.validators.etag.clone(),
+                        last_modified: r.validators.last_modified.clone(),
+                        parent: r.parent.as_ref().map(|p| p.to_string()),
+                        authorised_by: matches!(r.via, Via::Robots | Via::Index)
+                            .then(|| r.site.to_string()),
+                    };
+                    ingest.sitemap_fetched(r.url.as_str(), &fetch)?;
+                    let what = match (&r.summary, r.not_modified) {
+                        (_, true) => "not modified".to_string(),
+                        (Some(s), _) => format!("{} urls", s.urls),
+                        (None, _) => String::new(),
+                    };
+                    progress.sitemap(&format!("{} {} {what}", r.url, r.status));
+                }
+                WalkEvent::SitemapFailed(f) => {
+                    let fetch = SitemapFetch {
+                        status: f.status.unwrap_or(0),
+                        ..SitemapFetch::default()
+                    };
+                    ingest.sitemap_fetched(f.url.as_str(), &fetch)?;
+                    progress.sitemap(&format!("{} FAILED: {}", f.url, f.error));
+                }
+                WalkEvent::SiteDone(t) => {
+                    if t.sitemaps == 0 {
+                        failed_sites += 1;
+                    }
+                    progress.line(&format!(
+                        "{}: {} sitemaps read, {} failed, {} urls",
+                        t.site, t.sitemaps, t.failed, t.entries
+                    ));
+                }
+                WalkEvent::Robots(r) => progress.line(&format!(
+                    "{}: {} sitemaps declared",
+                    r.url,
+                    r.sitemaps.len()
+                )),
+                WalkEvent::Diagnostic { .. }
+                | WalkEvent::ProbeMissed { .. }
+                | WalkEvent::ChildrenSkipped { .. } => {}
+            }
+        }
+        anyhow::Ok(ingest.finish()?)
+    })?;
+    store.flush()?;
+    progress.finish();
+    eprintln!(
+        "ingest: {} entries, {} new, {} updated, {} unchanged, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
+        stats.entries,
+        stats.new,
+        stats.updated,
+        stats.unchanged,
+        stats.revived,
+        stats.retired,
+        stats.sitemaps,
+        started.elapsed().as_secs_f64(),
+        args.store.store.display()
+    );
+    Ok(if failed_sites == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A progress bar on a terminal; plain log lines otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    urls: std::sync::atomic::AtomicU64,
+    sitemaps: std::sync::atomic::AtomicU64,
+    started: std::time::Instant,
+}
+
+impl Progress {
+    fn new() -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Self {
+            bar,
+            urls: Default::default(),
+            sitemaps: Default::default(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn url(&self) {
+        let n = self.urls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if n % 4096 == 0 {
+            self.refresh();
+        }
+    }
+
+    fn sitemap(&self, line: &str) {
+        self.sitemaps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.line(line);
+    }
+
+    fn line(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                self.refresh();
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn refresh(&self) {
+        if let Some(bar) = &self.bar {
+            let urls = self.urls.load(std::sync::atomic::Ordering::Relaxed);
+            let rate = urls as f64 / self.started.elapsed().as_secs_f64().max(0.001);
+            bar.set_message(format!(
+                "{} sitemaps, {urls} URLs stored, {rate:.0} URLs/s",
+                self.sitemaps.load(std::sync::atomic::Ordering::Relaxed)
+            ));
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
