@@ -1,0 +1,217 @@
+//! The store commands end to end: `ingest` from a loopback site into a sled
+//! store on disk, `queue`, `complete`, `stats --check`, `export`, and
+//! `kill -9` of `ingest` at many points.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use sitemapd_testsite::{Reply, TestSite};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn json_lines(s: &str) -> Vec<serde_json::Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// robots.txt -> index -> `sitemaps` sitemaps of `per` URLs each.
+fn site(sitemaps: usize, per: usize) -> TestSite {
+    let site = TestSite::start();
+    let mut index =
+        String::from(r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for s in 0..sitemaps {
+        let path = format!("/sitemaps/{s}.xml");
+        index.push_str(&format!(
+            "<sitemap><loc>{}</loc></sitemap>",
+            site.url(&path)
+        ));
+        let mut body =
+            String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+        for i in 0..per {
+            body.push_str(&format!(
+                "<url><loc>{}</loc><lastmod>2024-05-{:02}</lastmod><changefreq>daily</changefreq></url>",
+                site.url(&format!("/s{s}/page-{i}")),
+                i % 28 + 1
+            ));
+        }
+        body.push_str("</urlset>");
+        let etag = format!("\"{s}\"");
+        site.route_fn(&path, move |req, _| {
+            if req.header("if-none-match") == Some(etag.as_str()) {
+                Reply::status(304)
+            } else {
+                Reply::ok(body.clone()).header("ETag", &etag)
+            }
+        });
+    }
+    index.push_str("</sitemapindex>");
+    site.route("/sitemap_index.xml", Reply::ok(index));
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!("Sitemap: {}\n", site.url("/sitemap_index.xml"))),
+    );
+    site
+}
+
+fn store_args<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
+    let mut v = args.to_vec();
+    v.extend(["--store", dir.to_str().unwrap()]);
+    v
+}
+
+fn ingest(dir: &Path, root: &str) -> Output {
+    run(&store_args(
+        dir,
+        &["ingest", "--allow-private", "--min-delay", "0", root],
+    ))
+}
+
+#[test]
+fn ingest_queue_complete_stats_export() {
+    let site = site(3, 20);
+    let dir = tempfile::tempdir().unwrap();
+    let root = site.url("/");
+    let o = ingest(dir.path(), &root);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("60 entries, 60 new"), "{}", stderr(&o));
+
+    // Again: conditional GETs, the index descended through what the store remembers.
+    let o = ingest(dir.path(), &root);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not modified"), "{}", stderr(&o));
+    let conditional = site
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/sitemaps/") && r.header("if-none-match").is_some())
+        .count();
+    assert_eq!(conditional, 3);
+
+    let o = run(&store_args(dir.path(), &["stats", "--check"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("60 active"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("check: 60 records, 60 due entries: ok"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = run(&store_args(dir.path(), &["queue", "-n", "5"]));
+    assert_eq!(json_lines(&stdout(&o)).len(), 5);
+    let o = run(&store_args(
+        dir.path(),
+        &["queue", "-n", "4", "--lease", "600", "--per-host", "4"],
+    ));
+    let leased = json_lines(&stdout(&o));
+    assert_eq!(leased.len(), 4);
+    assert!(
+        leased
+            .iter()
+            .all(|l| l["reason"] == "new" && l["lease"].is_u64())
+    );
+
+    let mut input = String::new();
+    for (i, l) in leased.iter().enumerate() {
+        let outcome = ["changed", "not-modified", "gone", "error"][i];
+        input.push_str(&format!(
+            "{{\"url\":{},\"outcome\":\"{outcome}\",\"status\":503}}\n",
+            l["url"]
+        ));
+    }
+    input.push_str("{\"url\":\"https://nowhere.example/x\",\"outcome\":\"changed\"}\n");
+    input.push_str("{\"url\":\"https://nowhere.example/x\",\"outcome\":\"sideways\"}\n");
+    let mut child = bin()
+        .args(store_args(dir.path(), &["complete"]))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("line 5: unknown URL"), "{err}");
+    assert!(
+        err.contains("line 6: unknown outcome \"sideways\""),
+        "{err}"
+    );
+    assert!(err.contains("complete: 4 recorded, 2 failed"), "{err}");
+
+    let o = run(&store_args(dir.path(), &["export"]));
+    let rows = json_lines(&stdout(&o));
+    assert_eq!(rows.len(), 60);
+    let fetched = rows.iter().filter(|r| r["fetches"] == 1).count();
+    assert_eq!(fetched, 4);
+    assert_eq!(rows[0]["changefreq"], "daily");
+    assert_eq!(rows[0]["lastmod_precision"], "day");
+    let o = run(&store_args(dir.path(), &["export", "--format", "csv"]));
+    let csv = stdout(&o);
+    assert!(
+        csv.starts_with("url,first_seen,last_seen,lastmod,"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 61);
+
+    let o = run(&store_args(dir.path(), &["stats", "--json", "--check"]));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["active"], 60);
+    assert_eq!(v["check"]["missing_due"], serde_json::json!([]));
+}
+
+#[test]
+fn kill_9_during_ingest_leaves_a_consistent_store() {
+    let site = site(12, 2_500);
+    let dir = tempfile::tempdir().unwrap();
+    let root = site.url("/");
+    let delays = [30, 80, 150, 250, 400, 600, 900, 1300, 1800, 2500];
+    for (round, ms) in delays.iter().enumerate() {
+        let mut child = bin()
+            .args(store_args(
+                dir.path(),
+                &["ingest", "--allow-private", "--min-delay", "0", &root],
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(*ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let o = run(&store_args(dir.path(), &["stats", "--check"]));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "round {round} (killed after {ms} ms):\n{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+    // A run to the end restores everything a killed run lost.
+    let o = ingest(dir.path(), &root);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&store_args(dir.path(), &["stats", "--check", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["active"], 30_000, "{v}");
+}
