@@ -69,6 +69,8 @@ struct Reading {
     /// The sequence stamped on the URLs of this read.
     seq: u64,
     entries: u64,
+    /// Distinct URLs stamped by this read.
+    distinct: u64,
     with_lastmod: u64,
     in_future: u64,
     lastmods: HashMap<i64, u64>,
@@ -145,6 +147,7 @@ impl<'s> Ingest<'s> {
                     record,
                     seq,
                     entries: 0,
+                    distinct: 0,
                     with_lastmod: 0,
                     in_future: 0,
                     lastmods: HashMap::new(),
@@ -233,7 +236,8 @@ impl<'s> Ingest<'s> {
             record.entries = reading.entries;
             if fetch.complete {
                 record.seq = reading.seq;
-                retire_pass = reading.entries < record.members;
+                // Fewer distinct URLs than it has members: some are absent.
+                retire_pass = reading.distinct < record.members;
             }
         }
         let trust_input = (
@@ -270,35 +274,71 @@ impl<'s> Ingest<'s> {
             self.store.kv.apply_batch(batch)?;
         }
         if retire_pass {
-            self.retire_absent(&record)?;
+            self.retire_absent(sitemap, &record)?;
         }
         Ok(())
     }
 
-    /// Retires the members of `sitemap` absent from every sitemap that
-    /// listed them for at least `retire_after` complete reads.
-    fn retire_absent(&mut self, sitemap: &SitemapRecord) -> Result<(), StoreError> {
+    /// Retires the URLs `sitemap` no longer lists that are absent from
+    /// every sitemap that listed them for at least `retire_after` complete
+    /// reads. Its URLs are found on its own host and on the host that
+    /// authorised it (R5); the scan also recounts its members.
+    fn retire_absent(&mut self, url: &str, sitemap: &SitemapRecord) -> Result<(), StoreError> {
         let k = self.store.options.retire_after.max(1);
         let mut seqs: HashMap<u64, u64> = HashMap::from([(sitemap.id, sitemap.seq)]);
-        let mut candidates = Vec::new();
-        for item in self.store.kv.scan_prefix(keys::members_of(sitemap.id)) {
-            let (key, _) = item?;
-            if let Some(url) = keys::member_url(&key) {
-                candidates.push(url.to_string());
-            }
-            if candidates.len() >= self.batch {
-                self.retire_batch(&mut candidates, &mut seqs, k)?;
+        let mut hosts = vec![keys::host_of(url).to_string()];
+        if let Some(by) = &sitemap.authorised_by {
+            let by = keys::host_of(by).to_string();
+            if !hosts.contains(&by) {
+                hosts.push(by);
             }
         }
-        self.retire_batch(&mut candidates, &mut seqs, k)
+        let mut candidates = Vec::new();
+        let mut members = 0u64;
+        for host in &hosts {
+            for scheme in ["http://", "https://"] {
+                let prefix = keys::url(&format!("{scheme}{host}/"));
+                for item in self.store.kv.scan_prefix(prefix) {
+                    let (key, value) = item?;
+                    let Ok(rec) = crate::record::decode::<UrlRecord>(&value) else {
+                        continue;
+                    };
+                    let Some(&(_, stamp)) = rec.sources.iter().find(|(id, _)| *id == sitemap.id)
+                    else {
+                        continue;
+                    };
+                    if rec.retired {
+                        continue;
+                    }
+                    members += 1;
+                    if stamp < sitemap.seq {
+                        candidates.push(String::from_utf8_lossy(&key[1..]).into_owned());
+                    }
+                    if candidates.len() >= self.batch {
+                        members -= self.retire_batch(&mut candidates, &mut seqs, k)?;
+                    }
+                }
+            }
+        }
+        members -= self.retire_batch(&mut candidates, &mut seqs, k)?;
+        if members != sitemap.members {
+            let _lock = self.store.lock();
+            if let Some(mut current) = self.store.sitemap(url)? {
+                current.members = members;
+                self.store.kv.insert(keys::sitemap(url), encode(&current))?;
+            }
+        }
+        Ok(())
     }
 
+    /// Retires those of `urls` absent everywhere; how many it retired.
     fn retire_batch(
         &mut self,
         urls: &mut Vec<String>,
         seqs: &mut HashMap<u64, u64>,
         k: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
+        let mut retired = 0;
         let store = self.store;
         let _lock = store.lock();
         let mut batch = sled::Batch::default();
@@ -331,6 +371,7 @@ impl<'s> Ingest<'s> {
                 batch.insert(keys::url(&url), encode(&rec));
                 *hosts.entry(keys::host_of(&url).to_string()).or_default() -= 1;
                 self.stats.retired += 1;
+                retired += 1;
             }
         }
         for (host, delta) in hosts {
@@ -339,7 +380,7 @@ impl<'s> Ingest<'s> {
             batch.insert(keys::host(&host), encode(&h));
         }
         store.kv.apply_batch(batch)?;
-        Ok(())
+        Ok(retired)
     }
 
     /// Writes the merged observations: one atomic batch.
@@ -385,13 +426,16 @@ impl<'s> Ingest<'s> {
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
             let hints_changed = rec.apply(&seen, now, same_session);
-            for &(id, _) in &seen.sources {
-                if !rec.sources.iter().any(|(s, _)| *s == id) {
-                    // First time this sitemap lists it: a member key.
-                    batch.insert(keys::member(id, &url), &[]);
-                    if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
+            for &(id, seq) in &seen.sources {
+                let stamp = rec.sources.iter().find(|(s, _)| *s == id).map(|s| s.1);
+                if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
+                    if stamp.is_none() {
+                        // A new member of this sitemap.
                         r.record.members += 1;
                         r.dirty = true;
+                    }
+                    if stamp != Some(seq) {
+                        r.distinct += 1;
                     }
                 }
             }

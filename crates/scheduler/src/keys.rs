@@ -8,7 +8,6 @@
 //! | `d` | due time (8 bytes, order-preserving) ‖ URL | empty |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
-//! | `m` | sitemap id (8 bytes) ‖ URL | empty (the URL was listed there) |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
 //! | `~policy` | | the policy name the store schedules with |
 
@@ -20,8 +19,6 @@ pub const DUE: u8 = b'd';
 pub const SITEMAP: u8 = b's';
 /// Sitemap id -> URL.
 pub const SITEMAP_ID: u8 = b'i';
-/// Sitemap membership.
-pub const MEMBER: u8 = b'm';
 /// Host records.
 pub const HOST: u8 = b'h';
 /// The store's policy name.
@@ -87,25 +84,6 @@ pub fn parse_due(key: &[u8]) -> Option<(i64, &str)> {
     Some((from_ordered(time), std::str::from_utf8(url).ok()?))
 }
 
-/// `m` ‖ sitemap id ‖ url.
-pub fn member(sitemap: u64, url: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9 + url.len());
-    k.push(MEMBER);
-    k.extend_from_slice(&sitemap.to_be_bytes());
-    k.extend_from_slice(url.as_bytes());
-    k
-}
-
-/// `m` ‖ sitemap id: the prefix of a sitemap's members.
-pub fn members_of(sitemap: u64) -> Vec<u8> {
-    with_prefix(MEMBER, &sitemap.to_be_bytes())
-}
-
-/// The URL of a member key.
-pub fn member_url(key: &[u8]) -> Option<&str> {
-    std::str::from_utf8(key.get(9..)?).ok()
-}
-
 /// The host of a normalised URL (`scheme://host:port`'s `host:port`).
 pub fn host_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -132,6 +110,5 @@ mod tests {
     fn hosts() {
         assert_eq!(host_of("https://example.com:8080/a?b"), "example.com:8080");
         assert_eq!(host_of("http://example.com?x"), "example.com");
-        assert_eq!(member_url(&member(9, "http://x/")), Some("http://x/"));
     }
 }

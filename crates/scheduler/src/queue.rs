@@ -91,13 +91,13 @@ impl From<Outcome> for Completion {
 }
 
 /// Candidates read from the due index per URL asked for.
-const OVERSCAN: usize = 8;
+const OVERSCAN: usize = 2;
 
 impl Store {
     /// Up to `n` URLs due at `now`, in policy order, without leasing them.
     pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
         let mut out = Vec::new();
-        for (url, rec) in self.due_candidates(n, now)?.into_iter().take(n) {
+        for (url, rec) in self.due_candidates(n, now, None)?.into_iter().take(n) {
             out.push(Leased {
                 url,
                 due: rec.schedule.due,
@@ -112,21 +112,49 @@ impl Store {
     }
 
     /// Due records at `now`, most urgent first: by score, then due time.
-    fn due_candidates(&self, n: usize, now: i64) -> Result<Vec<(String, UrlRecord)>, StoreError> {
+    /// With `per_host`, at most that many per host are read: the scan seeks
+    /// past a host's other URLs due in the same second, so a lease over many
+    /// hosts does not read every URL of the first ones.
+    fn due_candidates(
+        &self,
+        n: usize,
+        now: i64,
+        per_host: Option<usize>,
+    ) -> Result<Vec<(String, UrlRecord)>, StoreError> {
         let want = n.saturating_mul(OVERSCAN).max(n);
+        let end = keys::due_after(now);
+        let mut from = vec![keys::DUE];
         let mut found = Vec::new();
-        let start = [keys::DUE];
-        for item in self.kv.range(start.to_vec()..keys::due_after(now)) {
-            let (key, _) = item?;
-            let Some((_, url)) = keys::parse_due(&key) else {
-                continue;
-            };
-            if let Some(rec) = self.url(url)? {
-                found.push((url.to_string(), rec));
+        let mut per: HashMap<String, usize> = HashMap::new();
+        'scan: loop {
+            for item in self.kv.range(from.clone()..end.clone()) {
+                let (key, _) = item?;
+                let Some((due, url)) = keys::parse_due(&key) else {
+                    continue;
+                };
+                let host = keys::host_of(url);
+                let taken = per.entry(host.to_string()).or_default();
+                if per_host.is_some_and(|cap| *taken >= cap) {
+                    // Seek past this host's URLs due in this second.
+                    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+                    let mut next = keys::due(due, &url[..scheme_end]);
+                    next.extend_from_slice(host.as_bytes());
+                    next.extend_from_slice(b"/\xff");
+                    if next <= key.to_vec() {
+                        continue;
+                    }
+                    from = next;
+                    continue 'scan;
+                }
+                *taken += 1;
+                if let Some(rec) = self.url(url)? {
+                    found.push((url.to_string(), rec));
+                }
+                if found.len() >= want {
+                    break 'scan;
+                }
             }
-            if found.len() >= want {
-                break;
-            }
+            break;
         }
         found.sort_by(|a, b| {
             b.1.schedule
@@ -151,7 +179,7 @@ impl Store {
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
         let mut batch = sled::Batch::default();
         let mut out = Vec::new();
-        for (url, mut rec) in self.due_candidates(n, now)? {
+        for (url, mut rec) in self.due_candidates(n, now, Some(per_host.max(1)))? {
             if out.len() >= n {
                 break;
             }

@@ -187,6 +187,7 @@ impl Store {
         UrlState {
             first_seen: r.first_seen,
             last_fetch: r.fetch.last_success,
+            last_attempt: r.fetch.last_fetch,
             last_outcome: r.fetch.last_outcome.map(|o| o.kind()),
             lastmod: r.lastmod.map(|l| l.at),
             lastmod_precision: r.lastmod.map(|l| l.precision.into()),

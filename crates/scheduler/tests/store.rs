@@ -304,3 +304,28 @@ fn the_store_survives_reopening() {
     assert!(s.url("https://a.example/x").unwrap().is_some());
     assert_eq!(s.stats(T0).unwrap().active, 1);
 }
+
+#[test]
+fn a_lease_reaches_across_many_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut ingest = s.ingest(T0);
+    for h in 0..50 {
+        for i in 0..30 {
+            ingest
+                .entry(SM, &entry(&format!("https://host-{h}.example/p{i}")))
+                .unwrap();
+        }
+    }
+    ingest.finish().unwrap();
+    let leased = s.lease(200, T0, 300, 4).unwrap();
+    assert_eq!(leased.len(), 200);
+    let mut per_host = std::collections::HashMap::new();
+    for l in &leased {
+        *per_host
+            .entry(l.url.split('/').nth(2).unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(per_host.len(), 50);
+    assert!(per_host.values().all(|&n| n == 4));
+}

@@ -1,0 +1,136 @@
+//! The store on generated observations: first ingest, unchanged re-ingest,
+//! `lease(1000)` latency, disk bytes per URL and peak RSS, on a fresh store
+//! on disk. Prints figures; asserts nothing.
+//!
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B]`
+
+use std::time::Instant;
+
+// The binary uses mimalloc too: sled allocates a node copy per write.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use sitemapd_parser::date::Precision;
+use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
+use sitemapd_scheduler::{SitemapFetch, Store, StoreOptions};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Peak resident set size of this process, MiB (VmHWM).
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+fn ingest(store: &Store, now: i64, hosts: usize, per_host: usize, batch: usize) -> f64 {
+    let started = Instant::now();
+    let mut session = store.ingest(now).with_batch(batch);
+    for h in 0..hosts {
+        let sitemap = format!("https://host-{h}.example/sitemap.xml");
+        for i in 0..per_host {
+            let url = format!(
+                "https://host-{h}.example/catalog/section-{}/item-{i}.html",
+                i % 37
+            );
+            let mut entry = UrlEntry::new(NormUrl::parse(&url).unwrap());
+            entry.lastmod = Some(Lastmod {
+                unix_seconds: 1_690_000_000 + (i as i64 % 1000) * 3600,
+                nanos: 0,
+                precision: Precision::Second,
+            });
+            entry.changefreq = Some(ChangeFreq::Weekly);
+            entry.priority = Some(0.5);
+            session.entry(&sitemap, &entry).unwrap();
+        }
+        session
+            .sitemap_fetched(
+                &sitemap,
+                &SitemapFetch {
+                    status: 200,
+                    complete: true,
+                    ..SitemapFetch::default()
+                },
+            )
+            .unwrap();
+    }
+    session.finish().unwrap();
+    started.elapsed().as_secs_f64()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let urls = arg("--urls", 1_000_000);
+    let hosts = arg("--hosts", 1_000).max(1);
+    let batch = arg("--batch", sitemapd_scheduler::ingest::DEFAULT_BATCH);
+    let per_host = urls / hosts;
+    let total = per_host * hosts;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let now = 1_700_000_000;
+    println!("{total} URLs over {hosts} hosts, batch {batch}");
+
+    let first = ingest(&store, now, hosts, per_host, batch);
+    store.flush().unwrap();
+    println!(
+        "first ingest: {first:.1} s, {:.0} URLs/s; peak RSS {:.0} MiB",
+        total as f64 / first,
+        peak_rss_mib()
+    );
+    let again = ingest(&store, now + 3600, hosts, per_host, batch);
+    store.flush().unwrap();
+    println!(
+        "unchanged re-ingest: {again:.1} s, {:.0} URLs/s; peak RSS {:.0} MiB",
+        total as f64 / again,
+        peak_rss_mib()
+    );
+
+    let mut times = Vec::new();
+    for k in 0..31 {
+        // Ten seconds apart, as a crawler would come back: politeness lets a
+        // host serve one URL a second.
+        let t = Instant::now();
+        let leased = store.lease(1000, now + 3600 + 10 * k, 300, 10).unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(leased.len(), 1000);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "lease(1000), 10 per host: median {:.1} ms, p90 {:.1} ms, max {:.1} ms",
+        times[15], times[27], times[30]
+    );
+    store.flush().unwrap();
+    let disk = dir_size(dir.path());
+    println!(
+        "disk: {:.0} MB, {:.0} bytes per URL (sled's own count: {:.0} MB); peak RSS {:.0} MiB",
+        disk as f64 / 1e6,
+        disk as f64 / total as f64,
+        store.size_on_disk().unwrap() as f64 / 1e6,
+        peak_rss_mib()
+    );
+}
+
+fn dir_size(path: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() {
+            dir_size(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    total
+}

@@ -1,0 +1,125 @@
+//! `lastmod`: refetch when the sitemap says the page changed, if the host's
+//! lastmods have earned trust (Google 2023, Bing 2023/2025 guidance; SPEC
+//! X8 and "What the engines do with the fields").
+//!
+//! A lastmod is written with a precision (SPEC X7) and stands for a period:
+//! `2024-05-01` is "some time that day". Comparisons are conservative: the
+//! lastmod is newer than a fetch when the *latest* instant of its period is
+//! after the fetch ([`lastmod_is_newer`]). When the fetch fell inside the
+//! period the change may predate it, so the URL is due at the end of the
+//! period (one fetch after the period resolves it) unless the fallback is
+//! due sooner; refetching at once would repeat until the day is over.
+
+use sitemapd_parser::date::Precision;
+
+use super::{
+    Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
+};
+
+/// Seconds covered by a lastmod starting at `start` (unix s) written with
+/// `precision`: 1 for second and fraction, 60 for minute, 86 400 for day,
+/// the length of that calendar month or year (UTC) for month and year.
+pub fn precision_span(start: i64, precision: Precision) -> i64 {
+    const DAY: i64 = 86_400;
+    match precision {
+        Precision::Fraction | Precision::Second => 1,
+        Precision::Minute => 60,
+        Precision::Day => DAY,
+        Precision::Month => {
+            let (y, m, _) = civil_from_days(start.div_euclid(DAY));
+            DAY * match m {
+                4 | 6 | 9 | 11 => 30,
+                2 if is_leap(y) => 29,
+                2 => 28,
+                _ => 31,
+            }
+        }
+        Precision::Year => {
+            let (y, _, _) = civil_from_days(start.div_euclid(DAY));
+            DAY * if is_leap(y) { 366 } else { 365 }
+        }
+    }
+}
+
+/// Whether a lastmod (start of its period, `None` precision = second) may be
+/// after a fetch at `last_fetch`: the latest instant of its period is.
+pub fn lastmod_is_newer(lastmod: i64, precision: Option<Precision>, last_fetch: i64) -> bool {
+    latest(lastmod, precision) > last_fetch
+}
+
+fn latest(lastmod: i64, precision: Option<Precision>) -> i64 {
+    let span = precision_span(lastmod, precision.unwrap_or(Precision::Second));
+    lastmod.saturating_add(span - 1)
+}
+
+fn is_leap(y: i64) -> bool {
+    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+}
+
+/// (year, month, day) of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z.clamp(-(1 << 40), 1 << 40) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `lastmod`: due when the host is trusted and its lastmod (not in the
+/// future, SPEC X8) is newer than the last successful fetch
+/// ([`Reason::LastmodNewer`]); otherwise whatever the fallback policy says.
+/// Score: the importance. The adaptive interval is the fallback's.
+#[derive(Debug)]
+pub struct Lastmod {
+    params: Params,
+    fallback: Box<dyn Policy>,
+}
+
+impl Lastmod {
+    /// The policy with these parameters, deferring to `fallback`.
+    pub fn new(params: Params, fallback: Box<dyn Policy>) -> Self {
+        Lastmod { params, fallback }
+    }
+}
+
+impl Policy for Lastmod {
+    fn name(&self) -> &'static str {
+        "lastmod"
+    }
+
+    fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due {
+        let score = importance(url);
+        let last = match common_due(url, &self.params, score) {
+            Err(due) => return due,
+            Ok(last) => last,
+        };
+        let fallback = self.fallback.next_due(url, host, now);
+        let Some(lm) = url.lastmod.filter(|&lm| host.lastmod_trusted && lm <= now) else {
+            return fallback;
+        };
+        if lm > last {
+            return Due {
+                at: lm,
+                score,
+                reason: Reason::LastmodNewer,
+            };
+        }
+        let end = latest(lm, url.lastmod_precision).saturating_add(1);
+        if end > last.saturating_add(1) && end <= fallback.at {
+            return Due {
+                at: end,
+                score,
+                reason: Reason::LastmodNewer,
+            };
+        }
+        fallback
+    }
+
+    fn next_interval(&self, url: &UrlState, outcome: FetchOutcome) -> Option<f64> {
+        self.fallback.next_interval(url, outcome)
+    }
+}

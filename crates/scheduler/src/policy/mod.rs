@@ -1,0 +1,435 @@
+//! Crawl policies: when is a URL next due, and why (SCHEDULING.md,
+//! "Policies").
+//!
+//! | name | rule | source |
+//! |---|---|---|
+//! | `fixed` | last fetch + I | Nutch DefaultFetchSchedule, StormCrawler DefaultScheduler |
+//! | `sitemap-hints` | I from changefreq, ordered by priority | Nutch SitemapProcessor (NUTCH-2976) |
+//! | `lastmod` | due when a trusted lastmod is newer than the last fetch, else a fallback | Google 2023, Bing 2023/2025 guidance |
+//! | `adaptive` | changed: I ← I(1 − d), unchanged: I ← I(1 + i) | Nutch AdaptiveFetchSchedule, StormCrawler AdaptiveScheduler |
+//! | `freshness-optimal` | Lagrange-optimal refresh rates for freshness | Cho & Garcia-Molina, "Effective page refresh policies for Web crawlers", ACM TODS 28(4), 2003 |
+//! | `lambda-crawl` | Lagrange-optimal rates for harmonic staleness | Kolobov, Peres, Lu, Horvitz, "Staying up to date with online content changes using reinforcement learning for scheduling", NeurIPS 2019 |
+//!
+//! Every policy is pure: [`Policy::next_due`] maps what the store knows of a
+//! URL and its host to a [`Due`] (instant, score, reason).
+//!
+//! ## Rules every policy shares (checked in this order)
+//! 1. The last attempt failed ([`FetchOutcome::Error`]): retry at the last
+//!    attempt + `retry_after_error · 2^(errors_in_a_row − 1)`, at most
+//!    `max_interval` ([`Reason::Retry`]). The base is
+//!    [`UrlState::last_attempt`], else `last_fetch`, else `first_seen`.
+//! 2. The URL is gone ([`FetchOutcome::Gone`]): due `max_interval` after
+//!    the last attempt ([`Reason::Interval`]); the store retires gone URLs.
+//! 3. Never fetched: due at `first_seen` ([`Reason::New`]).
+//! 4. Otherwise the policy's own rule. [`FetchOutcome::Redirected`] counts
+//!    as a fetch that found no change.
+//!
+//! ## Discretiser
+//! Rate-based policies turn a rate ρ into `next_due = last_fetch + 1/ρ`, the
+//! interval clamped to `[min_interval, max_interval]` (ρ = 0 → max). There is
+//! no jitter here: the policy sees no URL to derive it from, and
+//! `first_seen` is shared by every URL of one sitemap read, so it would not
+//! spread anything. The queue, which knows the URL, should add a
+//! deterministic ±5% jitter from a hash of it.
+//!
+//! ## Rate policies (`freshness-optimal`, `lambda-crawl`)
+//! They plan with λ̂ = [`UrlState::rate`] when it is a number ≥ 0, else the
+//! changefreq prior 1/[`changefreq_interval`], else 1/`initial_interval`,
+//! floored at 1/`max_interval` (an estimate of 0 after a few unchanged
+//! fetches must not park a page for ever). Without a calibration
+//! ([`Calibration::multiplier`] not finite or ≤ 0) they refresh at f = λ̂.
+//!
+//! ## Scores (higher = more urgent within a due window)
+//! - `sitemap-hints`: the effective priority (absent, NaN or ≤ 0 → 0.5,
+//!   above 1 → 1; SPEC X10/X11).
+//! - `fixed`, `adaptive`, `lastmod`: the importance.
+//! - `freshness-optimal`, `lambda-crawl`: importance × P(the page changed
+//!   since the last fetch) = w(1 − e^{−λ̂·(now − last_fetch)}), the expected
+//!   freshness a fetch now buys.
+//!
+//! Importance that is NaN, infinite or negative is taken as 1.0. Scores are
+//! always finite and ≥ 0.
+
+use std::fmt;
+
+use sitemapd_parser::ChangeFreq;
+use sitemapd_parser::date::Precision;
+
+mod basic;
+mod closed;
+mod lastmod;
+mod optimal;
+
+pub use basic::{Adaptive, Fixed, SitemapHints, changefreq_interval};
+pub use closed::{age_fixed, freshness_fixed, harmonic_cost_poisson};
+pub use lastmod::{Lastmod, lastmod_is_newer, precision_span};
+pub use optimal::{
+    FreshnessOptimal, LambdaCrawl, lambda_crawl_multiplier, lambda_crawl_on_change_probability,
+    lambda_crawl_rate, optimal_multiplier, optimal_rate,
+};
+
+/// One hour in seconds.
+pub const HOUR: f64 = 3600.0;
+/// One day in seconds.
+pub const DAY: f64 = 86_400.0;
+
+/// What a policy may know of a URL (the store builds this view from its record).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlState {
+    /// When the URL was first seen in a sitemap (unix s).
+    pub first_seen: i64,
+    /// Last successful fetch (unix s).
+    pub last_fetch: Option<i64>,
+    /// Last fetch attempt, successful or not (unix s); `None` = same as
+    /// `last_fetch`. Retries and gone URLs count from it (without it, a
+    /// failure long after the last success would be retried at once, over
+    /// and over).
+    pub last_attempt: Option<i64>,
+    /// Outcome of the last attempt.
+    pub last_outcome: Option<FetchOutcome>,
+    /// Newest believable sitemap lastmod (unix s, start of its period).
+    pub lastmod: Option<i64>,
+    /// Precision the lastmod was written with (`None` = to the second).
+    pub lastmod_precision: Option<Precision>,
+    /// Sitemap changefreq.
+    pub changefreq: Option<ChangeFreq>,
+    /// Sitemap priority, as written (absent stays absent, SPEC X10).
+    pub priority: Option<f32>,
+    /// Current adaptive interval, seconds (state kept by the store).
+    pub interval: Option<f64>,
+    /// λ̂ from the chosen estimator, changes/s.
+    pub rate: Option<f64>,
+    /// w_i / μ_i, default 1.0.
+    pub importance: f64,
+    /// Failed attempts since the last success.
+    pub errors_in_a_row: u32,
+}
+
+impl Default for UrlState {
+    fn default() -> Self {
+        UrlState {
+            first_seen: 0,
+            last_fetch: None,
+            last_attempt: None,
+            last_outcome: None,
+            lastmod: None,
+            lastmod_precision: None,
+            changefreq: None,
+            priority: None,
+            interval: None,
+            rate: None,
+            importance: 1.0,
+            errors_in_a_row: 0,
+        }
+    }
+}
+
+/// What a fetch attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FetchOutcome {
+    /// Content differed from the stored copy.
+    Changed,
+    /// 304, or the same content.
+    NotModified,
+    /// 404/410: the URL is gone.
+    Gone,
+    /// Network error, 5xx, timeout.
+    Error,
+    /// Redirected elsewhere.
+    Redirected,
+}
+
+/// What a policy may know of the URL's host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostState {
+    /// The host's lastmods have earned trust ([`crate::trust::LastmodTrust::is_trusted`]).
+    pub lastmod_trusted: bool,
+}
+
+/// Why a URL is due: shown to users next to every leased URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Never fetched.
+    New,
+    /// A trusted lastmod is newer than the last fetch.
+    LastmodNewer,
+    /// A fixed interval elapsed.
+    Interval,
+    /// The changefreq interval elapsed.
+    Changefreq,
+    /// The adaptive interval elapsed.
+    Adaptive,
+    /// The optimal refresh interval elapsed.
+    Optimal,
+    /// The last attempt failed.
+    Retry,
+    /// A lease ran out without a report (set by the queue, not by policies).
+    LeaseExpired,
+}
+
+impl Reason {
+    /// The name shown to users (`"new"`, `"lastmod-newer"` …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::New => "new",
+            Reason::LastmodNewer => "lastmod-newer",
+            Reason::Interval => "interval",
+            Reason::Changefreq => "changefreq",
+            Reason::Adaptive => "adaptive",
+            Reason::Optimal => "optimal",
+            Reason::Retry => "retry",
+            Reason::LeaseExpired => "lease-expired",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// When a URL is due, how urgent it is among URLs due then, and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Due {
+    /// Unix seconds.
+    pub at: i64,
+    /// Higher = more urgent; finite, ≥ 0.
+    pub score: f64,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// Allocation constants computed over the whole store (for
+/// freshness-optimal / lambda-crawl).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Calibration {
+    /// The Lagrange multiplier: μ of [`optimal_multiplier`] for
+    /// `freshness-optimal`, λ of [`lambda_crawl_multiplier`] for
+    /// `lambda-crawl`. Not finite or ≤ 0 = not calibrated (the policies then
+    /// refresh each page at its own change rate).
+    pub multiplier: f64,
+}
+
+/// Policy parameters (seconds for intervals).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    /// `fixed` interval (1 day).
+    pub fixed_interval: f64,
+    /// Shortest interval any policy schedules (1 hour).
+    pub min_interval: f64,
+    /// Longest interval any policy schedules (365 days).
+    pub max_interval: f64,
+    /// Adaptive increase factor i on an unchanged fetch (0.4, Nutch).
+    pub adaptive_inc: f64,
+    /// Adaptive decrease factor d on a changed fetch (0.2, Nutch).
+    pub adaptive_dec: f64,
+    /// Adaptive interval before any fetch (1 day); also the prior change
+    /// interval of rate policies without a λ̂ or changefreq.
+    pub initial_interval: f64,
+    /// First retry delay after an error (1 hour), doubling per error in a
+    /// row, capped at `max_interval`.
+    pub retry_after_error: f64,
+    /// Fetches per second for the whole store (freshness-optimal /
+    /// lambda-crawl calibrate against it; 1.0).
+    pub budget: f64,
+    /// `lastmod`'s fallback policy name (`"adaptive"`).
+    pub fallback: String,
+    /// Store-wide allocation constants.
+    pub calibration: Calibration,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            fixed_interval: DAY,
+            min_interval: HOUR,
+            max_interval: 365.0 * DAY,
+            adaptive_inc: 0.4,
+            adaptive_dec: 0.2,
+            initial_interval: DAY,
+            retry_after_error: HOUR,
+            budget: 1.0,
+            fallback: "adaptive".to_owned(),
+            calibration: Calibration::default(),
+        }
+    }
+}
+
+impl Params {
+    /// `(min_interval, max_interval)` made usable: min positive and finite
+    /// (else 1 s), max ≥ min and finite (else 365 days, or min if larger).
+    pub fn bounds(&self) -> (f64, f64) {
+        let min = if self.min_interval.is_finite() && self.min_interval > 0.0 {
+            self.min_interval
+        } else {
+            1.0
+        };
+        let max = if self.max_interval.is_finite() && self.max_interval > 0.0 {
+            self.max_interval
+        } else {
+            365.0 * DAY
+        };
+        (min, max.max(min))
+    }
+
+    /// `secs` clamped to the bounds; NaN → the max (no evidence, wait long).
+    pub fn clamp_interval(&self, secs: f64) -> f64 {
+        let (min, max) = self.bounds();
+        if secs.is_nan() {
+            max
+        } else {
+            secs.clamp(min, max)
+        }
+    }
+
+    /// `1/rate` clamped to the bounds (the discretiser); rate 0, negative or
+    /// NaN → the max.
+    pub fn interval_for_rate(&self, rate: f64) -> f64 {
+        if rate.is_nan() || rate <= 0.0 {
+            return self.bounds().1;
+        }
+        self.clamp_interval(1.0 / rate)
+    }
+}
+
+/// A crawl policy.
+pub trait Policy: Send + Sync + fmt::Debug {
+    /// Its name (one of [`POLICY_NAMES`]).
+    fn name(&self) -> &'static str;
+    /// When `url` is next due, at `now`. Pure.
+    fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due;
+    /// The adaptive interval after a fetch outcome (only `adaptive`, also as
+    /// `lastmod`'s fallback, changes it; default: unchanged).
+    fn next_interval(&self, url: &UrlState, _outcome: FetchOutcome) -> Option<f64> {
+        url.interval
+    }
+}
+
+/// Every policy name [`policy`] accepts.
+pub const POLICY_NAMES: [&str; 6] = [
+    "fixed",
+    "sitemap-hints",
+    "lastmod",
+    "adaptive",
+    "freshness-optimal",
+    "lambda-crawl",
+];
+
+/// A policy name [`policy`] cannot build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownPolicy {
+    /// No policy has this name.
+    Name(String),
+    /// `lastmod` was told to fall back to this (itself, or an unknown name).
+    Fallback(String),
+}
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnknownPolicy::Name(n) => write!(
+                f,
+                "unknown policy `{n}` (known: {})",
+                POLICY_NAMES.join(", ")
+            ),
+            UnknownPolicy::Fallback(n) => write!(
+                f,
+                "`lastmod` cannot fall back to `{n}` (use one of: {})",
+                POLICY_NAMES
+                    .iter()
+                    .filter(|p| **p != "lastmod")
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+/// The policy called `name`. `lastmod` builds its fallback from
+/// `params.fallback`, which must name another policy.
+pub fn policy(name: &str, params: Params) -> Result<Box<dyn Policy>, UnknownPolicy> {
+    Ok(match name {
+        "fixed" => Box::new(Fixed::new(params)),
+        "sitemap-hints" => Box::new(SitemapHints::new(params)),
+        "adaptive" => Box::new(Adaptive::new(params)),
+        "freshness-optimal" => Box::new(FreshnessOptimal::new(params)),
+        "lambda-crawl" => Box::new(LambdaCrawl::new(params)),
+        "lastmod" => {
+            let fallback_name = params.fallback.clone();
+            if fallback_name == "lastmod" {
+                return Err(UnknownPolicy::Fallback(fallback_name));
+            }
+            let fallback = policy(&fallback_name, params.clone())
+                .map_err(|_| UnknownPolicy::Fallback(fallback_name))?;
+            Box::new(Lastmod::new(params, fallback))
+        }
+        _ => return Err(UnknownPolicy::Name(name.to_owned())),
+    })
+}
+
+/// `t + secs`, rounded, saturating (NaN counts as 0).
+pub(crate) fn add_secs(t: i64, secs: f64) -> i64 {
+    let s = if secs.is_nan() { 0.0 } else { secs.round() };
+    // `as` saturates at the i64 bounds.
+    t.saturating_add(s as i64)
+}
+
+/// Importance made usable: NaN, infinite or negative → 1.0.
+pub(crate) fn importance(url: &UrlState) -> f64 {
+    let w = url.importance;
+    if w.is_finite() && w >= 0.0 { w } else { 1.0 }
+}
+
+/// Effective sitemap priority: absent, NaN or ≤ 0 → 0.5 (SPEC X10/X11),
+/// above 1 → 1.
+pub fn effective_priority(priority: Option<f32>) -> f64 {
+    match priority {
+        Some(p) if p > 0.0 => f64::from(p.min(1.0)),
+        _ => 0.5,
+    }
+}
+
+/// The shared rules 1–3 of the module docs: `Err(due)` when one of them
+/// decides, `Ok(last_fetch)` when the policy's own rule must.
+pub(crate) fn common_due(url: &UrlState, params: &Params, score: f64) -> Result<i64, Due> {
+    let base = url
+        .last_attempt
+        .or(url.last_fetch)
+        .unwrap_or(url.first_seen);
+    match url.last_outcome {
+        Some(FetchOutcome::Error) => {
+            let n = url.errors_in_a_row.clamp(1, 1024);
+            let first = if params.retry_after_error.is_finite() && params.retry_after_error > 0.0 {
+                params.retry_after_error
+            } else {
+                HOUR
+            };
+            let delay = (first * 2f64.powi(n as i32 - 1)).min(params.bounds().1);
+            Err(Due {
+                at: add_secs(base, delay),
+                score,
+                reason: Reason::Retry,
+            })
+        }
+        Some(FetchOutcome::Gone) => Err(Due {
+            at: add_secs(base, params.bounds().1),
+            score,
+            reason: Reason::Interval,
+        }),
+        _ => match url.last_fetch {
+            None => Err(Due {
+                at: url.first_seen,
+                score,
+                reason: Reason::New,
+            }),
+            Some(t) => Ok(t),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

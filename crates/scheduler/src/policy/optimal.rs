@@ -1,0 +1,340 @@
+//! Budget-optimal refresh rates.
+//!
+//! **freshness-optimal** (Cho & Garcia-Molina, "Effective page refresh
+//! policies for Web crawlers", ACM TODS 28(4), 2003): maximise
+//! Σ w_i (f_i/λ_i)(1 − e^{−λ_i/f_i}) subject to Σ f_i = B. The KKT
+//! conditions give, with r_i = λ_i/f_i,
+//! (w_i/λ_i)[1 − (1 + r_i)e^{−r_i}] = μ, and f_i = 0 iff w_i/λ_i ≤ μ (pages
+//! that change too fast for their weight are given up). [`optimal_rate`]
+//! solves the first for r_i (safeguarded Newton), [`optimal_multiplier`]
+//! finds μ by bisection so that Σ f_i = B.
+//!
+//! **lambda-crawl** (Kolobov, Peres, Lu, Horvitz, NeurIPS 2019): minimise
+//! the harmonic staleness Σ μ_i ln(1 + Δ_i/ρ_i) subject to Σ ρ_i = B, which
+//! gives ρ_i = (−Δ_i + √(Δ_i² + 4μ_iΔ_i/λ))/2 ([`lambda_crawl_rate`],
+//! computed in the cancellation-free form (2μ_i/λ)/(1 + √(1 + 4μ_i/(λΔ_i))))
+//! and λ by bisection ([`lambda_crawl_multiplier`]). Pages whose every
+//! change is observed are crawled on change with probability
+//! [`lambda_crawl_on_change_probability`]; the policy here is rate-based
+//! only (it is pure and cannot draw the coin), the queue may use it.
+//!
+//! Both multipliers are computed over the whole store by its owner and
+//! passed in [`Calibration`](super::Calibration). Searches are bounded loops;
+//! pages with non-finite or non-positive rate or weight are ignored (they get
+//! rate 0).
+
+use super::{
+    Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
+    importance,
+};
+
+/// Bound on every search loop here.
+const MAX_STEPS: u32 = 200;
+
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// g(r) = 1 − (1 + r)e^{−r}, by its series below 0.1 (no cancellation).
+fn g(r: f64) -> f64 {
+    if r < 0.1 {
+        // Σ_{k≥2} (−1)^k (k − 1) r^k / k!
+        let mut pow_over_fact = r * r / 2.0; // r^k/k! at k = 2
+        let mut sum = 0.0;
+        for k in 2..=14 {
+            let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+            sum += sign * f64::from(k - 1) * pow_over_fact;
+            pow_over_fact *= r / f64::from(k + 1);
+        }
+        sum
+    } else {
+        1.0 - (1.0 + r) * (-r).exp()
+    }
+}
+
+/// The r > 0 with g(r) = c, for 0 < c < 1 (g increases from 0 to 1).
+fn solve_g(c: f64) -> f64 {
+    // g'(r) = re^{−r} ≤ r gives g(r) ≤ r²/2, so the root is ≥ √(2c).
+    let mut lo = (2.0 * c).sqrt();
+    let mut hi = lo.max(1.0);
+    for _ in 0..MAX_STEPS {
+        if g(hi) >= c {
+            break;
+        }
+        lo = hi;
+        hi *= 2.0;
+    }
+    let mut r = 0.5 * (lo + hi);
+    for _ in 0..MAX_STEPS {
+        let f = g(r) - c;
+        if f > 0.0 {
+            hi = r;
+        } else {
+            lo = r;
+        }
+        let slope = r * (-r).exp();
+        let newton = r - f / slope;
+        let next = if newton > lo && newton < hi {
+            newton
+        } else {
+            0.5 * (lo + hi)
+        };
+        if (next - r).abs() <= 1e-15 * r || hi - lo <= 1e-15 * hi {
+            return next;
+        }
+        r = next;
+    }
+    r
+}
+
+/// Freshness-optimal refresh rate f (fetches/s) of a page changing at rate
+/// `lambda` with weight `weight`, at multiplier `mu`: 0 when w/λ ≤ μ, else
+/// λ/r with (w/λ)(1 − (1 + r)e^{−r}) = μ. A page that never changes (λ ≤ 0)
+/// or has no weight gets 0; μ ≤ 0 (no budget constraint) gives +∞; NaN
+/// anywhere gives 0.
+pub fn optimal_rate(lambda: f64, weight: f64, mu: f64) -> f64 {
+    if !positive(lambda) || !positive(weight) || mu.is_nan() {
+        return 0.0;
+    }
+    if mu <= 0.0 {
+        return f64::INFINITY;
+    }
+    let c = mu * lambda / weight;
+    if c.is_nan() || c >= 1.0 {
+        return 0.0;
+    }
+    let f = lambda / solve_g(c);
+    if f.is_nan() { 0.0 } else { f }
+}
+
+/// The multiplier μ at which the freshness-optimal rates of `pages`
+/// (λ_i, w_i) sum to `budget` fetches/s. 0 when no page is usable or the
+/// budget is infinite; max w/λ (every rate 0) when the budget is ≤ 0 or NaN.
+///
+/// The sum never exceeds the budget. It meets it (to ~1e-12 relative) unless
+/// the budget is so small that the marginal page would be refreshed less than
+/// about once per 35 of its changes: there r = λ/f needs
+/// (1 + r)e^{−r} < 2^{−52}, i.e. μ closer to w/λ than one f64 ulp, and that
+/// page's rate drops from ≈ λ/35 to 0 between adjacent μ. The sum then falls
+/// short by at most that λ/35.
+///
+/// Cost: O(pages) per step, ~60–250 steps (each page's rate is a
+/// safeguarded Newton solve of a few iterations).
+pub fn optimal_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
+    let usable = || pages.iter().filter(|(l, w)| positive(*l) && positive(*w));
+    let Some(mu_max) = usable().map(|(l, w)| w / l).reduce(f64::max) else {
+        return 0.0;
+    };
+    if budget.is_nan() || budget <= 0.0 {
+        return mu_max;
+    }
+    if budget.is_infinite() {
+        return 0.0;
+    }
+    let total = |mu: f64| usable().map(|&(l, w)| optimal_rate(l, w, mu)).sum::<f64>();
+    // f_i ≤ √(λ_i w_i/(2μ)) (since r_i ≥ √(2c_i)), so Σ f ≤ B at this μ.
+    let s: f64 = usable().map(|(l, w)| (l * w / 2.0).sqrt()).sum();
+    let hi = (s / budget).powi(2).min(mu_max);
+    bisect_decreasing(total, budget, hi)
+}
+
+/// The x in (0, `hi`] with `total(x) = target` for a decreasing `total`
+/// with `total(hi) ≤ target` and `total(0+) = ∞`: halve down to a lower
+/// bracket, then bisect geometrically. Bounded. Returns the upper end of the
+/// final bracket, so the total never exceeds the target.
+fn bisect_decreasing(total: impl Fn(f64) -> f64, target: f64, hi: f64) -> f64 {
+    if !positive(hi) {
+        return 0.0;
+    }
+    let mut hi = hi;
+    let mut lo = hi;
+    for _ in 0..4 * MAX_STEPS {
+        if total(lo) >= target {
+            break;
+        }
+        hi = lo;
+        lo /= 2.0;
+        if lo <= 0.0 {
+            return hi;
+        }
+    }
+    if total(hi) >= target {
+        return hi;
+    }
+    for _ in 0..MAX_STEPS {
+        let mid = lo * (hi / lo).sqrt(); // no overflow of lo·hi
+        if !(mid > lo && mid < hi) || hi - lo <= 1e-15 * hi {
+            break;
+        }
+        if total(mid) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+/// Lambda-crawl rate ρ (fetches/s) of a page with change rate `delta` and
+/// importance μ_i at Lagrange multiplier `lagrange`:
+/// (−Δ + √(Δ² + 4μ_iΔ/λ))/2. Δ or importance not positive and finite → 0
+/// (as [`lambda_crawl_multiplier`] ignores such pages); λ ≤ 0 → +∞ (no
+/// budget constraint); λ NaN or +∞ → 0.
+pub fn lambda_crawl_rate(delta: f64, importance: f64, lagrange: f64) -> f64 {
+    if !positive(delta) || !positive(importance) || lagrange.is_nan() {
+        return 0.0;
+    }
+    if lagrange <= 0.0 {
+        return f64::INFINITY;
+    }
+    let x = 4.0 * importance / (lagrange * delta);
+    let rho = if x.is_finite() {
+        (2.0 * importance / lagrange) / (1.0 + (1.0 + x).sqrt())
+    } else {
+        (importance / lagrange).sqrt() * delta.sqrt()
+    };
+    if rho.is_nan() { 0.0 } else { rho }
+}
+
+/// The Lagrange multiplier λ at which the lambda-crawl rates of `pages`
+/// (Δ_i, μ_i) sum to `budget` fetches/s. 0 when no page is usable or the
+/// budget is infinite; `f64::MAX` (every rate ≈ 0) when the budget is ≤ 0 or
+/// NaN.
+pub fn lambda_crawl_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
+    let usable = || pages.iter().filter(|(d, m)| positive(*d) && positive(*m));
+    if usable().next().is_none() {
+        return 0.0;
+    }
+    if budget.is_nan() || budget <= 0.0 {
+        return f64::MAX;
+    }
+    if budget.is_infinite() {
+        return 0.0;
+    }
+    let total = |l: f64| {
+        usable()
+            .map(|&(d, m)| lambda_crawl_rate(d, m, l))
+            .sum::<f64>()
+    };
+    // ρ_i ≤ μ_i/λ, so Σ ρ ≤ B at λ = Σμ/B.
+    let hi = usable().map(|(_, m)| m).sum::<f64>() / budget;
+    bisect_decreasing(total, budget, hi.min(f64::MAX))
+}
+
+/// Lambda-crawl's crawl-on-change probability for a page whose every change
+/// is observed: min(1, R_c μ_i/(Δ_i Σμ)), R_c the budget for such pages.
+/// A page that never changes gets 1 (there is nothing to crawl); invalid
+/// inputs give 0.
+pub fn lambda_crawl_on_change_probability(
+    importance: f64,
+    delta: f64,
+    total_importance: f64,
+    change_budget: f64,
+) -> f64 {
+    if !positive(importance) || !positive(total_importance) || change_budget.is_nan() {
+        return 0.0;
+    }
+    if delta.is_nan() || delta <= 0.0 {
+        return 1.0;
+    }
+    let p = change_budget * importance / (delta * total_importance);
+    if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) }
+}
+
+/// λ̂ a rate policy plans with: the URL's rate if it is a number ≥ 0, else
+/// the prior 1/(changefreq interval, or `initial_interval`); floored at
+/// 1/`max_interval` so a page never seen changing is still revisited (and
+/// its estimate can move).
+fn planning_rate(url: &UrlState, params: &Params) -> f64 {
+    let (_, max) = params.bounds();
+    let rate = match url.rate.filter(|r| r.is_finite() && *r >= 0.0) {
+        Some(r) => r,
+        None => {
+            let prior = match url.changefreq {
+                Some(cf) => changefreq_interval(cf, params),
+                None => params.clamp_interval(params.initial_interval),
+            };
+            1.0 / prior
+        }
+    };
+    rate.max(1.0 / max)
+}
+
+/// Rate policies share the discretiser and the score.
+fn rate_due(url: &UrlState, params: &Params, now: i64, rate: impl Fn(f64, f64) -> f64) -> Due {
+    let w = importance(url);
+    let lambda = planning_rate(url, params);
+    let elapsed = url
+        .last_fetch
+        .map_or(0.0, |t| now.saturating_sub(t).max(0) as f64);
+    let score = w * -(-lambda * elapsed).exp_m1();
+    let score = if score.is_finite() { score } else { w };
+    match common_due(url, params, w) {
+        Err(due) => due,
+        Ok(last) => Due {
+            at: add_secs(last, params.interval_for_rate(rate(lambda, w))),
+            score,
+            reason: Reason::Optimal,
+        },
+    }
+}
+
+fn calibrated(params: &Params) -> Option<f64> {
+    Some(params.calibration.multiplier).filter(|m| positive(*m))
+}
+
+/// `freshness-optimal`: due 1/f after the last fetch, f from
+/// [`optimal_rate`] at the calibrated μ (uncalibrated: f = λ̂).
+#[derive(Debug, Clone)]
+pub struct FreshnessOptimal {
+    params: Params,
+}
+
+impl FreshnessOptimal {
+    /// The policy with these parameters.
+    pub fn new(params: Params) -> Self {
+        FreshnessOptimal { params }
+    }
+}
+
+impl Policy for FreshnessOptimal {
+    fn name(&self) -> &'static str {
+        "freshness-optimal"
+    }
+
+    fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
+        let mu = calibrated(&self.params);
+        rate_due(url, &self.params, now, |lambda, w| match mu {
+            Some(mu) => optimal_rate(lambda, w, mu),
+            None => lambda,
+        })
+    }
+}
+
+/// `lambda-crawl`: due 1/ρ after the last fetch, ρ from
+/// [`lambda_crawl_rate`] at the calibrated λ (uncalibrated: ρ = Δ̂).
+#[derive(Debug, Clone)]
+pub struct LambdaCrawl {
+    params: Params,
+}
+
+impl LambdaCrawl {
+    /// The policy with these parameters.
+    pub fn new(params: Params) -> Self {
+        LambdaCrawl { params }
+    }
+}
+
+impl Policy for LambdaCrawl {
+    fn name(&self) -> &'static str {
+        "lambda-crawl"
+    }
+
+    fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
+        let lagrange = calibrated(&self.params);
+        rate_due(url, &self.params, now, |delta, w| match lagrange {
+            Some(l) => lambda_crawl_rate(delta, w, l),
+            None => delta,
+        })
+    }
+}

@@ -1,0 +1,986 @@
+//! Policy tests: due times on hand-made states, the changefreq table,
+//! adaptive updates, lastmod trust/precision/X8, the KKT allocations and the
+//! SCHEDULING.md closed-form values.
+
+use super::*;
+use proptest::prelude::*;
+
+/// 2024-05-01T00:00:00Z.
+const MAY1: i64 = 1_714_521_600;
+const H: i64 = 3600;
+const D: i64 = 86_400;
+
+fn all_policies(params: &Params) -> Vec<Box<dyn Policy>> {
+    POLICY_NAMES
+        .iter()
+        .map(|n| policy(n, params.clone()).expect("known policy"))
+        .collect()
+}
+
+fn fetched(last: i64) -> UrlState {
+    UrlState {
+        first_seen: MAY1 - 30 * D,
+        last_fetch: Some(last),
+        last_attempt: Some(last),
+        last_outcome: Some(FetchOutcome::NotModified),
+        ..UrlState::default()
+    }
+}
+
+const TRUSTED: HostState = HostState {
+    lastmod_trusted: true,
+};
+const UNTRUSTED: HostState = HostState {
+    lastmod_trusted: false,
+};
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+// ---- names, factory ----
+
+#[test]
+fn names_and_factory() {
+    for (p, n) in all_policies(&Params::default()).iter().zip(POLICY_NAMES) {
+        assert_eq!(p.name(), n);
+    }
+    assert_eq!(
+        policy("nope", Params::default()).unwrap_err(),
+        UnknownPolicy::Name("nope".into())
+    );
+    let own = Params {
+        fallback: "lastmod".into(),
+        ..Params::default()
+    };
+    let err = policy("lastmod", own).unwrap_err();
+    assert_eq!(err, UnknownPolicy::Fallback("lastmod".into()));
+    assert!(err.to_string().contains("cannot fall back"));
+    let bad = Params {
+        fallback: "weekly".into(),
+        ..Params::default()
+    };
+    assert_eq!(
+        policy("lastmod", bad).unwrap_err(),
+        UnknownPolicy::Fallback("weekly".into())
+    );
+    for fb in POLICY_NAMES.iter().filter(|n| **n != "lastmod") {
+        let p = Params {
+            fallback: (*fb).into(),
+            ..Params::default()
+        };
+        assert!(policy("lastmod", p).is_ok(), "{fb}");
+    }
+    assert!(
+        UnknownPolicy::Name("x".into())
+            .to_string()
+            .contains("sitemap-hints")
+    );
+}
+
+#[test]
+fn reason_names() {
+    let all = [
+        (Reason::New, "new"),
+        (Reason::LastmodNewer, "lastmod-newer"),
+        (Reason::Interval, "interval"),
+        (Reason::Changefreq, "changefreq"),
+        (Reason::Adaptive, "adaptive"),
+        (Reason::Optimal, "optimal"),
+        (Reason::Retry, "retry"),
+        (Reason::LeaseExpired, "lease-expired"),
+    ];
+    for (r, s) in all {
+        assert_eq!(r.as_str(), s);
+        assert_eq!(r.to_string(), s);
+    }
+}
+
+#[test]
+fn defaults() {
+    let p = Params::default();
+    assert_eq!(p.fixed_interval, 86_400.0);
+    assert_eq!(p.min_interval, 3600.0);
+    assert_eq!(p.max_interval, 365.0 * 86_400.0);
+    assert_eq!((p.adaptive_inc, p.adaptive_dec), (0.4, 0.2));
+    assert_eq!(p.initial_interval, 86_400.0);
+    assert_eq!(p.retry_after_error, 3600.0);
+    assert_eq!(p.fallback, "adaptive");
+    assert_eq!(UrlState::default().importance, 1.0);
+}
+
+// ---- rules every policy shares ----
+
+#[test]
+fn never_fetched_is_new_at_first_seen_everywhere() {
+    let url = UrlState {
+        first_seen: MAY1,
+        lastmod: Some(MAY1 + H),
+        changefreq: Some(ChangeFreq::Hourly),
+        rate: Some(1.0),
+        ..UrlState::default()
+    };
+    let params = Params {
+        calibration: Calibration { multiplier: 0.5 },
+        ..Params::default()
+    };
+    for p in all_policies(&params) {
+        for host in [TRUSTED, UNTRUSTED] {
+            let due = p.next_due(&url, &host, MAY1 + 10 * D);
+            assert_eq!((due.at, due.reason), (MAY1, Reason::New), "{}", p.name());
+            assert!(due.score.is_finite() && due.score > 0.0, "{}", p.name());
+        }
+    }
+}
+
+#[test]
+fn errors_retry_with_backoff_everywhere() {
+    let params = Params::default();
+    let mut url = fetched(MAY1 - 100 * D);
+    url.last_attempt = Some(MAY1);
+    url.last_outcome = Some(FetchOutcome::Error);
+    url.lastmod = Some(MAY1 - D);
+    for p in all_policies(&params) {
+        for (errors, delay) in [(0, H), (1, H), (2, 2 * H), (4, 8 * H), (9, 256 * H)] {
+            url.errors_in_a_row = errors;
+            let due = p.next_due(&url, &TRUSTED, MAY1 + 1);
+            assert_eq!(
+                (due.at, due.reason),
+                (MAY1 + delay, Reason::Retry),
+                "{}",
+                p.name()
+            );
+        }
+        url.errors_in_a_row = u32::MAX;
+        let due = p.next_due(&url, &TRUSTED, MAY1);
+        assert_eq!(due.at, MAY1 + 365 * D, "capped at max_interval");
+    }
+    // The base: last attempt, else last success, else first seen.
+    let fixed = policy("fixed", params).unwrap();
+    url.errors_in_a_row = 1;
+    url.last_attempt = None;
+    assert_eq!(
+        fixed.next_due(&url, &UNTRUSTED, MAY1).at,
+        MAY1 - 100 * D + H
+    );
+    url.last_fetch = None;
+    url.first_seen = MAY1 - 5 * D;
+    let due = fixed.next_due(&url, &UNTRUSTED, MAY1);
+    assert_eq!((due.at, due.reason), (MAY1 - 5 * D + H, Reason::Retry));
+}
+
+#[test]
+fn gone_waits_max_interval_everywhere() {
+    let mut url = fetched(MAY1);
+    url.last_outcome = Some(FetchOutcome::Gone);
+    for p in all_policies(&Params::default()) {
+        let due = p.next_due(&url, &TRUSTED, MAY1);
+        assert_eq!(
+            (due.at, due.reason),
+            (MAY1 + 365 * D, Reason::Interval),
+            "{}",
+            p.name()
+        );
+    }
+}
+
+// ---- fixed ----
+
+#[test]
+fn fixed_interval_and_clamps() {
+    let url = fetched(MAY1);
+    let p = policy("fixed", Params::default()).unwrap();
+    let due = p.next_due(&url, &UNTRUSTED, MAY1);
+    assert_eq!(
+        (due.at, due.reason, due.score),
+        (MAY1 + D, Reason::Interval, 1.0)
+    );
+    let short = Params {
+        fixed_interval: 60.0,
+        ..Params::default()
+    };
+    assert_eq!(
+        policy("fixed", short)
+            .unwrap()
+            .next_due(&url, &UNTRUSTED, MAY1)
+            .at,
+        MAY1 + H
+    );
+    let nan = Params {
+        fixed_interval: f64::NAN,
+        ..Params::default()
+    };
+    assert_eq!(
+        policy("fixed", nan)
+            .unwrap()
+            .next_due(&url, &UNTRUSTED, MAY1)
+            .at,
+        MAY1 + 365 * D
+    );
+    // Redirected counts as a plain fetch.
+    let mut r = url.clone();
+    r.last_outcome = Some(FetchOutcome::Redirected);
+    assert_eq!(p.next_due(&r, &UNTRUSTED, MAY1).at, MAY1 + D);
+}
+
+// ---- sitemap-hints ----
+
+#[test]
+fn changefreq_table() {
+    let table = [
+        (ChangeFreq::Always, H),
+        (ChangeFreq::Hourly, H),
+        (ChangeFreq::Daily, D),
+        (ChangeFreq::Weekly, 7 * D),
+        (ChangeFreq::Monthly, 30 * D),
+        (ChangeFreq::Yearly, 365 * D),
+        (ChangeFreq::Never, 365 * D),
+    ];
+    let p = policy("sitemap-hints", Params::default()).unwrap();
+    for (cf, want) in table {
+        let mut url = fetched(MAY1);
+        url.changefreq = Some(cf);
+        let due = p.next_due(&url, &UNTRUSTED, MAY1);
+        assert_eq!(
+            (due.at, due.reason),
+            (MAY1 + want, Reason::Changefreq),
+            "{cf:?}"
+        );
+    }
+    // always is clamped up to min_interval, never down to max_interval.
+    let tight = Params {
+        min_interval: 2.0 * 3600.0,
+        max_interval: 100.0 * 86_400.0,
+        ..Params::default()
+    };
+    assert_eq!(changefreq_interval(ChangeFreq::Always, &tight), 7200.0);
+    assert_eq!(changefreq_interval(ChangeFreq::Hourly, &tight), 7200.0);
+    assert_eq!(
+        changefreq_interval(ChangeFreq::Yearly, &tight),
+        100.0 * 86_400.0
+    );
+    assert_eq!(
+        changefreq_interval(ChangeFreq::Never, &tight),
+        100.0 * 86_400.0
+    );
+    // No changefreq: the fixed interval.
+    let due = p.next_due(&fetched(MAY1), &UNTRUSTED, MAY1);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Interval));
+}
+
+#[test]
+fn priority_orders_hints_and_zero_is_schedulable() {
+    let p = policy("sitemap-hints", Params::default()).unwrap();
+    let cases: [(Option<f32>, f64); 8] = [
+        (None, 0.5),
+        (Some(0.0), 0.5),
+        (Some(-0.0), 0.5),
+        (Some(-1.0), 0.5),
+        (Some(f32::NAN), 0.5),
+        (Some(0.8), f64::from(0.8f32)),
+        (Some(1.0), 1.0),
+        (Some(7.0), 1.0),
+    ];
+    for (prio, want) in cases {
+        let mut url = fetched(MAY1);
+        url.priority = prio;
+        url.changefreq = Some(ChangeFreq::Daily);
+        let due = p.next_due(&url, &UNTRUSTED, MAY1);
+        assert_eq!(due.score, want, "{prio:?}");
+        assert_eq!(due.at, MAY1 + D, "X11: priority {prio:?} still schedules");
+    }
+}
+
+// ---- adaptive ----
+
+#[test]
+fn adaptive_updates_and_clamps() {
+    let p = policy("adaptive", Params::default()).unwrap();
+    let mut url = fetched(MAY1);
+    assert_eq!(
+        p.next_due(&url, &UNTRUSTED, MAY1).at,
+        MAY1 + D,
+        "initial interval"
+    );
+    url.interval = Some(10.0 * 3600.0);
+    let due = p.next_due(&url, &UNTRUSTED, MAY1);
+    assert_eq!((due.at, due.reason), (MAY1 + 10 * H, Reason::Adaptive));
+
+    url.interval = Some(86_400.0);
+    assert!(close(
+        p.next_interval(&url, FetchOutcome::Changed).unwrap(),
+        0.8 * 86_400.0,
+        1e-12
+    ));
+    assert!(close(
+        p.next_interval(&url, FetchOutcome::NotModified).unwrap(),
+        1.4 * 86_400.0,
+        1e-12
+    ));
+    assert!(close(
+        p.next_interval(&url, FetchOutcome::Redirected).unwrap(),
+        1.4 * 86_400.0,
+        1e-12
+    ));
+    assert_eq!(p.next_interval(&url, FetchOutcome::Error), Some(86_400.0));
+    assert_eq!(p.next_interval(&url, FetchOutcome::Gone), Some(86_400.0));
+    url.interval = None;
+    assert!(close(
+        p.next_interval(&url, FetchOutcome::Changed).unwrap(),
+        0.8 * 86_400.0,
+        1e-12
+    ));
+    assert_eq!(p.next_interval(&url, FetchOutcome::Error), None);
+
+    // Repeated changes shrink to min_interval, repeated 304s grow to max.
+    let mut i = Some(86_400.0);
+    for _ in 0..100 {
+        i = p.next_interval(
+            &UrlState {
+                interval: i,
+                ..fetched(MAY1)
+            },
+            FetchOutcome::Changed,
+        );
+    }
+    assert_eq!(i, Some(3600.0));
+    for _ in 0..100 {
+        i = p.next_interval(
+            &UrlState {
+                interval: i,
+                ..fetched(MAY1)
+            },
+            FetchOutcome::NotModified,
+        );
+    }
+    assert_eq!(i, Some(365.0 * 86_400.0));
+    // A stored interval outside the bounds (params changed) is clamped.
+    url.interval = Some(1.0);
+    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + H);
+    url.interval = Some(f64::NAN);
+    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + D);
+    // Nonsense factors change nothing.
+    let odd = Params {
+        adaptive_dec: 1.5,
+        adaptive_inc: f64::NAN,
+        ..Params::default()
+    };
+    let q = policy("adaptive", odd).unwrap();
+    url.interval = Some(7200.0);
+    assert_eq!(q.next_interval(&url, FetchOutcome::Changed), Some(7200.0));
+    assert_eq!(
+        q.next_interval(&url, FetchOutcome::NotModified),
+        Some(7200.0)
+    );
+    // Other policies leave the interval alone.
+    for other in [
+        "fixed",
+        "sitemap-hints",
+        "freshness-optimal",
+        "lambda-crawl",
+    ] {
+        let o = policy(other, Params::default()).unwrap();
+        assert_eq!(
+            o.next_interval(&url, FetchOutcome::Changed),
+            Some(7200.0),
+            "{other}"
+        );
+    }
+}
+
+// ---- lastmod ----
+
+#[test]
+fn lastmod_trusted_newer_is_due_now() {
+    let p = policy("lastmod", Params::default()).unwrap();
+    let mut url = fetched(MAY1);
+    url.lastmod = Some(MAY1 + 5 * H);
+    let now = MAY1 + 6 * H;
+    let due = p.next_due(&url, &TRUSTED, now);
+    assert_eq!((due.at, due.reason), (MAY1 + 5 * H, Reason::LastmodNewer));
+    assert!(due.at <= now);
+    // Untrusted host: the fallback (adaptive, initial interval 1 day).
+    let due = p.next_due(&url, &UNTRUSTED, now);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Adaptive));
+    // Not newer than the fetch: fallback.
+    url.lastmod = Some(MAY1 - H);
+    assert_eq!(p.next_due(&url, &TRUSTED, now).reason, Reason::Adaptive);
+    url.lastmod = Some(MAY1);
+    assert_eq!(
+        p.next_due(&url, &TRUSTED, now).reason,
+        Reason::Adaptive,
+        "equal is not newer"
+    );
+    url.lastmod = None;
+    assert_eq!(p.next_due(&url, &TRUSTED, now).reason, Reason::Adaptive);
+}
+
+#[test]
+fn lastmod_in_the_future_is_not_believed() {
+    // SPEC X8.
+    let p = policy("lastmod", Params::default()).unwrap();
+    let mut url = fetched(MAY1);
+    url.lastmod = Some(MAY1 + 7 * H);
+    let due = p.next_due(&url, &TRUSTED, MAY1 + 6 * H);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Adaptive));
+    // Once now has caught up, it is.
+    let due = p.next_due(&url, &TRUSTED, MAY1 + 7 * H);
+    assert_eq!((due.at, due.reason), (MAY1 + 7 * H, Reason::LastmodNewer));
+}
+
+#[test]
+fn lastmod_day_precision_is_conservative() {
+    let p = policy("lastmod", Params::default()).unwrap();
+    let mut url = fetched(MAY1 + 10 * H); // fetched 10:00 on May 1
+    url.lastmod = Some(MAY1); // "2024-05-01"
+    url.lastmod_precision = Some(Precision::Day);
+    assert!(lastmod_is_newer(MAY1, Some(Precision::Day), MAY1 + 10 * H));
+    assert!(!lastmod_is_newer(
+        MAY1,
+        Some(Precision::Second),
+        MAY1 + 10 * H
+    ));
+    // Read the next day: due (since the end of May 1).
+    let due = p.next_due(&url, &TRUSTED, MAY1 + D + 3 * H);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
+    assert!(due.at <= MAY1 + D + 3 * H);
+    // Read the same day: due at the end of the day, not at once and again.
+    let due = p.next_due(&url, &TRUSTED, MAY1 + 10 * H + 300);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
+    // A fetch after the day is over settles it.
+    let mut later = url.clone();
+    later.last_fetch = Some(MAY1 + D + 30 * 60);
+    later.last_attempt = later.last_fetch;
+    assert!(!lastmod_is_newer(
+        MAY1,
+        Some(Precision::Day),
+        MAY1 + D + 30 * 60
+    ));
+    assert_eq!(
+        p.next_due(&later, &TRUSTED, MAY1 + 2 * D).reason,
+        Reason::Adaptive
+    );
+    // When the fallback is due before the day ends, it wins.
+    let mut short = url.clone();
+    short.interval = Some(2.0 * 3600.0);
+    let due = p.next_due(&short, &TRUSTED, MAY1 + 11 * H);
+    assert_eq!((due.at, due.reason), (MAY1 + 12 * H, Reason::Adaptive));
+}
+
+#[test]
+fn precision_spans() {
+    assert_eq!(precision_span(MAY1, Precision::Fraction), 1);
+    assert_eq!(precision_span(MAY1, Precision::Second), 1);
+    assert_eq!(precision_span(MAY1, Precision::Minute), 60);
+    assert_eq!(precision_span(MAY1, Precision::Day), D);
+    assert_eq!(precision_span(MAY1, Precision::Month), 31 * D);
+    let feb_2024 = MAY1 - (30 + 31 + 29) * D;
+    let feb_2023 = feb_2024 - 365 * D;
+    assert_eq!(precision_span(feb_2024, Precision::Month), 29 * D);
+    assert_eq!(precision_span(feb_2023, Precision::Month), 28 * D);
+    assert_eq!(
+        precision_span(MAY1 + 31 * D, Precision::Month),
+        30 * D,
+        "June"
+    );
+    let jan_2024 = feb_2024 - 31 * D;
+    assert_eq!(precision_span(jan_2024, Precision::Year), 366 * D);
+    assert_eq!(precision_span(jan_2024 - 365 * D, Precision::Year), 365 * D);
+    assert_eq!(precision_span(0, Precision::Year), 365 * D, "1970");
+    assert_eq!(precision_span(-D, Precision::Month), 31 * D, "Dec 1969");
+    // "2024" is newer than a fetch in March 2024, not than one in 2025.
+    assert!(lastmod_is_newer(jan_2024, Some(Precision::Year), MAY1));
+    assert!(!lastmod_is_newer(
+        jan_2024,
+        Some(Precision::Year),
+        jan_2024 + 366 * D
+    ));
+    // Extremes do not overflow.
+    assert!(lastmod_is_newer(i64::MAX, Some(Precision::Year), 0));
+    assert!(!lastmod_is_newer(i64::MIN, Some(Precision::Year), 0));
+}
+
+#[test]
+fn lastmod_delegates_to_its_fallback() {
+    let params = Params {
+        fallback: "fixed".into(),
+        ..Params::default()
+    };
+    let p = policy("lastmod", params).unwrap();
+    let url = fetched(MAY1);
+    let due = p.next_due(&url, &UNTRUSTED, MAY1);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Interval));
+    assert_eq!(p.next_interval(&url, FetchOutcome::Changed), None);
+    let adaptive = policy("lastmod", Params::default()).unwrap();
+    let with = UrlState {
+        interval: Some(86_400.0),
+        ..url
+    };
+    assert!(close(
+        adaptive
+            .next_interval(&with, FetchOutcome::Changed)
+            .unwrap(),
+        0.8 * 86_400.0,
+        1e-12
+    ));
+}
+
+// ---- allocation math ----
+
+/// A small population: (λ, w).
+fn population() -> Vec<(f64, f64)> {
+    vec![
+        (1.0 / 3600.0, 1.0),
+        (1.0 / 86_400.0, 3.0),
+        (1.0 / (7.0 * 86_400.0), 1.0),
+        (1.0 / 600.0, 0.5),
+        (1.0 / 60.0, 0.2),
+        (1.0 / (30.0 * 86_400.0), 10.0),
+        (2.0 / 86_400.0, 1.0),
+    ]
+}
+
+/// 1 − (1 + r)e^{−r}, by 40 terms of its series for small r (no cancellation).
+fn g_reference(r: f64) -> f64 {
+    if r > 1.0 {
+        return 1.0 - (1.0 + r) * (-r).exp();
+    }
+    let mut term = r * r / 2.0;
+    let mut sum = 0.0;
+    for k in 2..40 {
+        sum += if k % 2 == 0 { 1.0 } else { -1.0 } * f64::from(k - 1) * term;
+        term *= r / f64::from(k + 1);
+    }
+    sum
+}
+
+#[test]
+fn freshness_optimal_kkt() {
+    let pages = population();
+    for budget in [1.0 / 60.0, 1.0 / 3600.0, 1e-5, 1e-6, 10.0] {
+        let mu = optimal_multiplier(&pages, budget);
+        assert!(mu > 0.0 && mu.is_finite(), "{budget}: {mu}");
+        let rates: Vec<f64> = pages.iter().map(|&(l, w)| optimal_rate(l, w, mu)).collect();
+        let sum: f64 = rates.iter().sum();
+        assert!(close(sum, budget, 1e-6), "B = {budget}: Σf = {sum}");
+        for (&(l, w), &f) in pages.iter().zip(&rates) {
+            if w / l <= mu {
+                assert_eq!(f, 0.0, "given up: w/λ = {} ≤ μ = {mu}", w / l);
+            } else {
+                assert!(f > 0.0);
+                // Stationarity: (w/λ)(1 − (1 + r)e^{−r}) = μ.
+                let r = l / f;
+                let lhs = (w / l) * g_reference(r);
+                assert!(close(lhs, mu, 1e-6), "{lhs} vs {mu}");
+            }
+        }
+    }
+    // A tight budget gives up the fast pages first.
+    let tight = optimal_multiplier(&pages, 1e-6);
+    assert_eq!(optimal_rate(1.0 / 60.0, 0.2, tight), 0.0);
+}
+
+#[test]
+fn freshness_optimal_beats_uniform_and_uniform_beats_proportional() {
+    let pages = population();
+    let budget = 1e-4;
+    let n = pages.len() as f64;
+    let weighted = |rates: &[f64]| -> f64 {
+        pages
+            .iter()
+            .zip(rates)
+            .map(|(&(l, w), &f)| {
+                w * if f > 0.0 {
+                    freshness_fixed(l, 1.0 / f)
+                } else {
+                    0.0
+                }
+            })
+            .sum()
+    };
+    let uniform = vec![budget / n; pages.len()];
+    let total_l: f64 = pages.iter().map(|p| p.0).sum();
+    let proportional: Vec<f64> = pages.iter().map(|p| p.0 / total_l * budget).collect();
+    let mu = optimal_multiplier(&pages, budget);
+    let optimal: Vec<f64> = pages.iter().map(|&(l, w)| optimal_rate(l, w, mu)).collect();
+    assert!(weighted(&optimal) >= weighted(&uniform) - 1e-12);
+
+    // Cho & Garcia-Molina: for unweighted freshness uniform is never worse.
+    let unweighted = |rates: &[f64]| -> f64 {
+        pages
+            .iter()
+            .zip(rates)
+            .map(|(&(l, _), &f)| freshness_fixed(l, 1.0 / f))
+            .sum()
+    };
+    assert!(unweighted(&uniform) >= unweighted(&proportional));
+    for b in [1e-6, 1e-5, 1e-3, 1e-1] {
+        let u = vec![b / n; pages.len()];
+        let p: Vec<f64> = pages.iter().map(|p| p.0 / total_l * b).collect();
+        assert!(unweighted(&u) >= unweighted(&p), "B = {b}");
+    }
+}
+
+#[test]
+fn lambda_crawl_kkt() {
+    // (Δ, μ)
+    let pages = population(); // read as (Δ, μ)
+    for budget in [1.0, 1e-3, 1e-5, 1e-7] {
+        let lagrange = lambda_crawl_multiplier(&pages, budget);
+        assert!(lagrange > 0.0 && lagrange.is_finite());
+        let rates: Vec<f64> = pages
+            .iter()
+            .map(|&(d, m)| lambda_crawl_rate(d, m, lagrange))
+            .collect();
+        let sum: f64 = rates.iter().sum();
+        assert!(close(sum, budget, 1e-6), "B = {budget}: Σρ = {sum}");
+        for (&(d, m), &rho) in pages.iter().zip(&rates) {
+            assert!(rho > 0.0);
+            // Stationarity: μΔ/(ρ(ρ + Δ)) = λ, and the quadratic formula.
+            assert!(close(m * d / (rho * (rho + d)), lagrange, 1e-9));
+            let quad = (-d + (d * d + 4.0 * m * d / lagrange).sqrt()) / 2.0;
+            assert!(close(rho, quad, 1e-6));
+        }
+        // Optimal beats uniform on harmonic staleness.
+        let cost = |rates: &[f64]| -> f64 {
+            pages
+                .iter()
+                .zip(rates)
+                .map(|(&(d, m), &r)| harmonic_cost_poisson(m, d, r))
+                .sum()
+        };
+        let uniform = vec![budget / pages.len() as f64; pages.len()];
+        assert!(cost(&rates) <= cost(&uniform) + 1e-12);
+    }
+    assert_eq!(lambda_crawl_on_change_probability(1.0, 2.0, 10.0, 4.0), 0.2);
+    assert_eq!(
+        lambda_crawl_on_change_probability(1.0, 0.01, 10.0, 4.0),
+        1.0
+    );
+    assert_eq!(lambda_crawl_on_change_probability(1.0, 0.0, 10.0, 4.0), 1.0);
+    assert_eq!(
+        lambda_crawl_on_change_probability(f64::NAN, 1.0, 10.0, 4.0),
+        0.0
+    );
+}
+
+#[test]
+fn allocation_edge_cases() {
+    assert_eq!(optimal_rate(0.0, 1.0, 1.0), 0.0);
+    assert_eq!(optimal_rate(1.0, 0.0, 1.0), 0.0);
+    assert_eq!(optimal_rate(1.0, 1.0, 0.0), f64::INFINITY);
+    assert_eq!(optimal_rate(f64::NAN, 1.0, 1.0), 0.0);
+    assert_eq!(optimal_rate(1.0, 1.0, f64::NAN), 0.0);
+    assert_eq!(optimal_rate(2.0, 1.0, 0.5), 0.0, "w/λ = μ");
+    // Tiny c: r ≈ √(2c), f ≈ √(λw/(2μ)).
+    let f = optimal_rate(1e-9, 1.0, 1e-12);
+    assert!(close(f, (1e-9f64 / 2e-12).sqrt(), 1e-6), "{f}");
+    assert_eq!(optimal_multiplier(&[], 1.0), 0.0);
+    assert_eq!(optimal_multiplier(&[(f64::NAN, 1.0), (0.0, 1.0)], 1.0), 0.0);
+    assert_eq!(optimal_multiplier(&[(1.0, 2.0), (2.0, 1.0)], 0.0), 2.0);
+    assert_eq!(optimal_multiplier(&[(1.0, 2.0)], f64::INFINITY), 0.0);
+    assert_eq!(lambda_crawl_rate(0.0, 1.0, 1.0), 0.0);
+    assert_eq!(lambda_crawl_rate(1.0, 1.0, 0.0), f64::INFINITY);
+    assert_eq!(
+        lambda_crawl_rate(f64::INFINITY, 2.0, 4.0),
+        0.0,
+        "unusable like in the multiplier"
+    );
+    assert!(lambda_crawl_rate(1e-300, 1e300, 1e-300) > 0.0);
+    assert_eq!(lambda_crawl_multiplier(&[], 1.0), 0.0);
+    assert_eq!(lambda_crawl_multiplier(&[(1.0, 1.0)], 0.0), f64::MAX);
+    // A page of astronomical importance next to an ordinary one (found by
+    // proptest: the geometric midpoint used to overflow).
+    let pages = [
+        (1e-8, 1e-3),
+        (9_870_993.384_494_135, 4.726_111_627_904_704e198),
+    ];
+    let budget = 8.526_997_831_480_418;
+    let l = lambda_crawl_multiplier(&pages, budget);
+    let sum: f64 = pages.iter().map(|&(d, m)| lambda_crawl_rate(d, m, l)).sum();
+    assert!(close(sum, budget, 1e-9), "{sum}");
+    // One page takes the whole budget.
+    let l = lambda_crawl_multiplier(&[(1.0, 1.0)], 3.0);
+    assert!(close(lambda_crawl_rate(1.0, 1.0, l), 3.0, 1e-9));
+    let mu = optimal_multiplier(&[(1.0, 1.0)], 0.25);
+    assert!(close(optimal_rate(1.0, 1.0, mu), 0.25, 1e-9));
+}
+
+// ---- closed forms (SCHEDULING.md values) ----
+
+#[test]
+fn closed_form_values() {
+    let r4 = |x: f64| (x * 1e4).round() / 1e4;
+    assert_eq!(r4(freshness_fixed(0.5, 1.0)), 0.7869);
+    assert_eq!(r4(age_fixed(0.5, 1.0)), 0.0739);
+    assert_eq!(r4(freshness_fixed(2.0, 1.0)), 0.4323);
+    assert_eq!(r4(age_fixed(2.0, 1.0)), 0.2162);
+    assert_eq!(r4(harmonic_cost_poisson(1.0, 0.5, 1.0)), 0.4055);
+    // Limits and junk.
+    assert_eq!(freshness_fixed(0.0, 5.0), 1.0);
+    assert_eq!(freshness_fixed(f64::INFINITY, 1.0), 0.0);
+    assert_eq!(freshness_fixed(f64::NAN, 1.0), 1.0);
+    assert_eq!(freshness_fixed(0.0, f64::INFINITY), 1.0);
+    assert_eq!(age_fixed(0.0, 1.0), 0.0);
+    assert_eq!(age_fixed(f64::INFINITY, 4.0), 2.0);
+    assert_eq!(age_fixed(-1.0, 4.0), 0.0);
+    assert_eq!(harmonic_cost_poisson(1.0, 1.0, 0.0), f64::INFINITY);
+    assert_eq!(harmonic_cost_poisson(1.0, 0.0, 0.0), 0.0);
+    assert_eq!(
+        harmonic_cost_poisson(1.0, f64::INFINITY, f64::INFINITY),
+        0.0
+    );
+    // The series and the direct form agree where they meet (r = 0.1).
+    let below = age_fixed(0.1 - 1e-12, 1.0);
+    let above = age_fixed(0.1 + 1e-12, 1.0);
+    assert!(close(below, above, 1e-9), "{below} vs {above}");
+    // Small r: A ≈ I·r/6.
+    assert!(close(age_fixed(1e-9, 1.0), 1e-9 / 6.0, 1e-6));
+}
+
+// ---- rate policies ----
+
+#[test]
+fn rate_policies_due_times() {
+    let mut url = fetched(MAY1);
+    url.rate = Some(1.0 / (3.0 * 86_400.0)); // changes every 3 days
+    for name in ["freshness-optimal", "lambda-crawl"] {
+        // Uncalibrated: refresh at the change rate.
+        let p = policy(name, Params::default()).unwrap();
+        let due = p.next_due(&url, &UNTRUSTED, MAY1);
+        assert_eq!(
+            (due.at, due.reason),
+            (MAY1 + 3 * D, Reason::Optimal),
+            "{name}"
+        );
+        // No λ̂: the changefreq prior, then initial_interval.
+        let mut prior = url.clone();
+        prior.rate = None;
+        prior.changefreq = Some(ChangeFreq::Weekly);
+        assert_eq!(
+            p.next_due(&prior, &UNTRUSTED, MAY1).at,
+            MAY1 + 7 * D,
+            "{name}"
+        );
+        prior.changefreq = None;
+        assert_eq!(p.next_due(&prior, &UNTRUSTED, MAY1).at, MAY1 + D, "{name}");
+        // Never seen changing: floored, revisited at max_interval, not never.
+        prior.rate = Some(0.0);
+        assert_eq!(
+            p.next_due(&prior, &UNTRUSTED, MAY1).at,
+            MAY1 + 365 * D,
+            "{name}"
+        );
+        // Score grows with the time since the last fetch, bounded by w.
+        let s1 = p.next_due(&url, &UNTRUSTED, MAY1 + D).score;
+        let s2 = p.next_due(&url, &UNTRUSTED, MAY1 + 10 * D).score;
+        assert!(0.0 < s1 && s1 < s2 && s2 <= 1.0, "{name}: {s1} {s2}");
+    }
+    // Calibrated against a store: the due time is 1/f of the allocation.
+    let pages = population();
+    let budget = 1e-4;
+    let mu = optimal_multiplier(&pages, budget);
+    let params = Params {
+        calibration: Calibration { multiplier: mu },
+        ..Params::default()
+    };
+    let p = policy("freshness-optimal", params.clone()).unwrap();
+    let (l, w) = pages[1];
+    let f = optimal_rate(l, w, mu);
+    let url = UrlState {
+        rate: Some(l),
+        importance: w,
+        ..fetched(MAY1)
+    };
+    let want = MAY1 + params.interval_for_rate(f).round() as i64;
+    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, want);
+    // A page the allocation gives up waits max_interval.
+    let fast = UrlState {
+        rate: Some(1.0 / 60.0),
+        importance: 1e-9,
+        ..fetched(MAY1)
+    };
+    assert_eq!(p.next_due(&fast, &UNTRUSTED, MAY1).at, MAY1 + 365 * D);
+    let lc = policy(
+        "lambda-crawl",
+        Params {
+            calibration: Calibration {
+                multiplier: lambda_crawl_multiplier(&pages, budget),
+            },
+            ..Params::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(lc.next_due(&url, &UNTRUSTED, MAY1).reason, Reason::Optimal);
+}
+
+#[test]
+fn discretiser() {
+    let p = Params::default();
+    assert_eq!(p.interval_for_rate(0.0), 365.0 * 86_400.0);
+    assert_eq!(p.interval_for_rate(f64::NAN), 365.0 * 86_400.0);
+    assert_eq!(p.interval_for_rate(f64::INFINITY), 3600.0);
+    assert_eq!(p.interval_for_rate(1.0 / 7200.0), 7200.0);
+    let broken = Params {
+        min_interval: f64::NAN,
+        max_interval: -1.0,
+        ..Params::default()
+    };
+    assert_eq!(broken.bounds(), (1.0, 365.0 * 86_400.0));
+    let inverted = Params {
+        min_interval: 100.0,
+        max_interval: 10.0,
+        ..Params::default()
+    };
+    assert_eq!(inverted.bounds(), (100.0, 100.0));
+    assert_eq!(add_secs(i64::MAX - 1, 1e300), i64::MAX);
+    assert_eq!(add_secs(5, f64::NAN), 5);
+}
+
+// ---- robustness ----
+
+fn any_f64() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>(),
+        -1e7f64..1e7,
+        Just(0.0),
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+    ]
+}
+
+fn any_outcome() -> impl Strategy<Value = Option<FetchOutcome>> {
+    proptest::option::of(prop_oneof![
+        Just(FetchOutcome::Changed),
+        Just(FetchOutcome::NotModified),
+        Just(FetchOutcome::Gone),
+        Just(FetchOutcome::Error),
+        Just(FetchOutcome::Redirected),
+    ])
+}
+
+fn any_instant() -> impl Strategy<Value = i64> {
+    prop_oneof![any::<i64>(), MAY1 - 1000 * D..MAY1 + 1000 * D]
+}
+
+prop_compose! {
+    fn any_url()(
+        first_seen in any_instant(),
+        last_fetch in proptest::option::of(any_instant()),
+        last_attempt in proptest::option::of(any_instant()),
+        last_outcome in any_outcome(),
+        lastmod in proptest::option::of(any_instant()),
+        precision in proptest::option::of(prop_oneof![
+            Just(Precision::Year), Just(Precision::Month), Just(Precision::Day),
+            Just(Precision::Minute), Just(Precision::Second), Just(Precision::Fraction),
+        ]),
+        changefreq in proptest::option::of(prop_oneof![
+            Just(ChangeFreq::Always), Just(ChangeFreq::Hourly), Just(ChangeFreq::Daily),
+            Just(ChangeFreq::Weekly), Just(ChangeFreq::Monthly), Just(ChangeFreq::Yearly),
+            Just(ChangeFreq::Never),
+        ]),
+        priority in proptest::option::of(any::<f32>()),
+        interval in proptest::option::of(any_f64()),
+        rate in proptest::option::of(any_f64()),
+        importance in any_f64(),
+        errors_in_a_row in any::<u32>(),
+    ) -> UrlState {
+        UrlState {
+            first_seen, last_fetch, last_attempt, last_outcome, lastmod,
+            lastmod_precision: precision, changefreq, priority, interval, rate,
+            importance, errors_in_a_row,
+        }
+    }
+}
+
+prop_compose! {
+    fn any_params()(
+        fixed_interval in any_f64(),
+        min_interval in any_f64(),
+        max_interval in any_f64(),
+        adaptive_inc in any_f64(),
+        adaptive_dec in any_f64(),
+        initial_interval in any_f64(),
+        retry_after_error in any_f64(),
+        multiplier in any_f64(),
+    ) -> Params {
+        Params {
+            fixed_interval, min_interval, max_interval, adaptive_inc, adaptive_dec,
+            initial_interval, retry_after_error, budget: 1.0, fallback: "adaptive".into(),
+            calibration: Calibration { multiplier },
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn policies_never_panic(url in any_url(), params in any_params(), now in any_instant(), trusted in any::<bool>()) {
+        let host = HostState { lastmod_trusted: trusted };
+        for p in all_policies(&params) {
+            let due = p.next_due(&url, &host, now);
+            prop_assert!(due.score.is_finite() && due.score >= 0.0, "{}: {:?}", p.name(), due);
+            for o in [FetchOutcome::Changed, FetchOutcome::NotModified, FetchOutcome::Gone, FetchOutcome::Error, FetchOutcome::Redirected] {
+                if let Some(i) = p.next_interval(&url, o) {
+                    if p.name() == "adaptive" && matches!(o, FetchOutcome::Changed | FetchOutcome::NotModified) {
+                        let (min, max) = params.bounds();
+                        prop_assert!(i >= min && i <= max);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn math_never_panics_or_gives_nan(a in any_f64(), b in any_f64(), c in any_f64()) {
+        prop_assert!(!optimal_rate(a, b, c).is_nan());
+        prop_assert!(!lambda_crawl_rate(a, b, c).is_nan());
+        prop_assert!(!freshness_fixed(a, b).is_nan());
+        prop_assert!(!age_fixed(a, b).is_nan());
+        prop_assert!(!harmonic_cost_poisson(a, b, c).is_nan());
+        prop_assert!(!lambda_crawl_on_change_probability(a, b, c, 1.0).is_nan());
+        let f = freshness_fixed(a, b);
+        prop_assert!((0.0..=1.0).contains(&f));
+    }
+
+    #[test]
+    fn multipliers_hit_the_budget(
+        pages in proptest::collection::vec((1e-8f64..10.0, 1e-3f64..100.0), 1..12),
+        budget in 1e-7f64..100.0,
+        junk in proptest::collection::vec((any_f64(), any_f64()), 0..4),
+    ) {
+        let mut all = pages;
+        all.extend(junk);
+        let mu = optimal_multiplier(&all, budget);
+        let rates: Vec<f64> = all.iter().map(|&(l, w)| optimal_rate(l, w, mu)).collect();
+        let sum: f64 = rates.iter().sum();
+        prop_assert!(sum <= budget * (1.0 + 1e-12), "Σf = {} vs {}", sum, budget);
+        // Exact, unless the marginal page is beyond f64 resolution (r ≳ 35,
+        // see optimal_multiplier): then short by at most its λ/35.
+        let edge = all
+            .iter()
+            .filter(|&&(l, w)| l.is_finite() && l > 0.0 && w.is_finite() && w > 0.0)
+            .map(|&(l, _)| l / 30.0)
+            .fold(0.0f64, f64::max);
+        prop_assert!(
+            (sum - budget).abs() <= 1e-6 * budget || budget - sum <= edge,
+            "Σf = {} vs {}", sum, budget
+        );
+        let lagrange = lambda_crawl_multiplier(&all, budget);
+        let sum: f64 = all.iter().map(|&(d, m)| lambda_crawl_rate(d, m, lagrange)).sum();
+        prop_assert!((sum - budget).abs() <= 1e-9 * budget, "Σρ = {} vs {}", sum, budget);
+    }
+}
+
+#[test]
+fn tiny_budget_never_overspends() {
+    // One page changing 10×/s, budget one fetch per 10^7 s: beyond f64
+    // resolution of μ (see optimal_multiplier), so the rate is 0, not more.
+    let mu = optimal_multiplier(&[(10.0, 1e-3)], 1e-7);
+    assert_eq!(optimal_rate(10.0, 1e-3, mu), 0.0);
+    // Where it is representable, it is exact.
+    let mu = optimal_multiplier(&[(10.0, 1e-3)], 0.5);
+    assert!(close(optimal_rate(10.0, 1e-3, mu), 0.5, 1e-9));
+}
