@@ -11,9 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sitemapd_discovery::walk::{Remembered, Via};
 use sitemapd_discovery::{Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent, Walker};
 use sitemapd_parser::NormUrl;
-use sitemapd_scheduler::{SitemapFetch, Store};
+use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
+use super::is_url;
 use crate::cli::IngestArgs;
 use crate::settings::{now, runtime};
 
@@ -44,12 +45,20 @@ impl SitemapMemory for StoreMemory {
 
 /// Runs the command.
 pub fn run(args: &IngestArgs) -> Result<ExitCode> {
-    let seeds = args
+    let (files, sites): (Vec<&String>, Vec<&String>) = args
         .sites
         .iter()
-        .map(|s| Seed::parse(s).with_context(|| format!("{s:?} is not a site or sitemap URL")))
+        .partition(|s| !is_url(s) && std::path::Path::new(s).is_file());
+    let seeds = sites
+        .iter()
+        .map(|s| Seed::parse(s).with_context(|| format!("{s:?} is not a site, sitemap URL or file")))
         .collect::<Result<Vec<_>>>()?;
     let store = Arc::new(args.store.open(args.policy.clone())?);
+    let started = Instant::now();
+    let mut file_stats = Vec::new();
+    for file in files {
+        file_stats.push(ingest_file(&store, file, args)?);
+    }
     let fetcher = Fetcher::new(args.fetch.config())?;
     let walker = Walker::new(
         fetcher,
@@ -59,10 +68,68 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         },
     );
     let progress = Progress::new();
-    let started = Instant::now();
     let session_now = now();
     let mut failed_sites = 0u64;
-    let stats = runtime()?.block_on(async {
+    let stats = if seeds.is_empty() {
+        file_stats.pop().unwrap_or_default()
+    } else {
+        walk_into(&store, &walker, seeds, &progress, session_now, &mut failed_sites)?
+    };
+    store.flush()?;
+    progress.finish();
+    eprintln!(
+        "ingest: {} entries, {} new, {} updated, {} unchanged, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
+        stats.entries,
+        stats.new,
+        stats.updated,
+        stats.unchanged,
+        stats.revived,
+        stats.retired,
+        stats.sitemaps,
+        started.elapsed().as_secs_f64(),
+        args.store.store.display()
+    );
+    Ok(if failed_sites == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A sitemap file on disk, ingested under its `file://` path (no scope
+/// rule: there is no location to apply it to).
+fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestStats> {
+    let path = std::fs::canonicalize(file).with_context(|| format!("cannot open {file}"))?;
+    let key = format!("file://{}", path.display());
+    let input = std::fs::File::open(&path).with_context(|| format!("cannot open {file}"))?;
+    let mut parser = sitemapd_parser::Parser::new(input, args.parse.options(None));
+    let mut ingest = store.ingest(now());
+    for event in parser.by_ref() {
+        if let sitemapd_parser::Event::Url(entry) = event {
+            ingest.entry(&key, &entry)?;
+        }
+    }
+    let summary = parser.summary();
+    let fetch = SitemapFetch {
+        status: if summary.format.is_some() { 200 } else { 0 },
+        complete: summary.complete,
+        ..SitemapFetch::default()
+    };
+    ingest.sitemap_fetched(&key, &fetch)?;
+    eprintln!("{key}: {} urls", summary.urls);
+    Ok(ingest.finish()?)
+}
+
+/// The walk, event by event, into the store.
+fn walk_into(
+    store: &Store,
+    walker: &Walker,
+    seeds: Vec<Seed>,
+    progress: &Progress,
+    session_now: i64,
+    failed_sites: &mut u64,
+) -> Result<IngestStats> {
+    runtime()?.block_on(async {
         let mut ingest = store.ingest(session_now);
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
@@ -99,7 +166,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
                 }
                 WalkEvent::SiteDone(t) => {
                     if t.sitemaps == 0 {
-                        failed_sites += 1;
+                        *failed_sites += 1;
                     }
                     progress.line(&format!(
                         "{}: {} sitemaps read, {} failed, {} urls",
@@ -117,25 +184,6 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
             }
         }
         anyhow::Ok(ingest.finish()?)
-    })?;
-    store.flush()?;
-    progress.finish();
-    eprintln!(
-        "ingest: {} entries, {} new, {} updated, {} unchanged, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
-        stats.entries,
-        stats.new,
-        stats.updated,
-        stats.unchanged,
-        stats.revived,
-        stats.retired,
-        stats.sitemaps,
-        started.elapsed().as_secs_f64(),
-        args.store.store.display()
-    );
-    Ok(if failed_sites == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     })
 }
 
