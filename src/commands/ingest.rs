@@ -51,7 +51,9 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         .partition(|s| !is_url(s) && std::path::Path::new(s).is_file());
     let seeds = sites
         .iter()
-        .map(|s| Seed::parse(s).with_context(|| format!("{s:?} is not a site, sitemap URL or file")))
+        .map(|s| {
+            Seed::parse(s).with_context(|| format!("{s:?} is not a site, sitemap URL or file"))
+        })
         .collect::<Result<Vec<_>>>()?;
     let store = Arc::new(args.store.open(args.policy.clone())?);
     let started = Instant::now();
@@ -73,8 +75,21 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     let stats = if seeds.is_empty() {
         file_stats.pop().unwrap_or_default()
     } else {
-        walk_into(&store, &walker, seeds, &progress, session_now, &mut failed_sites)?
+        walk_into(
+            &store,
+            &walker,
+            seeds,
+            &progress,
+            session_now,
+            &mut failed_sites,
+        )?
     };
+    if let Some(m) = store.calibrate()? {
+        progress.line(&format!(
+            "{} calibrated: multiplier {m:e}",
+            store.policy().name()
+        ));
+    }
     store.flush()?;
     progress.finish();
     eprintln!(

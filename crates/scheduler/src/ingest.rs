@@ -443,7 +443,7 @@ impl<'s> Ingest<'s> {
             rec.retired = false;
             let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
             if (new || revived || hints_changed) && !leased {
-                let due = store.schedule(&rec, host, now);
+                let due = store.schedule(&url, &rec, host, now);
                 rec.schedule = Schedule {
                     due: due.at,
                     score: due.score as f32,

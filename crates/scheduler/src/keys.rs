@@ -10,6 +10,7 @@
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
 //! | `~policy` | | the policy name the store schedules with |
+//! | `~calibration` | | the rate policies' allocation multiplier |
 
 /// URL records.
 pub const URL: u8 = b'u';
@@ -23,6 +24,8 @@ pub const SITEMAP_ID: u8 = b'i';
 pub const HOST: u8 = b'h';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
+/// The allocation multiplier of the rate policies (f64, big endian).
+pub const CALIBRATION: &[u8] = b"~calibration";
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());

@@ -291,7 +291,7 @@ impl Store {
             .policy
             .next_interval(&state, outcome.kind())
             .map(|i| i as f32);
-        let due = self.schedule(&rec, &host, now);
+        let due = self.schedule(url, &rec, &host, now);
         batch.remove(keys::due(rec.schedule.due, url));
         rec.schedule = Schedule {
             due: due.at,

@@ -104,7 +104,13 @@ impl Store {
                 .map(|v| String::from_utf8_lossy(&v).into_owned())
                 .unwrap_or_else(|| DEFAULT_POLICY.to_string()),
         };
-        let policy = policy::policy(&name, options.params.clone())?;
+        let mut params = options.params.clone();
+        if let Some(bytes) = kv.get(keys::CALIBRATION)? {
+            if let Ok(b) = <[u8; 8]>::try_from(bytes.as_ref()) {
+                params.calibration.multiplier = f64::from_be_bytes(b);
+            }
+        }
+        let policy = policy::policy(&name, params)?;
         if options.policy.is_some() {
             kv.insert(keys::POLICY, name.as_bytes())?;
         }
@@ -200,11 +206,52 @@ impl Store {
         }
     }
 
-    /// When the policy says `r` is next due.
-    pub(crate) fn schedule(&self, r: &UrlRecord, host: &HostRecord, now: i64) -> Due {
+    /// When the policy says `url` is next due, with up to ±5 % of the wait
+    /// as jitter taken from a hash of the URL, so URLs scheduled together
+    /// (one sitemap read) do not all fall due in the same second.
+    pub(crate) fn schedule(&self, url: &str, r: &UrlRecord, host: &HostRecord, now: i64) -> Due {
         let host = HostState {
             lastmod_trusted: host.trust.is_trusted(),
         };
-        self.policy.next_due(&self.url_state(r), &host, now)
+        let mut due = self.policy.next_due(&self.url_state(r), &host, now);
+        let wait = due.at.saturating_sub(now);
+        if wait > 20 {
+            let h = url.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            let unit = (h % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
+            due.at = due.at.saturating_add((unit * 0.05 * wait as f64) as i64);
+        }
+        due
+    }
+
+    /// Computes the allocation multiplier of `freshness-optimal` and
+    /// `lambda-crawl` over every active URL for the policy's budget, and
+    /// saves it: the next open schedules with it. A no-op for the other
+    /// policies; returns the multiplier.
+    pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
+        let name = self.policy.name();
+        if name != "freshness-optimal" && name != "lambda-crawl" {
+            return Ok(None);
+        }
+        let params = &self.options.params;
+        let mut pages = Vec::new();
+        for item in self.kv.scan_prefix([keys::URL]) {
+            let (_, value) = item?;
+            if let Ok(r) = decode::<UrlRecord>(&value) {
+                if !r.retired {
+                    let state = self.url_state(&r);
+                    pages.push((policy::planning_rate(&state, params), state.importance));
+                }
+            }
+        }
+        let multiplier = if name == "freshness-optimal" {
+            policy::optimal_multiplier(&pages, params.budget)
+        } else {
+            policy::lambda_crawl_multiplier(&pages, params.budget)
+        };
+        self.kv
+            .insert(keys::CALIBRATION, &multiplier.to_be_bytes())?;
+        Ok(Some(multiplier))
     }
 }

@@ -329,3 +329,40 @@ fn a_lease_reaches_across_many_hosts() {
     assert_eq!(per_host.len(), 50);
     assert!(per_host.values().all(|&n| n == 4));
 }
+
+#[test]
+fn rate_policies_are_calibrated_over_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || StoreOptions {
+        policy: Some("freshness-optimal".into()),
+        ..StoreOptions::default()
+    };
+    let m = {
+        let s = Store::open(dir.path(), options()).unwrap();
+        let entries: Vec<UrlEntry> = (0..30)
+            .map(|i| {
+                let mut e = entry(&format!("https://a.example/p{i}"));
+                e.changefreq =
+                    Some([ChangeFreq::Hourly, ChangeFreq::Daily, ChangeFreq::Monthly][i % 3]);
+                e
+            })
+            .collect();
+        read(&s, T0, SM, &entries);
+        let m = s.calibrate().unwrap().unwrap();
+        assert!(m.is_finite() && m > 0.0, "{m}");
+        m
+    };
+    // Remembered: the policy too (opening without naming one).
+    let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    assert_eq!(s.policy().name(), "freshness-optimal");
+    assert_eq!(s.calibrate().unwrap(), Some(m));
+    let fixed = Store::open(
+        tempfile::tempdir().unwrap().path(),
+        StoreOptions {
+            policy: Some("fixed".into()),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(fixed.calibrate().unwrap(), None);
+}

@@ -65,7 +65,7 @@ pub use closed::{age_fixed, freshness_fixed, harmonic_cost_poisson};
 pub use lastmod::{Lastmod, lastmod_is_newer, precision_span};
 pub use optimal::{
     FreshnessOptimal, LambdaCrawl, lambda_crawl_multiplier, lambda_crawl_on_change_probability,
-    lambda_crawl_rate, optimal_multiplier, optimal_rate,
+    lambda_crawl_rate, optimal_multiplier, optimal_rate, planning_rate,
 };
 
 /// One hour in seconds.

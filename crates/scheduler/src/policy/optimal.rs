@@ -245,7 +245,7 @@ pub fn lambda_crawl_on_change_probability(
 /// the prior 1/(changefreq interval, or `initial_interval`); floored at
 /// 1/`max_interval` so a page never seen changing is still revisited (and
 /// its estimate can move).
-fn planning_rate(url: &UrlState, params: &Params) -> f64 {
+pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
     let (_, max) = params.bounds();
     let rate = match url.rate.filter(|r| r.is_finite() && *r >= 0.0) {
         Some(r) => r,
