@@ -12,16 +12,19 @@
 //! **lambda-crawl** (Kolobov, Peres, Lu, Horvitz, NeurIPS 2019): minimise
 //! the harmonic staleness Σ μ_i ln(1 + Δ_i/ρ_i) subject to Σ ρ_i = B, which
 //! gives ρ_i = (−Δ_i + √(Δ_i² + 4μ_iΔ_i/λ))/2 ([`lambda_crawl_rate`],
-//! computed in the cancellation-free form (2μ_i/λ)/(1 + √(1 + 4μ_i/(λΔ_i))))
+//! computed in the cancellation- and overflow-free form a/(½ + √(a/Δ_i + ¼)),
+//! a = μ_i/λ)
 //! and λ by bisection ([`lambda_crawl_multiplier`]). Pages whose every
 //! change is observed are crawled on change with probability
 //! [`lambda_crawl_on_change_probability`]; the policy here is rate-based
 //! only (it is pure and cannot draw the coin), the queue may use it.
 //!
 //! Both multipliers are computed over the whole store by its owner and
-//! passed in [`Calibration`](super::Calibration). Searches are bounded loops;
+//! passed in [`Calibration`](super::Calibration). Searches are bounded loops
+//! (the multipliers by bisection on the f64 bit pattern, at most 64 steps);
 //! pages with non-finite or non-positive rate or weight are ignored (they get
-//! rate 0).
+//! rate 0), and so, for freshness-optimal, are pages whose w/λ over- or
+//! underflows f64.
 
 use super::{
     Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
@@ -52,28 +55,21 @@ fn g(r: f64) -> f64 {
     }
 }
 
-/// The r > 0 with g(r) = c, for 0 < c < 1 (g increases from 0 to 1).
-fn solve_g(c: f64) -> f64 {
-    // g'(r) = re^{−r} ≤ r gives g(r) ≤ r²/2, so the root is ≥ √(2c).
-    let mut lo = (2.0 * c).sqrt();
-    let mut hi = lo.max(1.0);
-    for _ in 0..MAX_STEPS {
-        if g(hi) >= c {
-            break;
-        }
-        lo = hi;
-        hi *= 2.0;
-    }
+/// The root of an increasing `h` in [`lo`, `hi`] (`h(lo) ≤ 0 ≤ h(hi)`);
+/// `h` returns (value, slope). Newton, falling back to bisection whenever
+/// the step leaves the bracket. Bounded.
+fn solve_increasing(mut lo: f64, mut hi: f64, h: impl Fn(f64) -> (f64, f64)) -> f64 {
     let mut r = 0.5 * (lo + hi);
     for _ in 0..MAX_STEPS {
-        let f = g(r) - c;
-        if f > 0.0 {
+        let (v, slope) = h(r);
+        if v > 0.0 {
             hi = r;
-        } else {
+        } else if v < 0.0 {
             lo = r;
+        } else {
+            return r;
         }
-        let slope = r * (-r).exp();
-        let newton = r - f / slope;
+        let newton = r - v / slope;
         let next = if newton > lo && newton < hi {
             newton
         } else {
@@ -87,42 +83,97 @@ fn solve_g(c: f64) -> f64 {
     r
 }
 
+/// The r = λ/f > 0 with g(r) = c = μ/q, for 0 < μ < q (q = w/λ), so
+/// 0 ≤ c < 1 in f64 (μ < q keeps the rounded quotient below 1).
+///
+/// Three regimes, none of which loses the root to rounding:
+/// - c < 1e-30 (possibly underflowed to 0): r = s(1 + s/3 + O(s²)) with
+///   s = √(2c) computed as √(2μ)/√q;
+/// - c ≤ 1/2: Newton on g(r) = c (g by its series for small r);
+/// - c > 1/2: Newton on r − ln(1 + r) = −ln(1 − c), i.e. (1 + r)e^{−r} =
+///   1 − c, with 1 − c exact (Sterbenz); g(r) itself rounds to 1 from
+///   r ≈ 37 on, this form does not.
+fn solve_r(mu: f64, q: f64) -> f64 {
+    let c = mu / q;
+    if c < 1e-30 {
+        // μ < 1e-30·q, so 2μ does not overflow; s ≥ ~1e-316 > 0.
+        let s = (2.0 * mu).sqrt() / q.sqrt();
+        return s * (1.0 + s / 3.0);
+    }
+    if c <= 0.5 {
+        // g(r) ≤ r²/2, so the root is ≥ √(2c); double up to an upper end.
+        let lo = (2.0 * c).sqrt();
+        let mut hi = 2.0 * lo;
+        for _ in 0..MAX_STEPS {
+            if g(hi) >= c {
+                break;
+            }
+            hi *= 2.0;
+        }
+        return solve_increasing(lo, hi, |r| (g(r) - c, r * (-r).exp()));
+    }
+    // r − ln(1 + r) increases (slope r/(1 + r)); at r = 1.6 it is 0.64 <
+    // ln 2 ≤ L, at 2L + 3 it is L + 3 − ln(2L + 4) > L.
+    let tail = -(1.0 - c).ln();
+    solve_increasing(1.6, 2.0 * tail + 3.0, |r| {
+        (r - r.ln_1p() - tail, r / (1.0 + r))
+    })
+}
+
+/// w/λ of a page the allocation can use: λ and w positive and finite and
+/// w/λ a positive finite f64 (it is what μ is compared with), else None.
+fn value_per_change(lambda: f64, weight: f64) -> Option<f64> {
+    if !positive(lambda) || !positive(weight) {
+        return None;
+    }
+    Some(weight / lambda).filter(|q| positive(*q))
+}
+
 /// Freshness-optimal refresh rate f (fetches/s) of a page changing at rate
 /// `lambda` with weight `weight`, at multiplier `mu`: 0 when w/λ ≤ μ, else
 /// λ/r with (w/λ)(1 − (1 + r)e^{−r}) = μ. A page that never changes (λ ≤ 0)
-/// or has no weight gets 0; μ ≤ 0 (no budget constraint) gives +∞; NaN
-/// anywhere gives 0.
+/// or has no weight, or whose w/λ is not a positive finite f64, gets 0;
+/// μ ≤ 0 (no budget constraint) gives +∞; NaN anywhere gives 0.
+///
+/// The give-up test is `w / λ <= μ` exactly as written, the same quotient
+/// [`optimal_multiplier`] takes its upper bracket from, so at that μ every
+/// rate is 0.
 pub fn optimal_rate(lambda: f64, weight: f64, mu: f64) -> f64 {
-    if !positive(lambda) || !positive(weight) || mu.is_nan() {
+    let Some(q) = value_per_change(lambda, weight) else {
+        return 0.0;
+    };
+    if mu.is_nan() || mu >= q {
         return 0.0;
     }
     if mu <= 0.0 {
         return f64::INFINITY;
     }
-    let c = mu * lambda / weight;
-    if c.is_nan() || c >= 1.0 {
-        return 0.0;
-    }
-    let f = lambda / solve_g(c);
+    let f = lambda / solve_r(mu, q);
     if f.is_nan() { 0.0 } else { f }
 }
 
 /// The multiplier μ at which the freshness-optimal rates of `pages`
-/// (λ_i, w_i) sum to `budget` fetches/s. 0 when no page is usable or the
-/// budget is infinite; max w/λ (every rate 0) when the budget is ≤ 0 or NaN.
+/// (λ_i, w_i) sum to `budget` fetches/s. 0 when no page is usable (see
+/// [`optimal_rate`]) or the budget is infinite; max w/λ (every rate 0) when
+/// the budget is ≤ 0 or NaN.
 ///
 /// The sum never exceeds the budget. It meets it (to ~1e-12 relative) unless
 /// the budget is so small that the marginal page would be refreshed less than
-/// about once per 35 of its changes: there r = λ/f needs
+/// about once per 40 of its changes: there r = λ/f needs
 /// (1 + r)e^{−r} < 2^{−52}, i.e. μ closer to w/λ than one f64 ulp, and that
-/// page's rate drops from ≈ λ/35 to 0 between adjacent μ. The sum then falls
-/// short by at most that λ/35.
+/// page's rate drops from ≈ λ/40 to 0 between adjacent μ. The sum then falls
+/// short by at most that λ/39.
 ///
-/// Cost: O(pages) per step, ~60–250 steps (each page's rate is a
-/// safeguarded Newton solve of a few iterations).
+/// Cost: O(pages) per step, at most 64 steps (bisection on the f64 bit
+/// pattern of μ over (0, max w/λ]; each page's rate is a safeguarded Newton
+/// solve of a few iterations).
 pub fn optimal_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
-    let usable = || pages.iter().filter(|(l, w)| positive(*l) && positive(*w));
-    let Some(mu_max) = usable().map(|(l, w)| w / l).reduce(f64::max) else {
+    let usable = || {
+        pages
+            .iter()
+            .filter_map(|&(l, w)| Some((l, w, value_per_change(l, w)?)))
+    };
+    let Some(mu_max) = usable().map(|(_, _, q)| q).reduce(f64::max) else {
         return 0.0;
     };
     if budget.is_nan() || budget <= 0.0 {
@@ -131,48 +182,48 @@ pub fn optimal_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
     if budget.is_infinite() {
         return 0.0;
     }
-    let total = |mu: f64| usable().map(|&(l, w)| optimal_rate(l, w, mu)).sum::<f64>();
-    // f_i ≤ √(λ_i w_i/(2μ)) (since r_i ≥ √(2c_i)), so Σ f ≤ B at this μ.
-    let s: f64 = usable().map(|(l, w)| (l * w / 2.0).sqrt()).sum();
-    let hi = (s / budget).powi(2).min(mu_max);
-    bisect_decreasing(total, budget, hi)
+    let total = |mu: f64| {
+        usable()
+            .map(|(l, w, _)| optimal_rate(l, w, mu))
+            .sum::<f64>()
+    };
+    // Every page gives up at μ = max w/λ (total 0), so it brackets the root.
+    bisect_decreasing(total, budget, mu_max)
 }
 
 /// The x in (0, `hi`] with `total(x) = target` for a decreasing `total`
-/// with `total(hi) ≤ target` and `total(0+) = ∞`: halve down to a lower
-/// bracket, then bisect geometrically. Bounded. Returns the upper end of the
-/// final bracket, so the total never exceeds the target.
+/// with `total(hi) ≤ target`: bisection on the bit patterns of positive f64
+/// (ordered like their values), so at most 64 steps however many binades
+/// the bracket spans, ending on adjacent floats. Returns the upper end of the
+/// final bracket, so the total never exceeds the target; the smallest
+/// positive f64 if even its total does not reach the target; `hi` itself if
+/// its total already exceeds the target (the root lies above `f64::MAX`).
 fn bisect_decreasing(total: impl Fn(f64) -> f64, target: f64, hi: f64) -> f64 {
-    if !positive(hi) {
+    if hi.is_nan() || hi <= 0.0 {
         return 0.0;
     }
-    let mut hi = hi;
-    let mut lo = hi;
-    for _ in 0..4 * MAX_STEPS {
-        if total(lo) >= target {
-            break;
-        }
-        hi = lo;
-        lo /= 2.0;
-        if lo <= 0.0 {
-            return hi;
-        }
-    }
-    if total(hi) >= target {
+    let hi = hi.min(f64::MAX);
+    if total(hi) > target {
         return hi;
     }
-    for _ in 0..MAX_STEPS {
-        let mid = lo * (hi / lo).sqrt(); // no overflow of lo·hi
-        if !(mid > lo && mid < hi) || hi - lo <= 1e-15 * hi {
+    let mut lo = f64::from_bits(1).to_bits(); // smallest positive subnormal
+    let mut hi = hi.to_bits();
+    if total(f64::from_bits(lo)) <= target {
+        return f64::from_bits(lo);
+    }
+    // Invariant: total(lo) > target ≥ total(hi) (NaN counts as "not above").
+    for _ in 0..64 {
+        if hi - lo <= 1 {
             break;
         }
-        if total(mid) > target {
+        let mid = lo + (hi - lo) / 2;
+        if total(f64::from_bits(mid)) > target {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    hi
+    f64::from_bits(hi)
 }
 
 /// Lambda-crawl rate ρ (fetches/s) of a page with change rate `delta` and
@@ -187,11 +238,16 @@ pub fn lambda_crawl_rate(delta: f64, importance: f64, lagrange: f64) -> f64 {
     if lagrange <= 0.0 {
         return f64::INFINITY;
     }
-    let x = 4.0 * importance / (lagrange * delta);
-    let rho = if x.is_finite() {
-        (2.0 * importance / lagrange) / (1.0 + (1.0 + x).sqrt())
+    // With a = μ_i/λ and t = a/Δ: ρ = 2a/(1 + √(1 + 4t)) = a/(½ + √(t + ¼)),
+    // which neither cancels nor overflows in 2a or 4t (importance near
+    // f64::MAX used to make 4μ_i infinite and take the t ≫ 1 branch).
+    let a = importance / lagrange;
+    let t = a / delta;
+    let rho = if t.is_finite() {
+        a / (0.5 + (t + 0.25).sqrt())
     } else {
-        (importance / lagrange).sqrt() * delta.sqrt()
+        // t > f64::MAX: ρ = √(aΔ) to within 1/√t.
+        (importance.sqrt() / lagrange.sqrt()) * delta.sqrt()
     };
     if rho.is_nan() { 0.0 } else { rho }
 }
@@ -199,7 +255,8 @@ pub fn lambda_crawl_rate(delta: f64, importance: f64, lagrange: f64) -> f64 {
 /// The Lagrange multiplier λ at which the lambda-crawl rates of `pages`
 /// (Δ_i, μ_i) sum to `budget` fetches/s. 0 when no page is usable or the
 /// budget is infinite; `f64::MAX` (every rate ≈ 0) when the budget is ≤ 0 or
-/// NaN.
+/// NaN. The sum never exceeds the budget unless the exact λ is above
+/// `f64::MAX` (Σμ/B overflows): then `f64::MAX`, the closest there is.
 pub fn lambda_crawl_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
     let usable = || pages.iter().filter(|(d, m)| positive(*d) && positive(*m));
     if usable().next().is_none() {
@@ -216,7 +273,7 @@ pub fn lambda_crawl_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
             .map(|&(d, m)| lambda_crawl_rate(d, m, l))
             .sum::<f64>()
     };
-    // ρ_i ≤ μ_i/λ, so Σ ρ ≤ B at λ = Σμ/B.
+    // ρ_i ≤ μ_i/λ, so Σ ρ ≤ B at λ = Σμ/B (unless that exceeds f64::MAX).
     let hi = usable().map(|(_, m)| m).sum::<f64>() / budget;
     bisect_decreasing(total, budget, hi.min(f64::MAX))
 }

@@ -984,3 +984,67 @@ fn tiny_budget_never_overspends() {
     let mu = optimal_multiplier(&[(10.0, 1e-3)], 0.5);
     assert!(close(optimal_rate(10.0, 1e-3, mu), 0.5, 1e-9));
 }
+
+#[test]
+fn extreme_pages_do_not_break_the_multipliers() {
+    // Found by proptest: next to an ordinary page, one whose w/λ is ~1e233.
+    // μ·λ/w rounded below 1 at μ = max w/λ, so that page kept ≈ λ/37 there
+    // and the "upper bracket" overspent the budget 10^12-fold.
+    let pages = [
+        (1e-8, 0.001),
+        (7_559_748.254_041_065, 1.651_171_103_970_138_3e240),
+    ];
+    let budget = 1e-7;
+    let mu = optimal_multiplier(&pages, budget);
+    let sum: f64 = pages.iter().map(|&(l, w)| optimal_rate(l, w, mu)).sum();
+    assert!(sum <= budget, "Σf = {sum} vs {budget}");
+    let (l, w) = pages[1];
+    assert_eq!(optimal_rate(l, w, w / l), 0.0, "gives up exactly at w/λ");
+    // The plain case of that input: exact.
+    let mu = optimal_multiplier(&pages[..1], budget);
+    assert!(close(optimal_rate(1e-8, 0.001, mu), budget, 1e-9));
+    // w/λ overflows: unusable (rate 0), the others still meet the budget.
+    let pages = [(1e-8, 0.001), (1.082_946_748_239_464e-308, 2.886e258)];
+    let mu = optimal_multiplier(&pages, budget);
+    assert_eq!(optimal_rate(pages[1].0, pages[1].1, mu), 0.0);
+    assert!(close(optimal_rate(1e-8, 0.001, mu), budget, 1e-9));
+    // c = μλ/w underflows: still f ≈ √(λw/(2μ)), not λ/(an arbitrary r).
+    let f = optimal_rate(1e-200, 1e10, 1e-200);
+    assert!(close(f, (1e10f64 / 2.0).sqrt(), 1e-9), "{f}");
+    // Near c = 1 the tail form keeps r finite and accurate:
+    // (1 + r)e^{−r} = 1 − c.
+    let f = optimal_rate(1.0, 1.0, 1.0 - 1e-12);
+    let r = 1.0 / f;
+    assert!(close((1.0 + r) * (-r).exp(), 1e-12, 1e-3), "r = {r}");
+
+    // Lambda-crawl: the answer is ~870 halvings below Σμ/B (the old bracket
+    // search gave up after 800), and an importance near f64::MAX made 4μ
+    // overflow into the Δ-small branch. (With that importance and B = 1e-7
+    // the exact λ ≈ μ/B is above f64::MAX: not representable, not tested.)
+    let cases = [
+        (
+            1.082_946_748_239_464e-308,
+            2.886_523_175_429_273_4e258,
+            1e-7,
+        ),
+        (
+            1.082_946_748_239_464e-308,
+            2.886_523_175_429_273_4e258,
+            42.4,
+        ),
+        (
+            4_611_257.365_649_02,
+            7.926_198_847_118_082e307,
+            42.384_357_516_884_11,
+        ),
+    ];
+    for (d, m, budget) in cases {
+        let pages = [(1e-8, 0.001), (d, m)];
+        let l = lambda_crawl_multiplier(&pages, budget);
+        let sum: f64 = pages.iter().map(|&(d, m)| lambda_crawl_rate(d, m, l)).sum();
+        assert!(
+            close(sum, budget, 1e-9),
+            "{pages:?} B = {budget}: Σρ = {sum}"
+        );
+    }
+}
