@@ -76,6 +76,18 @@ pub fn now() -> i64 {
 }
 
 impl crate::cli::StoreArgs {
+    /// Opens an existing store for reading and the queue (a mistyped
+    /// `--store` is an error, not a new empty store).
+    pub fn open_existing(&self) -> anyhow::Result<sitemapd_scheduler::Store> {
+        if !self.store.is_dir() {
+            anyhow::bail!(
+                "no store at {} (sitemapd ingest creates one)",
+                self.store.display()
+            );
+        }
+        self.open(None)
+    }
+
     /// Opens the store (with `policy`, or the one it remembers).
     pub fn open(&self, policy: Option<String>) -> anyhow::Result<sitemapd_scheduler::Store> {
         use anyhow::Context;

@@ -215,3 +215,62 @@ fn kill_9_during_ingest_leaves_a_consistent_store() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["active"], 30_000, "{v}");
 }
+
+#[test]
+fn store_command_edge_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing-here");
+    let missing = missing.to_str().unwrap();
+    // Read commands refuse a store that is not there.
+    let o = run(&["stats", "--store", missing]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no store at"), "{}", stderr(&o));
+    assert!(!std::path::Path::new(missing).exists());
+    // A file that is not there is not taken for a site.
+    let store = dir.path().join("st");
+    let store = store.to_str().unwrap();
+    for arg in ["missing.xml", "data/sitemap.xml", "./x"] {
+        let o = run(&["ingest", "--store", store, arg]);
+        assert_eq!(o.status.code(), Some(1), "{arg}");
+        assert!(stderr(&o).contains("no such file"), "{arg}: {}", stderr(&o));
+    }
+    // Two files: the summary adds them up.
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    std::fs::write(&a, "https://x.example/1\nhttps://x.example/2\n").unwrap();
+    std::fs::write(&b, "https://x.example/3\n").unwrap();
+    let o = run(&[
+        "ingest",
+        "--store",
+        store,
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("3 entries, 3 new"), "{}", stderr(&o));
+    // `queue` output with an outcome added is valid `complete` input.
+    let o = run(&["queue", "--store", store, "-n", "1", "--lease", "60"]);
+    let mut line: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    line["outcome"] = "changed".into();
+    let mut child = bin()
+        .args(["complete", "--store", store])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = format!("{line}\n").into_bytes();
+    input.extend_from_slice(b"\xff\xfe not utf-8\n");
+    input.extend_from_slice(format!("{line}\n").as_bytes());
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("line 2: not UTF-8"), "{err}");
+    assert!(err.contains("complete: 2 recorded, 1 failed"), "{err}");
+    // CSV export of an empty store still has its header.
+    let empty = dir.path().join("empty");
+    let empty = empty.to_str().unwrap();
+    std::fs::create_dir(empty).unwrap();
+    let o = run(&["export", "--store", empty, "--format", "csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("url,first_seen,"), "{}", stdout(&o));
+}

@@ -34,8 +34,10 @@ impl SitemapMemory for StoreMemory {
                 .last_success
                 .and_then(|t| u64::try_from(t).ok())
                 .map(|t| UNIX_EPOCH + Duration::from_secs(t)),
-            children: record
-                .children
+            children: self
+                .0
+                .children(url.as_str())
+                .unwrap_or_default()
                 .iter()
                 .filter_map(|c| NormUrl::parse(c).ok())
                 .collect(),
@@ -45,10 +47,22 @@ impl SitemapMemory for StoreMemory {
 
 /// Runs the command.
 pub fn run(args: &IngestArgs) -> Result<ExitCode> {
-    let (files, sites): (Vec<&String>, Vec<&String>) = args
-        .sites
-        .iter()
-        .partition(|s| !is_url(s) && std::path::Path::new(s).is_file());
+    let mut files = Vec::new();
+    let mut sites = Vec::new();
+    for arg in &args.sites {
+        let path = std::path::Path::new(arg);
+        if is_url(arg) {
+            sites.push(arg);
+        } else if path.is_file() {
+            files.push(arg);
+        } else if path.exists() {
+            anyhow::bail!("{arg} is not a file (a directory?)");
+        } else if looks_like_a_path(arg) {
+            anyhow::bail!("{arg}: no such file");
+        } else {
+            sites.push(arg);
+        }
+    }
     let seeds = sites
         .iter()
         .map(|s| {
@@ -57,9 +71,9 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     let store = Arc::new(args.store.open(args.policy.clone())?);
     let started = Instant::now();
-    let mut file_stats = Vec::new();
+    let mut stats = IngestStats::default();
     for file in files {
-        file_stats.push(ingest_file(&store, file, args)?);
+        stats += ingest_file(&store, file, args)?;
     }
     let fetcher = Fetcher::new(args.fetch.config())?;
     let walker = Walker::new(
@@ -72,18 +86,16 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     let progress = Progress::new();
     let session_now = now();
     let mut failed_sites = 0u64;
-    let stats = if seeds.is_empty() {
-        file_stats.pop().unwrap_or_default()
-    } else {
-        walk_into(
+    if !seeds.is_empty() {
+        stats += walk_into(
             &store,
             &walker,
             seeds,
             &progress,
             session_now,
             &mut failed_sites,
-        )?
-    };
+        )?;
+    }
     if let Some(m) = store.calibrate()? {
         progress.line(&format!(
             "{} calibrated: multiplier {m:e}",
@@ -109,6 +121,21 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `./map.xml`, `data/sitemap.xml`, `sitemap.xml.gz`: meant as a file, not
+/// a site (a site is `example.com` or a URL).
+fn looks_like_a_path(arg: &str) -> bool {
+    let lower = arg.to_ascii_lowercase();
+    arg.starts_with('.')
+        || arg.starts_with('/')
+        || arg.starts_with('~')
+        || [".xml", ".gz", ".txt", ".rss", ".atom"]
+            .iter()
+            .any(|ext| lower.ends_with(ext) && !lower.contains('/'))
+        || lower
+            .split_once('/')
+            .is_some_and(|(first, _)| !first.contains('.'))
 }
 
 /// A sitemap file on disk, ingested under its `file://` path (no scope

@@ -12,7 +12,7 @@ use crate::settings::now;
 
 /// Runs `stats`.
 pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
-    let store = args.store.open(None)?;
+    let store = args.store.open_existing()?;
     let stats = store.stats(now())?;
     let check = if args.check {
         Some(store.check()?)
@@ -101,6 +101,29 @@ pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
     })
 }
 
+/// The export columns, in [`Row`]'s field order.
+const COLUMNS: [&str; 19] = [
+    "url",
+    "first_seen",
+    "last_seen",
+    "lastmod",
+    "lastmod_precision",
+    "lastmod_changes",
+    "changefreq",
+    "priority",
+    "images",
+    "videos",
+    "news",
+    "alternates",
+    "fetches",
+    "changes",
+    "last_fetch",
+    "last_change",
+    "due",
+    "reason",
+    "retired",
+];
+
 /// One exported row (CSV and JSON Lines share it).
 #[derive(Serialize)]
 struct Row<'a> {
@@ -155,7 +178,7 @@ impl<'a> Row<'a> {
 
 /// Runs `export`.
 pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
-    let store = args.store.open(None)?;
+    let store = args.store.open_existing()?;
     let stdout = io::stdout().lock();
     match args.format {
         EntryFormat::Jsonl => {
@@ -168,7 +191,11 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
             out.flush()?;
         }
         EntryFormat::Csv => {
-            let mut out = csv::Writer::from_writer(stdout);
+            let mut out = csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(stdout);
+            // The header even for an empty store (pandas wants one).
+            out.write_record(COLUMNS)?;
             for item in store.export() {
                 let (url, rec) = item?;
                 out.serialize(Row::of(&url, &rec))?;

@@ -86,6 +86,21 @@ impl Store {
                 Ok(_) => {}
             }
         }
+        for prefix in [keys::HOST, keys::SITEMAP] {
+            for item in self.kv.scan_prefix([prefix]) {
+                let (key, value) = item?;
+                let bad = if prefix == keys::HOST {
+                    decode::<HostRecord>(&value).is_err()
+                } else {
+                    decode::<SitemapRecord>(&value).is_err()
+                };
+                if bad {
+                    report
+                        .corrupt
+                        .push(String::from_utf8_lossy(&key).into_owned());
+                }
+            }
+        }
         for item in self.kv.scan_prefix([keys::DUE]) {
             let (key, _) = item?;
             report.due_entries += 1;

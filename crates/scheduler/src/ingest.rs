@@ -12,17 +12,14 @@ use sitemapd_parser::UrlEntry;
 
 use crate::keys;
 use crate::record::{
-    Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, Schedule, SitemapRecord,
-    StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
+    Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, RECENT_READS, Schedule, SitemapRecord,
+    StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, decode, encode,
 };
 use crate::store::{Store, StoreError};
 
 /// URLs merged in memory before a batch is written (measured: see the
 /// README's store bench).
 pub const DEFAULT_BATCH: usize = 2_000;
-
-/// Children remembered per index (the protocol's limit).
-const MAX_CHILDREN: usize = 50_000;
 
 /// A lastmod this far past `now` is still believed (clock skew, time zones).
 const FUTURE_TOLERANCE: i64 = 86_400;
@@ -44,6 +41,18 @@ pub struct IngestStats {
     pub retired: u64,
     /// Sitemap reads recorded.
     pub sitemaps: u64,
+}
+
+impl std::ops::AddAssign for IngestStats {
+    fn add_assign(&mut self, o: Self) {
+        self.entries += o.entries;
+        self.new += o.new;
+        self.updated += o.updated;
+        self.unchanged += o.unchanged;
+        self.revived += o.revived;
+        self.retired += o.retired;
+        self.sitemaps += o.sitemaps;
+    }
 }
 
 /// How a sitemap fetch ended, for [`Ingest::sitemap_fetched`].
@@ -71,6 +80,8 @@ struct Reading {
     entries: u64,
     /// Distinct URLs stamped by this read.
     distinct: u64,
+    /// The sitemap's host: URLs elsewhere get a member key.
+    host: String,
     with_lastmod: u64,
     in_future: u64,
     lastmods: HashMap<i64, u64>,
@@ -111,6 +122,39 @@ impl Store {
             stats: IngestStats::default(),
         }
     }
+
+    /// The child sitemaps fetched through the index at `url`.
+    pub fn children(&self, url: &str) -> Result<Vec<String>, StoreError> {
+        let Some(index) = self.sitemap(url)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for item in self.kv.scan_prefix(keys::children_of(index.id)) {
+            let (key, _) = item?;
+            if let Some(child) = keys::suffix_url(&key) {
+                out.push(child.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The recent complete reads of the sitemap with this id.
+    fn recent_reads(&self, id: u64) -> Result<Vec<u64>, StoreError> {
+        let Some(url) = self.kv.get(keys::sitemap_id(id))? else {
+            return Ok(Vec::new());
+        };
+        let url = String::from_utf8_lossy(&url).into_owned();
+        Ok(self
+            .sitemap(&url)?
+            .map(|s| s.recent_complete)
+            .unwrap_or_default())
+    }
+}
+
+/// Complete reads (sequence numbers in `recent`) after the read stamped
+/// `stamp`: how many complete reads a URL has been absent from.
+fn absences(recent: &[u64], stamp: u64) -> usize {
+    recent.iter().filter(|s| **s > stamp).count()
 }
 
 impl<'s> Ingest<'s> {
@@ -148,6 +192,7 @@ impl<'s> Ingest<'s> {
                     seq,
                     entries: 0,
                     distinct: 0,
+                    host: keys::host_of(sitemap).to_string(),
                     with_lastmod: 0,
                     in_future: 0,
                     lastmods: HashMap::new(),
@@ -161,6 +206,7 @@ impl<'s> Ingest<'s> {
     /// One URL entry of the sitemap at `sitemap` (its URL as listed).
     pub fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
         let now = self.now;
+        let believable = now.saturating_add(FUTURE_TOLERANCE);
         let reading = self.reading(sitemap)?;
         reading.entries += 1;
         let source = (reading.record.id, reading.seq);
@@ -171,16 +217,19 @@ impl<'s> Ingest<'s> {
         if let Some(l) = lastmod {
             reading.with_lastmod += 1;
             *reading.lastmods.entry(l.at).or_default() += 1;
-            if l.at > now + FUTURE_TOLERANCE {
+            if l.at > believable {
                 reading.in_future += 1;
             }
         }
         // X8: a lastmod in the future is kept by the parser but not believed.
-        let lastmod = lastmod.filter(|l| l.at <= now + FUTURE_TOLERANCE);
+        let lastmod = lastmod.filter(|l| l.at <= believable);
         let observed = Observation {
             lastmod,
             changefreq: entry.changefreq.map(Into::into),
-            priority: entry.priority,
+            // X10: only a number in [0, 1] is a priority.
+            priority: entry
+                .priority
+                .filter(|p| p.is_finite() && (0.0..=1.0).contains(p)),
             extensions: Extensions {
                 images: saturate(entry.images.len()),
                 videos: saturate(entry.videos.len()),
@@ -203,8 +252,9 @@ impl<'s> Ingest<'s> {
         Ok(())
     }
 
-    /// Records how the fetch of `sitemap` ended. A complete read bumps its
-    /// sequence and retires the URLs it stopped listing long enough ago.
+    /// Records how the fetch of `sitemap` ended. Every 2xx read advances its
+    /// sequence; a complete one is remembered as such, and retires the URLs
+    /// absent from enough complete reads.
     pub fn sitemap_fetched(
         &mut self,
         sitemap: &str,
@@ -234,8 +284,14 @@ impl<'s> Ingest<'s> {
         }
         if ok {
             record.entries = reading.entries;
+            // Entries of this read were stamped with this sequence, whether
+            // or not the read turns out complete.
+            record.seq = reading.seq;
             if fetch.complete {
-                record.seq = reading.seq;
+                record.recent_complete.push(reading.seq);
+                if record.recent_complete.len() > RECENT_READS {
+                    record.recent_complete.remove(0);
+                }
                 // Fewer distinct URLs than it has members: some are absent.
                 retire_pass = reading.distinct < record.members;
             }
@@ -260,15 +316,9 @@ impl<'s> Ingest<'s> {
                 batch.insert(keys::host(host), encode(&h));
             }
             if let Some(parent) = &fetch.parent {
-                // The index remembers its children.
-                let mut p = self.store.sitemap(parent)?.unwrap_or_default();
-                if p.id == 0 {
-                    p.id = self.store.db.generate_id()? + 1;
-                    batch.insert(keys::sitemap_id(p.id), parent.as_bytes());
-                }
-                if !p.children.iter().any(|c| c == sitemap) && p.children.len() < MAX_CHILDREN {
-                    p.children.push(sitemap.to_string());
-                    batch.insert(keys::sitemap(parent), encode(&p));
+                // The index remembers its children, one key each.
+                if let Some(p) = self.store.sitemap(parent)? {
+                    batch.insert(keys::child(p.id, sitemap), &[]);
                 }
             }
             self.store.kv.apply_batch(batch)?;
@@ -281,46 +331,62 @@ impl<'s> Ingest<'s> {
 
     /// Retires the URLs `sitemap` no longer lists that are absent from
     /// every sitemap that listed them for at least `retire_after` complete
-    /// reads. Its URLs are found on its own host and on the host that
-    /// authorised it (R5); the scan also recounts its members.
+    /// reads, and recounts its members. Its URLs are those on its own host
+    /// and those with a member key (listed from another host).
     fn retire_absent(&mut self, url: &str, sitemap: &SitemapRecord) -> Result<(), StoreError> {
-        let k = self.store.options.retire_after.max(1);
-        let mut seqs: HashMap<u64, u64> = HashMap::from([(sitemap.id, sitemap.seq)]);
-        let mut hosts = vec![keys::host_of(url).to_string()];
-        if let Some(by) = &sitemap.authorised_by {
-            let by = keys::host_of(by).to_string();
-            if !hosts.contains(&by) {
-                hosts.push(by);
-            }
+        let k = self
+            .store
+            .options
+            .retire_after
+            .clamp(1, RECENT_READS as u64) as usize;
+        let mut recent: HashMap<u64, Vec<u64>> =
+            HashMap::from([(sitemap.id, sitemap.recent_complete.clone())]);
+        let host = keys::host_of(url);
+        let mut prefixes: Vec<Vec<u8>> = Vec::new();
+        if !host.is_empty() {
+            prefixes.push(keys::url(&format!("http://{host}/")));
+            prefixes.push(keys::url(&format!("https://{host}/")));
         }
         let mut candidates = Vec::new();
         let mut members = 0u64;
-        for host in &hosts {
-            for scheme in ["http://", "https://"] {
-                let prefix = keys::url(&format!("{scheme}{host}/"));
-                for item in self.store.kv.scan_prefix(prefix) {
-                    let (key, value) = item?;
-                    let Ok(rec) = crate::record::decode::<UrlRecord>(&value) else {
-                        continue;
-                    };
-                    let Some(&(_, stamp)) = rec.sources.iter().find(|(id, _)| *id == sitemap.id)
-                    else {
-                        continue;
-                    };
-                    if rec.retired {
-                        continue;
-                    }
-                    members += 1;
-                    if stamp < sitemap.seq {
-                        candidates.push(String::from_utf8_lossy(&key[1..]).into_owned());
-                    }
-                    if candidates.len() >= self.batch {
-                        members -= self.retire_batch(&mut candidates, &mut seqs, k)?;
-                    }
+        let consider = |url: &str, rec: &UrlRecord, candidates: &mut Vec<String>| {
+            let Some(&(_, stamp)) = rec.sources.iter().find(|(id, _)| *id == sitemap.id) else {
+                return false;
+            };
+            if rec.retired {
+                return false;
+            }
+            if absences(&sitemap.recent_complete, stamp) >= k {
+                candidates.push(url.to_string());
+            }
+            true
+        };
+        for prefix in prefixes {
+            for item in self.store.kv.scan_prefix(prefix) {
+                let (key, value) = item?;
+                let Ok(rec) = decode::<UrlRecord>(&value) else {
+                    continue;
+                };
+                let u = String::from_utf8_lossy(&key[1..]).into_owned();
+                members += u64::from(consider(&u, &rec, &mut candidates));
+                if candidates.len() >= self.batch {
+                    members -= self.retire_batch(&mut candidates, &mut recent, k)?;
                 }
             }
         }
-        members -= self.retire_batch(&mut candidates, &mut seqs, k)?;
+        for item in self.store.kv.scan_prefix(keys::members_of(sitemap.id)) {
+            let (key, _) = item?;
+            let Some(u) = keys::suffix_url(&key) else {
+                continue;
+            };
+            if let Ok(Some(rec)) = self.store.url(u) {
+                members += u64::from(consider(u, &rec, &mut candidates));
+            }
+            if candidates.len() >= self.batch {
+                members -= self.retire_batch(&mut candidates, &mut recent, k)?;
+            }
+        }
+        members -= self.retire_batch(&mut candidates, &mut recent, k)?;
         if members != sitemap.members {
             let _lock = self.store.lock();
             if let Some(mut current) = self.store.sitemap(url)? {
@@ -335,8 +401,8 @@ impl<'s> Ingest<'s> {
     fn retire_batch(
         &mut self,
         urls: &mut Vec<String>,
-        seqs: &mut HashMap<u64, u64>,
-        k: u64,
+        recent: &mut HashMap<u64, Vec<u64>>,
+        k: usize,
     ) -> Result<u64, StoreError> {
         let mut retired = 0;
         let store = self.store;
@@ -344,23 +410,18 @@ impl<'s> Ingest<'s> {
         let mut batch = sled::Batch::default();
         let mut hosts: HashMap<String, i64> = HashMap::new();
         for url in urls.drain(..) {
-            let Some(mut rec) = store.url(&url)? else {
+            let Ok(Some(mut rec)) = store.url(&url) else {
                 continue;
             };
             if rec.retired {
                 continue;
             }
             let mut absent_everywhere = true;
-            for (id, seen) in &rec.sources {
-                let current = match seqs.get(id) {
-                    Some(s) => *s,
-                    None => {
-                        let s = sitemap_seq(store, *id)?;
-                        seqs.insert(*id, s);
-                        s
-                    }
-                };
-                if current.saturating_sub(*seen) < k {
+            for (id, stamp) in &rec.sources {
+                if !recent.contains_key(id) {
+                    recent.insert(*id, store.recent_reads(*id)?);
+                }
+                if absences(&recent[id], *stamp) < k {
                     absent_everywhere = false;
                     break;
                 }
@@ -393,35 +454,28 @@ impl<'s> Ingest<'s> {
         let _lock = store.lock();
         let mut batch = sled::Batch::default();
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut recent: HashMap<u64, Vec<u64>> = self
+            .readings
+            .values()
+            .map(|r| (r.record.id, r.record.recent_complete.clone()))
+            .collect();
         for (url, seen) in self.pending.drain() {
-            let host_name = keys::host_of(&url).to_string();
-            if !hosts.contains_key(&host_name) {
-                hosts.insert(host_name.clone(), (store.host(&host_name)?, false));
+            let host_name = keys::host_of(&url);
+            if !hosts.contains_key(host_name) {
+                hosts.insert(host_name.to_string(), (store.host(host_name)?, false));
             }
-            let (host, host_dirty) = hosts.get_mut(&host_name).expect("inserted above");
-            let existing = store.url(&url)?;
+            let (host, host_dirty) = hosts.get_mut(host_name).expect("inserted above");
+            let existing = match store.url(&url) {
+                Ok(r) => r,
+                Err(e) => {
+                    // A corrupt record is replaced; its old due entry (if
+                    // any) is unknown and `stats --check` will name it.
+                    tracing::warn!(%url, error = %e, "corrupt URL record replaced");
+                    None
+                }
+            };
             let new = existing.is_none();
-            let mut rec = existing.unwrap_or_else(|| UrlRecord {
-                first_seen: now,
-                first_source: seen.sources.first().map_or(0, |s| s.0),
-                last_seen: now,
-                lastmod: None,
-                lastmod_history: Vec::new(),
-                changefreq: None,
-                priority: None,
-                extensions: Extensions::default(),
-                fetch: Default::default(),
-                visits: Vec::new(),
-                interval: None,
-                schedule: Schedule {
-                    due: now,
-                    score: 0.0,
-                    reason: StoredReason::New,
-                    lease: None,
-                },
-                retired: false,
-                sources: Vec::new(),
-            });
+            let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let old_due = (!new && !rec.retired).then_some(rec.schedule.due);
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
@@ -429,17 +483,25 @@ impl<'s> Ingest<'s> {
             for &(id, seq) in &seen.sources {
                 let stamp = rec.sources.iter().find(|(s, _)| *s == id).map(|s| s.1);
                 if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
-                    if stamp.is_none() {
-                        // A new member of this sitemap.
+                    if stamp.is_none() || revived {
+                        // A new (or returning) member of this sitemap.
                         r.record.members += 1;
                         r.dirty = true;
+                        if stamp.is_none() && host_name != r.host {
+                            batch.insert(keys::member(id, &url), &[]);
+                        }
                     }
                     if stamp != Some(seq) {
                         r.distinct += 1;
                     }
                 }
             }
-            rec.add_sources(&seen.sources);
+            for &(id, _) in &rec.sources {
+                if !recent.contains_key(&id) {
+                    recent.insert(id, store.recent_reads(id)?);
+                }
+            }
+            rec.add_sources(&seen.sources, &recent);
             rec.retired = false;
             let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
             if (new || revived || hints_changed) && !leased {
@@ -491,14 +553,6 @@ impl<'s> Ingest<'s> {
     }
 }
 
-fn sitemap_seq(store: &Store, id: u64) -> Result<u64, StoreError> {
-    let Some(url) = store.kv.get(keys::sitemap_id(id))? else {
-        return Ok(0);
-    };
-    let url = String::from_utf8_lossy(&url).into_owned();
-    Ok(store.sitemap(&url)?.map_or(0, |s| s.seq))
-}
-
 fn saturate(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
 }
@@ -525,6 +579,31 @@ impl Observation {
 }
 
 impl UrlRecord {
+    /// A record first seen at `now` in the first of `sources`.
+    fn new(now: i64, sources: &[(u64, u64)]) -> Self {
+        UrlRecord {
+            first_seen: now,
+            first_source: sources.first().map_or(0, |s| s.0),
+            last_seen: now,
+            lastmod: None,
+            lastmod_history: Vec::new(),
+            changefreq: None,
+            priority: None,
+            extensions: Extensions::default(),
+            fetch: Default::default(),
+            visits: Vec::new(),
+            interval: None,
+            schedule: Schedule {
+                due: now,
+                score: 0.0,
+                reason: StoredReason::New,
+                lease: None,
+            },
+            retired: false,
+            sources: Vec::new(),
+        }
+    }
+
     /// Merges a sighting (see the crate docs for the rule); whether what
     /// the policy sees changed.
     fn apply(&mut self, seen: &Observation, now: i64, same_session: bool) -> bool {
@@ -550,15 +629,21 @@ impl UrlRecord {
         before != (self.lastmod, self.changefreq, self.priority)
     }
 
-    fn add_sources(&mut self, seen: &[(u64, u64)]) {
+    /// Stamps the sources; when full, replaces the one that has gone the
+    /// most complete reads without listing it (`recent`: each source's
+    /// recent complete reads).
+    fn add_sources(&mut self, seen: &[(u64, u64)], recent: &HashMap<u64, Vec<u64>>) {
         for &(id, seq) in seen {
             if let Some(entry) = self.sources.iter_mut().find(|(s, _)| *s == id) {
                 entry.1 = seq;
             } else if self.sources.len() < MAX_SOURCES {
                 self.sources.push((id, seq));
-            } else if let Some(oldest) = self.sources.iter_mut().min_by_key(|(_, s)| *s) {
-                // Replace the source that listed it longest ago.
-                *oldest = (id, seq);
+            } else if let Some(stalest) = self
+                .sources
+                .iter_mut()
+                .max_by_key(|(s, stamp)| recent.get(s).map_or(usize::MAX, |r| absences(r, *stamp)))
+            {
+                *stalest = (id, seq);
             }
         }
     }

@@ -8,6 +8,8 @@
 //! | `d` | due time (8 bytes, order-preserving) ‖ URL | empty |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
+//! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
+//! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
@@ -22,6 +24,10 @@ pub const SITEMAP: u8 = b's';
 pub const SITEMAP_ID: u8 = b'i';
 /// Host records.
 pub const HOST: u8 = b'h';
+/// URLs a sitemap lists on another host than its own.
+pub const MEMBER: u8 = b'm';
+/// Children of an index.
+pub const CHILD: u8 = b'c';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
@@ -85,6 +91,39 @@ pub fn parse_due(key: &[u8]) -> Option<(i64, &str)> {
     let (time, url) = rest.split_at_checked(8)?;
     let time: [u8; 8] = time.try_into().ok()?;
     Some((from_ordered(time), std::str::from_utf8(url).ok()?))
+}
+
+fn id_and_url(prefix: u8, id: u64, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + url.len());
+    k.push(prefix);
+    k.extend_from_slice(&id.to_be_bytes());
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+/// `m` ‖ sitemap id ‖ url.
+pub fn member(sitemap: u64, url: &str) -> Vec<u8> {
+    id_and_url(MEMBER, sitemap, url)
+}
+
+/// The prefix of a sitemap's member keys.
+pub fn members_of(sitemap: u64) -> Vec<u8> {
+    with_prefix(MEMBER, &sitemap.to_be_bytes())
+}
+
+/// `c` ‖ index id ‖ child url.
+pub fn child(index: u64, url: &str) -> Vec<u8> {
+    id_and_url(CHILD, index, url)
+}
+
+/// The prefix of an index's child keys.
+pub fn children_of(index: u64) -> Vec<u8> {
+    with_prefix(CHILD, &index.to_be_bytes())
+}
+
+/// The URL after the 9-byte prefix of a member or child key.
+pub fn suffix_url(key: &[u8]) -> Option<&str> {
+    std::str::from_utf8(key.get(9..)?).ok()
 }
 
 /// The host of a normalised URL (`scheme://host:port`'s `host:port`).

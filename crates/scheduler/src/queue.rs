@@ -97,7 +97,11 @@ impl Store {
     /// Up to `n` URLs due at `now`, in policy order, without leasing them.
     pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
         let mut out = Vec::new();
-        for (url, rec) in self.due_candidates(n, now, None)?.into_iter().take(n) {
+        for (url, rec) in self
+            .due_candidates(n, now, None, |_| Ok(false))?
+            .into_iter()
+            .take(n)
+        {
             out.push(Leased {
                 url,
                 due: rec.schedule.due,
@@ -112,14 +116,17 @@ impl Store {
     }
 
     /// Due records at `now`, most urgent first: by score, then due time.
-    /// With `per_host`, at most that many per host are read: the scan seeks
-    /// past a host's other URLs due in the same second, so a lease over many
-    /// hosts does not read every URL of the first ones.
+    /// With `per_host`, at most that many per host are read, and hosts for
+    /// which `blocked` says so are passed over: the scan seeks past a host's
+    /// other URLs due in the same second, so one busy host neither fills the
+    /// window nor costs a read per URL. Records that do not decode are
+    /// skipped (and logged): one bad record does not stop the queue.
     fn due_candidates(
         &self,
         n: usize,
         now: i64,
         per_host: Option<usize>,
+        mut blocked: impl FnMut(&str) -> Result<bool, StoreError>,
     ) -> Result<Vec<(String, UrlRecord)>, StoreError> {
         let want = n.saturating_mul(OVERSCAN).max(n);
         let end = keys::due_after(now);
@@ -134,7 +141,7 @@ impl Store {
                 };
                 let host = keys::host_of(url);
                 let taken = per.entry(host.to_string()).or_default();
-                if per_host.is_some_and(|cap| *taken >= cap) {
+                if per_host.is_some_and(|cap| *taken >= cap) || blocked(host)? {
                     // Seek past this host's URLs due in this second.
                     let scheme_end = url.find("://").map_or(0, |i| i + 3);
                     let mut next = keys::due(due, &url[..scheme_end]);
@@ -147,8 +154,13 @@ impl Store {
                     continue 'scan;
                 }
                 *taken += 1;
-                if let Some(rec) = self.url(url)? {
-                    found.push((url.to_string(), rec));
+                match self.url(url) {
+                    Ok(Some(rec)) => found.push((url.to_string(), rec)),
+                    Ok(None) => {}
+                    Err(StoreError::Record { key, .. }) => {
+                        tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
+                    }
+                    Err(e) => return Err(e),
                 }
                 if found.len() >= want {
                     break 'scan;
@@ -175,11 +187,22 @@ impl Store {
         per_host: usize,
     ) -> Result<Vec<Leased>, StoreError> {
         let ttl = ttl.max(1);
+        let horizon = now.saturating_add(ttl);
         let _lock = self.lock();
+        // Hosts whose politeness keeps them out of this lease.
+        let mut backed_off: HashMap<String, bool> = HashMap::new();
+        let candidates = self.due_candidates(n, now, Some(per_host.max(1)), |host| {
+            if let Some(b) = backed_off.get(host) {
+                return Ok(*b);
+            }
+            let b = self.host(host)?.next_allowed > horizon;
+            backed_off.insert(host.to_string(), b);
+            Ok(b)
+        })?;
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
         let mut batch = sled::Batch::default();
         let mut out = Vec::new();
-        for (url, mut rec) in self.due_candidates(n, now, Some(per_host.max(1)))? {
+        for (url, mut rec) in candidates {
             if out.len() >= n {
                 break;
             }
@@ -195,17 +218,17 @@ impl Store {
             } else {
                 usize::MAX
             };
-            if *given >= per_host.max(1).min(allowed) || host.next_allowed > now + ttl {
+            if *given >= per_host.max(1).min(allowed) || host.next_allowed > horizon {
                 continue;
             }
             let not_before = host.next_allowed.max(now);
-            host.next_allowed = not_before + delay.ceil() as i64;
+            host.next_allowed = not_before.saturating_add(delay.ceil() as i64);
             *given += 1;
             let id = self.db.generate_id()?;
             let reason = reason_of(&rec, now);
             let due = rec.schedule.due;
             batch.remove(keys::due(due, &url));
-            let expires = now + ttl;
+            let expires = horizon;
             rec.schedule = Schedule {
                 due: expires,
                 score: rec.schedule.score,
@@ -253,9 +276,9 @@ impl Store {
                 let since_lastmod = rec
                     .lastmod
                     .filter(|l| changed && l.at <= now)
-                    .map(|l| clamp_u32(now - l.at));
+                    .map(|l| clamp_u32(now.saturating_sub(l.at)));
                 rec.visits.push(StoredVisit {
-                    interval: clamp_u32(now - previous),
+                    interval: clamp_u32(now.saturating_sub(previous)),
                     changed,
                     since_lastmod,
                 });

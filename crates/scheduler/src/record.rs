@@ -20,6 +20,8 @@ pub const LASTMOD_HISTORY: usize = 8;
 pub const VISIT_HISTORY: usize = 16;
 /// Sitemaps remembered per URL (for retirement).
 pub const MAX_SOURCES: usize = 8;
+/// Complete reads remembered per sitemap: the most `retire_after` can be.
+pub const RECENT_READS: usize = 8;
 
 /// A record could not be read back.
 #[derive(Debug, thiserror::Error)]
@@ -326,11 +328,14 @@ pub struct UrlRecord {
 /// What the store knows of one sitemap (keyed by its URL as listed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SitemapRecord {
-    /// Stable id, from 1 (member keys use it).
+    /// Stable id, from 1 (member and child keys use it).
     pub id: u64,
-    /// Complete successful reads so far: the sequence stamped on the URLs
-    /// it lists.
+    /// Successful (2xx) reads so far: the sequence stamped on the URLs each
+    /// read lists.
     pub seq: u64,
+    /// The sequence numbers of its last complete reads, oldest first, at
+    /// most [`RECENT_READS`]: absences count against these only.
+    pub recent_complete: Vec<u64>,
     /// `ETag` of the last response.
     pub etag: Option<String>,
     /// `Last-Modified` of the last response.
@@ -349,11 +354,9 @@ pub struct SitemapRecord {
     pub parent: Option<String>,
     /// The site whose robots.txt authorised it (R5).
     pub authorised_by: Option<String>,
-    /// URLs ever recorded as its members (member keys written).
+    /// URLs it lists (not retired), as of its last retirement pass; a
+    /// read with fewer distinct URLs triggers the next pass.
     pub members: u64,
-    /// Child sitemaps fetched through it, if an index (for walking an
-    /// unchanged index's children after a 304).
-    pub children: Vec<String>,
 }
 
 /// What the store knows of one host.

@@ -16,7 +16,7 @@ pub enum StoreError {
     #[error("store: {0}")]
     Sled(#[from] sled::Error),
     /// A record does not decode.
-    #[error("record {key}: {source}")]
+    #[error("record {key:?} does not decode")]
     Record {
         /// The key, printable.
         key: String,
@@ -26,6 +26,9 @@ pub enum StoreError {
     /// `complete` for a URL the store does not hold.
     #[error("unknown URL {0:?}: not in the store")]
     UnknownUrl(String),
+    /// Another process has the store open.
+    #[error("the store at {0} is in use by another process (one at a time)")]
+    InUse(String),
     /// A policy name that does not exist.
     #[error(transparent)]
     Policy(#[from] policy::UnknownPolicy),
@@ -95,7 +98,13 @@ impl Store {
             .path(path.as_ref())
             .cache_capacity(options.cache_bytes)
             .flush_every_ms(Some(1000))
-            .open()?;
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                    StoreError::InUse(path.as_ref().display().to_string())
+                }
+                other => StoreError::Sled(other),
+            })?;
         let kv = db.open_tree("sitemapd")?;
         let name = match &options.policy {
             Some(name) => name.clone(),
@@ -157,7 +166,7 @@ impl Store {
             Some(bytes) => decode(&bytes)
                 .map(Some)
                 .map_err(|source| StoreError::Record {
-                    key: String::from_utf8_lossy(key).into_owned(),
+                    key: String::from_utf8_lossy(key.get(1..).unwrap_or_default()).into_owned(),
                     source,
                 }),
         }
@@ -173,11 +182,18 @@ impl Store {
         self.get(&keys::sitemap(url))
     }
 
-    /// The record of `host` (`host[:port]`).
+    /// The record of `host` (`host[:port]`); a fresh one if absent, or if
+    /// its record does not decode (politeness and trust start over).
     pub fn host(&self, host: &str) -> Result<HostRecord, StoreError> {
-        Ok(self
-            .get(&keys::host(host))?
-            .unwrap_or_else(|| self.new_host()))
+        match self.get(&keys::host(host)) {
+            Ok(Some(h)) => Ok(h),
+            Ok(None) => Ok(self.new_host()),
+            Err(StoreError::Record { key, source }) => {
+                tracing::warn!(%key, error = %source, "corrupt host record: starting over");
+                Ok(self.new_host())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub(crate) fn new_host(&self) -> HostRecord {
