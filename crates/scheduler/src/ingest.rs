@@ -418,8 +418,8 @@ impl<'s> Ingest<'s> {
             }
             let mut absent_everywhere = true;
             for (id, stamp) in &rec.sources {
-                if !recent.contains_key(id) {
-                    recent.insert(*id, store.recent_reads(*id)?);
+                if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(*id) {
+                    slot.insert(store.recent_reads(*id)?);
                 }
                 if absences(&recent[id], *stamp) < k {
                     absent_everywhere = false;
@@ -497,8 +497,8 @@ impl<'s> Ingest<'s> {
                 }
             }
             for &(id, _) in &rec.sources {
-                if !recent.contains_key(&id) {
-                    recent.insert(id, store.recent_reads(id)?);
+                if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(id) {
+                    slot.insert(store.recent_reads(id)?);
                 }
             }
             rec.add_sources(&seen.sources, &recent);
