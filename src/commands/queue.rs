@@ -111,7 +111,6 @@ pub fn run_complete(args: &CompleteArgs) -> Result<ExitCode> {
             Ok(())
         }
         .and_then(|()| Ok(serde_json::from_str::<Line>(&line)?))
-        .map_err(anyhow::Error::from)
         .and_then(Line::completion)
         .and_then(|(url, c)| Ok(store.complete(&url, &c, now())?));
         match result {
