@@ -43,9 +43,11 @@
 //! ## Retirement
 //!
 //! A URL is retired (out of the queue, record kept) once it has been absent
-//! from every sitemap that listed it for `retire_after` (default 3)
-//! complete reads of each; a failed, cut or 304 read counts for nothing. A
-//! retired URL listed again is revived.
+//! from every sitemap that listed it for `retire_after` (default 3, at most
+//! 8) complete reads of each; a failed, cut or 304 read counts for nothing.
+//! A retired URL listed again is revived. A sitemap's URLs are found on its
+//! own host, and through member keys for those it lists on other hosts (R5
+//! cross-submission, sitemap files).
 //!
 //! ## Crash safety
 //!
