@@ -94,17 +94,27 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (or creates) the store in directory `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(path.as_ref())
             .cache_capacity(options.cache_bytes)
-            .flush_every_ms(Some(1000))
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                    StoreError::InUse(path.as_ref().display().to_string())
+            .flush_every_ms(Some(1000));
+        // A store closed a moment ago keeps its lock until sled's flusher
+        // thread ends (up to its 1 s tick): wait that long before calling
+        // it in use.
+        let mut tries = 0;
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(io)) if io.to_string().contains("could not acquire lock") => {
+                    tries += 1;
+                    if tries > 30 {
+                        return Err(StoreError::InUse(path.as_ref().display().to_string()));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
                 }
-                other => StoreError::Sled(other),
-            })?;
+                Err(other) => return Err(StoreError::Sled(other)),
+            }
+        };
         let kv = db.open_tree("sitemapd")?;
         let name = match &options.policy {
             Some(name) => name.clone(),

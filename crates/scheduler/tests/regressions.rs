@@ -176,7 +176,15 @@ fn one_corrupt_record_blocks_lease_and_ingest() {
         s.flush().unwrap();
     }
     {
-        let db = sled::open(dir.path()).unwrap();
+        // The store just closed keeps its lock until sled's flusher thread
+        // ends (up to 1 s).
+        let db = (0..40)
+            .find_map(|_| {
+                sled::open(dir.path())
+                    .map_err(|_| std::thread::sleep(std::time::Duration::from_millis(50)))
+                    .ok()
+            })
+            .unwrap();
         let t = db.open_tree("sitemapd").unwrap();
         let mut k = vec![b'u'];
         k.extend_from_slice(A.as_bytes());
