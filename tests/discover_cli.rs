@@ -1,31 +1,12 @@
 //! `sitemapd robots`, `sitemapd discover` and `sitemapd parse URL` end to
 //! end: the real binary against a loopback fixture site.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
+use common::{json_lines, run, stderr, stdout};
 use sitemapd_testsite::{Reply, TestSite, gzip};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-fn json_lines(s: &str) -> Vec<serde_json::Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
-}
 
 fn urlset(locs: &[String]) -> String {
     let mut s = String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);

@@ -1,13 +1,13 @@
 //! `sitemapd parse` end to end: the real binary, its output contract, its
 //! diagnostics and exit codes.
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-}
+use common::{bin, run, stderr};
 
 fn fixture(path: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -17,20 +17,12 @@ fn fixture(path: &str) -> String {
         .into_owned()
 }
 
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
 fn stdout_lines(o: &Output) -> Vec<serde_json::Value> {
     String::from_utf8(o.stdout.clone())
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 #[test]

@@ -2,34 +2,15 @@
 //! store on disk, `queue`, `complete`, `stats --check`, `export`, and
 //! `kill -9` of `ingest` at many points.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use common::{bin, json_lines, run, stderr, stdout};
 use sitemapd_testsite::{Reply, TestSite};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-fn json_lines(s: &str) -> Vec<serde_json::Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
-}
 
 /// robots.txt -> index -> `sitemaps` sitemaps of `per` URLs each.
 fn site(sitemaps: usize, per: usize) -> TestSite {

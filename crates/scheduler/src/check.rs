@@ -166,29 +166,29 @@ impl Store {
 
     /// Every URL record, in URL order (for `sitemapd export`).
     pub fn export(&self) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + '_ {
-        self.kv.scan_prefix([keys::URL]).map(|item| {
-            let (key, value) = item?;
-            let url = String::from_utf8_lossy(&key[1..]).into_owned();
-            let rec = decode(&value).map_err(|source| StoreError::Record {
-                key: url.clone(),
-                source,
-            })?;
-            Ok((url, rec))
-        })
+        self.records(keys::URL)
     }
 
     /// Every sitemap record, by URL.
     pub fn sitemaps(
         &self,
     ) -> impl Iterator<Item = Result<(String, SitemapRecord), StoreError>> + '_ {
-        self.kv.scan_prefix([keys::SITEMAP]).map(|item| {
+        self.records(keys::SITEMAP)
+    }
+
+    /// Every record under `prefix`, with its key (less the prefix).
+    fn records<T: serde::de::DeserializeOwned>(
+        &self,
+        prefix: u8,
+    ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {
+        self.kv.scan_prefix([prefix]).map(|item| {
             let (key, value) = item?;
-            let url = String::from_utf8_lossy(&key[1..]).into_owned();
+            let name = String::from_utf8_lossy(&key[1..]).into_owned();
             let rec = decode(&value).map_err(|source| StoreError::Record {
-                key: url.clone(),
+                key: name.clone(),
                 source,
             })?;
-            Ok((url, rec))
+            Ok((name, rec))
         })
     }
 }
