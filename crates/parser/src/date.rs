@@ -73,6 +73,36 @@ impl fmt::Display for Lastmod {
     }
 }
 
+impl Lastmod {
+    /// The last second of the period this lastmod names: `2024-05-01`
+    /// (day precision) stands for the whole day, so its latest instant is
+    /// 2024-05-01T23:59:59Z.
+    pub fn latest(&self) -> i64 {
+        self.unix_seconds
+            .saturating_add(precision_span(self.unix_seconds, self.precision) - 1)
+    }
+}
+
+/// Seconds covered by a date starting at `start` (unix seconds) written with
+/// `precision`: 1 for second and fraction, 60 for minute, 86,400 for day,
+/// the length of that calendar month or year (UTC) for month and year.
+pub fn precision_span(start: i64, precision: Precision) -> i64 {
+    const DAY: i64 = 86_400;
+    match precision {
+        Precision::Fraction | Precision::Second => 1,
+        Precision::Minute => 60,
+        Precision::Day => DAY,
+        Precision::Month => {
+            let (y, m, _) = civil_from_days(start.div_euclid(DAY));
+            DAY * i64::from(days_in_month(y, m))
+        }
+        Precision::Year => {
+            let (y, _, _) = civil_from_days(start.div_euclid(DAY));
+            DAY * if is_leap(y) { 366 } else { 365 }
+        }
+    }
+}
+
 impl Serialize for Lastmod {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -335,7 +365,8 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
+    // Far beyond any calendar date, but no overflow for any i64 input.
+    let z = z.clamp(-(1 << 40), 1 << 40) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use sitemapd_parser::date::Precision;
 use sitemapd_parser::{NormUrl, SitemapRef};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -189,15 +188,8 @@ fn not_changed(memory: Option<&dyn super::SitemapMemory>, child: &SitemapRef) ->
         Err(_) => return false,
     };
     // `2024-05-01` says "some time that day": skip only when the whole
-    // interval the lastmod names ended before our fetch.
-    let span: i64 = match lastmod.precision {
-        Precision::Year => 366 * 86_400,
-        Precision::Month => 31 * 86_400,
-        Precision::Day => 86_400,
-        Precision::Minute => 60,
-        Precision::Second | Precision::Fraction => 1,
-    };
-    lastmod.unix_seconds.saturating_add(span) <= fetched
+    // period the lastmod names ended before our fetch.
+    lastmod.latest() < fetched
 }
 
 /// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,

@@ -16,30 +16,7 @@ use super::{
     Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
 };
 
-/// Seconds covered by a lastmod starting at `start` (unix s) written with
-/// `precision`: 1 for second and fraction, 60 for minute, 86 400 for day,
-/// the length of that calendar month or year (UTC) for month and year.
-pub fn precision_span(start: i64, precision: Precision) -> i64 {
-    const DAY: i64 = 86_400;
-    match precision {
-        Precision::Fraction | Precision::Second => 1,
-        Precision::Minute => 60,
-        Precision::Day => DAY,
-        Precision::Month => {
-            let (y, m, _) = civil_from_days(start.div_euclid(DAY));
-            DAY * match m {
-                4 | 6 | 9 | 11 => 30,
-                2 if is_leap(y) => 29,
-                2 => 28,
-                _ => 31,
-            }
-        }
-        Precision::Year => {
-            let (y, _, _) = civil_from_days(start.div_euclid(DAY));
-            DAY * if is_leap(y) { 366 } else { 365 }
-        }
-    }
-}
+pub use sitemapd_parser::date::precision_span;
 
 /// Whether a lastmod (start of its period, `None` precision = second) may be
 /// after a fetch at `last_fetch`: the latest instant of its period is.
@@ -50,23 +27,6 @@ pub fn lastmod_is_newer(lastmod: i64, precision: Option<Precision>, last_fetch: 
 fn latest(lastmod: i64, precision: Option<Precision>) -> i64 {
     let span = precision_span(lastmod, precision.unwrap_or(Precision::Second));
     lastmod.saturating_add(span - 1)
-}
-
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-}
-
-/// (year, month, day) of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z.clamp(-(1 << 40), 1 << 40) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// `lastmod`: due when the host is trusted and its lastmod (not in the
