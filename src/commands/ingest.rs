@@ -25,6 +25,7 @@ struct StoreMemory(Arc<Store>);
 impl SitemapMemory for StoreMemory {
     fn recall(&self, url: &NormUrl) -> Option<Remembered> {
         let record = self.0.sitemap(url.as_str()).ok().flatten()?;
+        let children = self.0.children(&record).unwrap_or_default();
         Some(Remembered {
             validators: Validators {
                 etag: record.etag,
@@ -34,10 +35,7 @@ impl SitemapMemory for StoreMemory {
                 .last_success
                 .and_then(|t| u64::try_from(t).ok())
                 .map(|t| UNIX_EPOCH + Duration::from_secs(t)),
-            children: self
-                .0
-                .children(url.as_str())
-                .unwrap_or_default()
+            children: children
                 .iter()
                 .filter_map(|c| NormUrl::parse(c).ok())
                 .collect(),

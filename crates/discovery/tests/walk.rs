@@ -1096,3 +1096,38 @@ async fn an_unchanged_index_is_descended_through_remembered_children() {
     assert_eq!(entries(&events).len(), 2);
     assert_eq!(report(&events, &site.url("/child.xml")).depth, 1);
 }
+
+/// Counts how often the walk asks its memory.
+struct CountingMemory(std::sync::atomic::AtomicUsize);
+
+impl SitemapMemory for CountingMemory {
+    fn recall(&self, _: &NormUrl) -> Option<Remembered> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        None
+    }
+}
+
+#[tokio::test]
+async fn the_memory_is_asked_once_per_sitemap() {
+    let site = TestSite::start();
+    site.route(
+        "/index.xml",
+        Reply::ok(index(&[
+            (site.url("/a.xml"), Some("2024-01-01")),
+            (site.url("/b.xml"), None),
+        ])),
+    );
+    site.route("/a.xml", Reply::ok(urlset(&pages(&site, "a", 1))));
+    site.route("/b.xml", Reply::ok(urlset(&pages(&site, "b", 1))));
+    let memory = Arc::new(CountingMemory(Default::default()));
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            memory: Some(memory.clone()),
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert_eq!(reports(&events).len(), 3);
+    assert_eq!(memory.0.load(std::sync::atomic::Ordering::Relaxed), 3);
+}

@@ -123,11 +123,9 @@ impl Store {
         }
     }
 
-    /// The child sitemaps fetched through the index at `url`.
-    pub fn children(&self, url: &str) -> Result<Vec<String>, StoreError> {
-        let Some(index) = self.sitemap(url)? else {
-            return Ok(Vec::new());
-        };
+    /// The child sitemaps fetched through `index` (its record, from
+    /// [`Store::sitemap`]).
+    pub fn children(&self, index: &SitemapRecord) -> Result<Vec<String>, StoreError> {
         let mut out = Vec::new();
         for item in self.kv.scan_prefix(keys::children_of(index.id)) {
             let (key, _) = item?;

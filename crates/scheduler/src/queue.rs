@@ -140,8 +140,8 @@ impl Store {
                     continue;
                 };
                 let host = keys::host_of(url);
-                let taken = per.entry(host.to_string()).or_default();
-                if per_host.is_some_and(|cap| *taken >= cap) || blocked(host)? {
+                let taken = per.get(host).copied().unwrap_or(0);
+                if per_host.is_some_and(|cap| taken >= cap) || blocked(host)? {
                     // Seek past this host's URLs due in this second.
                     let scheme_end = url.find("://").map_or(0, |i| i + 3);
                     let mut next = keys::due(due, &url[..scheme_end]);
@@ -153,7 +153,7 @@ impl Store {
                     from = next;
                     continue 'scan;
                 }
-                *taken += 1;
+                *per.entry(host.to_string()).or_default() += 1;
                 match self.url(url) {
                     Ok(Some(rec)) => found.push((url.to_string(), rec)),
                     Ok(None) => {}
@@ -189,28 +189,24 @@ impl Store {
         let ttl = ttl.max(1);
         let horizon = now.saturating_add(ttl);
         let _lock = self.lock();
-        // Hosts whose politeness keeps them out of this lease.
-        let mut backed_off: HashMap<String, bool> = HashMap::new();
-        let candidates = self.due_candidates(n, now, Some(per_host.max(1)), |host| {
-            if let Some(b) = backed_off.get(host) {
-                return Ok(*b);
-            }
-            let b = self.host(host)?.next_allowed > horizon;
-            backed_off.insert(host.to_string(), b);
-            Ok(b)
-        })?;
+        // Each host's record (read once) and how many URLs it was given.
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
+        // A host whose politeness keeps it out of this lease is passed over.
+        let candidates = self.due_candidates(n, now, Some(per_host.max(1)), |host| {
+            if !hosts.contains_key(host) {
+                hosts.insert(host.to_string(), (self.host(host)?, 0));
+            }
+            Ok(hosts[host].0.next_allowed > horizon)
+        })?;
         let mut batch = sled::Batch::default();
         let mut out = Vec::new();
         for (url, mut rec) in candidates {
             if out.len() >= n {
                 break;
             }
-            let host_name = keys::host_of(&url).to_string();
-            if !hosts.contains_key(&host_name) {
-                hosts.insert(host_name.clone(), (self.host(&host_name)?, 0));
-            }
-            let (host, given) = hosts.get_mut(&host_name).expect("inserted above");
+            let Some((host, given)) = hosts.get_mut(keys::host_of(&url)) else {
+                continue; // every candidate's host was looked at by the scan
+            };
             let delay = host.min_delay.max(0.0);
             // How many the host's politeness allows within the lease.
             let allowed = if delay > 0.0 {

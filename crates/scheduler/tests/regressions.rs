@@ -235,9 +235,13 @@ fn many_children_of_one_index() {
     ing.finish().unwrap();
     // One key per child: linear, and all of them remembered.
     assert_eq!(
-        s.children("https://a.example/sitemap_index.xml")
-            .unwrap()
-            .len(),
+        s.children(
+            &s.sitemap("https://a.example/sitemap_index.xml")
+                .unwrap()
+                .unwrap()
+        )
+        .unwrap()
+        .len(),
         n
     );
 }

@@ -187,6 +187,15 @@ impl Walker {
         &self.fetcher
     }
 
+    /// What the caller's memory says of `url` (nothing without a memory).
+    fn recall(&self, url: &NormUrl) -> Remembered {
+        self.config
+            .memory
+            .as_ref()
+            .and_then(|m| m.recall(url))
+            .unwrap_or_default()
+    }
+
     /// Starts walking `seeds` (duplicates walked once) on the current tokio
     /// runtime. Each site runs as its own task: a defect that panics while
     /// walking one site ends that site with [`SiteTotals::aborted`] set,

@@ -13,7 +13,7 @@ use tracing::{Instrument, info_span};
 
 use super::event::{RobotsOutcome, RobotsReport, SiteTotals, SkipReason, Via, WalkEvent};
 use super::sitemap::{Outcome, Task, walk_sitemap};
-use super::{Closed, Emit, Seed, Walker};
+use super::{Closed, Emit, Remembered, Seed, Walker};
 use crate::fetch::{Fetcher, Validators, host_key};
 use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt};
 
@@ -146,18 +146,23 @@ async fn admit_children(
                 Some(SkipReason::Seen)
             } else if visited.len() >= config.max_sitemaps_per_site {
                 Some(SkipReason::Cap)
-            } else if not_changed(config.memory.as_deref(), &child) {
-                Some(SkipReason::NotChanged)
             } else {
                 None
             };
+            // Asked once per child: for I3 here, for conditional GET later.
+            let remembered = match reason {
+                None => walker.recall(&child.loc),
+                Some(_) => Remembered::default(),
+            };
+            let reason = reason
+                .or_else(|| not_changed(&remembered, &child).then_some(SkipReason::NotChanged));
             match reason {
                 Some(reason) => {
                     skipped.entry(reason).or_insert((0, child.loc.clone())).0 += 1;
                 }
                 None => {
                     visited.insert(child.loc.clone());
-                    admitted.push(parent.child(child.loc));
+                    admitted.push(parent.child(child.loc, remembered));
                 }
             }
         }
@@ -176,11 +181,8 @@ async fn admit_children(
 }
 
 /// I3: the index says the child has not changed since we last fetched it.
-fn not_changed(memory: Option<&dyn super::SitemapMemory>, child: &SitemapRef) -> bool {
-    let (Some(memory), Some(lastmod)) = (memory, child.lastmod) else {
-        return false;
-    };
-    let Some(fetched_at) = memory.recall(&child.loc).and_then(|r| r.fetched_at) else {
+fn not_changed(remembered: &Remembered, child: &SitemapRef) -> bool {
+    let (Some(fetched_at), Some(lastmod)) = (remembered.fetched_at, child.lastmod) else {
         return false;
     };
     let fetched = match fetched_at.duration_since(std::time::UNIX_EPOCH) {

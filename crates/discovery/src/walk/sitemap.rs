@@ -10,7 +10,7 @@ use tracing::{Instrument, debug, info_span};
 
 use super::event::{SitemapFailure, SitemapReport, Via, WalkEvent};
 use super::site::SiteState;
-use super::{Closed, Emit, Walker};
+use super::{Closed, Emit, Remembered, Walker};
 
 /// A sitemap to walk.
 #[derive(Debug, Clone)]
@@ -23,6 +23,9 @@ pub(super) struct Task {
     pub parent: Option<NormUrl>,
     /// Origins whose robots.txt vouched for this chain (R5), inherited.
     pub authorised: Arc<Vec<NormUrl>>,
+    /// What the caller's memory says of it, when already asked (children
+    /// are asked once, for I3, when admitted).
+    pub remembered: Option<Remembered>,
 }
 
 impl Task {
@@ -35,11 +38,12 @@ impl Task {
             via,
             parent: None,
             authorised: Arc::new(authorised),
+            remembered: None,
         }
     }
 
-    /// A child listed by this index.
-    pub fn child(&self, url: NormUrl) -> Self {
+    /// A child listed by this index, with what the memory said of it.
+    pub fn child(&self, url: NormUrl, remembered: Remembered) -> Self {
         Self {
             site: self.site.clone(),
             url,
@@ -47,6 +51,7 @@ impl Task {
             via: Via::Index,
             parent: Some(self.url.clone()),
             authorised: self.authorised.clone(),
+            remembered: Some(remembered),
         }
     }
 }
@@ -85,12 +90,10 @@ async fn run(
     emit: &Emit,
 ) -> Result<Outcome, Closed> {
     let started = Instant::now();
-    let remembered = walker
-        .config
-        .memory
-        .as_ref()
-        .and_then(|m| m.recall(&task.url))
-        .unwrap_or_default();
+    let remembered = match &task.remembered {
+        Some(r) => r.clone(),
+        None => walker.recall(&task.url),
+    };
     let fail = |status: Option<u16>, error: String| {
         if task.via == Via::Probe {
             WalkEvent::ProbeMissed {
@@ -138,19 +141,17 @@ async fn run(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(fetched.url.clone());
-    {
-        if redirected_to_seen {
-            debug!(to = %fetched.url, "redirects to a sitemap already walked");
-            emit.send(WalkEvent::ChildrenSkipped {
-                site: task.site.clone(),
-                parent: task.parent.clone().unwrap_or_else(|| (*task.site).clone()),
-                reason: super::SkipReason::Seen,
-                count: 1,
-                example: task.url.clone(),
-            })
-            .await?;
-            return Ok(Outcome::Quiet);
-        }
+    if redirected_to_seen {
+        debug!(to = %fetched.url, "redirects to a sitemap already walked");
+        emit.send(WalkEvent::ChildrenSkipped {
+            site: task.site.clone(),
+            parent: task.parent.clone().unwrap_or_else(|| (*task.site).clone()),
+            reason: super::SkipReason::Seen,
+            count: 1,
+            example: task.url.clone(),
+        })
+        .await?;
+        return Ok(Outcome::Quiet);
     }
     let mut report = SitemapReport {
         site: task.site.clone(),
