@@ -67,15 +67,9 @@ pub struct IngestArgs {
     /// lambda-crawl. Remembered by the store [default: the store's, or adaptive].
     #[arg(long)]
     pub policy: Option<String>,
-    /// Walk settings.
+    /// How sites are walked, documents fetched and parsed.
     #[command(flatten)]
-    pub walk: WalkArgs,
-    /// Parse settings.
-    #[command(flatten)]
-    pub parse: ParseFlags,
-    /// Fetch settings.
-    #[command(flatten)]
-    pub fetch: FetchArgs,
+    pub site: SiteFlags,
 }
 
 /// `sitemapd queue`.
@@ -187,6 +181,20 @@ pub struct WalkArgs {
     pub parallel_sites: usize,
 }
 
+/// Everything a walk of sites takes (shared by `discover` and `ingest`).
+#[derive(Debug, Clone, Args)]
+pub struct SiteFlags {
+    /// Walk settings.
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    /// Parse settings.
+    #[command(flatten)]
+    pub parse: ParseFlags,
+    /// Fetch settings.
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
 /// `sitemapd robots`.
 #[derive(Debug, Args)]
 pub struct RobotsArgs {
@@ -219,15 +227,9 @@ pub struct DiscoverArgs {
     /// Print at most this many diagnostics per rule (0: all).
     #[arg(long, default_value_t = 100)]
     pub max_diagnostics_per_rule: u64,
-    /// Walk settings.
+    /// How sites are walked, documents fetched and parsed.
     #[command(flatten)]
-    pub walk: WalkArgs,
-    /// Parse settings.
-    #[command(flatten)]
-    pub parse: ParseFlags,
-    /// Fetch settings.
-    #[command(flatten)]
-    pub fetch: FetchArgs,
+    pub site: SiteFlags,
 }
 
 /// Entry output format.

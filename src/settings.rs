@@ -3,10 +3,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use sitemapd_discovery::{FetchConfig, WalkConfig};
+use std::sync::Arc;
+
+use sitemapd_discovery::{FetchConfig, Fetcher, Seed, SitemapMemory, WalkConfig, Walker};
 use sitemapd_parser::{NormUrl, ParseOptions, Strictness};
 
-use crate::cli::{FetchArgs, ParseFlags, WalkArgs};
+use crate::cli::{FetchArgs, ParseFlags, SiteFlags, WalkArgs};
 
 impl FetchArgs {
     /// The fetcher configuration these flags describe.
@@ -57,6 +59,31 @@ impl WalkArgs {
             ..WalkConfig::default()
         }
     }
+}
+
+impl SiteFlags {
+    /// The walker these flags describe, remembering through `memory`.
+    pub fn walker(&self, memory: Option<Arc<dyn SitemapMemory>>) -> anyhow::Result<Walker> {
+        Ok(Walker::new(
+            Fetcher::new(self.fetch.config())?,
+            WalkConfig {
+                memory,
+                ..self.walk.config(&self.parse)
+            },
+        ))
+    }
+}
+
+/// The seeds of a walk, each a site or a sitemap URL.
+pub fn seeds<S: AsRef<str>>(inputs: &[S]) -> anyhow::Result<Vec<Seed>> {
+    use anyhow::Context;
+    inputs
+        .iter()
+        .map(|s| {
+            let s = s.as_ref();
+            Seed::parse(s).with_context(|| format!("{s:?} is not a site, a sitemap URL or a file"))
+        })
+        .collect()
 }
 
 /// A tokio runtime for the commands that fetch: two workers (the parser

@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::PathBuf;
+use std::process::Output;
 
 use common::{json_lines, run, stderr, stdout};
 use sitemapd_testsite::{Reply, TestSite, gzip};
@@ -51,6 +52,15 @@ fn fixture_site() -> TestSite {
 }
 
 const LOOPBACK: [&str; 4] = ["--allow-private", "--min-delay", "0", "--no-probe"];
+
+/// `sitemapd discover` on loopback (no probing) with `extra` flags.
+fn discover(root: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["discover"];
+    args.extend(extra);
+    args.extend(LOOPBACK);
+    args.push(root);
+    run(&args)
+}
 
 #[test]
 fn robots_from_a_file_and_from_a_url() {
@@ -105,11 +115,8 @@ fn robots_from_a_file_and_from_a_url() {
 #[test]
 fn discover_prints_the_tree() {
     let site = fixture_site();
-    let mut args = vec!["discover", "--max-diagnostics-per-rule", "0"];
-    args.extend(LOOPBACK);
     let root = site.url("/");
-    args.push(&root);
-    let o = run(&args);
+    let o = discover(&root, &["--max-diagnostics-per-rule", "0"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -149,11 +156,8 @@ fn discover_prints_the_tree() {
 #[test]
 fn discover_entries_streams_the_parse_contract_with_a_source() {
     let site = fixture_site();
-    let mut args = vec!["discover", "--entries"];
-    args.extend(LOOPBACK);
     let root = site.url("/");
-    args.push(&root);
-    let o = run(&args);
+    let o = discover(&root, &["--entries"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let lines = json_lines(&stdout(&o));
     assert_eq!(lines.len(), 4);
@@ -172,11 +176,8 @@ fn discover_entries_streams_the_parse_contract_with_a_source() {
 #[test]
 fn discover_json_events() {
     let site = fixture_site();
-    let mut args = vec!["discover", "--json"];
-    args.extend(LOOPBACK);
     let root = site.url("/");
-    args.push(&root);
-    let o = run(&args);
+    let o = discover(&root, &["--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let events = json_lines(&stdout(&o));
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();

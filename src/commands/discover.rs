@@ -4,24 +4,19 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use futures_util::StreamExt;
-use sitemapd_discovery::{Fetcher, Seed, WalkEvent, Walker};
+use sitemapd_discovery::WalkEvent;
 use tokio::time::Instant;
 
 use crate::cli::{DiagnosticFormat, DiscoverArgs, EntryFormat};
 use crate::output::{DiagnosticSink, EntrySink, Tree};
-use crate::settings::runtime;
+use crate::settings::{runtime, seeds};
 
 /// Runs the command.
 pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
-    let seeds = args
-        .sites
-        .iter()
-        .map(|s| Seed::parse(s).with_context(|| format!("{s:?} is not a site or sitemap URL")))
-        .collect::<Result<Vec<_>>>()?;
-    let fetcher = Fetcher::new(args.fetch.config())?;
-    let walker = Walker::new(fetcher, args.walk.config(&args.parse));
+    let seeds = seeds(&args.sites)?;
+    let walker = args.site.walker(None)?;
     let format = if args.json {
         DiagnosticFormat::Json
     } else {

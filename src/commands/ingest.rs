@@ -9,14 +9,14 @@ use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use sitemapd_discovery::walk::{Remembered, Via};
-use sitemapd_discovery::{Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent, Walker};
+use sitemapd_discovery::{Seed, SitemapMemory, Validators, WalkEvent, Walker};
 use sitemapd_parser::NormUrl;
 use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
 use super::is_url;
 use crate::cli::IngestArgs;
-use crate::settings::{now, runtime};
+use crate::settings::{now, runtime, seeds};
 
 /// The store as the walk's memory: validators for conditional GET, the last
 /// fetch time for I3.
@@ -61,26 +61,16 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
             sites.push(arg);
         }
     }
-    let seeds = sites
-        .iter()
-        .map(|s| {
-            Seed::parse(s).with_context(|| format!("{s:?} is not a site, sitemap URL or file"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let seeds = seeds(&sites)?;
     let store = Arc::new(args.store.open(args.policy.clone())?);
     let started = Instant::now();
     let mut stats = IngestStats::default();
     for file in files {
         stats += ingest_file(&store, file, args)?;
     }
-    let fetcher = Fetcher::new(args.fetch.config())?;
-    let walker = Walker::new(
-        fetcher,
-        WalkConfig {
-            memory: Some(Arc::new(StoreMemory(store.clone()))),
-            ..args.walk.config(&args.parse)
-        },
-    );
+    let walker = args
+        .site
+        .walker(Some(Arc::new(StoreMemory(store.clone()))))?;
     let progress = Progress::new();
     let session_now = now();
     let mut failed_sites = 0u64;
@@ -142,7 +132,7 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
     let path = std::fs::canonicalize(file).with_context(|| format!("cannot open {file}"))?;
     let key = format!("file://{}", path.display());
     let input = std::fs::File::open(&path).with_context(|| format!("cannot open {file}"))?;
-    let mut parser = sitemapd_parser::Parser::new(input, args.parse.options(None));
+    let mut parser = sitemapd_parser::Parser::new(input, args.site.parse.options(None));
     let mut ingest = store.ingest(now());
     for event in parser.by_ref() {
         if let sitemapd_parser::Event::Url(entry) = event {
