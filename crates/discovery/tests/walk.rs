@@ -116,6 +116,16 @@ fn skipped(events: &[WalkEvent]) -> Vec<(SkipReason, u64)> {
         .collect()
 }
 
+fn robots_report(events: &[WalkEvent]) -> &sitemapd_discovery::walk::RobotsReport {
+    events
+        .iter()
+        .find_map(|e| match e {
+            WalkEvent::Robots(r) => Some(r),
+            _ => None,
+        })
+        .expect("a Robots event")
+}
+
 fn site_done(events: &[WalkEvent]) -> &sitemapd_discovery::walk::SiteTotals {
     match events.last() {
         Some(WalkEvent::SiteDone(t)) => t,
@@ -173,13 +183,7 @@ async fn robots_index_and_every_child_format() {
     let w = walker(fetch_config(), WalkConfig::default());
     let events = walk(&w, &site.url("/")).await;
 
-    let robots = events
-        .iter()
-        .find_map(|e| match e {
-            WalkEvent::Robots(r) => Some(r),
-            _ => None,
-        })
-        .unwrap();
+    let robots = robots_report(&events);
     assert_eq!(robots.sitemaps.len(), 2);
     let RobotsOutcome::Parsed { robots: parsed } = &robots.outcome else {
         panic!("{robots:?}")
@@ -724,13 +728,7 @@ async fn robots_outcomes_rfc_9309() {
     site.route("/feed", Reply::ok("<html><body>not a feed</body></html>"));
     let w = walker(fetch_config(), WalkConfig::default());
     let events = walk(&w, &site.url("/")).await;
-    let robots = events
-        .iter()
-        .find_map(|e| match e {
-            WalkEvent::Robots(r) => Some(r),
-            _ => None,
-        })
-        .unwrap();
+    let robots = robots_report(&events);
     assert!(matches!(robots.outcome, RobotsOutcome::Unavailable));
     assert_eq!(
         report(&events, &site.url("/sitemap_index.xml")).via,
@@ -765,13 +763,7 @@ async fn robots_outcomes_rfc_9309() {
     let down = TestSite::start();
     down.route("/robots.txt", Reply::status(503));
     let events = walk(&w, &down.url("/")).await;
-    let robots = events
-        .iter()
-        .find_map(|e| match e {
-            WalkEvent::Robots(r) => Some(r),
-            _ => None,
-        })
-        .unwrap();
+    let robots = robots_report(&events);
     assert!(
         matches!(&robots.outcome, RobotsOutcome::Unreachable { reason } if reason == "HTTP 503")
     );
@@ -783,13 +775,7 @@ async fn robots_outcomes_rfc_9309() {
     moved.route("/robots.txt", Reply::redirect(301, "/new/robots.txt"));
     moved.route("/new/robots.txt", Reply::ok("Sitemap: sm.xml\n"));
     let events = walk(&w, &moved.url("/")).await;
-    let robots = events
-        .iter()
-        .find_map(|e| match e {
-            WalkEvent::Robots(r) => Some(r),
-            _ => None,
-        })
-        .unwrap();
+    let robots = robots_report(&events);
     assert_eq!(robots.sitemaps[0].as_str(), moved.url("/new/sm.xml"));
     assert_eq!(robots.diagnostics[0].rule, Rule::R3);
 }
@@ -859,8 +845,13 @@ async fn sites_in_parallel_and_a_dropped_stream_stops_the_walk() {
             count: None,
         }),
     );
+    endless.route("/small.txt", Reply::ok(format!("{}\n", endless.url("/q"))));
+    // One request in flight per host: the endless body holds the only slot.
     let w = walker(
-        fetch_config(),
+        FetchConfig {
+            per_host_in_flight: 1,
+            ..fetch_config()
+        },
         WalkConfig {
             parse: ParseOptions {
                 max_entries: u64::MAX,
@@ -881,9 +872,16 @@ async fn sites_in_parallel_and_a_dropped_stream_stops_the_walk() {
         }
     }
     assert_eq!(n, 1000);
-    // Dropping the stream aborts the walk (and with it the body and the
-    // parser); the test ending at all is the proof that nothing waits on it.
+    // Dropping the stream stops the walk (its driver is aborted, and a send
+    // to the closed channel ends the site task), and with it the body: the
+    // host's only slot comes free, so a new walk on the same fetcher gets
+    // through. A walk that kept reading would hold it until the deadline.
     drop(stream);
+    let next = w.walk(vec![Seed::parse(&endless.url("/small.txt")).unwrap()]);
+    let events: Vec<WalkEvent> = tokio::time::timeout(Duration::from_secs(10), next.collect())
+        .await
+        .expect("the dropped walk still holds the host's slot");
+    assert_eq!(entries(&events), [endless.url("/q")]);
 }
 
 #[tokio::test]
