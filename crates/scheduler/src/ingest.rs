@@ -21,6 +21,9 @@ use crate::store::{Store, StoreError};
 /// README's store bench).
 pub const DEFAULT_BATCH: usize = 2_000;
 
+/// Children returned per index (the protocol's limit on an index).
+pub const MAX_CHILDREN: usize = 50_000;
+
 /// A lastmod this far past `now` is still believed (clock skew, time zones).
 const FUTURE_TOLERANCE: i64 = 86_400;
 
@@ -123,11 +126,16 @@ impl Store {
         }
     }
 
-    /// The child sitemaps fetched through `index` (its record, from
-    /// [`Store::sitemap`]).
+        /// The child sitemaps fetched through `index` (its record, from
+    /// [`Store::sitemap`]), at most [`MAX_CHILDREN`]: every child ever
+    /// fetched through it, including ones it no longer lists.
     pub fn children(&self, index: &SitemapRecord) -> Result<Vec<String>, StoreError> {
         let mut out = Vec::new();
-        for item in self.kv.scan_prefix(keys::children_of(index.id)) {
+        for item in self
+            .kv
+            .scan_prefix(keys::children_of(index.id))
+            .take(MAX_CHILDREN)
+        {
             let (key, _) = item?;
             if let Some(child) = keys::suffix_url(&key) {
                 out.push(child.to_string());
