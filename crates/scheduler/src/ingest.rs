@@ -126,7 +126,7 @@ impl Store {
         }
     }
 
-        /// The child sitemaps fetched through `index` (its record, from
+    /// The child sitemaps fetched through `index` (its record, from
     /// [`Store::sitemap`]), at most [`MAX_CHILDREN`]: every child ever
     /// fetched through it, including ones it no longer lists.
     pub fn children(&self, index: &SitemapRecord) -> Result<Vec<String>, StoreError> {
@@ -502,9 +502,18 @@ impl<'s> Ingest<'s> {
                     }
                 }
             }
-            for &(id, _) in &rec.sources {
-                if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(id) {
-                    slot.insert(store.recent_reads(id)?);
+            // Eviction (a full source list and a new source) needs each
+            // source's recent reads; the common case needs nothing.
+            let evicting = rec.sources.len() >= MAX_SOURCES
+                && seen
+                    .sources
+                    .iter()
+                    .any(|(id, _)| !rec.sources.iter().any(|(s, _)| s == id));
+            if evicting {
+                for &(id, _) in &rec.sources {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(id) {
+                        slot.insert(store.recent_reads(id)?);
+                    }
                 }
             }
             rec.add_sources(&seen.sources, &recent);

@@ -193,7 +193,7 @@ fn one_corrupt_record_blocks_lease_and_ingest() {
     }
     let s = store(&dir);
     assert!(!s.check().unwrap().is_ok());
-        // stats skips the bad record and counts the others.
+    // stats skips the bad record and counts the others.
     assert_eq!(s.stats(T0).unwrap().active, 2);
     let lease = s.lease(10, T0 + 1, 300, 10);
     assert!(
