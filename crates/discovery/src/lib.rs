@@ -45,7 +45,8 @@
 //! - [`fetch`]: one reqwest client; redirects hop by hop, retries with
 //!   backoff and `Retry-After`, conditional GET, body streamed to the parser.
 //! - [`guard`]: the address guard against requests into private networks.
-//! - [`politeness`]: per-host in-flight limit and delay (`Crawl-delay`).
+//! - [`politeness`]: per-host in-flight limit and delay (`Crawl-delay`);
+//!   idle hosts are pruned.
 //! - [`walk`]: seeds to a stream of [`WalkEvent`]s, with depth, cycle, cap,
 //!   scope, cross-submission (R5), probing (R6) and I3 checks.
 

@@ -1,6 +1,10 @@
 //! Politeness per host: at most N requests in flight and a minimum delay
 //! between request starts (the configured delay, or the host's robots.txt
 //! `Crawl-delay` up to a cap, whichever is longer).
+//!
+//! Idle hosts are forgotten ([`Politeness::prune`]), automatically as the
+//! map grows, so a long-running process does not keep every host it ever
+//! asked.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,7 +19,21 @@ pub struct Politeness {
     in_flight: usize,
     min_delay: Duration,
     crawl_delay_cap: Duration,
-    hosts: Mutex<HashMap<String, Arc<Host>>>,
+    hosts: Mutex<Hosts>,
+}
+
+/// How long a host must have been idle to be pruned automatically.
+const AUTO_PRUNE_IDLE: Duration = Duration::from_secs(10 * 60);
+
+/// The map is never pruned automatically below this many hosts.
+const AUTO_PRUNE_MIN: usize = 1024;
+
+#[derive(Debug)]
+struct Hosts {
+    map: HashMap<String, Arc<Host>>,
+    /// Past this many hosts, `host()` prunes: twice the size after the last
+    /// prune, at least [`AUTO_PRUNE_MIN`].
+    prune_above: usize,
 }
 
 #[derive(Debug)]
@@ -39,13 +57,31 @@ impl Politeness {
             in_flight: in_flight.max(1),
             min_delay,
             crawl_delay_cap,
-            hosts: Mutex::new(HashMap::new()),
+            hosts: Mutex::new(Hosts {
+                map: HashMap::new(),
+                prune_above: AUTO_PRUNE_MIN,
+            }),
         }
     }
 
     fn host(&self, key: &str) -> Arc<Host> {
         let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        if hosts.map.len() > hosts.prune_above && !hosts.map.contains_key(key) {
+            let pruned = prune(
+                &mut hosts.map,
+                self.in_flight,
+                AUTO_PRUNE_IDLE,
+                Instant::now(),
+            );
+            hosts.prune_above = (hosts.map.len() * 2).max(AUTO_PRUNE_MIN);
+            tracing::debug!(
+                pruned,
+                kept = hosts.map.len(),
+                "idle hosts pruned from the politeness map"
+            );
+        }
         hosts
+            .map
             .entry(key.to_string())
             .or_insert_with(|| {
                 Arc::new(Host {
@@ -78,11 +114,30 @@ impl Politeness {
 
     /// Applies a robots.txt `Crawl-delay` (seconds) to `key`: the delay
     /// between starts becomes the longer of it (capped) and the minimum.
+    ///
+    /// It lasts as long as the host's entry: once the host is pruned
+    /// ([`Politeness::prune`]), the minimum applies again until this is
+    /// called anew. The walk does so on every robots.txt it reads, from
+    /// the network or from its cache.
     pub fn set_crawl_delay(&self, key: &str, seconds: f64) {
         let requested = Duration::try_from_secs_f64(seconds).unwrap_or(self.crawl_delay_cap);
         let delay = requested.min(self.crawl_delay_cap).max(self.min_delay);
         let host = self.host(key);
         host.schedule.lock().unwrap_or_else(|e| e.into_inner()).1 = delay;
+    }
+
+    /// Forgets the hosts idle for more than `idle`: no request in flight or
+    /// waiting for one, and the earliest start of the next request more
+    /// than `idle` in the past (so their delay has long run out). Returns
+    /// how many were removed.
+    ///
+    /// A pruned host's `Crawl-delay` is forgotten with it (see
+    /// [`Politeness::set_crawl_delay`]). Called automatically, with 10
+    /// minutes, whenever a new host would take the map past twice its size
+    /// after the last prune (and past 1,024 hosts).
+    pub fn prune(&self, idle: Duration) -> usize {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        prune(&mut hosts.map, self.in_flight, idle, Instant::now())
     }
 
     /// The delay between request starts on `key` now.
@@ -93,6 +148,24 @@ impl Politeness {
             .unwrap_or_else(|e| e.into_inner())
             .1
     }
+}
+
+/// Removes the hosts of `map` idle for more than `idle` at `now`.
+fn prune(
+    map: &mut HashMap<String, Arc<Host>>,
+    in_flight: usize,
+    idle: Duration,
+    now: Instant,
+) -> usize {
+    let before = map.len();
+    map.retain(|_, host| {
+        // Only the map holds it: no `acquire` is between looking the host up
+        // and taking a permit (it would hold a clone), so none can be lost.
+        let unused = Arc::strong_count(host) == 1 && host.permits.available_permits() >= in_flight;
+        let next = host.schedule.lock().unwrap_or_else(|e| e.into_inner()).0;
+        !(unused && now.saturating_duration_since(next) > idle)
+    });
+    before - map.len()
 }
 
 #[cfg(test)]
@@ -141,5 +214,80 @@ mod tests {
         assert_eq!(gate.delay("h:80"), Duration::from_secs(1));
         gate.set_crawl_delay("h:80", f64::NAN);
         assert_eq!(gate.delay("h:80"), Duration::from_secs(10));
+    }
+
+    fn hosts(gate: &Politeness) -> usize {
+        gate.hosts.lock().unwrap().map.len()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn prune_forgets_idle_hosts_only() {
+        let gate = Politeness::new(2, Duration::from_secs(1), Duration::from_secs(60));
+        let t0 = Instant::now();
+        drop(gate.acquire("idle:80").await);
+        // Next start due at t0 + 1 s.
+        let busy = gate.acquire("busy:80").await;
+        gate.set_crawl_delay("slow:80", 60.0);
+        drop(gate.acquire("slow:80").await);
+        // Next start due at t0 + 60 s.
+        let idle = Duration::from_secs(600);
+        tokio::time::advance(idle + Duration::from_secs(1)).await;
+        assert_eq!(t0.elapsed(), Duration::from_secs(601));
+        // `idle:80` next start exactly 600 s ago: not more than `idle`.
+        assert_eq!(gate.prune(idle), 0);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(
+            gate.prune(idle),
+            1,
+            "idle:80 goes; busy:80 has a request in flight"
+        );
+        assert_eq!(hosts(&gate), 2);
+        drop(busy);
+        assert_eq!(gate.prune(idle), 1, "busy:80 is idle now");
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert_eq!(
+            gate.prune(idle),
+            1,
+            "slow:80, once its crawl delay is 10 min past"
+        );
+        assert_eq!(hosts(&gate), 0);
+        // Its crawl delay went with it.
+        assert_eq!(gate.delay("slow:80"), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_request_keeps_its_host() {
+        let gate = Arc::new(Politeness::new(1, Duration::ZERO, Duration::from_secs(60)));
+        let held = gate.acquire("h:80").await;
+        let g = gate.clone();
+        let waiter = tokio::spawn(async move { drop(g.acquire("h:80").await) });
+        tokio::task::yield_now().await;
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert_eq!(gate.prune(Duration::from_secs(60)), 0);
+        drop(held);
+        waiter.await.unwrap();
+        assert_eq!(gate.prune(Duration::from_secs(60)), 0, "just used");
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert_eq!(gate.prune(Duration::from_secs(60)), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_map_prunes_itself_as_it_grows() {
+        let gate = Politeness::new(2, Duration::ZERO, Duration::from_secs(60));
+        for i in 0..AUTO_PRUNE_MIN {
+            drop(gate.acquire(&format!("old{i}:80")).await);
+        }
+        tokio::time::advance(AUTO_PRUNE_IDLE + Duration::from_secs(1)).await;
+        // Up to the threshold plus one, nothing is pruned.
+        drop(gate.acquire("new0:80").await);
+        assert_eq!(hosts(&gate), AUTO_PRUNE_MIN + 1);
+        // The next new host finds the map past it: the idle ones go.
+        drop(gate.acquire("new1:80").await);
+        assert_eq!(hosts(&gate), 2);
+        // Known hosts never trigger it.
+        drop(gate.acquire("new0:80").await);
+        assert_eq!(hosts(&gate), 2);
+        let threshold = gate.hosts.lock().unwrap().prune_above;
+        assert_eq!(threshold, AUTO_PRUNE_MIN);
     }
 }
