@@ -1129,3 +1129,72 @@ async fn the_memory_is_asked_once_per_sitemap() {
     assert_eq!(reports(&events).len(), 3);
     assert_eq!(memory.0.load(std::sync::atomic::Ordering::Relaxed), 3);
 }
+
+fn url(s: &str) -> NormUrl {
+    NormUrl::parse(s).unwrap()
+}
+
+fn with_memory(memory: Memory, config: WalkConfig) -> Walker {
+    walker(
+        fetch_config(),
+        WalkConfig {
+            memory: Some(Arc::new(memory)),
+            ..config
+        },
+    )
+}
+
+#[tokio::test]
+async fn an_index_report_lists_its_children() {
+    let site = TestSite::start();
+    site.route_fn("/index.xml", {
+        let body = index(&[
+            (site.url("/b.xml"), None),
+            (site.url("/a.xml"), Some("2024-01-01")),
+            (site.url("/b.xml"), Some("2024-02-01")),
+            (site.url("/c.xml"), None),
+        ]);
+        move |req, _| {
+            if req.header("if-none-match") == Some("\"i1\"") {
+                Reply::status(304)
+            } else {
+                Reply::ok(body.clone()).header("ETag", "\"i1\"")
+            }
+        }
+    });
+    for p in ["/a.xml", "/b.xml", "/c.xml"] {
+        site.route(p, Reply::ok(urlset(&[site.url(&format!("{p}/page"))])));
+    }
+    let w = walker(fetch_config(), WalkConfig::default());
+    let events = walk(&w, &site.url("/index.xml")).await;
+    let idx = report(&events, &site.url("/index.xml"));
+    let children: Vec<&str> = idx.children.iter().map(|c| c.as_str()).collect();
+    assert_eq!(
+        children,
+        [site.url("/b.xml"), site.url("/a.xml"), site.url("/c.xml")]
+    );
+    let json = serde_json::to_value(WalkEvent::SitemapFetched(idx.clone())).unwrap();
+    assert_eq!(json["children"][1], site.url("/a.xml"));
+    // A urlset lists none, and its JSON has no such field.
+    let leaf = report(&events, &site.url("/a.xml"));
+    assert!(leaf.children.is_empty());
+    let json = serde_json::to_value(WalkEvent::SitemapFetched(leaf.clone())).unwrap();
+    assert!(json.get("children").is_none(), "{json}");
+
+    // A 304 reads nothing: no children reported (the remembered ones are
+    // still walked).
+    let memory = Memory(HashMap::from([(
+        site.url("/index.xml"),
+        Remembered {
+            validators: idx.validators.clone(),
+            children: vec![url(&site.url("/c.xml"))],
+            ..Remembered::default()
+        },
+    )]));
+    let w = with_memory(memory, WalkConfig::default());
+    let events = walk(&w, &site.url("/index.xml")).await;
+    let idx = report(&events, &site.url("/index.xml"));
+    assert!(idx.not_modified);
+    assert!(idx.children.is_empty());
+    assert_eq!(site.hits("/c.xml"), 2);
+}

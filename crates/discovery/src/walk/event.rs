@@ -147,6 +147,10 @@ pub struct RobotsReport {
     pub duration: Duration,
 }
 
+/// At most this many children are listed in [`SitemapReport::children`]:
+/// the protocol's limit of sitemaps per index.
+pub const MAX_REPORTED_CHILDREN: usize = 50_000;
+
 /// A sitemap fetched and read.
 #[derive(Debug, Clone, Serialize)]
 pub struct SitemapReport {
@@ -180,6 +184,14 @@ pub struct SitemapReport {
     /// The transfer error that cut the body short, if any: what came
     /// before it was kept.
     pub cut: Option<FetchError>,
+    /// The children an index listed, in document order, without
+    /// duplicates, at most [`MAX_REPORTED_CHILDREN`]; empty for any other
+    /// format and for a 304. Everything an index lists is here, including
+    /// children the walk did not follow (depth, cap, I3, already seen).
+    /// An index read only in part (see [`SitemapReport::complete`]) lists
+    /// only the children before the cut.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<NormUrl>,
     /// Wall time, fetch and parse.
     #[serde(serialize_with = "millis")]
     pub duration: Duration,

@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 pub use event::{
-    RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport, SkipReason, Via,
-    WalkEvent,
+    MAX_REPORTED_CHILDREN, RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport,
+    SkipReason, Via, WalkEvent,
 };
 pub use site::fetch_robots;
 

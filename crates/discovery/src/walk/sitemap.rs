@@ -1,6 +1,7 @@
 //! One sitemap: fetch (conditional), parse as it streams in, forward its
 //! entries and diagnostics, report, and hand back its children.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -8,7 +9,7 @@ use sitemapd_parser::{Event, NormUrl, ParseOptions, SitemapRef, parse_async};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, info_span};
 
-use super::event::{SitemapFailure, SitemapReport, Via, WalkEvent};
+use super::event::{MAX_REPORTED_CHILDREN, SitemapFailure, SitemapReport, Via, WalkEvent};
 use super::site::SiteState;
 use super::{Closed, Emit, Remembered, Walker};
 
@@ -168,6 +169,7 @@ async fn run(
         bytes: 0,
         summary: None,
         cut: None,
+        children: Vec::new(),
         duration: Default::default(),
     };
     if fetched.not_modified() {
@@ -237,6 +239,7 @@ async fn run(
         return Ok(failed);
     }
     report.summary = summary;
+    report.children = listed(&children);
     let bytes = report.bytes;
     emit.send(WalkEvent::SitemapFetched(report)).await?;
     Ok(Outcome::Read {
@@ -244,4 +247,16 @@ async fn run(
         bytes,
         children,
     })
+}
+
+/// The children an index listed, for its report: in document order, each
+/// once, at most [`MAX_REPORTED_CHILDREN`].
+fn listed(children: &[SitemapRef]) -> Vec<NormUrl> {
+    let mut seen = HashSet::new();
+    children
+        .iter()
+        .filter(|c| seen.insert(&c.loc))
+        .take(MAX_REPORTED_CHILDREN)
+        .map(|c| c.loc.clone())
+        .collect()
 }
