@@ -39,6 +39,7 @@ impl SitemapMemory for StoreMemory {
                 .iter()
                 .filter_map(|c| NormUrl::parse(c).ok())
                 .collect(),
+            not_due: false,
         })
     }
 }
@@ -210,7 +211,8 @@ fn walk_into(
                 )),
                 WalkEvent::Diagnostic { .. }
                 | WalkEvent::ProbeMissed { .. }
-                | WalkEvent::ChildrenSkipped { .. } => {}
+                | WalkEvent::ChildrenSkipped { .. }
+                | WalkEvent::NotDue { .. } => {}
             }
         }
         anyhow::Ok(ingest.finish()?)

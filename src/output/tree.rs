@@ -28,6 +28,10 @@ struct SiteTree {
 enum Node {
     Read(Box<SitemapReport>),
     Failed(SitemapFailure),
+    NotDue {
+        url: NormUrl,
+        parent: Option<NormUrl>,
+    },
 }
 
 impl Node {
@@ -35,6 +39,7 @@ impl Node {
         match self {
             Node::Read(r) => &r.url,
             Node::Failed(f) => &f.url,
+            Node::NotDue { url, .. } => url,
         }
     }
 
@@ -42,6 +47,7 @@ impl Node {
         match self {
             Node::Read(r) => r.parent.as_ref(),
             Node::Failed(f) => f.parent.as_ref(),
+            Node::NotDue { parent, .. } => parent.as_ref(),
         }
     }
 }
@@ -92,6 +98,14 @@ impl Tree {
             }
             WalkEvent::SitemapFailed(f) => {
                 self.site(&f.site).nodes.push(Node::Failed(f.clone()));
+            }
+            WalkEvent::NotDue {
+                site, url, parent, ..
+            } => {
+                self.site(site).nodes.push(Node::NotDue {
+                    url: url.clone(),
+                    parent: parent.clone(),
+                });
             }
             WalkEvent::ProbeMissed { site, url, reason } => {
                 self.site(site).notes.push(format!("probe {url}: {reason}"));
@@ -194,6 +208,7 @@ fn print_nodes(nodes: &[Node], out: &mut impl Write) -> Result<()> {
 fn describe(node: &Node) -> String {
     match node {
         Node::Failed(f) => format!("{}  FAILED: {} ({})", f.url, f.error, duration(f.duration)),
+        Node::NotDue { url, .. } => format!("{url}  not due"),
         Node::Read(r) => {
             let mut s = format!("{}  {}", r.url, r.status);
             if r.not_modified {

@@ -48,7 +48,8 @@
 //! - [`politeness`]: per-host in-flight limit and delay (`Crawl-delay`);
 //!   idle hosts are pruned.
 //! - [`walk`]: seeds to a stream of [`WalkEvent`]s, with depth, cycle, cap,
-//!   scope, cross-submission (R5), probing (R6) and I3 checks.
+//!   scope, cross-submission (R5), probing (R6) and I3 checks, and the
+//!   caller's refresh schedule (not-due sitemaps).
 
 #![warn(missing_docs)]
 

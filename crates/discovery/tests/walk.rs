@@ -616,6 +616,7 @@ async fn i3_children_not_newer_than_the_last_fetch_are_skipped() {
                         validators: Validators::default(),
                         fetched_at,
                         children: Vec::new(),
+                        not_due: false,
                     },
                 )
             })
@@ -1080,6 +1081,7 @@ async fn an_unchanged_index_is_descended_through_remembered_children() {
             },
             fetched_at: None,
             children: vec![NormUrl::parse(&site.url("/child.xml")).unwrap()],
+            not_due: false,
         },
     )]));
     let w = walker(
@@ -1134,6 +1136,15 @@ fn url(s: &str) -> NormUrl {
     NormUrl::parse(s).unwrap()
 }
 
+/// Remembered as not due, with these children.
+fn not_due(children: &[String]) -> Remembered {
+    Remembered {
+        children: children.iter().map(|c| url(c)).collect(),
+        not_due: true,
+        ..Remembered::default()
+    }
+}
+
 fn with_memory(memory: Memory, config: WalkConfig) -> Walker {
     walker(
         fetch_config(),
@@ -1142,6 +1153,179 @@ fn with_memory(memory: Memory, config: WalkConfig) -> Walker {
             ..config
         },
     )
+}
+
+/// The NotDue events: (url, parent, depth).
+fn not_due_events(events: &[WalkEvent]) -> Vec<(String, Option<String>, u32)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::NotDue {
+                url, parent, depth, ..
+            } => Some((
+                url.to_string(),
+                parent.as_ref().map(ToString::to_string),
+                *depth,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_not_due_sitemap_is_not_fetched() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "Sitemap: {}\nSitemap: {}\n",
+            site.url("/due.xml"),
+            site.url("/later.xml")
+        )),
+    );
+    site.route("/due.xml", Reply::ok(urlset(&pages(&site, "d", 2))));
+    site.route("/later.xml", Reply::ok(urlset(&pages(&site, "l", 3))));
+    let memory = Memory(HashMap::from([(site.url("/later.xml"), not_due(&[]))]));
+    let w = with_memory(memory, WalkConfig::default());
+    let events = walk(&w, &site.url("/")).await;
+    assert_eq!(site.hits("/later.xml"), 0);
+    assert_eq!(site.hits("/due.xml"), 1);
+    assert_eq!(not_due_events(&events), [(site.url("/later.xml"), None, 0)]);
+    assert_eq!(entries(&events), pages(&site, "d", 2));
+    let totals = site_done(&events);
+    assert_eq!((totals.sitemaps, totals.not_due, totals.failed), (1, 1, 0));
+    let event = events
+        .iter()
+        .find(|e| matches!(e, WalkEvent::NotDue { .. }))
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(event).unwrap(),
+        serde_json::json!({
+            "type": "not_due",
+            "site": site.url("/"),
+            "url": site.url("/later.xml"),
+            "parent": null,
+            "depth": 0,
+        })
+    );
+    let done = serde_json::to_value(events.last().unwrap()).unwrap();
+    assert_eq!(done["not_due"], 1);
+
+    // A seed sitemap too; and no not_due field in totals without one.
+    let events = walk(&w, &site.url("/later.xml")).await;
+    assert_eq!(site.hits("/later.xml"), 0);
+    assert_eq!(not_due_events(&events).len(), 1);
+    let events = walk(&w, &site.url("/due.xml")).await;
+    let done = serde_json::to_value(events.last().unwrap()).unwrap();
+    assert!(done.get("not_due").is_none(), "{done}");
+}
+
+#[tokio::test]
+async fn a_not_due_index_is_walked_through_its_remembered_children() {
+    let site = TestSite::start();
+    site.route(
+        "/index.xml",
+        Reply::ok(index(&[(site.url("/forgotten.xml"), None)])),
+    );
+    site.route("/a.xml", Reply::ok(urlset(&pages(&site, "a", 2))));
+    site.route("/b.xml", Reply::ok(urlset(&pages(&site, "b", 2))));
+    site.route("/c.xml", Reply::ok(urlset(&pages(&site, "c", 1))));
+    site.route("/forgotten.xml", Reply::ok(urlset(&pages(&site, "f", 1))));
+    let memory = Memory(HashMap::from([
+        (
+            site.url("/index.xml"),
+            not_due(&[site.url("/a.xml"), site.url("/nested.xml")]),
+        ),
+        // An index within, not due either: descended through as well.
+        (
+            site.url("/nested.xml"),
+            not_due(&[site.url("/b.xml"), site.url("/c.xml")]),
+        ),
+        (site.url("/c.xml"), not_due(&[])),
+    ]));
+    let w = with_memory(memory, WalkConfig::default());
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert_eq!(site.hits("/index.xml"), 0);
+    assert_eq!(site.hits("/nested.xml"), 0);
+    assert_eq!(site.hits("/a.xml"), 1);
+    assert_eq!(site.hits("/b.xml"), 1);
+    assert_eq!(site.hits("/c.xml"), 0);
+    assert_eq!(site.hits("/forgotten.xml"), 0);
+    let mut got = not_due_events(&events);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            (site.url("/c.xml"), Some(site.url("/nested.xml")), 2),
+            (site.url("/index.xml"), None, 0),
+            (site.url("/nested.xml"), Some(site.url("/index.xml")), 1),
+        ]
+    );
+    let b = report(&events, &site.url("/b.xml"));
+    assert_eq!(
+        (b.depth, b.parent.as_ref().map(|p| p.as_str())),
+        (2, Some(site.url("/nested.xml").as_str()))
+    );
+    assert_eq!(entries(&events).len(), 4);
+    let totals = site_done(&events);
+    assert_eq!((totals.sitemaps, totals.not_due), (2, 3));
+}
+
+#[tokio::test]
+async fn a_not_due_child_is_descended_through_whatever_its_lastmod_says() {
+    let site = TestSite::start();
+    // The index is due and read; its child's lastmod is older than our last
+    // fetch (I3 would skip it), but the child is not due: it is descended
+    // through, to its remembered children, without being fetched.
+    site.route(
+        "/index.xml",
+        Reply::ok(index(&[
+            (site.url("/child.xml"), Some("2020-01-01")),
+            (site.url("/old.xml"), Some("2020-01-01")),
+        ])),
+    );
+    site.route("/child.xml", Reply::ok(index(&[])));
+    site.route("/leaf.xml", Reply::ok(urlset(&pages(&site, "l", 1))));
+    site.route("/old.xml", Reply::ok(urlset(&pages(&site, "o", 1))));
+    let fetched_at = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    let memory = Memory(HashMap::from([
+        (
+            site.url("/child.xml"),
+            Remembered {
+                fetched_at,
+                ..not_due(&[site.url("/leaf.xml")])
+            },
+        ),
+        (
+            site.url("/old.xml"),
+            Remembered {
+                fetched_at,
+                ..Remembered::default()
+            },
+        ),
+    ]));
+    let w = with_memory(memory, WalkConfig::default());
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert_eq!(site.hits("/child.xml"), 0);
+    assert_eq!(site.hits("/leaf.xml"), 1);
+    assert_eq!(site.hits("/old.xml"), 0);
+    assert_eq!(skipped(&events), [(SkipReason::NotChanged, 1)]);
+    assert_eq!(entries(&events), [site.url("/l/0")]);
+
+    // Depth still applies: the not-due child is not even announced.
+    let w = with_memory(
+        Memory(HashMap::from([(
+            site.url("/child.xml"),
+            not_due(&[site.url("/leaf.xml")]),
+        )])),
+        WalkConfig {
+            max_depth: 0,
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/index.xml")).await;
+    assert!(not_due_events(&events).is_empty());
+    assert_eq!(skipped(&events), [(SkipReason::Depth, 2)]);
 }
 
 #[tokio::test]

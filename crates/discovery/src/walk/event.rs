@@ -59,6 +59,21 @@ pub enum WalkEvent {
         /// The first one skipped.
         example: NormUrl,
     },
+    /// A sitemap the caller's memory marks not due
+    /// ([`Remembered::not_due`](super::Remembered::not_due)): it was not
+    /// fetched. An index is walked on through the children the memory
+    /// remembers for it.
+    NotDue {
+        /// The site (seed).
+        #[serde(serialize_with = "url_str")]
+        site: Arc<NormUrl>,
+        /// The sitemap.
+        url: NormUrl,
+        /// The index that listed it, if any.
+        parent: Option<NormUrl>,
+        /// Depth, as in [`SitemapReport::depth`].
+        depth: u32,
+    },
     /// A site is finished.
     SiteDone(SiteTotals),
 }
@@ -237,6 +252,10 @@ pub struct SiteTotals {
     pub sitemaps: u64,
     /// Sitemaps that failed.
     pub failed: u64,
+    /// Sitemaps not fetched because the caller's memory marks them not due
+    /// ([`WalkEvent::NotDue`]); not counted in `sitemaps`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_due: u64,
     /// URL entries yielded.
     pub entries: u64,
     /// Bytes received.
@@ -256,6 +275,7 @@ impl SiteTotals {
             site,
             sitemaps: 0,
             failed: 0,
+            not_due: 0,
             entries: 0,
             bytes: 0,
             duration: Duration::ZERO,
@@ -274,6 +294,10 @@ impl SiteTotals {
 
 fn url_str<S: Serializer>(url: &Arc<NormUrl>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(url.as_str())
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

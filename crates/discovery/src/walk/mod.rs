@@ -106,6 +106,14 @@ pub struct Remembered {
     /// when it answers 304, since an unchanged index says nothing about
     /// whether its children changed.
     pub children: Vec<NormUrl>,
+    /// The caller's own refresh schedule says this sitemap need not be read
+    /// now: it is not fetched; the walker emits [`WalkEvent::NotDue`] and,
+    /// for an index, walks on through [`Remembered::children`], each child
+    /// recalled and checked the same way. Counted in
+    /// [`SiteTotals::not_due`], not in [`SiteTotals::sitemaps`]. A child
+    /// not due is descended through whatever its index's lastmod says (I3
+    /// does not apply); the depth, cycle and cap limits still do.
+    pub not_due: bool,
 }
 
 /// Lookup of earlier fetches, supplied by the caller.

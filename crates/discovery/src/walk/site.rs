@@ -117,6 +117,11 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                 let queued = admit_children(&walker, &state, &task, children, &emit).await?;
                 queue.extend(queued);
             }
+            Outcome::NotDue { children } => {
+                totals.not_due += 1;
+                let queued = admit_children(&walker, &state, &task, children, &emit).await?;
+                queue.extend(queued);
+            }
             Outcome::Failed => totals.failed += 1,
             Outcome::Quiet => {}
         }
@@ -126,7 +131,9 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
 }
 
 /// Filters an index's children (depth, seen, cap, I3) into tasks; reports
-/// what was skipped, one event per reason.
+/// what was skipped, one event per reason. A child the memory marks not due
+/// is admitted whatever I3 says: it will not be fetched, only descended
+/// through.
 async fn admit_children(
     walker: &Walker,
     state: &SiteState,
@@ -154,8 +161,10 @@ async fn admit_children(
                 None => walker.recall(&child.loc),
                 Some(_) => Remembered::default(),
             };
-            let reason = reason
-                .or_else(|| not_changed(&remembered, &child).then_some(SkipReason::NotChanged));
+            let reason = reason.or_else(|| {
+                (!remembered.not_due && not_changed(&remembered, &child))
+                    .then_some(SkipReason::NotChanged)
+            });
             match reason {
                 Some(reason) => {
                     skipped.entry(reason).or_insert((0, child.loc.clone())).0 += 1;

@@ -65,6 +65,9 @@ pub(super) enum Outcome {
         bytes: u64,
         children: Vec<SitemapRef>,
     },
+    /// Not fetched: the caller's memory says it is not due. The children
+    /// it remembers (none for a leaf), to walk on through.
+    NotDue { children: Vec<SitemapRef> },
     /// Reported as failed.
     Failed,
     /// Nothing to count: a probe that missed, a redirect to a sitemap
@@ -95,6 +98,19 @@ async fn run(
         Some(r) => r.clone(),
         None => walker.recall(&task.url),
     };
+    if remembered.not_due {
+        debug!("not due: not fetched");
+        emit.send(WalkEvent::NotDue {
+            site: task.site.clone(),
+            url: task.url.clone(),
+            parent: task.parent.clone(),
+            depth: task.depth,
+        })
+        .await?;
+        return Ok(Outcome::NotDue {
+            children: as_refs(remembered.children),
+        });
+    }
     let fail = |status: Option<u16>, error: String| {
         if task.via == Via::Probe {
             WalkEvent::ProbeMissed {
@@ -175,15 +191,10 @@ async fn run(
     if fetched.not_modified() {
         report.duration = started.elapsed();
         emit.send(WalkEvent::SitemapFetched(report)).await?;
-        let children = remembered
-            .children
-            .into_iter()
-            .map(|loc| SitemapRef { loc, lastmod: None })
-            .collect();
         return Ok(Outcome::Read {
             entries: 0,
             bytes: 0,
-            children,
+            children: as_refs(remembered.children),
         });
     }
 
@@ -247,6 +258,15 @@ async fn run(
         bytes,
         children,
     })
+}
+
+/// Remembered children as the refs an index would list (no lastmod: I3
+/// cannot skip them).
+fn as_refs(children: Vec<NormUrl>) -> Vec<SitemapRef> {
+    children
+        .into_iter()
+        .map(|loc| SitemapRef { loc, lastmod: None })
+        .collect()
 }
 
 /// The children an index listed, for its report: in document order, each
