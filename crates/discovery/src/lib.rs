@@ -48,8 +48,8 @@
 //! - [`politeness`]: per-host in-flight limit and delay (`Crawl-delay`);
 //!   idle hosts are pruned.
 //! - [`walk`]: seeds to a stream of [`WalkEvent`]s, with depth, cycle, cap,
-//!   scope, cross-submission (R5), probing (R6) and I3 checks, and the
-//!   caller's refresh schedule (not-due sitemaps).
+//!   scope, cross-submission (R5), probing (R6) and I3 checks, the caller's
+//!   refresh schedule (not-due sitemaps) and an optional robots.txt cache.
 
 #![warn(missing_docs)]
 

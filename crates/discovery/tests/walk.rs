@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
-use sitemapd_discovery::walk::{Remembered, RobotsOutcome, SitemapReport, SkipReason, Via};
+use sitemapd_discovery::walk::{
+    DEFAULT_PROBE_PATHS, Remembered, RobotsOutcome, SitemapReport, SkipReason, Via,
+};
 use sitemapd_discovery::{
     FetchConfig, FetchError, Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent,
     Walker,
@@ -1172,6 +1174,16 @@ fn not_due_events(events: &[WalkEvent]) -> Vec<(String, Option<String>, u32)> {
         .collect()
 }
 
+fn robots_events(events: &[WalkEvent]) -> Vec<&sitemapd_discovery::walk::RobotsReport> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::Robots(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_not_due_sitemap_is_not_fetched() {
     let site = TestSite::start();
@@ -1381,4 +1393,134 @@ async fn an_index_report_lists_its_children() {
     assert!(idx.not_modified);
     assert!(idx.children.is_empty());
     assert_eq!(site.hits("/c.xml"), 2);
+}
+
+fn cached_robots(ttl: Option<Duration>) -> WalkConfig {
+    WalkConfig {
+        robots_ttl: ttl,
+        ..WalkConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn robots_txt_is_fetched_once_within_its_ttl() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nCrawl-delay: 0.2\nSitemap: {}\n",
+            site.url("/s.xml")
+        )),
+    );
+    site.route("/s.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
+    let w = walker(
+        fetch_config(),
+        cached_robots(Some(Duration::from_secs(3600))),
+    );
+    let first = walk(&w, &site.url("/")).await;
+    assert!(!robots_report(&first).from_cache);
+    // The politeness gate forgets the host (as when pruned): the cached
+    // report's Crawl-delay is applied again.
+    let host = sitemapd_discovery::fetch::host_key(&url(&site.url("/")));
+    w.fetcher().politeness().set_crawl_delay(&host, 0.0);
+    assert_eq!(w.fetcher().politeness().delay(&host), Duration::ZERO);
+    // A clone shares the cache.
+    let second = walk(&w.clone(), &site.url("/")).await;
+    assert_eq!(site.hits("/robots.txt"), 1);
+    let robots = robots_report(&second);
+    assert!(robots.from_cache);
+    assert!(matches!(robots.outcome, RobotsOutcome::Parsed { .. }));
+    assert_eq!(robots.sitemaps, [url(&site.url("/s.xml"))]);
+    assert_eq!(robots.crawl_delay, Some(0.2));
+    assert_eq!(
+        w.fetcher().politeness().delay(&host),
+        Duration::from_millis(200)
+    );
+    assert_eq!(site.hits("/s.xml"), 2);
+    assert_eq!(entries(&second).len(), 1);
+    let json = serde_json::to_value(WalkEvent::Robots(robots.clone())).unwrap();
+    assert_eq!(json["from_cache"], true);
+    let json = serde_json::to_value(WalkEvent::Robots(robots_report(&first).clone())).unwrap();
+    assert_eq!(json["from_cache"], false);
+
+    // Without a ttl (the default), every walk fetches it.
+    let other = TestSite::start();
+    other.route("/robots.txt", Reply::ok("User-agent: *\nDisallow:\n"));
+    let w = walker(fetch_config(), cached_robots(None));
+    for _ in 0..2 {
+        let events = walk(&w, &other.url("/")).await;
+        assert!(!robots_report(&events).from_cache);
+    }
+    assert_eq!(other.hits("/robots.txt"), 2);
+}
+
+#[tokio::test]
+async fn an_unreachable_robots_txt_falls_back_to_the_cached_copy() {
+    let site = TestSite::start();
+    site.route_seq(
+        "/robots.txt",
+        vec![
+            Reply::ok(format!("Sitemap: {}\n", site.url("/s.xml"))),
+            Reply::status(503),
+        ],
+    );
+    site.route("/s.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
+    let w = walker(
+        fetch_config(),
+        cached_robots(Some(Duration::from_millis(1))),
+    );
+    let first = walk(&w, &site.url("/")).await;
+    assert!(!robots_report(&first).from_cache);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Expired: fetched again, 503 three times (retries), then the cache.
+    let second = walk(&w, &site.url("/")).await;
+    assert_eq!(site.hits("/robots.txt"), 4);
+    let robots = robots_events(&second);
+    assert_eq!(robots.len(), 1);
+    assert!(robots[0].from_cache);
+    assert!(matches!(robots[0].outcome, RobotsOutcome::Parsed { .. }));
+    assert_eq!(robots[0].status, Some(200));
+    assert_eq!(site.hits("/s.xml"), 2);
+    assert_eq!(entries(&second).len(), 1);
+
+    // Nothing cached: unreachable it is, and nothing is walked.
+    let down = TestSite::start();
+    down.route("/robots.txt", Reply::status(503));
+    let events = walk(&w, &down.url("/")).await;
+    let robots = robots_report(&events);
+    assert!(!robots.from_cache);
+    assert!(matches!(robots.outcome, RobotsOutcome::Unreachable { .. }));
+    assert_eq!(down.hits("/sitemap.xml"), 0);
+}
+
+#[tokio::test]
+async fn cached_robots_without_sitemaps_probes_only_what_the_memory_recalls() {
+    let site = TestSite::start();
+    site.route("/robots.txt", Reply::ok("User-agent: *\nDisallow:\n"));
+    site.route("/sitemap.xml", Reply::ok(urlset(&pages(&site, "p", 2))));
+    // The store remembers the probe that was a sitemap.
+    let memory = Memory(HashMap::from([(
+        site.url("/sitemap.xml"),
+        Remembered::default(),
+    )]));
+    let w = with_memory(memory, cached_robots(Some(Duration::from_secs(3600))));
+    let first = walk(&w, &site.url("/")).await;
+    assert_eq!(entries(&first).len(), 2);
+    for path in DEFAULT_PROBE_PATHS {
+        assert_eq!(site.hits(path), 1, "{path}");
+    }
+    let second = walk(&w, &site.url("/")).await;
+    assert!(robots_report(&second).from_cache);
+    assert_eq!(site.hits("/robots.txt"), 1);
+    assert_eq!(site.hits("/sitemap.xml"), 2);
+    for path in DEFAULT_PROBE_PATHS.iter().filter(|p| **p != "/sitemap.xml") {
+        assert_eq!(site.hits(path), 1, "{path} probed again");
+    }
+    assert_eq!(report(&second, &site.url("/sitemap.xml")).via, Via::Probe);
+    assert_eq!(entries(&second).len(), 2);
+    assert!(
+        !second
+            .iter()
+            .any(|e| matches!(e, WalkEvent::ProbeMissed { .. }))
+    );
 }

@@ -157,6 +157,12 @@ pub struct RobotsReport {
     pub diagnostics: Vec<Diagnostic>,
     /// Redirect hops followed.
     pub redirects: Vec<Hop>,
+    /// The report is the one kept from an earlier fetch (see
+    /// [`WalkConfig::robots_ttl`](super::WalkConfig::robots_ttl)): either
+    /// still fresh, so robots.txt was not requested, or used because
+    /// robots.txt is unreachable now (RFC 9309 §2.4). Its fields other than
+    /// `duration` describe that earlier fetch.
+    pub from_cache: bool,
     /// Wall time.
     #[serde(serialize_with = "millis")]
     pub duration: Duration,

@@ -8,13 +8,14 @@
 //! dropping the [`WalkStream`] stops it.
 
 mod event;
+mod robots_cache;
 mod site;
 mod sitemap;
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use futures_core::Stream;
 use sitemapd_parser::{NormUrl, ParseOptions, UrlError};
@@ -25,6 +26,7 @@ pub use event::{
     MAX_REPORTED_CHILDREN, RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport,
     SkipReason, Via, WalkEvent,
 };
+pub use robots_cache::ROBOTS_MAX_AGE;
 pub use site::fetch_robots;
 
 use crate::fetch::{Fetcher, Validators};
@@ -64,6 +66,19 @@ pub struct WalkConfig {
     /// What the caller remembers of earlier fetches (validators for
     /// conditional GET, last fetch time for I3); default none.
     pub memory: Option<Arc<dyn SitemapMemory>>,
+    /// How long a robots.txt report is reused (RFC 9309 §2.4); default
+    /// `None`: robots.txt is fetched on every walk of a site.
+    ///
+    /// With `Some(ttl)`, the [`Walker`] (and its clones) keeps the last
+    /// report of each robots.txt in memory. A walk within `ttl` of the
+    /// fetch uses it without a request, with
+    /// [`RobotsReport::from_cache`] set and its `Crawl-delay` applied
+    /// again. When a later fetch finds robots.txt unreachable (5xx or no
+    /// response), a parsed report younger than [`ROBOTS_MAX_AGE`] is used
+    /// instead. And when a report from the cache declares no sitemap, only
+    /// the probe paths the [`memory`](Self::memory) recalls are probed:
+    /// the others were found missing before.
+    pub robots_ttl: Option<Duration>,
 }
 
 impl Default for WalkConfig {
@@ -77,6 +92,7 @@ impl Default for WalkConfig {
             site_concurrency: 16,
             parse: ParseOptions::default(),
             memory: None,
+            robots_ttl: None,
         }
     }
 }
@@ -90,6 +106,7 @@ impl std::fmt::Debug for WalkConfig {
             .field("sitemap_concurrency", &self.sitemap_concurrency)
             .field("site_concurrency", &self.site_concurrency)
             .field("memory", &self.memory.is_some())
+            .field("robots_ttl", &self.robots_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -176,6 +193,8 @@ impl Seed {
 pub struct Walker {
     fetcher: Fetcher,
     config: Arc<WalkConfig>,
+    /// Reports of robots.txt kept for [`WalkConfig::robots_ttl`].
+    robots: robots_cache::RobotsCache,
 }
 
 /// Events buffered between the walk and its consumer.
@@ -187,6 +206,7 @@ impl Walker {
         Self {
             fetcher,
             config: Arc::new(config),
+            robots: robots_cache::RobotsCache::default(),
         }
     }
 
@@ -195,13 +215,14 @@ impl Walker {
         &self.fetcher
     }
 
+    /// What the caller's memory says of `url`, if it knows it.
+    fn remembers(&self, url: &NormUrl) -> Option<Remembered> {
+        self.config.memory.as_ref().and_then(|m| m.recall(url))
+    }
+
     /// What the caller's memory says of `url` (nothing without a memory).
     fn recall(&self, url: &NormUrl) -> Remembered {
-        self.config
-            .memory
-            .as_ref()
-            .and_then(|m| m.recall(url))
-            .unwrap_or_default()
+        self.remembers(url).unwrap_or_default()
     }
 
     /// Starts walking `seeds` (duplicates walked once) on the current tokio

@@ -9,7 +9,7 @@ use futures_util::stream::FuturesUnordered;
 use sitemapd_parser::{NormUrl, SitemapRef};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
-use tracing::{Instrument, info_span};
+use tracing::{Instrument, debug, info_span};
 
 use super::event::{RobotsOutcome, RobotsReport, SiteTotals, SkipReason, Via, WalkEvent};
 use super::sitemap::{Outcome, Task, walk_sitemap};
@@ -44,12 +44,13 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                 .root()
                 .join("/robots.txt")
                 .unwrap_or_else(|_| site.root());
-            let report = fetch_robots(&walker.fetcher, &robots_url).await;
+            let report = super::robots_cache::robots(&walker, &robots_url).await;
             let robots = match &report.outcome {
                 RobotsOutcome::Parsed { robots } => Some(robots.clone()),
                 _ => None,
             };
             let unreachable = matches!(report.outcome, RobotsOutcome::Unreachable { .. });
+            let from_cache = report.from_cache;
             let declared = report.sitemaps.clone();
             let robots_at = report.url.clone();
             emit.send(WalkEvent::Robots(report)).await?;
@@ -77,6 +78,20 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
             if queue.is_empty() && config.probe && !unreachable {
                 // R6: probing is our own initiative, so robots.txt rules apply.
                 for url in config.probe_paths.iter().filter_map(|p| site.join(p).ok()) {
+                    // robots.txt unchanged since an earlier walk probed: only
+                    // the paths that were sitemaps then (the memory knows
+                    // them) are worth a request.
+                    let remembered = if from_cache {
+                        match walker.remembers(&url) {
+                            Some(r) => Some(r),
+                            None => {
+                                debug!(%url, "robots.txt from the cache: probe not remembered, skipped");
+                                continue;
+                            }
+                        }
+                    } else {
+                        None
+                    };
                     if robots.as_ref().is_some_and(|r| !r.is_allowed(&url)) {
                         emit.send(WalkEvent::ProbeMissed {
                             site: site_url.clone(),
@@ -85,7 +100,9 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                         })
                         .await?;
                     } else {
-                        queue.push_back(Task::top(&site_url, url, Via::Probe, Vec::new()));
+                        let mut task = Task::top(&site_url, url, Via::Probe, Vec::new());
+                        task.remembered = remembered;
+                        queue.push_back(task);
                     }
                 }
             }
@@ -218,6 +235,7 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
         crawl_delay: None,
         diagnostics: Vec::new(),
         redirects: Vec::new(),
+        from_cache: false,
         duration: Default::default(),
     };
     report.outcome = match fetcher.get(url, &Validators::default()).await {
@@ -243,11 +261,7 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
                         report.crawl_delay = robots.crawl_delay;
                         report.diagnostics = robots.diagnostics.clone();
                         if let Some(delay) = robots.crawl_delay {
-                            // For the host asked, and for the host a redirect
-                            // led to, where its sitemaps usually are.
-                            let gate = fetcher.politeness();
-                            gate.set_crawl_delay(&host_key(&site), delay);
-                            gate.set_crawl_delay(&host_key(&final_url), delay);
+                            apply_crawl_delay(fetcher, &site, &final_url, delay);
                         }
                         RobotsOutcome::Parsed {
                             robots: Arc::new(robots),
@@ -270,6 +284,19 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     };
     report.duration = started.elapsed();
     report
+}
+
+/// Applies a robots.txt `Crawl-delay` to the host asked (`site`), and to the
+/// host a redirect led to (`final_url`), where its sitemaps usually are.
+pub(super) fn apply_crawl_delay(
+    fetcher: &Fetcher,
+    site: &NormUrl,
+    final_url: &NormUrl,
+    delay: f64,
+) {
+    let gate = fetcher.politeness();
+    gate.set_crawl_delay(&host_key(site), delay);
+    gate.set_crawl_delay(&host_key(final_url), delay);
 }
 
 /// Reads at most [`MAX_ROBOTS_BYTES`] + 1 of a robots.txt, inflating gzip.

@@ -1,0 +1,212 @@
+//! The robots.txt reports a [`Walker`] keeps for
+//! [`WalkConfig::robots_ttl`](super::WalkConfig::robots_ttl) (RFC 9309 §2.4):
+//! per robots.txt URL, the last report and when it was fetched, in memory,
+//! shared by the walker's clones.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use sitemapd_parser::NormUrl;
+use tokio::time::Instant;
+use tracing::{debug, info};
+
+use super::Walker;
+use super::event::{RobotsOutcome, RobotsReport};
+use super::site::{apply_crawl_delay, fetch_robots};
+
+/// How long a robots.txt report is kept at most: 30 days. A parsed report
+/// stands in for an unreachable robots.txt (5xx or no response) until then.
+pub const ROBOTS_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Reports kept at most; past it, the older half is dropped.
+const MAX_ENTRIES: usize = 100_000;
+
+/// The cache: shared by the clones of a [`Walker`].
+#[derive(Clone)]
+pub(super) struct RobotsCache(Arc<Mutex<Inner>>);
+
+struct Inner {
+    reports: HashMap<NormUrl, Cached>,
+    /// Entries kept at most ([`MAX_ENTRIES`]; smaller in tests).
+    cap: usize,
+    /// Insertions so far: orders entries fetched at the same instant.
+    inserted: u64,
+}
+
+struct Cached {
+    report: RobotsReport,
+    /// When it was fetched.
+    at: Instant,
+    /// Insertion number, breaking ties of `at`.
+    seq: u64,
+}
+
+impl Default for RobotsCache {
+    fn default() -> Self {
+        Self::with_cap(MAX_ENTRIES)
+    }
+}
+
+impl std::fmt::Debug for RobotsCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RobotsCache")
+            .field("entries", &self.lock().reports.len())
+            .finish()
+    }
+}
+
+impl RobotsCache {
+    fn with_cap(cap: usize) -> Self {
+        Self(Arc::new(Mutex::new(Inner {
+            reports: HashMap::new(),
+            cap: cap.max(1),
+            inserted: 0,
+        })))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The report of `url` fetched less than `max_age` before `now`, if it
+    /// is kept and (with `parsed_only`) was parsed.
+    fn get(
+        &self,
+        url: &NormUrl,
+        max_age: Duration,
+        now: Instant,
+        parsed_only: bool,
+    ) -> Option<RobotsReport> {
+        let inner = self.lock();
+        let cached = inner.reports.get(url)?;
+        let young = now.saturating_duration_since(cached.at) < max_age;
+        let kind = !parsed_only || matches!(cached.report.outcome, RobotsOutcome::Parsed { .. });
+        (young && kind).then(|| cached.report.clone())
+    }
+
+    /// Keeps `report` of `url`, fetched at `at`. Drops the reports older
+    /// than [`ROBOTS_MAX_AGE`] first, and the older half of them all when
+    /// there are more than the cap.
+    fn insert(&self, url: NormUrl, report: RobotsReport, at: Instant) {
+        let mut inner = self.lock();
+        inner
+            .reports
+            .retain(|_, c| at.saturating_duration_since(c.at) < ROBOTS_MAX_AGE);
+        let seq = inner.inserted;
+        inner.inserted += 1;
+        inner.reports.insert(url, Cached { report, at, seq });
+        if inner.reports.len() > inner.cap {
+            let mut ages: Vec<(Instant, u64)> =
+                inner.reports.values().map(|c| (c.at, c.seq)).collect();
+            let half = ages.len() / 2;
+            let (_, &mut cutoff, _) = ages.select_nth_unstable(half);
+            inner.reports.retain(|_, c| (c.at, c.seq) >= cutoff);
+            debug!(kept = inner.reports.len(), "robots.txt cache halved");
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().reports.len()
+    }
+}
+
+/// The robots.txt report at `url` for this walk: fetched, or taken from the
+/// walker's cache as [`WalkConfig::robots_ttl`](super::WalkConfig::robots_ttl)
+/// says.
+pub(super) async fn robots(walker: &Walker, url: &NormUrl) -> RobotsReport {
+    let Some(ttl) = walker.config.robots_ttl else {
+        return fetch_robots(&walker.fetcher, url).await;
+    };
+    let cache = &walker.robots;
+    let started = Instant::now();
+    if let Some(report) = cache.get(url, ttl, started, false) {
+        debug!(%url, "robots.txt fresh in the cache: not fetched");
+        return reuse(walker, report, started);
+    }
+    let report = fetch_robots(&walker.fetcher, url).await;
+    if let RobotsOutcome::Unreachable { reason } = &report.outcome {
+        // RFC 9309 §2.4: the cached copy may be used while unreachable.
+        return match cache.get(url, ROBOTS_MAX_AGE, Instant::now(), true) {
+            Some(cached) => {
+                info!(%url, %reason, "robots.txt unreachable: using the cached copy");
+                reuse(walker, cached, started)
+            }
+            None => report,
+        };
+    }
+    cache.insert(url.clone(), report.clone(), started);
+    report
+}
+
+/// A cached report for this walk: marked, timed, its crawl delay applied
+/// again (the politeness gate may have forgotten the host since).
+fn reuse(walker: &Walker, mut report: RobotsReport, started: Instant) -> RobotsReport {
+    report.from_cache = true;
+    report.duration = started.elapsed();
+    if let Some(delay) = report.crawl_delay {
+        let final_url = report.redirects.last().map_or(&report.url, |h| &h.to);
+        apply_crawl_delay(&walker.fetcher, &report.site, final_url, delay);
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(url: &NormUrl) -> RobotsReport {
+        RobotsReport {
+            site: url.root(),
+            url: url.clone(),
+            status: Some(404),
+            outcome: RobotsOutcome::Unavailable,
+            sitemaps: Vec::new(),
+            crawl_delay: None,
+            diagnostics: Vec::new(),
+            redirects: Vec::new(),
+            from_cache: false,
+            duration: Duration::ZERO,
+        }
+    }
+
+    fn url(i: usize) -> NormUrl {
+        NormUrl::parse(&format!("https://h{i}.example/robots.txt")).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expires_and_evicts_old_entries_on_insert() {
+        let cache = RobotsCache::default();
+        let t0 = Instant::now();
+        cache.insert(url(0), report(&url(0)), t0);
+        let ttl = Duration::from_secs(60);
+        assert!(cache.get(&url(0), ttl, t0 + ttl / 2, false).is_some());
+        assert!(cache.get(&url(0), ttl, t0 + ttl, false).is_none());
+        // Not parsed: never a stand-in for an unreachable robots.txt.
+        assert!(cache.get(&url(0), ROBOTS_MAX_AGE, t0, true).is_none());
+        tokio::time::advance(ROBOTS_MAX_AGE).await;
+        cache.insert(url(1), report(&url(1)), Instant::now());
+        assert_eq!(cache.len(), 1, "the 30-day-old entry is dropped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn over_the_cap_the_older_half_goes() {
+        let cache = RobotsCache::with_cap(10);
+        let t0 = Instant::now();
+        for i in 0..10 {
+            cache.insert(url(i), report(&url(i)), t0 + Duration::from_secs(i as u64));
+        }
+        assert_eq!(cache.len(), 10);
+        // The same instant for the next one: ties are broken by insertion.
+        cache.insert(url(10), report(&url(10)), t0 + Duration::from_secs(9));
+        assert_eq!(cache.len(), 6);
+        let day = Duration::from_secs(86_400);
+        for i in 0..5 {
+            assert!(cache.get(&url(i), day, t0, false).is_none(), "{i}");
+        }
+        for i in 5..=10 {
+            assert!(cache.get(&url(i), day, t0, false).is_some(), "{i}");
+        }
+    }
+}
