@@ -177,6 +177,9 @@ fn walk_into(
                         parent: r.parent.as_ref().map(|p| p.to_string()),
                         authorised_by: matches!(r.via, Via::Robots | Via::Index)
                             .then(|| r.site.to_string()),
+                        // The walker's report does not carry the list yet:
+                        // children join their index on their own fetch.
+                        children: None,
                     };
                     ingest.sitemap_fetched(r.url.as_str(), &fetch)?;
                     let what = match (&r.summary, r.not_modified) {

@@ -6,7 +6,7 @@
 //! its due-index entry in one sled batch. A crash loses at most the batches
 //! not yet flushed, never the pairing of a record and its due entry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
@@ -73,6 +73,12 @@ pub struct SitemapFetch {
     pub parent: Option<String>,
     /// The site whose robots.txt authorised it.
     pub authorised_by: Option<String>,
+    /// For a 2xx read of an index: the child sitemaps it lists (URLs as
+    /// listed, at most [`MAX_CHILDREN`] are kept). After a complete read
+    /// they replace the index's child set; after a cut read (a partial
+    /// list) they are only added to it. `None`: the child set is left as
+    /// it is (children still join it on their own fetch with `parent`).
+    pub children: Option<Vec<String>>,
 }
 
 /// One sitemap being read in this session.
@@ -126,9 +132,11 @@ impl Store {
         }
     }
 
-    /// The child sitemaps fetched through `index` (its record, from
-    /// [`Store::sitemap`]), at most [`MAX_CHILDREN`]: every child ever
-    /// fetched through it, including ones it no longer lists.
+    /// The child sitemaps of `index` (its record, from [`Store::sitemap`]),
+    /// at most [`MAX_CHILDREN`], in URL order: those its last complete read
+    /// listed ([`SitemapFetch::children`]), plus any fetched since with it
+    /// as `parent`. An index never read with its list keeps every child
+    /// ever fetched through it.
     pub fn children(&self, index: &SitemapRecord) -> Result<Vec<String>, StoreError> {
         let mut out = Vec::new();
         for item in self
@@ -329,9 +337,74 @@ impl<'s> Ingest<'s> {
             }
             self.store.kv.apply_batch(batch)?;
         }
+        if ok {
+            if let Some(children) = &fetch.children {
+                self.replace_children(record.id, children, fetch.complete)?;
+            }
+        }
         if retire_pass {
             self.retire_absent(sitemap, &record)?;
         }
+        Ok(())
+    }
+
+    /// Makes `listed` (its first [`MAX_CHILDREN`]) the child set of the
+    /// index with this id: child keys it does not list are removed (after
+    /// a `complete` read only: a cut read's list is partial), the missing
+    /// ones inserted; in batches of at most the session's batch size, each
+    /// under the write lock.
+    fn replace_children(
+        &mut self,
+        id: u64,
+        listed: &[String],
+        complete: bool,
+    ) -> Result<(), StoreError> {
+        let store = self.store;
+        let limit = self.batch;
+        let listed: HashSet<&str> = listed
+            .iter()
+            .take(MAX_CHILDREN)
+            .map(String::as_str)
+            .collect();
+        let flush = |batch: &mut sled::Batch, ops: &mut usize| -> Result<(), StoreError> {
+            if *ops > 0 {
+                let _lock = store.lock();
+                store.kv.apply_batch(std::mem::take(batch))?;
+                *ops = 0;
+            }
+            Ok(())
+        };
+        let mut batch = sled::Batch::default();
+        let mut ops = 0usize;
+        let (mut removed, mut added) = (0u64, 0u64);
+        if complete {
+            for item in store.kv.scan_prefix(keys::children_of(id)) {
+                let (key, _) = item?;
+                if keys::suffix_url(&key).is_some_and(|u| listed.contains(u)) {
+                    continue;
+                }
+                batch.remove(key);
+                ops += 1;
+                removed += 1;
+                if ops >= limit {
+                    flush(&mut batch, &mut ops)?;
+                }
+            }
+        }
+        for child in listed {
+            let key = keys::child(id, child);
+            if store.kv.contains_key(&key)? {
+                continue;
+            }
+            batch.insert(key, &[]);
+            ops += 1;
+            added += 1;
+            if ops >= limit {
+                flush(&mut batch, &mut ops)?;
+            }
+        }
+        flush(&mut batch, &mut ops)?;
+        tracing::debug!(index = id, added, removed, "index children updated");
         Ok(())
     }
 

@@ -366,3 +366,77 @@ fn rate_policies_are_calibrated_over_the_store() {
     .unwrap();
     assert_eq!(fixed.calibrate().unwrap(), None);
 }
+
+#[test]
+fn an_index_read_replaces_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let index = "https://a.example/index.xml";
+    let child = |c: &str| format!("https://a.example/{c}.xml");
+    let read_index = |now: i64, listed: &[&str], complete: bool| {
+        let mut ingest = s.ingest(now);
+        ingest
+            .sitemap_fetched(
+                index,
+                &SitemapFetch {
+                    status: 200,
+                    complete,
+                    children: Some(listed.iter().map(|c| child(c)).collect()),
+                    ..SitemapFetch::default()
+                },
+            )
+            .unwrap();
+        ingest.finish().unwrap();
+    };
+    let children = || {
+        let rec = s.sitemap(index).unwrap().unwrap();
+        s.children(&rec).unwrap()
+    };
+    read_index(T0, &["a", "b"], true);
+    assert_eq!(children(), [child("a"), child("b")]);
+    read_index(T0 + DAY, &["b", "c"], true);
+    assert_eq!(children(), [child("b"), child("c")]);
+
+    // A cut read's list is partial: it adds, it does not remove.
+    read_index(T0 + 2 * DAY, &["d"], false);
+    assert_eq!(children(), [child("b"), child("c"), child("d")]);
+    // A failed read leaves the set alone.
+    let mut ingest = s.ingest(T0 + 3 * DAY);
+    ingest
+        .sitemap_fetched(
+            index,
+            &SitemapFetch {
+                status: 503,
+                children: Some(Vec::new()),
+                ..SitemapFetch::default()
+            },
+        )
+        .unwrap();
+    ingest.finish().unwrap();
+    assert_eq!(children().len(), 3);
+
+    // A child fetched with the index as parent still joins the set.
+    let mut ingest = s.ingest(T0 + 4 * DAY);
+    ingest
+        .sitemap_fetched(
+            &child("e"),
+            &SitemapFetch {
+                status: 200,
+                complete: true,
+                parent: Some(index.to_string()),
+                ..SitemapFetch::default()
+            },
+        )
+        .unwrap();
+    ingest.finish().unwrap();
+    assert!(children().contains(&child("e")));
+
+    // Many children go through several batches.
+    let many: Vec<String> = (0..5_000).map(|i| format!("m{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    read_index(T0 + 5 * DAY, &many, true);
+    assert_eq!(children().len(), 5_000);
+    read_index(T0 + 6 * DAY, &["b"], true);
+    assert_eq!(children(), [child("b")]);
+    assert!(s.check().unwrap().is_ok());
+}
