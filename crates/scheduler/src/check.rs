@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::keys;
 use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
+use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
 
 /// Problems found by [`Store::check`].
@@ -22,12 +23,17 @@ pub struct CheckReport {
     pub dangling_due: Vec<String>,
     /// Active records without their due entry.
     pub missing_due: Vec<String>,
+    /// Refresh schedules of sitemaps the store has no record of.
+    pub orphan_refresh: Vec<String>,
 }
 
 impl CheckReport {
     /// No problem found.
     pub fn is_ok(&self) -> bool {
-        self.corrupt.is_empty() && self.dangling_due.is_empty() && self.missing_due.is_empty()
+        self.corrupt.is_empty()
+            && self.dangling_due.is_empty()
+            && self.missing_due.is_empty()
+            && self.orphan_refresh.is_empty()
     }
 }
 
@@ -69,7 +75,8 @@ pub struct HostStats {
 
 impl Store {
     /// Checks that every due entry points at an active record due at that
-    /// time, and every active record has exactly its due entry.
+    /// time, every active record has exactly its due entry, every record
+    /// decodes, and every refresh schedule belongs to a sitemap record.
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         for item in self.kv.scan_prefix([keys::URL]) {
@@ -99,6 +106,17 @@ impl Store {
                         .corrupt
                         .push(String::from_utf8_lossy(&key).into_owned());
                 }
+            }
+        }
+        for item in self.kv.scan_prefix([keys::REFRESH]) {
+            let (key, value) = item?;
+            let sitemap = String::from_utf8_lossy(&key[1..]).into_owned();
+            if decode::<RefreshState>(&value).is_err() {
+                report
+                    .corrupt
+                    .push(String::from_utf8_lossy(&key).into_owned());
+            } else if !self.kv.contains_key(keys::sitemap(&sitemap))? {
+                report.orphan_refresh.push(sitemap);
             }
         }
         for item in self.kv.scan_prefix([keys::DUE]) {

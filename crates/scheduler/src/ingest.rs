@@ -15,6 +15,7 @@ use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, RECENT_READS, Schedule, SitemapRecord,
     StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, decode, encode,
 };
+use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
 use crate::store::{Store, StoreError};
 
 /// URLs merged in memory before a batch is written (measured: see the
@@ -79,6 +80,10 @@ pub struct SitemapFetch {
     /// list) they are only added to it. `None`: the child set is left as
     /// it is (children still join it on their own fetch with `parent`).
     pub children: Option<Vec<String>>,
+    /// The read's body was an RSS/Atom feed: refreshed hourly at first, at
+    /// least daily ([`crate::refresh`]). For a 304 or a failure (no body)
+    /// `false` means "as the last read said".
+    pub feed: bool,
 }
 
 /// One sitemap being read in this session.
@@ -94,6 +99,8 @@ struct Reading {
     with_lastmod: u64,
     in_future: u64,
     lastmods: HashMap<i64, u64>,
+    /// Of the entries of this read, for the refresh schedule.
+    fingerprint: Fingerprint,
     /// The record must be written (new, or its member count grew).
     dirty: bool,
 }
@@ -210,6 +217,7 @@ impl<'s> Ingest<'s> {
                     with_lastmod: 0,
                     in_future: 0,
                     lastmods: HashMap::new(),
+                    fingerprint: Fingerprint::default(),
                     dirty,
                 },
             );
@@ -223,6 +231,7 @@ impl<'s> Ingest<'s> {
         let believable = now.saturating_add(FUTURE_TOLERANCE);
         let reading = self.reading(sitemap)?;
         reading.entries += 1;
+        reading.fingerprint.add_entry(entry);
         let source = (reading.record.id, reading.seq);
         let lastmod = entry.lastmod.map(|l| StoredLastmod {
             at: l.unix_seconds,
@@ -268,7 +277,10 @@ impl<'s> Ingest<'s> {
 
     /// Records how the fetch of `sitemap` ended. Every 2xx read advances its
     /// sequence; a complete one is remembered as such, and retires the URLs
-    /// absent from enough complete reads.
+    /// absent from enough complete reads. The sitemap's refresh schedule
+    /// ([`crate::refresh`]) advances in the same batch as its record: a 2xx
+    /// read is changed or unchanged by its fingerprint, a 304 unchanged,
+    /// anything else failed.
     pub fn sitemap_fetched(
         &mut self,
         sitemap: &str,
@@ -310,6 +322,13 @@ impl<'s> Ingest<'s> {
                 retire_pass = reading.distinct < record.members;
             }
         }
+        let mut fingerprint = reading.fingerprint;
+        if let Some(children) = fetch.children.as_ref().filter(|_| ok) {
+            for child in children {
+                fingerprint.add_child(child);
+            }
+        }
+        let fingerprint = fingerprint.value();
         let trust_input = (
             reading.with_lastmod,
             reading.lastmods.values().copied().max().unwrap_or(0),
@@ -322,6 +341,8 @@ impl<'s> Ingest<'s> {
             let mut batch = sled::Batch::default();
             batch.insert(keys::sitemap(sitemap), encode(&record));
             batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
+            let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
+            batch.insert(keys::refresh(sitemap), encode(&refresh));
             if ok && trust_input.0 > 0 {
                 let host = keys::host_of(sitemap);
                 let mut h = self.store.host(host)?;
@@ -346,6 +367,49 @@ impl<'s> Ingest<'s> {
             self.retire_absent(sitemap, &record)?;
         }
         Ok(())
+    }
+
+    /// The refresh schedule of `sitemap` after this fetch (the caller holds
+    /// the write lock). A schedule that does not decode starts over.
+    fn refresh_after(
+        &self,
+        sitemap: &str,
+        fetch: &SitemapFetch,
+        fingerprint: u64,
+    ) -> Result<RefreshState, StoreError> {
+        let prev = match self.store.refresh_state(sitemap) {
+            Ok(prev) => prev,
+            Err(StoreError::Record { key, source }) => {
+                tracing::warn!(%key, error = %source, "corrupt refresh schedule: starting over");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let outcome = match fetch.status {
+            200..=299 if prev.is_some_and(|p| p.fingerprint == fingerprint) => {
+                RefreshOutcome::Unchanged
+            }
+            200..=299 => RefreshOutcome::Changed { fingerprint },
+            304 => RefreshOutcome::Unchanged,
+            _ => RefreshOutcome::Failed,
+        };
+        // A 304 or a failure has no body to tell a feed by: as last time.
+        let feed = if (200..300).contains(&fetch.status) {
+            fetch.feed
+        } else {
+            fetch.feed || prev.is_some_and(|p| p.feed)
+        };
+        let read = RefreshRead {
+            outcome,
+            feed,
+            jitter: refresh::jitter_unit(sitemap),
+        };
+        Ok(refresh::next(
+            prev.as_ref(),
+            read,
+            &self.store.options.refresh,
+            self.now,
+        ))
     }
 
     /// Makes `listed` (its first [`MAX_CHILDREN`]) the child set of the

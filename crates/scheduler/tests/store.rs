@@ -440,3 +440,104 @@ fn an_index_read_replaces_its_children() {
     assert_eq!(children(), [child("b")]);
     assert!(s.check().unwrap().is_ok());
 }
+
+#[test]
+fn each_read_advances_the_sitemap_refresh_schedule() {
+    use sitemapd_scheduler::refresh::jitter_unit;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let fetch = |now: i64, entries: &[UrlEntry], f: SitemapFetch| {
+        let mut ingest = s.ingest(now);
+        for e in entries {
+            ingest.entry(SM, e).unwrap();
+        }
+        ingest.sitemap_fetched(SM, &f).unwrap();
+        ingest.finish().unwrap();
+        s.refresh_state(SM).unwrap().unwrap()
+    };
+    // The wait to next_at, less the sitemap's jitter.
+    let wait = |state: sitemapd_scheduler::RefreshState, now: i64| {
+        let w = (state.next_at - now) as f64;
+        (w / (1.0 + 0.05 * jitter_unit(SM))).round() as i64
+    };
+    let a = [entry("https://a.example/a"), entry("https://a.example/b")];
+    let b = [a[1].clone(), a[0].clone()];
+    assert!(s.sitemap_due(SM, T0).unwrap(), "no schedule: due");
+    let first = fetch(T0, &a, complete_read());
+    assert_eq!((first.interval, first.changed), (86_400, 1));
+    assert!((wait(first, T0) - DAY).abs() <= 1);
+    assert!(!s.sitemap_due(SM, T0 + 3600).unwrap());
+    assert!(s.sitemap_due(SM, first.next_at).unwrap());
+
+    // The same entries in another order: unchanged.
+    let same = fetch(T0 + DAY, &b, complete_read());
+    assert_eq!((same.interval, same.unchanged), (129_600, 1));
+    assert_eq!(same.fingerprint, first.fingerprint);
+    // A 304: unchanged.
+    let not_modified = fetch(
+        T0 + 3 * DAY,
+        &[],
+        SitemapFetch {
+            status: 304,
+            ..SitemapFetch::default()
+        },
+    );
+    assert_eq!(
+        (not_modified.interval, not_modified.unchanged),
+        (194_400, 2)
+    );
+    // A new entry: changed, the interval halves.
+    let changed = fetch(
+        T0 + 5 * DAY,
+        &[a[0].clone(), a[1].clone(), entry("https://a.example/c")],
+        complete_read(),
+    );
+    assert_eq!((changed.interval, changed.changed), (97_200, 2));
+    assert_ne!(changed.fingerprint, first.fingerprint);
+    // A failure: backoff, the interval kept.
+    let failed = fetch(
+        T0 + 6 * DAY,
+        &[],
+        SitemapFetch {
+            status: 503,
+            ..SitemapFetch::default()
+        },
+    );
+    assert_eq!((failed.interval, failed.errors_in_a_row), (97_200, 1));
+    assert!((wait(failed, T0 + 6 * DAY) - 900).abs() <= 1);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn a_feed_stays_a_feed_through_bodiless_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let feed = "https://a.example/feed.xml";
+    let fetch = |now: i64, f: SitemapFetch| {
+        let mut ingest = s.ingest(now);
+        ingest.sitemap_fetched(feed, &f).unwrap();
+        ingest.finish().unwrap();
+        s.refresh_state(feed).unwrap().unwrap()
+    };
+    let first = fetch(
+        T0,
+        SitemapFetch {
+            feed: true,
+            ..complete_read()
+        },
+    );
+    assert_eq!(first.interval, 3_600);
+    assert!(first.feed);
+    let mut state = first;
+    for i in 1..20 {
+        state = fetch(
+            T0 + i * DAY,
+            SitemapFetch {
+                status: 304,
+                ..SitemapFetch::default()
+            },
+        );
+    }
+    assert!(state.feed);
+    assert_eq!(state.interval, 86_400, "a feed is read at least daily");
+}
