@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::keys;
 use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
+use crate::sites::SiteRecord;
 use crate::store::{Store, StoreError};
 
 /// Problems found by [`Store::check`].
@@ -93,13 +94,13 @@ impl Store {
                 Ok(_) => {}
             }
         }
-        for prefix in [keys::HOST, keys::SITEMAP] {
+        for prefix in [keys::HOST, keys::SITEMAP, keys::SITE] {
             for item in self.kv.scan_prefix([prefix]) {
                 let (key, value) = item?;
-                let bad = if prefix == keys::HOST {
-                    decode::<HostRecord>(&value).is_err()
-                } else {
-                    decode::<SitemapRecord>(&value).is_err()
+                let bad = match prefix {
+                    keys::HOST => decode::<HostRecord>(&value).is_err(),
+                    keys::SITEMAP => decode::<SitemapRecord>(&value).is_err(),
+                    _ => decode::<SiteRecord>(&value).is_err(),
                 };
                 if bad {
                     report
@@ -195,7 +196,7 @@ impl Store {
     }
 
     /// Every record under `prefix`, with its key (less the prefix).
-    fn records<T: serde::de::DeserializeOwned>(
+    pub(crate) fn records<T: serde::de::DeserializeOwned>(
         &self,
         prefix: u8,
     ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {

@@ -12,6 +12,7 @@
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
+//! | `f` | seed, as given | [`SiteRecord`](crate::sites::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
 
@@ -31,6 +32,8 @@ pub const MEMBER: u8 = b'm';
 pub const CHILD: u8 = b'c';
 /// Sitemap refresh schedules.
 pub const REFRESH: u8 = b'r';
+/// Followed sites.
+pub const SITE: u8 = b'f';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
@@ -56,6 +59,11 @@ pub fn sitemap(url: &str) -> Vec<u8> {
 /// `r` ‖ sitemap url.
 pub fn refresh(url: &str) -> Vec<u8> {
     with_prefix(REFRESH, url.as_bytes())
+}
+
+/// `f` ‖ seed.
+pub fn site(seed: &str) -> Vec<u8> {
+    with_prefix(SITE, seed.as_bytes())
 }
 
 /// `h` ‖ host.

@@ -57,6 +57,13 @@
 //! feeds), backing off after errors. [`Ingest::sitemap_fetched`] advances it;
 //! [`Store::sitemap_due`] says whether a sitemap is due.
 //!
+//! ## Followed sites
+//!
+//! A long-running daemon keeps the sites it follows in the store
+//! ([`sites`]): [`Store::add_site`], [`Store::sites`], [`Store::put_site`]
+//! after each walk, [`Store::remove_site`]; [`Store::retire_host`] takes a
+//! host's URLs out of the queue when its site is dropped.
+//!
 //! ## Crash safety
 //!
 //! All keyspaces live in one sled tree, so a URL record and its due entry
@@ -74,6 +81,7 @@ pub mod policy;
 pub mod queue;
 pub mod record;
 pub mod refresh;
+pub mod sites;
 pub mod store;
 pub mod trust;
 
@@ -81,4 +89,5 @@ pub use check::{CheckReport, Stats};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use queue::{Completion, Leased, Outcome};
 pub use refresh::{RefreshParams, RefreshState};
+pub use sites::SiteRecord;
 pub use store::{Store, StoreError, StoreOptions};

@@ -541,3 +541,107 @@ fn a_feed_stays_a_feed_through_bodiless_reads() {
     assert!(state.feed);
     assert_eq!(state.interval, 86_400, "a feed is read at least daily");
 }
+
+#[test]
+fn followed_sites_are_added_updated_listed_and_removed() {
+    use sitemapd_scheduler::SiteRecord;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    assert!(s.add_site("https://b.example/", T0).unwrap());
+    assert!(s.add_site("a.example", T0 + 1).unwrap());
+    assert!(
+        !s.add_site("a.example", T0 + 2).unwrap(),
+        "already followed"
+    );
+    let a = s.site("a.example").unwrap().unwrap();
+    assert_eq!(
+        a,
+        SiteRecord {
+            added_at: T0 + 1,
+            next_walk: T0 + 1,
+            ..SiteRecord::default()
+        }
+    );
+    let walked = SiteRecord {
+        next_walk: T0 + DAY,
+        last_walk: Some(T0 + 60),
+        last_sitemaps: 3,
+        last_failed: 1,
+        last_entries: 1234,
+        ..a
+    };
+    s.put_site("a.example", &walked).unwrap();
+    assert_eq!(s.site("a.example").unwrap(), Some(walked.clone()));
+    let all: Vec<(String, SiteRecord)> = s.sites().map(Result::unwrap).collect();
+    assert_eq!(
+        all.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["a.example", "https://b.example/"]
+    );
+    assert_eq!(all[0].1, walked);
+    // JSON for the daemon's API.
+    let json = serde_json::to_value(&walked).unwrap();
+    assert_eq!(json["last_entries"], 1234);
+    assert!(s.check().unwrap().is_ok());
+
+    assert!(s.remove_site("a.example").unwrap());
+    assert!(!s.remove_site("a.example").unwrap());
+    assert_eq!(s.site("a.example").unwrap(), None);
+    assert_eq!(s.sites().count(), 1);
+    // Survives reopening.
+    s.flush().unwrap();
+    drop(s);
+    let s = store(&dir);
+    assert!(s.site("https://b.example/").unwrap().is_some());
+}
+
+#[test]
+fn retiring_a_host_takes_its_urls_out_of_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut entries: Vec<UrlEntry> = (0..30)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    entries.extend((0..5).map(|i| entry(&format!("http://a.example/h{i}"))));
+    entries.extend((0..4).map(|i| entry(&format!("https://a.example:8443/x{i}"))));
+    entries.extend((0..7).map(|i| entry(&format!("https://b.example/p{i}"))));
+    entries.push(entry("https://a.example.org/p"));
+    read(&s, T0, SM, &entries);
+    assert_eq!(s.host("a.example").unwrap().urls, 35);
+    // A leased one is retired too (its due entry is at the lease's end).
+    let leased = s.lease(1, T0, 300, 1).unwrap();
+    assert_eq!(leased[0].url, "http://a.example/h0");
+
+    assert_eq!(s.retire_host("a.example").unwrap(), 35);
+    assert_eq!(s.host("a.example").unwrap().urls, 0);
+    assert!(s.url("https://a.example/p3").unwrap().unwrap().retired);
+    assert!(s.url("http://a.example/h0").unwrap().unwrap().retired);
+    assert!(!s.url("https://a.example:8443/x0").unwrap().unwrap().retired);
+    assert!(!s.url("https://a.example.org/p").unwrap().unwrap().retired);
+    let due = s.peek(1000, T0 + 100 * DAY).unwrap();
+    assert_eq!(due.len(), 4 + 7 + 1);
+    assert!(due.iter().all(|l| !l.url.contains("://a.example/")));
+    assert!(s.check().unwrap().is_ok());
+    assert_eq!(s.retire_host("a.example").unwrap(), 0, "nothing left");
+    assert_eq!(s.retire_host("").unwrap(), 0);
+    assert_eq!(s.retire_host("nowhere.example").unwrap(), 0);
+
+    // Listed again: revived.
+    let stats = read(&s, T0 + DAY, SM, &entries);
+    assert_eq!(stats.revived, 35);
+    assert_eq!(s.host("a.example").unwrap().urls, 35);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn retiring_a_big_host_goes_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let entries: Vec<UrlEntry> = (0..4_500)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    read(&s, T0, SM, &entries);
+    assert_eq!(s.retire_host("a.example").unwrap(), 4_500);
+    assert_eq!(s.host("a.example").unwrap().urls, 0);
+    assert_eq!(s.stats(T0).unwrap().active, 0);
+    assert!(s.check().unwrap().is_ok());
+}
