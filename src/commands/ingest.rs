@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use sitemapd_discovery::walk::{Remembered, Via};
 use sitemapd_discovery::{Seed, SitemapMemory, Validators, WalkEvent, Walker};
-use sitemapd_parser::NormUrl;
+use sitemapd_parser::{Format, NormUrl};
 use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
@@ -144,11 +144,17 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
     let fetch = SitemapFetch {
         status: if summary.format.is_some() { 200 } else { 0 },
         complete: summary.complete,
+        feed: is_feed(summary.format),
         ..SitemapFetch::default()
     };
     ingest.sitemap_fetched(&key, &fetch)?;
     eprintln!("{key}: {} urls", summary.urls);
     Ok(ingest.finish()?)
+}
+
+/// An RSS/Atom feed: the store refreshes it hourly at first, not daily.
+fn is_feed(format: Option<Format>) -> bool {
+    matches!(format, Some(Format::Rss | Format::Rdf | Format::Atom))
 }
 
 /// The walk, event by event, into the store.
@@ -178,6 +184,10 @@ fn walk_into(
                         parent: r.parent.as_ref().map(|p| p.to_string()),
                         authorised_by: matches!(r.via, Via::Robots | Via::Index)
                             .then(|| r.site.to_string()),
+                        // The walker's report does not carry the list yet:
+                        // children join their index on their own fetch.
+                        children: None,
+                        feed: is_feed(r.summary.as_ref().and_then(|s| s.format)),
                     };
                     ingest.sitemap_fetched(r.url.as_str(), &fetch)?;
                     let what = match (&r.summary, r.not_modified) {

@@ -88,6 +88,7 @@ pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
                 ("corrupt record", &c.corrupt),
                 ("due entry without its record", &c.dangling_due),
                 ("record without its due entry", &c.missing_due),
+                ("refresh schedule without its sitemap", &c.orphan_refresh),
             ] {
                 for item in list.iter().take(20) {
                     writeln!(out, "  {what}: {item}")?;

@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use crate::keys;
 use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
+use crate::refresh::RefreshState;
+use crate::sites::SiteRecord;
 use crate::store::{Store, StoreError};
 
 /// Problems found by [`Store::check`].
@@ -22,12 +24,17 @@ pub struct CheckReport {
     pub dangling_due: Vec<String>,
     /// Active records without their due entry.
     pub missing_due: Vec<String>,
+    /// Refresh schedules of sitemaps the store has no record of.
+    pub orphan_refresh: Vec<String>,
 }
 
 impl CheckReport {
     /// No problem found.
     pub fn is_ok(&self) -> bool {
-        self.corrupt.is_empty() && self.dangling_due.is_empty() && self.missing_due.is_empty()
+        self.corrupt.is_empty()
+            && self.dangling_due.is_empty()
+            && self.missing_due.is_empty()
+            && self.orphan_refresh.is_empty()
     }
 }
 
@@ -69,7 +76,8 @@ pub struct HostStats {
 
 impl Store {
     /// Checks that every due entry points at an active record due at that
-    /// time, and every active record has exactly its due entry.
+    /// time, every active record has exactly its due entry, every record
+    /// decodes, and every refresh schedule belongs to a sitemap record.
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         for item in self.kv.scan_prefix([keys::URL]) {
@@ -86,19 +94,30 @@ impl Store {
                 Ok(_) => {}
             }
         }
-        for prefix in [keys::HOST, keys::SITEMAP] {
+        for prefix in [keys::HOST, keys::SITEMAP, keys::SITE] {
             for item in self.kv.scan_prefix([prefix]) {
                 let (key, value) = item?;
-                let bad = if prefix == keys::HOST {
-                    decode::<HostRecord>(&value).is_err()
-                } else {
-                    decode::<SitemapRecord>(&value).is_err()
+                let bad = match prefix {
+                    keys::HOST => decode::<HostRecord>(&value).is_err(),
+                    keys::SITEMAP => decode::<SitemapRecord>(&value).is_err(),
+                    _ => decode::<SiteRecord>(&value).is_err(),
                 };
                 if bad {
                     report
                         .corrupt
                         .push(String::from_utf8_lossy(&key).into_owned());
                 }
+            }
+        }
+        for item in self.kv.scan_prefix([keys::REFRESH]) {
+            let (key, value) = item?;
+            let sitemap = String::from_utf8_lossy(&key[1..]).into_owned();
+            if decode::<RefreshState>(&value).is_err() {
+                report
+                    .corrupt
+                    .push(String::from_utf8_lossy(&key).into_owned());
+            } else if !self.kv.contains_key(keys::sitemap(&sitemap))? {
+                report.orphan_refresh.push(sitemap);
             }
         }
         for item in self.kv.scan_prefix([keys::DUE]) {
@@ -177,7 +196,7 @@ impl Store {
     }
 
     /// Every record under `prefix`, with its key (less the prefix).
-    fn records<T: serde::de::DeserializeOwned>(
+    pub(crate) fn records<T: serde::de::DeserializeOwned>(
         &self,
         prefix: u8,
     ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {

@@ -6,7 +6,7 @@
 //! its due-index entry in one sled batch. A crash loses at most the batches
 //! not yet flushed, never the pairing of a record and its due entry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
@@ -15,6 +15,7 @@ use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, RECENT_READS, Schedule, SitemapRecord,
     StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, decode, encode,
 };
+use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
 use crate::store::{Store, StoreError};
 
 /// URLs merged in memory before a batch is written (measured: see the
@@ -73,6 +74,16 @@ pub struct SitemapFetch {
     pub parent: Option<String>,
     /// The site whose robots.txt authorised it.
     pub authorised_by: Option<String>,
+    /// For a 2xx read of an index: the child sitemaps it lists (URLs as
+    /// listed, at most [`MAX_CHILDREN`] are kept). After a complete read
+    /// they replace the index's child set; after a cut read (a partial
+    /// list) they are only added to it. `None`: the child set is left as
+    /// it is (children still join it on their own fetch with `parent`).
+    pub children: Option<Vec<String>>,
+    /// The read's body was an RSS/Atom feed: refreshed hourly at first, at
+    /// least daily ([`crate::refresh`]). For a 304 or a failure (no body)
+    /// `false` means "as the last read said".
+    pub feed: bool,
 }
 
 /// One sitemap being read in this session.
@@ -88,6 +99,8 @@ struct Reading {
     with_lastmod: u64,
     in_future: u64,
     lastmods: HashMap<i64, u64>,
+    /// Of the entries of this read, for the refresh schedule.
+    fingerprint: Fingerprint,
     /// The record must be written (new, or its member count grew).
     dirty: bool,
 }
@@ -126,9 +139,11 @@ impl Store {
         }
     }
 
-    /// The child sitemaps fetched through `index` (its record, from
-    /// [`Store::sitemap`]), at most [`MAX_CHILDREN`]: every child ever
-    /// fetched through it, including ones it no longer lists.
+    /// The child sitemaps of `index` (its record, from [`Store::sitemap`]),
+    /// at most [`MAX_CHILDREN`], in URL order: those its last complete read
+    /// listed ([`SitemapFetch::children`]), plus any fetched since with it
+    /// as `parent`. An index never read with its list keeps every child
+    /// ever fetched through it.
     pub fn children(&self, index: &SitemapRecord) -> Result<Vec<String>, StoreError> {
         let mut out = Vec::new();
         for item in self
@@ -202,6 +217,7 @@ impl<'s> Ingest<'s> {
                     with_lastmod: 0,
                     in_future: 0,
                     lastmods: HashMap::new(),
+                    fingerprint: Fingerprint::default(),
                     dirty,
                 },
             );
@@ -215,6 +231,7 @@ impl<'s> Ingest<'s> {
         let believable = now.saturating_add(FUTURE_TOLERANCE);
         let reading = self.reading(sitemap)?;
         reading.entries += 1;
+        reading.fingerprint.add_entry(entry);
         let source = (reading.record.id, reading.seq);
         let lastmod = entry.lastmod.map(|l| StoredLastmod {
             at: l.unix_seconds,
@@ -260,7 +277,10 @@ impl<'s> Ingest<'s> {
 
     /// Records how the fetch of `sitemap` ended. Every 2xx read advances its
     /// sequence; a complete one is remembered as such, and retires the URLs
-    /// absent from enough complete reads.
+    /// absent from enough complete reads. The sitemap's refresh schedule
+    /// ([`crate::refresh`]) advances in the same batch as its record: a 2xx
+    /// read is changed or unchanged by its fingerprint, a 304 unchanged,
+    /// anything else failed.
     pub fn sitemap_fetched(
         &mut self,
         sitemap: &str,
@@ -302,6 +322,13 @@ impl<'s> Ingest<'s> {
                 retire_pass = reading.distinct < record.members;
             }
         }
+        let mut fingerprint = reading.fingerprint;
+        if let Some(children) = fetch.children.as_ref().filter(|_| ok) {
+            for child in children {
+                fingerprint.add_child(child);
+            }
+        }
+        let fingerprint = fingerprint.value();
         let trust_input = (
             reading.with_lastmod,
             reading.lastmods.values().copied().max().unwrap_or(0),
@@ -314,6 +341,8 @@ impl<'s> Ingest<'s> {
             let mut batch = sled::Batch::default();
             batch.insert(keys::sitemap(sitemap), encode(&record));
             batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
+            let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
+            batch.insert(keys::refresh(sitemap), encode(&refresh));
             if ok && trust_input.0 > 0 {
                 let host = keys::host_of(sitemap);
                 let mut h = self.store.host(host)?;
@@ -329,9 +358,117 @@ impl<'s> Ingest<'s> {
             }
             self.store.kv.apply_batch(batch)?;
         }
+        if ok {
+            if let Some(children) = &fetch.children {
+                self.replace_children(record.id, children, fetch.complete)?;
+            }
+        }
         if retire_pass {
             self.retire_absent(sitemap, &record)?;
         }
+        Ok(())
+    }
+
+    /// The refresh schedule of `sitemap` after this fetch (the caller holds
+    /// the write lock). A schedule that does not decode starts over.
+    fn refresh_after(
+        &self,
+        sitemap: &str,
+        fetch: &SitemapFetch,
+        fingerprint: u64,
+    ) -> Result<RefreshState, StoreError> {
+        let prev = match self.store.refresh_state(sitemap) {
+            Ok(prev) => prev,
+            Err(StoreError::Record { key, source }) => {
+                tracing::warn!(%key, error = %source, "corrupt refresh schedule: starting over");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let outcome = match fetch.status {
+            200..=299 if prev.is_some_and(|p| p.fingerprint == fingerprint) => {
+                RefreshOutcome::Unchanged
+            }
+            200..=299 => RefreshOutcome::Changed { fingerprint },
+            304 => RefreshOutcome::Unchanged,
+            _ => RefreshOutcome::Failed,
+        };
+        // A 304 or a failure has no body to tell a feed by: as last time.
+        let feed = if (200..300).contains(&fetch.status) {
+            fetch.feed
+        } else {
+            fetch.feed || prev.is_some_and(|p| p.feed)
+        };
+        let read = RefreshRead {
+            outcome,
+            feed,
+            jitter: refresh::jitter_unit(sitemap),
+        };
+        Ok(refresh::next(
+            prev.as_ref(),
+            read,
+            &self.store.options.refresh,
+            self.now,
+        ))
+    }
+
+    /// Makes `listed` (its first [`MAX_CHILDREN`]) the child set of the
+    /// index with this id: child keys it does not list are removed (after
+    /// a `complete` read only: a cut read's list is partial), the missing
+    /// ones inserted; in batches of at most the session's batch size, each
+    /// under the write lock.
+    fn replace_children(
+        &mut self,
+        id: u64,
+        listed: &[String],
+        complete: bool,
+    ) -> Result<(), StoreError> {
+        let store = self.store;
+        let limit = self.batch;
+        let listed: HashSet<&str> = listed
+            .iter()
+            .take(MAX_CHILDREN)
+            .map(String::as_str)
+            .collect();
+        let flush = |batch: &mut sled::Batch, ops: &mut usize| -> Result<(), StoreError> {
+            if *ops > 0 {
+                let _lock = store.lock();
+                store.kv.apply_batch(std::mem::take(batch))?;
+                *ops = 0;
+            }
+            Ok(())
+        };
+        let mut batch = sled::Batch::default();
+        let mut ops = 0usize;
+        let (mut removed, mut added) = (0u64, 0u64);
+        if complete {
+            for item in store.kv.scan_prefix(keys::children_of(id)) {
+                let (key, _) = item?;
+                if keys::suffix_url(&key).is_some_and(|u| listed.contains(u)) {
+                    continue;
+                }
+                batch.remove(key);
+                ops += 1;
+                removed += 1;
+                if ops >= limit {
+                    flush(&mut batch, &mut ops)?;
+                }
+            }
+        }
+        for child in listed {
+            let key = keys::child(id, child);
+            if store.kv.contains_key(&key)? {
+                continue;
+            }
+            batch.insert(key, &[]);
+            ops += 1;
+            added += 1;
+            if ops >= limit {
+                flush(&mut batch, &mut ops)?;
+            }
+        }
+        flush(&mut batch, &mut ops)?;
+        tracing::debug!(index = id, added, removed, "index children updated");
         Ok(())
     }
 

@@ -11,6 +11,8 @@
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
+//! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
+//! | `f` | seed, as given | [`SiteRecord`](crate::sites::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
 
@@ -28,6 +30,10 @@ pub const HOST: u8 = b'h';
 pub const MEMBER: u8 = b'm';
 /// Children of an index.
 pub const CHILD: u8 = b'c';
+/// Sitemap refresh schedules.
+pub const REFRESH: u8 = b'r';
+/// Followed sites.
+pub const SITE: u8 = b'f';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
@@ -48,6 +54,16 @@ pub fn url(url: &str) -> Vec<u8> {
 /// `s` ‖ sitemap url.
 pub fn sitemap(url: &str) -> Vec<u8> {
     with_prefix(SITEMAP, url.as_bytes())
+}
+
+/// `r` ‖ sitemap url.
+pub fn refresh(url: &str) -> Vec<u8> {
+    with_prefix(REFRESH, url.as_bytes())
+}
+
+/// `f` ‖ seed.
+pub fn site(seed: &str) -> Vec<u8> {
+    with_prefix(SITE, seed.as_bytes())
 }
 
 /// `h` ‖ host.

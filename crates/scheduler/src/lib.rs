@@ -49,6 +49,21 @@
 //! own host, and through member keys for those it lists on other hosts (R5
 //! cross-submission, sitemap files).
 //!
+//! ## Sitemap refresh
+//!
+//! Each sitemap has its own schedule ([`refresh`]): read daily at first
+//! (feeds hourly), twice as often while its reads keep changing, half as
+//! often again while they do not (within 15 minutes and a week, a day for
+//! feeds), backing off after errors. [`Ingest::sitemap_fetched`] advances it;
+//! [`Store::sitemap_due`] says whether a sitemap is due.
+//!
+//! ## Followed sites
+//!
+//! A long-running daemon keeps the sites it follows in the store
+//! ([`sites`]): [`Store::add_site`], [`Store::sites`], [`Store::put_site`]
+//! after each walk, [`Store::remove_site`]; [`Store::retire_host`] takes a
+//! host's URLs out of the queue when its site is dropped.
+//!
 //! ## Crash safety
 //!
 //! All keyspaces live in one sled tree, so a URL record and its due entry
@@ -65,10 +80,14 @@ pub mod keys;
 pub mod policy;
 pub mod queue;
 pub mod record;
+pub mod refresh;
+pub mod sites;
 pub mod store;
 pub mod trust;
 
 pub use check::{CheckReport, Stats};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use queue::{Completion, Leased, Outcome};
+pub use refresh::{RefreshParams, RefreshState};
+pub use sites::SiteRecord;
 pub use store::{Store, StoreError, StoreOptions};

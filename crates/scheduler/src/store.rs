@@ -8,6 +8,7 @@ use crate::estimate::{Estimator, Visit};
 use crate::keys;
 use crate::policy::{self, Due, HostState, Params, Policy, UrlState};
 use crate::record::{HostRecord, RecordError, SitemapRecord, UrlRecord, decode};
+use crate::refresh::RefreshParams;
 
 /// A store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,14 @@ pub enum StoreError {
     Policy(#[from] policy::UnknownPolicy),
 }
 
+/// 64-bit FNV-1a: a hash that is the same on every build and platform
+/// (jitter, fingerprints), unlike `DefaultHasher`.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// The policy of a new store.
 pub const DEFAULT_POLICY: &str = "adaptive";
 
@@ -57,6 +66,8 @@ pub struct StoreOptions {
     /// Default delay between two URLs of one host handed out, seconds;
     /// default 1.
     pub min_delay: f64,
+    /// The sitemap refresh schedule ([`crate::refresh`]).
+    pub refresh: RefreshParams,
 }
 
 impl Default for StoreOptions {
@@ -68,6 +79,7 @@ impl Default for StoreOptions {
             estimator: Estimator::BiasReduced,
             retire_after: 3,
             min_delay: 1.0,
+            refresh: RefreshParams::default(),
         }
     }
 }
@@ -242,10 +254,7 @@ impl Store {
         let mut due = self.policy.next_due(&self.url_state(r), &host, now);
         let wait = due.at.saturating_sub(now);
         if wait > 20 {
-            let h = url.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            let unit = (h % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
+            let unit = (fnv1a(url.as_bytes()) % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
             due.at = due.at.saturating_add((unit * 0.05 * wait as f64) as i64);
         }
         due

@@ -366,3 +366,282 @@ fn rate_policies_are_calibrated_over_the_store() {
     .unwrap();
     assert_eq!(fixed.calibrate().unwrap(), None);
 }
+
+#[test]
+fn an_index_read_replaces_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let index = "https://a.example/index.xml";
+    let child = |c: &str| format!("https://a.example/{c}.xml");
+    let read_index = |now: i64, listed: &[&str], complete: bool| {
+        let mut ingest = s.ingest(now);
+        ingest
+            .sitemap_fetched(
+                index,
+                &SitemapFetch {
+                    status: 200,
+                    complete,
+                    children: Some(listed.iter().map(|c| child(c)).collect()),
+                    ..SitemapFetch::default()
+                },
+            )
+            .unwrap();
+        ingest.finish().unwrap();
+    };
+    let children = || {
+        let rec = s.sitemap(index).unwrap().unwrap();
+        s.children(&rec).unwrap()
+    };
+    read_index(T0, &["a", "b"], true);
+    assert_eq!(children(), [child("a"), child("b")]);
+    read_index(T0 + DAY, &["b", "c"], true);
+    assert_eq!(children(), [child("b"), child("c")]);
+
+    // A cut read's list is partial: it adds, it does not remove.
+    read_index(T0 + 2 * DAY, &["d"], false);
+    assert_eq!(children(), [child("b"), child("c"), child("d")]);
+    // A failed read leaves the set alone.
+    let mut ingest = s.ingest(T0 + 3 * DAY);
+    ingest
+        .sitemap_fetched(
+            index,
+            &SitemapFetch {
+                status: 503,
+                children: Some(Vec::new()),
+                ..SitemapFetch::default()
+            },
+        )
+        .unwrap();
+    ingest.finish().unwrap();
+    assert_eq!(children().len(), 3);
+
+    // A child fetched with the index as parent still joins the set.
+    let mut ingest = s.ingest(T0 + 4 * DAY);
+    ingest
+        .sitemap_fetched(
+            &child("e"),
+            &SitemapFetch {
+                status: 200,
+                complete: true,
+                parent: Some(index.to_string()),
+                ..SitemapFetch::default()
+            },
+        )
+        .unwrap();
+    ingest.finish().unwrap();
+    assert!(children().contains(&child("e")));
+
+    // Many children go through several batches.
+    let many: Vec<String> = (0..5_000).map(|i| format!("m{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    read_index(T0 + 5 * DAY, &many, true);
+    assert_eq!(children().len(), 5_000);
+    read_index(T0 + 6 * DAY, &["b"], true);
+    assert_eq!(children(), [child("b")]);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn each_read_advances_the_sitemap_refresh_schedule() {
+    use sitemapd_scheduler::refresh::jitter_unit;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let fetch = |now: i64, entries: &[UrlEntry], f: SitemapFetch| {
+        let mut ingest = s.ingest(now);
+        for e in entries {
+            ingest.entry(SM, e).unwrap();
+        }
+        ingest.sitemap_fetched(SM, &f).unwrap();
+        ingest.finish().unwrap();
+        s.refresh_state(SM).unwrap().unwrap()
+    };
+    // The wait to next_at, less the sitemap's jitter.
+    let wait = |state: sitemapd_scheduler::RefreshState, now: i64| {
+        let w = (state.next_at - now) as f64;
+        (w / (1.0 + 0.05 * jitter_unit(SM))).round() as i64
+    };
+    let a = [entry("https://a.example/a"), entry("https://a.example/b")];
+    let b = [a[1].clone(), a[0].clone()];
+    assert!(s.sitemap_due(SM, T0).unwrap(), "no schedule: due");
+    let first = fetch(T0, &a, complete_read());
+    assert_eq!((first.interval, first.changed), (86_400, 1));
+    assert!((wait(first, T0) - DAY).abs() <= 1);
+    assert!(!s.sitemap_due(SM, T0 + 3600).unwrap());
+    assert!(s.sitemap_due(SM, first.next_at).unwrap());
+
+    // The same entries in another order: unchanged.
+    let same = fetch(T0 + DAY, &b, complete_read());
+    assert_eq!((same.interval, same.unchanged), (129_600, 1));
+    assert_eq!(same.fingerprint, first.fingerprint);
+    // A 304: unchanged.
+    let not_modified = fetch(
+        T0 + 3 * DAY,
+        &[],
+        SitemapFetch {
+            status: 304,
+            ..SitemapFetch::default()
+        },
+    );
+    assert_eq!(
+        (not_modified.interval, not_modified.unchanged),
+        (194_400, 2)
+    );
+    // A new entry: changed, the interval halves.
+    let changed = fetch(
+        T0 + 5 * DAY,
+        &[a[0].clone(), a[1].clone(), entry("https://a.example/c")],
+        complete_read(),
+    );
+    assert_eq!((changed.interval, changed.changed), (97_200, 2));
+    assert_ne!(changed.fingerprint, first.fingerprint);
+    // A failure: backoff, the interval kept.
+    let failed = fetch(
+        T0 + 6 * DAY,
+        &[],
+        SitemapFetch {
+            status: 503,
+            ..SitemapFetch::default()
+        },
+    );
+    assert_eq!((failed.interval, failed.errors_in_a_row), (97_200, 1));
+    assert!((wait(failed, T0 + 6 * DAY) - 900).abs() <= 1);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn a_feed_stays_a_feed_through_bodiless_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let feed = "https://a.example/feed.xml";
+    let fetch = |now: i64, f: SitemapFetch| {
+        let mut ingest = s.ingest(now);
+        ingest.sitemap_fetched(feed, &f).unwrap();
+        ingest.finish().unwrap();
+        s.refresh_state(feed).unwrap().unwrap()
+    };
+    let first = fetch(
+        T0,
+        SitemapFetch {
+            feed: true,
+            ..complete_read()
+        },
+    );
+    assert_eq!(first.interval, 3_600);
+    assert!(first.feed);
+    let mut state = first;
+    for i in 1..20 {
+        state = fetch(
+            T0 + i * DAY,
+            SitemapFetch {
+                status: 304,
+                ..SitemapFetch::default()
+            },
+        );
+    }
+    assert!(state.feed);
+    assert_eq!(state.interval, 86_400, "a feed is read at least daily");
+}
+
+#[test]
+fn followed_sites_are_added_updated_listed_and_removed() {
+    use sitemapd_scheduler::SiteRecord;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    assert!(s.add_site("https://b.example/", T0).unwrap());
+    assert!(s.add_site("a.example", T0 + 1).unwrap());
+    assert!(
+        !s.add_site("a.example", T0 + 2).unwrap(),
+        "already followed"
+    );
+    let a = s.site("a.example").unwrap().unwrap();
+    assert_eq!(
+        a,
+        SiteRecord {
+            added_at: T0 + 1,
+            next_walk: T0 + 1,
+            ..SiteRecord::default()
+        }
+    );
+    let walked = SiteRecord {
+        next_walk: T0 + DAY,
+        last_walk: Some(T0 + 60),
+        last_sitemaps: 3,
+        last_failed: 1,
+        last_entries: 1234,
+        ..a
+    };
+    s.put_site("a.example", &walked).unwrap();
+    assert_eq!(s.site("a.example").unwrap(), Some(walked.clone()));
+    let all: Vec<(String, SiteRecord)> = s.sites().map(Result::unwrap).collect();
+    assert_eq!(
+        all.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["a.example", "https://b.example/"]
+    );
+    assert_eq!(all[0].1, walked);
+    // JSON for the daemon's API.
+    let json = serde_json::to_value(&walked).unwrap();
+    assert_eq!(json["last_entries"], 1234);
+    assert!(s.check().unwrap().is_ok());
+
+    assert!(s.remove_site("a.example").unwrap());
+    assert!(!s.remove_site("a.example").unwrap());
+    assert_eq!(s.site("a.example").unwrap(), None);
+    assert_eq!(s.sites().count(), 1);
+    // Survives reopening.
+    s.flush().unwrap();
+    drop(s);
+    let s = store(&dir);
+    assert!(s.site("https://b.example/").unwrap().is_some());
+}
+
+#[test]
+fn retiring_a_host_takes_its_urls_out_of_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut entries: Vec<UrlEntry> = (0..30)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    entries.extend((0..5).map(|i| entry(&format!("http://a.example/h{i}"))));
+    entries.extend((0..4).map(|i| entry(&format!("https://a.example:8443/x{i}"))));
+    entries.extend((0..7).map(|i| entry(&format!("https://b.example/p{i}"))));
+    entries.push(entry("https://a.example.org/p"));
+    read(&s, T0, SM, &entries);
+    assert_eq!(s.host("a.example").unwrap().urls, 35);
+    // A leased one is retired too (its due entry is at the lease's end).
+    let leased = s.lease(1, T0, 300, 1).unwrap();
+    assert_eq!(leased[0].url, "http://a.example/h0");
+
+    assert_eq!(s.retire_host("a.example").unwrap(), 35);
+    assert_eq!(s.host("a.example").unwrap().urls, 0);
+    assert!(s.url("https://a.example/p3").unwrap().unwrap().retired);
+    assert!(s.url("http://a.example/h0").unwrap().unwrap().retired);
+    assert!(!s.url("https://a.example:8443/x0").unwrap().unwrap().retired);
+    assert!(!s.url("https://a.example.org/p").unwrap().unwrap().retired);
+    let due = s.peek(1000, T0 + 100 * DAY).unwrap();
+    assert_eq!(due.len(), 4 + 7 + 1);
+    assert!(due.iter().all(|l| !l.url.contains("://a.example/")));
+    assert!(s.check().unwrap().is_ok());
+    assert_eq!(s.retire_host("a.example").unwrap(), 0, "nothing left");
+    assert_eq!(s.retire_host("").unwrap(), 0);
+    assert_eq!(s.retire_host("nowhere.example").unwrap(), 0);
+
+    // Listed again: revived.
+    let stats = read(&s, T0 + DAY, SM, &entries);
+    assert_eq!(stats.revived, 35);
+    assert_eq!(s.host("a.example").unwrap().urls, 35);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn retiring_a_big_host_goes_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let entries: Vec<UrlEntry> = (0..4_500)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    read(&s, T0, SM, &entries);
+    assert_eq!(s.retire_host("a.example").unwrap(), 4_500);
+    assert_eq!(s.host("a.example").unwrap().urls, 0);
+    assert_eq!(s.stats(T0).unwrap().active, 0);
+    assert!(s.check().unwrap().is_ok());
+}
