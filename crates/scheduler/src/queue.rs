@@ -305,7 +305,7 @@ impl Store {
         if let Outcome::Redirected(to) = &completion.outcome {
             f.redirected_to = Some(to.clone());
         }
-        let state = self.url_state(&rec);
+        let state = self.url_state(&rec, now);
         rec.interval = self
             .policy
             .next_interval(&state, outcome.kind())
