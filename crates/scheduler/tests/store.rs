@@ -730,3 +730,28 @@ fn a_notification_makes_a_url_due_now() {
     let err = s.notify("ftp://a.example/x", now).unwrap_err();
     assert!(err.to_string().contains("ftp://a.example/x"), "{err}");
 }
+
+#[test]
+fn queue_depth_counts_what_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    assert_eq!(s.queue_depth(T0).unwrap(), 0);
+    let entries: Vec<UrlEntry> = (0..25)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    read(&s, T0, SM, &entries);
+    assert_eq!(s.queue_depth(T0 - 1).unwrap(), 0);
+    assert_eq!(s.queue_depth(T0).unwrap(), 25);
+    // Leased: not due until the lease runs out.
+    let leased = s.lease(10, T0, 300, 10).unwrap();
+    assert_eq!(s.queue_depth(T0).unwrap(), 15);
+    assert_eq!(s.queue_depth(T0 + 300).unwrap(), 25);
+    // Completed: due later; retired: out.
+    for l in &leased {
+        s.complete(&l.url, &Completion::from(Outcome::Changed), T0 + 1)
+            .unwrap();
+    }
+    assert_eq!(s.queue_depth(T0 + 300).unwrap(), 15);
+    assert_eq!(s.retire_host("a.example").unwrap(), 25);
+    assert_eq!(s.queue_depth(i64::MAX).unwrap(), 0);
+}
