@@ -159,7 +159,7 @@ impl Store {
             s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
             s.due_now += u64::from(rec.schedule.due <= now);
             s.with_lastmod += u64::from(rec.lastmod.is_some());
-            if let Some(rate) = self.url_state(&rec).rate {
+            if let Some(rate) = self.url_state(&rec, now).rate {
                 rates.push(rate * 86_400.0);
             }
         }
@@ -196,7 +196,7 @@ impl Store {
     }
 
     /// Every record under `prefix`, with its key (less the prefix).
-    pub(crate) fn records<T: serde::de::DeserializeOwned>(
+    pub(crate) fn records<T: crate::record::Record>(
         &self,
         prefix: u8,
     ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {

@@ -656,14 +656,19 @@ impl<'s> Ingest<'s> {
             rec.add_sources(&seen.sources, &recent);
             rec.retired = false;
             let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
+            // A push notification's "due now" stands until the URL is
+            // fetched: a sitemap's news does not push it later.
+            let notified = !revived && rec.schedule.reason == StoredReason::Notified;
             if (new || revived || hints_changed) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
-                rec.schedule = Schedule {
-                    due: due.at,
-                    score: due.score as f32,
-                    reason: due.reason.into(),
-                    lease: None,
-                };
+                if !(notified && rec.schedule.due <= due.at) {
+                    rec.schedule = Schedule {
+                        due: due.at,
+                        score: due.score as f32,
+                        reason: due.reason.into(),
+                        lease: None,
+                    };
+                }
             }
             if old_due != Some(rec.schedule.due) {
                 if let Some(old) = old_due {
@@ -731,8 +736,9 @@ impl Observation {
 }
 
 impl UrlRecord {
-    /// A record first seen at `now` in the first of `sources`.
-    fn new(now: i64, sources: &[(u64, u64)]) -> Self {
+    /// A record first seen at `now` in the first of `sources` (0: none,
+    /// a URL first known from a push notification).
+    pub(crate) fn new(now: i64, sources: &[(u64, u64)]) -> Self {
         UrlRecord {
             first_seen: now,
             first_source: sources.first().map_or(0, |s| s.0),
@@ -753,6 +759,7 @@ impl UrlRecord {
             },
             retired: false,
             sources: Vec::new(),
+            notified: None,
         }
     }
 

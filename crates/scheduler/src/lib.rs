@@ -49,6 +49,13 @@
 //! own host, and through member keys for those it lists on other hosts (R5
 //! cross-submission, sitemap files).
 //!
+//! ## Push notifications
+//!
+//! [`Store::notify`] takes an IndexNow-style "this URL changed now": the URL
+//! is due at once (reason `notified`; added if unknown, revived if
+//! retired), and a URL with two notifications or more gets its change rate
+//! from them with the `complete` estimator ([`notify`]).
+//!
 //! ## Sitemap refresh
 //!
 //! Each sitemap has its own schedule ([`refresh`]): read daily at first
@@ -77,6 +84,7 @@ pub mod check;
 pub mod estimate;
 pub mod ingest;
 pub mod keys;
+pub mod notify;
 pub mod policy;
 pub mod queue;
 pub mod record;
@@ -87,6 +95,7 @@ pub mod trust;
 
 pub use check::{CheckReport, Stats};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
+pub use notify::Notified;
 pub use queue::{Completion, Leased, Outcome};
 pub use refresh::{RefreshParams, RefreshState};
 pub use sites::SiteRecord;

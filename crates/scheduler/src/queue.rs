@@ -94,6 +94,22 @@ impl From<Outcome> for Completion {
 const OVERSCAN: usize = 2;
 
 impl Store {
+    /// URLs due at `now` (due time at or before it, leases run out
+    /// included): the due index counted, keys only. A scan of that part of
+    /// the index, not a stored counter.
+    ///
+    /// There is no cheap count of leased URLs: a lease's entry sits at its
+    /// expiry among the URLs due later, and only their records tell which
+    /// hold a lease ([`Store::stats`] counts them, over every record).
+    pub fn queue_depth(&self, now: i64) -> Result<u64, StoreError> {
+        let mut n = 0u64;
+        for key in self.kv.range(vec![keys::DUE]..keys::due_after(now)).keys() {
+            key?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Up to `n` URLs due at `now`, in policy order, without leasing them.
     pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
         let mut out = Vec::new();
@@ -305,7 +321,7 @@ impl Store {
         if let Outcome::Redirected(to) = &completion.outcome {
             f.redirected_to = Some(to.clone());
         }
-        let state = self.url_state(&rec);
+        let state = self.url_state(&rec, now);
         rec.interval = self
             .policy
             .next_interval(&state, outcome.kind())

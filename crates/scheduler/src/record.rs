@@ -1,6 +1,19 @@
 //! The store's records and their on-disk form: a version byte, then the
 //! record in postcard (compact varints, no field names). A record that does
 //! not decode is reported as corrupt, never a panic.
+//!
+//! ## Versions
+//!
+//! | version | change |
+//! |---|---|
+//! | 1 | first |
+//! | 2 | [`UrlRecord::notified`] appended |
+//!
+//! Every record is written in the current version and read in any known
+//! one ([`Record`]): a version-1 URL record decodes through its legacy
+//! layout, without notifications. Enum variants are only ever appended
+//! (postcard encodes the variant index), so [`StoredReason::Notified`],
+//! added with version 2, needs no conversion.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -12,7 +25,7 @@ use crate::policy::{FetchOutcome, Reason};
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 
 /// Distinct lastmod values remembered per URL.
 pub const LASTMOD_HISTORY: usize = 8;
@@ -30,7 +43,7 @@ pub enum RecordError {
     #[error("empty record")]
     Empty,
     /// Written by a newer (or unknown) format.
-    #[error("record format version {0} is not known (this build reads {FORMAT_VERSION})")]
+    #[error("record format version {0} is not known (this build reads 1 to {FORMAT_VERSION})")]
     Version(u8),
     /// The bytes do not decode.
     #[error("corrupt record: {0}")]
@@ -46,11 +59,22 @@ pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
     out
 }
 
-/// Decodes a record written by [`encode`].
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RecordError> {
+/// A record the store writes, and how to read its older format versions.
+pub trait Record: Serialize + DeserializeOwned {
+    /// Reads the body of a version-1 value. The default: the layout has not
+    /// changed since version 1.
+    fn from_v1(body: &[u8]) -> Result<Self, postcard::Error> {
+        postcard::from_bytes(body)
+    }
+}
+
+/// Decodes a record written by [`encode`], in this format version or an
+/// older one.
+pub fn decode<T: Record>(bytes: &[u8]) -> Result<T, RecordError> {
     match bytes.split_first() {
         None => Err(RecordError::Empty),
         Some((&FORMAT_VERSION, body)) => Ok(postcard::from_bytes(body)?),
+        Some((&1, body)) => Ok(T::from_v1(body)?),
         Some((&v, _)) => Err(RecordError::Version(v)),
     }
 }
@@ -258,6 +282,8 @@ pub enum StoredReason {
     Optimal,
     Retry,
     LeaseExpired,
+    /// Appended in format version 2: variants are never reordered.
+    Notified,
 }
 
 impl From<Reason> for StoredReason {
@@ -271,6 +297,7 @@ impl From<Reason> for StoredReason {
             Reason::Optimal => Self::Optimal,
             Reason::Retry => Self::Retry,
             Reason::LeaseExpired => Self::LeaseExpired,
+            Reason::Notified => Self::Notified,
         }
     }
 }
@@ -286,6 +313,7 @@ impl From<StoredReason> for Reason {
             StoredReason::Optimal => Self::Optimal,
             StoredReason::Retry => Self::Retry,
             StoredReason::LeaseExpired => Self::LeaseExpired,
+            StoredReason::Notified => Self::Notified,
         }
     }
 }
@@ -323,7 +351,72 @@ pub struct UrlRecord {
     /// Sitemaps listing it: (sitemap id, that sitemap's fetch sequence when
     /// it last listed the URL), at most [`MAX_SOURCES`].
     pub sources: Vec<(u64, u64)>,
+    /// Push notifications that it changed ([`Store::notify`](crate::Store::notify));
+    /// `None` before the first (and in version-1 records).
+    pub notified: Option<Notifications>,
 }
+
+/// Push notifications received for a URL: each one says it changed then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notifications {
+    /// How many (one per second at most).
+    pub count: u32,
+    /// The first (unix seconds).
+    pub first: i64,
+    /// The latest.
+    pub last: i64,
+}
+
+/// [`UrlRecord`] as format version 1 wrote it: without `notified`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct UrlRecordV1 {
+    first_seen: i64,
+    first_source: u64,
+    last_seen: i64,
+    lastmod: Option<StoredLastmod>,
+    lastmod_history: Vec<(i64, i64)>,
+    changefreq: Option<StoredChangeFreq>,
+    priority: Option<f32>,
+    extensions: Extensions,
+    fetch: FetchState,
+    visits: Vec<StoredVisit>,
+    interval: Option<f32>,
+    schedule: Schedule,
+    retired: bool,
+    sources: Vec<(u64, u64)>,
+}
+
+impl From<UrlRecordV1> for UrlRecord {
+    fn from(v: UrlRecordV1) -> Self {
+        UrlRecord {
+            first_seen: v.first_seen,
+            first_source: v.first_source,
+            last_seen: v.last_seen,
+            lastmod: v.lastmod,
+            lastmod_history: v.lastmod_history,
+            changefreq: v.changefreq,
+            priority: v.priority,
+            extensions: v.extensions,
+            fetch: v.fetch,
+            visits: v.visits,
+            interval: v.interval,
+            schedule: v.schedule,
+            retired: v.retired,
+            sources: v.sources,
+            notified: None,
+        }
+    }
+}
+
+impl Record for UrlRecord {
+    fn from_v1(body: &[u8]) -> Result<Self, postcard::Error> {
+        postcard::from_bytes::<UrlRecordV1>(body).map(Into::into)
+    }
+}
+
+impl Record for SitemapRecord {}
+
+impl Record for HostRecord {}
 
 /// What the store knows of one sitemap (keyed by its URL as listed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -398,6 +491,108 @@ mod tests {
             Err(RecordError::Empty)
         ));
         assert!(decode::<UrlRecord>(&bytes[..3]).is_err());
+    }
+
+    fn url_record_v1() -> UrlRecordV1 {
+        UrlRecordV1 {
+            first_seen: 1_700_000_000,
+            first_source: 3,
+            last_seen: 1_700_086_400,
+            lastmod: Some(StoredLastmod {
+                at: 1_699_000_000,
+                precision: StoredPrecision::Day,
+            }),
+            lastmod_history: vec![(1_699_000_000, 1_700_000_000)],
+            changefreq: Some(StoredChangeFreq::Weekly),
+            priority: Some(0.7),
+            extensions: Extensions {
+                images: 2,
+                ..Extensions::default()
+            },
+            fetch: FetchState {
+                fetches: 4,
+                etag: Some("\"e\"".into()),
+                ..FetchState::default()
+            },
+            visits: vec![StoredVisit {
+                interval: 86_400,
+                changed: true,
+                since_lastmod: Some(600),
+            }],
+            interval: Some(3600.0),
+            schedule: Schedule {
+                due: 1_700_090_000,
+                score: 0.5,
+                reason: StoredReason::LeaseExpired,
+                lease: Some((9, 1_700_090_000)),
+            },
+            retired: false,
+            sources: vec![(3, 2), (5, 1)],
+        }
+    }
+
+    #[test]
+    fn version_1_url_records_decode_without_notifications() {
+        let v1 = url_record_v1();
+        let mut bytes = vec![1];
+        bytes.extend(postcard::to_allocvec(&v1).unwrap());
+        let rec: UrlRecord = decode(&bytes).unwrap();
+        assert_eq!(rec, UrlRecord::from(v1.clone()));
+        assert_eq!(rec.notified, None);
+        assert_eq!(rec.sources, v1.sources);
+        assert_eq!(rec.schedule, v1.schedule);
+        // Written back as version 2, with notifications, and read again.
+        let mut v2 = rec.clone();
+        v2.notified = Some(Notifications {
+            count: 3,
+            first: 1_700_000_000,
+            last: 1_700_007_200,
+        });
+        v2.schedule.reason = StoredReason::Notified;
+        let bytes2 = encode(&v2);
+        assert_eq!(bytes2[0], 2);
+        assert_eq!(decode::<UrlRecord>(&bytes2).unwrap(), v2);
+        // A version-1 body read as version 2 is not silently accepted.
+        let mut wrong = bytes.clone();
+        wrong[0] = 2;
+        assert!(decode::<UrlRecord>(&wrong).is_err());
+        // Records whose layout did not change read from version 1 as is.
+        let host = HostRecord {
+            min_delay: 2.0,
+            urls: 7,
+            ..HostRecord::default()
+        };
+        let mut old = vec![1];
+        old.extend(postcard::to_allocvec(&host).unwrap());
+        assert_eq!(decode::<HostRecord>(&old).unwrap(), host);
+        let sitemap = SitemapRecord {
+            id: 4,
+            seq: 9,
+            ..SitemapRecord::default()
+        };
+        let mut old = vec![1];
+        old.extend(postcard::to_allocvec(&sitemap).unwrap());
+        assert_eq!(decode::<SitemapRecord>(&old).unwrap(), sitemap);
+    }
+
+    #[test]
+    fn stored_reasons_keep_their_encoding() {
+        // postcard writes the variant index: appending keeps old records.
+        let all = [
+            StoredReason::New,
+            StoredReason::LastmodNewer,
+            StoredReason::Interval,
+            StoredReason::Changefreq,
+            StoredReason::Adaptive,
+            StoredReason::Optimal,
+            StoredReason::Retry,
+            StoredReason::LeaseExpired,
+            StoredReason::Notified,
+        ];
+        for (i, r) in all.into_iter().enumerate() {
+            assert_eq!(postcard::to_allocvec(&r).unwrap(), [i as u8]);
+            assert_eq!(StoredReason::from(Reason::from(r)), r);
+        }
     }
 
     proptest::proptest! {

@@ -266,6 +266,8 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+impl crate::record::Record for RefreshState {}
+
 impl Store {
     /// The refresh schedule of the sitemap at `sitemap` (its URL as
     /// listed), if it was ever fetched through an ingest session.

@@ -32,6 +32,8 @@ pub struct SiteRecord {
     pub last_entries: u64,
 }
 
+impl crate::record::Record for SiteRecord {}
+
 impl Store {
     /// Follows the site `seed` from `now`: it is due for a walk at once.
     /// Whether it is new (a site already followed is left as it is).

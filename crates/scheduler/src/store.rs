@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::estimate::{Estimator, Visit};
+use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::policy::{self, Due, HostState, Params, Policy, UrlState};
-use crate::record::{HostRecord, RecordError, SitemapRecord, UrlRecord, decode};
+use crate::record::{HostRecord, Record, RecordError, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
 
 /// A store operation failed.
@@ -33,6 +33,14 @@ pub enum StoreError {
     /// A policy name that does not exist.
     #[error(transparent)]
     Policy(#[from] policy::UnknownPolicy),
+    /// A URL that is not an absolute http(s) URL (from [`Store::notify`]).
+    #[error("invalid URL {url:?}: {source}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        source: sitemapd_parser::UrlError,
+    },
 }
 
 /// 64-bit FNV-1a: a hash that is the same on every build and platform
@@ -179,10 +187,7 @@ impl Store {
         self.write.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn get<T: serde::de::DeserializeOwned>(
-        &self,
-        key: &[u8],
-    ) -> Result<Option<T>, StoreError> {
+    pub(crate) fn get<T: Record>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
         match self.kv.get(key)? {
             None => Ok(None),
             Some(bytes) => decode(&bytes)
@@ -225,9 +230,24 @@ impl Store {
         }
     }
 
-    /// The policy's view of a record.
-    pub(crate) fn url_state(&self, r: &UrlRecord) -> UrlState {
+    /// The policy's view of a record at `now`.
+    ///
+    /// The rate: with two or more push notifications (K) the site is taken
+    /// to push every change, which is the `complete` estimator's model:
+    /// (K + 0.5)/(T + 0.5), T the time since the first notification; it
+    /// replaces the fetch-based estimate, since a fetch that found no change
+    /// says less than a push that says one happened. With fewer, the
+    /// configured estimator over the fetch history (one notification alone
+    /// is no rate: it would be 1.5/T, huge just after it).
+    pub(crate) fn url_state(&self, r: &UrlRecord, now: i64) -> UrlState {
         let visits: Vec<Visit> = r.visits.iter().map(|v| Visit::from(*v)).collect();
+        let rate = match r.notified {
+            Some(n) if n.count >= 2 => Some(estimate::complete(
+                u64::from(n.count),
+                now.saturating_sub(n.first) as f64,
+            )),
+            _ => self.options.estimator.estimate(&visits),
+        };
         UrlState {
             first_seen: r.first_seen,
             last_fetch: r.fetch.last_success,
@@ -238,7 +258,7 @@ impl Store {
             changefreq: r.changefreq.map(Into::into),
             priority: r.priority,
             interval: r.interval.map(f64::from),
-            rate: self.options.estimator.estimate(&visits),
+            rate,
             importance: 1.0,
             errors_in_a_row: r.fetch.errors_in_a_row,
         }
@@ -251,7 +271,7 @@ impl Store {
         let host = HostState {
             lastmod_trusted: host.trust.is_trusted(),
         };
-        let mut due = self.policy.next_due(&self.url_state(r), &host, now);
+        let mut due = self.policy.next_due(&self.url_state(r, now), &host, now);
         let wait = due.at.saturating_sub(now);
         if wait > 20 {
             let unit = (fnv1a(url.as_bytes()) % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
@@ -263,7 +283,8 @@ impl Store {
     /// Computes the allocation multiplier of `freshness-optimal` and
     /// `lambda-crawl` over every active URL for the policy's budget, and
     /// saves it: the next open schedules with it. A no-op for the other
-    /// policies; returns the multiplier.
+    /// policies; returns the multiplier. Each URL's rate is taken as of the
+    /// latest time its record knows (sighting, fetch or notification).
     pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
         let name = self.policy.name();
         if name != "freshness-optimal" && name != "lambda-crawl" {
@@ -275,7 +296,7 @@ impl Store {
             let (_, value) = item?;
             if let Ok(r) = decode::<UrlRecord>(&value) {
                 if !r.retired {
-                    let state = self.url_state(&r);
+                    let state = self.url_state(&r, as_of(&r));
                     pages.push((policy::planning_rate(&state, params), state.importance));
                 }
             }
@@ -289,4 +310,17 @@ impl Store {
             .insert(keys::CALIBRATION, &multiplier.to_be_bytes())?;
         Ok(Some(multiplier))
     }
+}
+
+/// The latest time a record knows of: its last sighting, fetch or push
+/// notification (the "now" of a view with no clock).
+fn as_of(r: &UrlRecord) -> i64 {
+    let mut t = r.last_seen;
+    if let Some(f) = r.fetch.last_fetch {
+        t = t.max(f);
+    }
+    if let Some(n) = r.notified {
+        t = t.max(n.last);
+    }
+    t
 }

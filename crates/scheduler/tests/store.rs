@@ -645,3 +645,113 @@ fn retiring_a_big_host_goes_in_batches() {
     assert_eq!(s.stats(T0).unwrap().active, 0);
     assert!(s.check().unwrap().is_ok());
 }
+
+#[test]
+fn a_notification_makes_a_url_due_now() {
+    use sitemapd_scheduler::Notified;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    read(
+        &s,
+        T0,
+        SM,
+        &[entry("https://a.example/x"), entry("https://a.example/y")],
+    );
+    let leased = s.lease(10, T0, 300, 10).unwrap();
+    for l in &leased {
+        s.complete(&l.url, &Completion::from(Outcome::Changed), T0 + 10)
+            .unwrap();
+    }
+    let later = s.url("https://a.example/x").unwrap().unwrap().schedule.due;
+    assert!(later > T0 + 3600);
+    assert!(s.peek(10, T0 + 3600).unwrap().is_empty());
+
+    // Known: due now, reason notified; the URL as given is normalised.
+    let now = T0 + 3600;
+    assert_eq!(
+        s.notify("HTTPS://A.example:443/x#frag", now).unwrap(),
+        Notified::Known
+    );
+    let due = s.peek(10, now).unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(
+        (due[0].url.as_str(), due[0].reason),
+        ("https://a.example/x", "notified")
+    );
+    assert_eq!(due[0].due, now);
+    let r = s.url("https://a.example/x").unwrap().unwrap();
+    assert_eq!(r.notified.map(|n| n.count), Some(1));
+    assert!(s.check().unwrap().is_ok());
+
+    // A leased URL: due now again, its lease dropped.
+    let leased = s.lease(1, now, 300, 1).unwrap();
+    assert_eq!(leased[0].reason, "notified");
+    s.notify("https://a.example/x", now + 5).unwrap();
+    let r = s.url("https://a.example/x").unwrap().unwrap();
+    assert_eq!((r.schedule.due, r.schedule.lease), (now + 5, None));
+    assert_eq!(r.notified.map(|n| n.count), Some(2));
+    assert!(s.check().unwrap().is_ok());
+
+    // Unknown: added, due now, counted for its host, never retired by
+    // absence from a sitemap.
+    assert_eq!(s.host("a.example").unwrap().urls, 2);
+    assert_eq!(
+        s.notify("https://a.example/new", now).unwrap(),
+        Notified::Added
+    );
+    let r = s.url("https://a.example/new").unwrap().unwrap();
+    assert_eq!(
+        (r.first_seen, r.first_source, r.schedule.due),
+        (now, 0, now)
+    );
+    assert!(r.sources.is_empty());
+    assert_eq!(s.host("a.example").unwrap().urls, 3);
+    for k in 1..=5 {
+        read(&s, now + k * DAY, SM, &[entry("https://a.example/x")]);
+    }
+    assert!(!s.url("https://a.example/new").unwrap().unwrap().retired);
+    assert!(s.url("https://a.example/y").unwrap().unwrap().retired);
+    assert_eq!(s.host("a.example").unwrap().urls, 2);
+
+    // Retired: revived.
+    assert_eq!(
+        s.notify("https://a.example/y", now + 6 * DAY).unwrap(),
+        Notified::Known
+    );
+    let r = s.url("https://a.example/y").unwrap().unwrap();
+    assert!(!r.retired);
+    assert_eq!(r.schedule.due, now + 6 * DAY);
+    assert_eq!(s.host("a.example").unwrap().urls, 3);
+    assert!(s.check().unwrap().is_ok());
+
+    // Not a URL.
+    let err = s.notify("not a url", now).unwrap_err();
+    assert!(matches!(err, StoreError::InvalidUrl { .. }), "{err}");
+    let err = s.notify("ftp://a.example/x", now).unwrap_err();
+    assert!(err.to_string().contains("ftp://a.example/x"), "{err}");
+}
+
+#[test]
+fn queue_depth_counts_what_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    assert_eq!(s.queue_depth(T0).unwrap(), 0);
+    let entries: Vec<UrlEntry> = (0..25)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    read(&s, T0, SM, &entries);
+    assert_eq!(s.queue_depth(T0 - 1).unwrap(), 0);
+    assert_eq!(s.queue_depth(T0).unwrap(), 25);
+    // Leased: not due until the lease runs out.
+    let leased = s.lease(10, T0, 300, 10).unwrap();
+    assert_eq!(s.queue_depth(T0).unwrap(), 15);
+    assert_eq!(s.queue_depth(T0 + 300).unwrap(), 25);
+    // Completed: due later; retired: out.
+    for l in &leased {
+        s.complete(&l.url, &Completion::from(Outcome::Changed), T0 + 1)
+            .unwrap();
+    }
+    assert_eq!(s.queue_depth(T0 + 300).unwrap(), 15);
+    assert_eq!(s.retire_host("a.example").unwrap(), 25);
+    assert_eq!(s.queue_depth(i64::MAX).unwrap(), 0);
+}

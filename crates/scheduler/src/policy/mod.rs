@@ -165,6 +165,9 @@ pub enum Reason {
     Retry,
     /// A lease ran out without a report (set by the queue, not by policies).
     LeaseExpired,
+    /// A push notification said it changed (set by
+    /// [`Store::notify`](crate::Store::notify), not by policies).
+    Notified,
 }
 
 impl Reason {
@@ -179,6 +182,7 @@ impl Reason {
             Reason::Optimal => "optimal",
             Reason::Retry => "retry",
             Reason::LeaseExpired => "lease-expired",
+            Reason::Notified => "notified",
         }
     }
 }

@@ -89,6 +89,7 @@ fn reason_names() {
         (Reason::Optimal, "optimal"),
         (Reason::Retry, "retry"),
         (Reason::LeaseExpired, "lease-expired"),
+        (Reason::Notified, "notified"),
     ];
     for (r, s) in all {
         assert_eq!(r.as_str(), s);

@@ -1,0 +1,191 @@
+//! Push notifications (IndexNow-style): a site says "this URL changed now".
+//!
+//! [`Store::notify`] records the notification on the URL's record
+//! ([`Notifications`]: how many, the first, the latest) and makes the URL
+//! due at once with the reason `notified`. A site that pushes is taken to
+//! push every change: once a URL has two notifications or more, its change
+//! rate is the `complete` estimator's (K + 0.5)/(T + 0.5) over the K
+//! notifications and the T seconds since the first, in place of the estimate
+//! from fetches (see `Store::url_state`). Notifications in the same second
+//! count once.
+//!
+//! A URL the store does not hold is added (first source 0, no sitemap: no
+//! sitemap's absence ever retires it); a retired one is revived. A leased
+//! URL is made due now too: its lease is dropped (the fetch in flight may
+//! predate the change).
+
+use crate::keys;
+use crate::record::{Notifications, Schedule, StoredReason, UrlRecord, encode};
+use crate::store::{Store, StoreError};
+
+/// What [`Store::notify`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notified {
+    /// The store held the URL (active or retired: a retired one is revived).
+    Known,
+    /// The URL was new to the store: added, due now.
+    Added,
+}
+
+impl Store {
+    /// A push signal that `url` changed at `now`: counted for its change
+    /// rate, and the URL due now with the reason `notified` (see the module
+    /// docs). `url` is normalised first; one that is not an absolute
+    /// http(s) URL is [`StoreError::InvalidUrl`]. One batch under the write
+    /// lock.
+    pub fn notify(&self, url: &str, now: i64) -> Result<Notified, StoreError> {
+        let norm =
+            sitemapd_parser::NormUrl::parse(url).map_err(|source| StoreError::InvalidUrl {
+                url: url.to_string(),
+                source,
+            })?;
+        let url = norm.as_str();
+        let _lock = self.lock();
+        let existing = match self.url(url) {
+            Ok(r) => r,
+            Err(StoreError::Record { key, source }) => {
+                // As ingest does: replaced; `stats --check` names any due
+                // entry it leaves behind.
+                tracing::warn!(%key, error = %source, "corrupt URL record replaced");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let added = existing.is_none();
+        let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &[]));
+        let old_due = (!added && !rec.retired).then_some(rec.schedule.due);
+        let revived = !added && rec.retired;
+        rec.notified = Some(match rec.notified {
+            None => Notifications {
+                count: 1,
+                first: now,
+                last: now,
+            },
+            Some(n) if now > n.last => Notifications {
+                count: n.count.saturating_add(1),
+                first: n.first.min(now),
+                last: now,
+            },
+            Some(n) => n,
+        });
+        rec.retired = false;
+        let host_name = keys::host_of(url);
+        let mut host = self.host(host_name)?;
+        let due = self.schedule(url, &rec, &host, now);
+        rec.schedule = Schedule {
+            due: now,
+            score: due.score as f32,
+            reason: StoredReason::Notified,
+            lease: None,
+        };
+        let mut batch = sled::Batch::default();
+        if let Some(old) = old_due {
+            batch.remove(keys::due(old, url));
+        }
+        batch.insert(keys::due(now, url), &[]);
+        batch.insert(keys::url(url), encode(&rec));
+        if added || revived {
+            host.urls = host.urls.saturating_add(1);
+            batch.insert(keys::host(host_name), encode(&host));
+        }
+        self.kv.apply_batch(batch)?;
+        tracing::debug!(url, added, revived, "notified");
+        Ok(if added {
+            Notified::Added
+        } else {
+            Notified::Known
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Completion, Outcome, SitemapFetch, StoreOptions};
+
+    const T0: i64 = 1_700_000_000;
+    const DAY: i64 = 86_400;
+    const URL: &str = "https://a.example/page";
+
+    fn store(dir: &tempfile::TempDir) -> Store {
+        Store::open(dir.path(), StoreOptions::default()).unwrap()
+    }
+
+    fn rate(s: &Store, url: &str, now: i64) -> Option<f64> {
+        let rec = s.url(url).unwrap().unwrap();
+        s.url_state(&rec, now).rate
+    }
+
+    #[test]
+    fn repeated_notifications_give_the_complete_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        let mut ingest = s.ingest(T0);
+        let entry = sitemapd_parser::UrlEntry::new(sitemapd_parser::NormUrl::parse(URL).unwrap());
+        ingest.entry("https://a.example/s.xml", &entry).unwrap();
+        ingest.finish().unwrap();
+        // Fetches a day apart that found nothing: the estimate says 0.
+        for d in 1..=4 {
+            s.complete(URL, &Completion::from(Outcome::NotModified), T0 + d * DAY)
+                .unwrap();
+        }
+        assert_eq!(rate(&s, URL, T0 + 4 * DAY), Some(0.0));
+
+        // One notification is no rate yet.
+        let n0 = T0 + 5 * DAY;
+        assert_eq!(s.notify(URL, n0).unwrap(), Notified::Known);
+        assert_eq!(rate(&s, URL, n0), Some(0.0));
+        // Then one an hour: the complete estimator over them.
+        let mut rates = Vec::new();
+        for k in 1..=5 {
+            s.notify(URL, n0 + k * 3600).unwrap();
+            let now = n0 + 6 * 3600;
+            let r = rate(&s, URL, now).unwrap();
+            let want = crate::estimate::complete(k as u64 + 1, (now - n0) as f64);
+            assert!((r - want).abs() < 1e-12, "{k}: {r} vs {want}");
+            rates.push(r);
+        }
+        assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
+        // Once a second at most.
+        s.notify(URL, n0 + 5 * 3600).unwrap();
+        let n = s.url(URL).unwrap().unwrap().notified.unwrap();
+        assert_eq!((n.count, n.first, n.last), (6, n0, n0 + 5 * 3600));
+        // Silence lowers it again.
+        assert!(rate(&s, URL, n0 + 30 * DAY).unwrap() < rates[4]);
+    }
+
+    #[test]
+    fn a_notified_url_is_due_now_and_stays_so_through_ingest() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        assert_eq!(s.notify(URL, T0).unwrap(), Notified::Added);
+        let leased = s.lease(1, T0, 300, 1).unwrap();
+        s.complete(URL, &Completion::from(Outcome::Changed), T0 + 10)
+            .unwrap();
+        assert_eq!(leased[0].reason, "notified");
+        let later = s.url(URL).unwrap().unwrap().schedule.due;
+        assert!(later > T0 + 10);
+        s.notify(URL, T0 + 100).unwrap();
+        // A sitemap read with new hints does not push it later.
+        let mut ingest = s.ingest(T0 + 200);
+        let mut entry =
+            sitemapd_parser::UrlEntry::new(sitemapd_parser::NormUrl::parse(URL).unwrap());
+        entry.changefreq = Some(sitemapd_parser::ChangeFreq::Yearly);
+        ingest.entry("https://a.example/s.xml", &entry).unwrap();
+        ingest
+            .sitemap_fetched(
+                "https://a.example/s.xml",
+                &SitemapFetch {
+                    status: 200,
+                    complete: true,
+                    ..SitemapFetch::default()
+                },
+            )
+            .unwrap();
+        ingest.finish().unwrap();
+        let rec = s.url(URL).unwrap().unwrap();
+        assert_eq!(rec.schedule.due, T0 + 100);
+        assert_eq!(rec.schedule.reason, StoredReason::Notified);
+        assert!(s.check().unwrap().is_ok());
+    }
+}
