@@ -47,7 +47,8 @@
 //! 8) complete reads of each; a failed, cut or 304 read counts for nothing.
 //! A retired URL listed again is revived. A sitemap's URLs are found on its
 //! own host, and through member keys for those it lists on other hosts (R5
-//! cross-submission, sitemap files).
+//! cross-submission, sitemap files). [`Store::retire_host`] retires a whole
+//! host's URLs at once.
 //!
 //! ## Push notifications
 //!
@@ -59,17 +60,20 @@
 //! ## Sitemap refresh
 //!
 //! Each sitemap has its own schedule ([`refresh`]): read daily at first
-//! (feeds hourly), twice as often while its reads keep changing, half as
-//! often again while they do not (within 15 minutes and a week, a day for
-//! feeds), backing off after errors. [`Ingest::sitemap_fetched`] advances it;
-//! [`Store::sitemap_due`] says whether a sitemap is due.
+//! (feeds hourly), the interval halved after a read that changed and made
+//! half again as long after one that did not (within 15 minutes and a week,
+//! a day for feeds), backing off after errors. [`Ingest::sitemap_fetched`]
+//! advances it; [`Store::sitemap_due`] says whether a sitemap is due. An
+//! index read with its child list ([`SitemapFetch::children`]) replaces the
+//! index's children.
 //!
 //! ## Followed sites
 //!
 //! A long-running daemon keeps the sites it follows in the store
 //! ([`sites`]): [`Store::add_site`], [`Store::sites`], [`Store::put_site`]
 //! after each walk, [`Store::remove_site`]; [`Store::retire_host`] takes a
-//! host's URLs out of the queue when its site is dropped.
+//! host's URLs out of the queue when its site is dropped;
+//! [`Store::queue_depth`] counts the URLs due.
 //!
 //! ## Crash safety
 //!
