@@ -3,46 +3,19 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
-use sitemapd_discovery::walk::{Remembered, Via};
-use sitemapd_discovery::{Seed, SitemapMemory, Validators, WalkEvent, Walker};
-use sitemapd_parser::{Format, NormUrl};
+use sitemapd_discovery::{Seed, WalkEvent, Walker};
 use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
 use super::is_url;
 use crate::cli::IngestArgs;
 use crate::settings::{now, runtime, seeds};
-
-/// The store as the walk's memory: validators for conditional GET, the last
-/// fetch time for I3.
-struct StoreMemory(Arc<Store>);
-
-impl SitemapMemory for StoreMemory {
-    fn recall(&self, url: &NormUrl) -> Option<Remembered> {
-        let record = self.0.sitemap(url.as_str()).ok().flatten()?;
-        let children = self.0.children(&record).unwrap_or_default();
-        Some(Remembered {
-            validators: Validators {
-                etag: record.etag,
-                last_modified: record.last_modified,
-            },
-            fetched_at: record
-                .last_success
-                .and_then(|t| u64::try_from(t).ok())
-                .map(|t| UNIX_EPOCH + Duration::from_secs(t)),
-            children: children
-                .iter()
-                .filter_map(|c| NormUrl::parse(c).ok())
-                .collect(),
-            not_due: false,
-        })
-    }
-}
+use crate::walk_store::{self, StoreMemory};
 
 /// Runs the command.
 pub fn run(args: &IngestArgs) -> Result<ExitCode> {
@@ -71,7 +44,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     }
     let walker = args
         .site
-        .walker(Some(Arc::new(StoreMemory(store.clone()))))?;
+        .walker(Some(Arc::new(StoreMemory::new(store.clone()))))?;
     let progress = Progress::new();
     let session_now = now();
     let mut failed_sites = 0u64;
@@ -144,17 +117,12 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
     let fetch = SitemapFetch {
         status: if summary.format.is_some() { 200 } else { 0 },
         complete: summary.complete,
-        feed: is_feed(summary.format),
+        feed: walk_store::is_feed(summary.format),
         ..SitemapFetch::default()
     };
     ingest.sitemap_fetched(&key, &fetch)?;
     eprintln!("{key}: {} urls", summary.urls);
     Ok(ingest.finish()?)
-}
-
-/// An RSS/Atom feed: the store refreshes it hourly at first, not daily.
-fn is_feed(format: Option<Format>) -> bool {
-    matches!(format, Some(Format::Rss | Format::Rdf | Format::Atom))
 }
 
 /// The walk, event by event, into the store.
@@ -170,26 +138,10 @@ fn walk_into(
         let mut ingest = store.ingest(session_now);
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
+            walk_store::record(&mut ingest, &event)?;
             match event {
-                WalkEvent::Entry { sitemap, entry } => {
-                    ingest.entry(sitemap.as_str(), &entry)?;
-                    progress.url();
-                }
+                WalkEvent::Entry { .. } => progress.url(),
                 WalkEvent::SitemapFetched(r) => {
-                    let fetch = SitemapFetch {
-                        status: r.status,
-                        complete: r.complete(),
-                        etag: r.validators.etag.clone(),
-                        last_modified: r.validators.last_modified.clone(),
-                        parent: r.parent.as_ref().map(|p| p.to_string()),
-                        authorised_by: matches!(r.via, Via::Robots | Via::Index)
-                            .then(|| r.site.to_string()),
-                        // The walker's report does not carry the list yet:
-                        // children join their index on their own fetch.
-                        children: None,
-                        feed: is_feed(r.summary.as_ref().and_then(|s| s.format)),
-                    };
-                    ingest.sitemap_fetched(r.url.as_str(), &fetch)?;
                     let what = match (&r.summary, r.not_modified) {
                         (_, true) => "not modified".to_string(),
                         (Some(s), _) => format!("{} urls", s.urls),
@@ -198,11 +150,6 @@ fn walk_into(
                     progress.sitemap(&format!("{} {} {what}", r.url, r.status));
                 }
                 WalkEvent::SitemapFailed(f) => {
-                    let fetch = SitemapFetch {
-                        status: f.status.unwrap_or(0),
-                        ..SitemapFetch::default()
-                    };
-                    ingest.sitemap_fetched(f.url.as_str(), &fetch)?;
                     progress.sitemap(&format!("{} FAILED: {}", f.url, f.error));
                 }
                 WalkEvent::SiteDone(t) => {

@@ -4,10 +4,9 @@ use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use serde::Deserialize;
-use sitemapd_scheduler::{Completion, Outcome};
 
 use crate::cli::{CompleteArgs, QueueArgs};
+use crate::completion::Reported;
 use crate::settings::now;
 
 /// Runs `queue`.
@@ -32,48 +31,6 @@ pub fn run_queue(args: &QueueArgs) -> Result<ExitCode> {
 
 /// The longest input line `complete` reads.
 const MAX_LINE: usize = 64 * 1024;
-
-/// One line of `complete`'s input (other fields, such as those `queue`
-/// prints, are ignored).
-#[derive(Debug, Deserialize)]
-struct Line {
-    url: String,
-    outcome: String,
-    #[serde(default)]
-    status: Option<u16>,
-    #[serde(default)]
-    to: Option<String>,
-    #[serde(default)]
-    etag: Option<String>,
-    #[serde(default)]
-    last_modified: Option<String>,
-}
-
-impl Line {
-    fn completion(self) -> Result<(String, Completion)> {
-        let outcome = match self.outcome.as_str() {
-            "changed" => Outcome::Changed,
-            "not-modified" => Outcome::NotModified,
-            "gone" => Outcome::Gone,
-            "error" => Outcome::Error(self.status.unwrap_or(0)),
-            "redirected" => Outcome::Redirected(self.to.context("\"redirected\" needs \"to\"")?),
-            other => {
-                bail!("unknown outcome {other:?} (changed, not-modified, gone, error, redirected)")
-            }
-        };
-        let url = sitemapd_parser::NormUrl::parse(&self.url)
-            .with_context(|| format!("{:?} is not an http(s) URL", self.url))?
-            .into_string();
-        Ok((
-            url,
-            Completion {
-                outcome,
-                etag: self.etag,
-                last_modified: self.last_modified,
-            },
-        ))
-    }
-}
 
 /// Runs `complete`: every line is applied or reported; exit 1 if any failed.
 pub fn run_complete(args: &CompleteArgs) -> Result<ExitCode> {
@@ -110,8 +67,8 @@ pub fn run_complete(args: &CompleteArgs) -> Result<ExitCode> {
         } else {
             Ok(())
         }
-        .and_then(|()| Ok(serde_json::from_str::<Line>(&line)?))
-        .and_then(Line::completion)
+        .and_then(|()| Ok(serde_json::from_str::<Reported>(&line)?))
+        .and_then(Reported::completion)
         .and_then(|(url, c)| Ok(store.complete(&url, &c, now())?));
         match result {
             Ok(()) => done += 1,

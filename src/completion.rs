@@ -1,0 +1,50 @@
+//! Fetch outcomes as crawlers report them (`sitemapd complete`, the
+//! daemon's `POST /v1/complete`).
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use sitemapd_scheduler::{Completion, Outcome};
+
+/// One fetch outcome as a crawler reports it: a line of `sitemapd complete`'s
+/// input, an item of `POST /v1/complete`. Other fields (such as those a
+/// lease returns) are ignored.
+#[derive(Debug, Deserialize)]
+pub struct Reported {
+    url: String,
+    outcome: String,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    etag: Option<String>,
+    #[serde(default)]
+    last_modified: Option<String>,
+}
+
+impl Reported {
+    /// The normalised URL and the store's completion.
+    pub fn completion(self) -> Result<(String, Completion)> {
+        let outcome = match self.outcome.as_str() {
+            "changed" => Outcome::Changed,
+            "not-modified" => Outcome::NotModified,
+            "gone" => Outcome::Gone,
+            "error" => Outcome::Error(self.status.unwrap_or(0)),
+            "redirected" => Outcome::Redirected(self.to.context("\"redirected\" needs \"to\"")?),
+            other => {
+                bail!("unknown outcome {other:?} (changed, not-modified, gone, error, redirected)")
+            }
+        };
+        let url = sitemapd_parser::NormUrl::parse(&self.url)
+            .with_context(|| format!("{:?} is not an http(s) URL", self.url))?
+            .into_string();
+        Ok((
+            url,
+            Completion {
+                outcome,
+                etag: self.etag,
+                last_modified: self.last_modified,
+            },
+        ))
+    }
+}

@@ -1,0 +1,105 @@
+//! The walk and the store wired together, for `ingest` and the daemon: the
+//! store as the walk's memory, and walk events recorded into the store.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use sitemapd_discovery::walk::{Remembered, SitemapFailure, SitemapReport, Via};
+use sitemapd_discovery::{SitemapMemory, Validators, WalkEvent};
+use sitemapd_parser::{Format, NormUrl};
+use sitemapd_scheduler::{Ingest, SitemapFetch, Store, StoreError};
+
+use crate::settings::now;
+
+/// The store as the walk's memory: validators for conditional GET, the last
+/// fetch time for I3, an index's children, and (for the daemon) whether the
+/// sitemap's refresh schedule makes it due.
+pub struct StoreMemory {
+    store: Arc<Store>,
+    scheduled: bool,
+}
+
+impl StoreMemory {
+    /// Every sitemap is fetched (conditionally): `sitemapd ingest`.
+    pub fn new(store: Arc<Store>) -> Self {
+        Self {
+            store,
+            scheduled: false,
+        }
+    }
+
+    /// Sitemaps not due by their refresh schedule are not fetched: the
+    /// daemon.
+    pub fn scheduled(store: Arc<Store>) -> Self {
+        Self {
+            store,
+            scheduled: true,
+        }
+    }
+}
+
+impl SitemapMemory for StoreMemory {
+    fn recall(&self, url: &NormUrl) -> Option<Remembered> {
+        let record = self.store.sitemap(url.as_str()).ok().flatten()?;
+        let children = self.store.children(&record).unwrap_or_default();
+        let not_due =
+            self.scheduled && !self.store.sitemap_due(url.as_str(), now()).unwrap_or(true);
+        Some(Remembered {
+            validators: Validators {
+                etag: record.etag,
+                last_modified: record.last_modified,
+            },
+            fetched_at: record
+                .last_success
+                .and_then(|t| u64::try_from(t).ok())
+                .map(|t| UNIX_EPOCH + Duration::from_secs(t)),
+            children: children
+                .iter()
+                .filter_map(|c| NormUrl::parse(c).ok())
+                .collect(),
+            not_due,
+        })
+    }
+}
+
+/// Records what a walk event tells the store: entries, and how each
+/// sitemap fetch ended. Other events are the caller's to report.
+pub fn record(ingest: &mut Ingest<'_>, event: &WalkEvent) -> Result<(), StoreError> {
+    match event {
+        WalkEvent::Entry { sitemap, entry } => ingest.entry(sitemap.as_str(), entry),
+        WalkEvent::SitemapFetched(r) => ingest.sitemap_fetched(r.url.as_str(), &fetched(r)),
+        WalkEvent::SitemapFailed(f) => ingest.sitemap_fetched(f.url.as_str(), &failed(f)),
+        _ => Ok(()),
+    }
+}
+
+/// A sitemap read (or 304), as the store records it.
+fn fetched(r: &SitemapReport) -> SitemapFetch {
+    let format = r.summary.as_ref().and_then(|s| s.format);
+    SitemapFetch {
+        status: r.status,
+        complete: r.complete(),
+        etag: r.validators.etag.clone(),
+        last_modified: r.validators.last_modified.clone(),
+        parent: r.parent.as_ref().map(|p| p.to_string()),
+        authorised_by: matches!(r.via, Via::Robots | Via::Index).then(|| r.site.to_string()),
+        feed: is_feed(format),
+        // A complete read of an index replaces the children remembered.
+        children: (format == Some(Format::SitemapIndex) && r.complete())
+            .then(|| r.children.iter().map(|c| c.to_string()).collect()),
+    }
+}
+
+/// RSS, RDF and Atom are feeds: refreshed more often than sitemaps.
+pub fn is_feed(format: Option<Format>) -> bool {
+    matches!(format, Some(Format::Rss | Format::Rdf | Format::Atom))
+}
+
+/// A failed sitemap fetch, as the store records it.
+fn failed(f: &SitemapFailure) -> SitemapFetch {
+    SitemapFetch {
+        status: f.status.unwrap_or(0),
+        parent: f.parent.as_ref().map(|p| p.to_string()),
+        ..SitemapFetch::default()
+    }
+}
