@@ -44,6 +44,10 @@ pub enum Command {
     Stats(StatsArgs),
     /// Every URL record, for analysis (pandas, R).
     Export(ExportArgs),
+    /// Follow sites' sitemaps continuously and serve the crawl queue over HTTP (lease,
+    /// complete, notify, sites, stats, metrics). Settings from --config FILE, overridden by
+    /// flags; SIGINT/SIGTERM stop it cleanly.
+    Daemon(Box<crate::daemon::config::DaemonArgs>),
 }
 
 /// Where the store is (shared by every store command).
@@ -298,7 +302,8 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_resolve(s: &str) -> Result<(String, IpAddr), String> {
+/// `HOST=IP`, as `--resolve` takes it.
+pub fn parse_resolve(s: &str) -> Result<(String, IpAddr), String> {
     let (host, ip) = s.split_once('=').ok_or("expected HOST=IP")?;
     let valid = !host.is_empty()
         && host

@@ -2,8 +2,11 @@
 
 mod cli;
 mod commands;
+mod completion;
+mod daemon;
 mod output;
 mod settings;
+mod walk_store;
 
 use std::process::ExitCode;
 
@@ -16,13 +19,16 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SITEMAPD_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    // The daemon sets up its own logs (format, level info).
+    if !matches!(cli.command, cli::Command::Daemon(_)) {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_env("SITEMAPD_LOG")
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .init();
+    }
     let result = match cli.command {
         cli::Command::Parse(args) => commands::parse::run(&args),
         cli::Command::Robots(args) => commands::robots::run(&args),
@@ -32,7 +38,13 @@ fn main() -> ExitCode {
         cli::Command::Complete(args) => commands::queue::run_complete(&args),
         cli::Command::Stats(args) => commands::stats::run_stats(&args),
         cli::Command::Export(args) => commands::stats::run_export(&args),
+        cli::Command::Daemon(args) => daemon::run(&args),
     };
+    exit(result)
+}
+
+/// The exit code of a command's result; errors on stderr.
+fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -1,0 +1,526 @@
+//! The HTTP API (axum, JSON). Every route but `/healthz` needs the bearer
+//! token when one is configured. Shapes are documented in the README.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sitemapd_scheduler::{Store, StoreError};
+use subtle::ConstantTimeEq;
+use tokio::sync::Notify;
+
+use super::metrics::{Metrics, label};
+use super::site_key;
+use crate::completion::Reported;
+use crate::settings::now;
+
+/// What every handler shares.
+pub struct ApiState {
+    /// The store.
+    pub store: Arc<Store>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// The bearer token, if any.
+    pub token: Option<String>,
+    /// Wakes the refresh loop (a site was added).
+    pub wake: Arc<Notify>,
+    /// Set at shutdown: no more leases.
+    pub stopping: Arc<AtomicBool>,
+    /// Lease time to live when a request gives none.
+    pub lease_ttl: i64,
+    /// URLs of one host per lease at most.
+    pub per_host: usize,
+    /// URLs per lease request at most.
+    pub max_lease: usize,
+}
+
+type Shared = Arc<ApiState>;
+
+/// The router, with auth and the body limit.
+pub fn router(state: ApiState, max_body: usize) -> Router {
+    let state = Arc::new(state);
+    let v1 = Router::new()
+        .route("/v1/lease", post(lease))
+        .route("/v1/complete", post(complete))
+        .route("/v1/notify", post(notify))
+        .route(
+            "/v1/sites",
+            get(list_sites).post(add_sites).delete(remove_sites),
+        )
+        .route("/v1/urls", get(url_record))
+        .route("/v1/sitemaps", get(sitemaps))
+        .route("/v1/stats", get(stats))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(v1)
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+/// An error answer: `{"error": message}` with a status.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "store error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+/// A JSON body of any content type, with errors as [`ApiError`]s (400 for
+/// bad JSON, 413 over the body limit).
+pub struct JsonBody<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::new(e.status(), e.body_text()))?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// Runs store work off the async workers.
+async fn blocking<T: Send + 'static>(
+    state: &Shared,
+    work: impl FnOnce(&Store) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = state.store.clone();
+    tokio::task::spawn_blocking(move || work(&store))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+}
+
+async fn auth(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    if let Some(token) = &state.token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        // Constant time over the token's bytes (a length mismatch fails
+        // without comparing).
+        if !bool::from(given.ct_eq(token.as_bytes())) {
+            return ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is required")
+                .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn healthz(State(state): State<Shared>) -> impl IntoResponse {
+    if state.stopping.load(Ordering::Relaxed) {
+        (StatusCode::SERVICE_UNAVAILABLE, "stopping\n")
+    } else {
+        (StatusCode::OK, "ok\n")
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeaseRequest {
+    #[serde(default = "default_n")]
+    n: usize,
+    ttl_secs: Option<i64>,
+    per_host: Option<usize>,
+}
+
+fn default_n() -> usize {
+    100
+}
+
+async fn lease(
+    State(state): State<Shared>,
+    JsonBody(req): JsonBody<LeaseRequest>,
+) -> Result<Json<Value>, ApiError> {
+    if state.stopping.load(Ordering::Relaxed) {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down: no more leases",
+        ));
+    }
+    if req.n == 0 || req.n > state.max_lease {
+        return Err(ApiError::bad_request(format!(
+            "n must be between 1 and {}",
+            state.max_lease
+        )));
+    }
+    let ttl = req.ttl_secs.unwrap_or(state.lease_ttl);
+    if !(1..=7 * 86_400).contains(&ttl) {
+        return Err(ApiError::bad_request(
+            "ttl_secs must be between 1 and 604800",
+        ));
+    }
+    let per_host = req
+        .per_host
+        .unwrap_or(state.per_host)
+        .clamp(1, state.per_host);
+    let leased = blocking(&state, move |store| {
+        Ok(store.lease(req.n, now(), ttl, per_host)?)
+    })
+    .await?;
+    state.metrics.leased.inc_by(leased.len() as u64);
+    Ok(Json(json!({ "urls": leased })))
+}
+
+async fn complete(
+    State(state): State<Shared>,
+    JsonBody(items): JsonBody<Vec<Reported>>,
+) -> Result<Json<Value>, ApiError> {
+    // Every item is checked before any is applied.
+    let mut completions = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let c = item
+            .completion()
+            .map_err(|e| ApiError::bad_request(format!("item {i}: {e:#}")))?;
+        completions.push(c);
+    }
+    let metrics = state.metrics.clone();
+    blocking(&state, move |store| {
+        let now = now();
+        let mut done = 0u64;
+        let mut unknown = Vec::new();
+        for (url, c) in completions {
+            match store.complete(&url, &c, now) {
+                Ok(()) => {
+                    done += 1;
+                    metrics
+                        .completions
+                        .get_or_create(&label(outcome_name(&c.outcome)))
+                        .inc();
+                }
+                Err(StoreError::UnknownUrl(u)) => unknown.push(u),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Json(json!({ "completed": done, "unknown": unknown })))
+    })
+    .await
+}
+
+fn outcome_name(o: &sitemapd_scheduler::Outcome) -> &'static str {
+    use sitemapd_scheduler::Outcome::*;
+    match o {
+        Changed => "changed",
+        NotModified => "not-modified",
+        Gone => "gone",
+        Error(_) => "error",
+        Redirected(_) => "redirected",
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NotifyRequest {
+    urls: Vec<String>,
+}
+
+async fn notify(
+    State(state): State<Shared>,
+    JsonBody(req): JsonBody<NotifyRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let mut urls = Vec::with_capacity(req.urls.len());
+    for (i, u) in req.urls.iter().enumerate() {
+        let url = sitemapd_parser::NormUrl::parse(u).map_err(|e| {
+            ApiError::bad_request(format!("urls[{i}]: {u:?} is not an http(s) URL: {e}"))
+        })?;
+        urls.push(url.into_string());
+    }
+    let metrics = state.metrics.clone();
+    blocking(&state, move |store| {
+        let now = now();
+        let (mut known, mut added) = (0u64, 0u64);
+        for url in &urls {
+            match store.notify(url, now)? {
+                sitemapd_scheduler::Notified::Known => known += 1,
+                sitemapd_scheduler::Notified::Added => added += 1,
+            }
+        }
+        metrics.notified.inc_by(known + added);
+        Ok(Json(json!({ "known": known, "added": added })))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SitesRequest {
+    sites: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct SiteView {
+    site: String,
+    #[serde(flatten)]
+    record: sitemapd_scheduler::sites::SiteRecord,
+}
+
+async fn list_sites(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
+    blocking(&state, |store| {
+        let sites = store
+            .sites()
+            .map(|r| r.map(|(site, record)| SiteView { site, record }))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Json(json!({ "sites": sites })))
+    })
+    .await
+}
+
+/// The normalised keys of the sites in a request; 400 on any that is not a
+/// site or sitemap URL.
+fn site_keys(req: &SitesRequest) -> Result<Vec<String>, ApiError> {
+    if req.sites.is_empty() {
+        return Err(ApiError::bad_request("sites must list at least one site"));
+    }
+    req.sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| site_key(s).map_err(|e| ApiError::bad_request(format!("sites[{i}]: {e:#}"))))
+        .collect()
+}
+
+async fn add_sites(
+    State(state): State<Shared>,
+    JsonBody(req): JsonBody<SitesRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let keys = site_keys(&req)?;
+    let result = blocking(&state, move |store| {
+        let (mut added, mut known) = (Vec::new(), Vec::new());
+        for key in keys {
+            if store.add_site(&key, now())? {
+                added.push(key);
+            } else {
+                known.push(key);
+            }
+        }
+        store.flush()?;
+        Ok(json!({ "added": added, "known": known }))
+    })
+    .await?;
+    state.wake.notify_one();
+    Ok(Json(result))
+}
+
+async fn remove_sites(
+    State(state): State<Shared>,
+    JsonBody(req): JsonBody<SitesRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let keys = site_keys(&req)?;
+    blocking(&state, move |store| {
+        let (mut removed, mut unknown, mut retired) = (Vec::new(), Vec::new(), 0u64);
+        for key in keys {
+            if store.remove_site(&key)? {
+                // Its URLs leave the queue (records kept), unless another
+                // site followed is on the same host.
+                let host = sitemapd_scheduler::keys::host_of(&key).to_string();
+                let shared = store
+                    .sites()
+                    .filter_map(Result::ok)
+                    .any(|(other, _)| sitemapd_scheduler::keys::host_of(&other) == host);
+                if !shared {
+                    retired += store.retire_host(&host)?;
+                }
+                removed.push(key);
+            } else {
+                unknown.push(key);
+            }
+        }
+        store.flush()?;
+        Ok(Json(
+            json!({ "removed": removed, "unknown": unknown, "retired_urls": retired }),
+        ))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+struct UrlQuery {
+    url: String,
+}
+
+async fn url_record(
+    State(state): State<Shared>,
+    Query(q): Query<UrlQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let url = sitemapd_parser::NormUrl::parse(&q.url)
+        .map_err(|e| ApiError::bad_request(format!("{:?} is not an http(s) URL: {e}", q.url)))?
+        .into_string();
+    blocking(&state, move |store| match store.url(&url)? {
+        Some(record) => Ok(Json(json!({ "url": url, "record": record }))),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("{url} is not in the store"),
+        )),
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+struct SiteQuery {
+    site: String,
+}
+
+/// One sitemap of the tree.
+#[derive(Serialize)]
+struct SitemapNode {
+    url: String,
+    #[serde(flatten)]
+    record: sitemapd_scheduler::record::SitemapRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refresh: Option<sitemapd_scheduler::refresh::RefreshState>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    children: Vec<SitemapNode>,
+}
+
+/// Deepest nesting shown (the walk follows 3 by default).
+const MAX_TREE_DEPTH: usize = 8;
+
+async fn sitemaps(
+    State(state): State<Shared>,
+    Query(q): Query<SiteQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let site = site_key(&q.site).map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
+    blocking(&state, move |store| {
+        let host = sitemapd_scheduler::keys::host_of(&site).to_string();
+        // The site's sitemaps: those its robots.txt (or an index it
+        // vouched for) authorised, and those on its host.
+        let mut records = BTreeMap::new();
+        for item in store.sitemaps() {
+            let (url, record) = item?;
+            if record.authorised_by.as_deref() == Some(site.as_str())
+                || sitemapd_scheduler::keys::host_of(&url) == host
+            {
+                records.insert(url, record);
+            }
+        }
+        let mut children: HashMap<String, Vec<String>> = HashMap::new();
+        let mut roots = Vec::new();
+        for (url, record) in &records {
+            match record
+                .parent
+                .as_ref()
+                .filter(|p| records.contains_key(*p) && *p != url)
+            {
+                Some(parent) => children
+                    .entry(parent.clone())
+                    .or_default()
+                    .push(url.clone()),
+                None => roots.push(url.clone()),
+            }
+        }
+        let mut placed = HashSet::new();
+        let tree = roots
+            .into_iter()
+            .filter_map(|url| node(store, &url, &records, &children, &mut placed, 0))
+            .collect::<Vec<_>>();
+        Ok(Json(json!({ "site": site, "sitemaps": tree })))
+    })
+    .await
+}
+
+/// The node of `url` and its children, each placed once, at most
+/// [`MAX_TREE_DEPTH`] deep.
+fn node(
+    store: &Store,
+    url: &str,
+    records: &BTreeMap<String, sitemapd_scheduler::record::SitemapRecord>,
+    children: &HashMap<String, Vec<String>>,
+    placed: &mut HashSet<String>,
+    depth: usize,
+) -> Option<SitemapNode> {
+    if depth > MAX_TREE_DEPTH || !placed.insert(url.to_string()) {
+        return None;
+    }
+    let record = records.get(url)?.clone();
+    let kids = children
+        .get(url)
+        .map(|list| {
+            list.iter()
+                .filter_map(|c| node(store, c, records, children, placed, depth + 1))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(SitemapNode {
+        url: url.to_string(),
+        refresh: store.refresh_state(url).ok().flatten(),
+        record,
+        children: kids,
+    })
+}
+
+async fn stats(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
+    blocking(&state, |store| {
+        let stats = store.stats(now())?;
+        let sites = store.sites().count();
+        Ok(Json(json!({
+            "policy": store.policy().name(),
+            "sites": sites,
+            "stats": stats,
+        })))
+    })
+    .await
+}
+
+async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
+    let metrics = state.metrics.clone();
+    let text = blocking(&state, move |store| {
+        metrics.queue_depth.set(store.queue_depth(now())? as i64);
+        metrics.sites.set(store.sites().count() as i64);
+        Ok(metrics.encode())
+    })
+    .await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}

@@ -1,0 +1,142 @@
+//! The daemon's Prometheus metrics (`GET /metrics`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use sitemapd_scheduler::IngestStats;
+
+/// A label set of one string.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Status {
+    /// HTTP status, or a word (`error`, an outcome).
+    pub status: String,
+}
+
+/// Every metric, registered once; cheap to update from any thread.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Sitemap fetches by final HTTP status (`none`: no response).
+    pub sitemap_fetches: Family<Status, Counter>,
+    /// robots.txt fetches by outcome (`parsed`, `unavailable`, `unreachable`, `cached`).
+    pub robots_fetches: Family<Status, Counter>,
+    /// Sitemap bytes read (after decompression).
+    pub bytes: Counter,
+    /// Sitemap fetch latency, seconds.
+    pub fetch_seconds: Histogram,
+    /// URL entries ingested.
+    pub urls_ingested: Counter,
+    /// What ingest did with them (`new`, `updated`, `unchanged`, `revived`, `retired`).
+    pub ingest_urls: Family<Status, Counter>,
+    /// Site walks finished.
+    pub walks: Counter,
+    /// URLs handed out by leases.
+    pub leased: Counter,
+    /// Completions by outcome.
+    pub completions: Family<Status, Counter>,
+    /// URLs notified through `POST /v1/notify`.
+    pub notified: Counter,
+    /// Due URLs (set at each scrape).
+    pub queue_depth: Gauge,
+    /// Sites followed (set at each scrape).
+    pub sites: Gauge,
+}
+
+impl Metrics {
+    /// The registered metrics, at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("sitemapd");
+        let m = Metrics {
+            sitemap_fetches: Family::default(),
+            robots_fetches: Family::default(),
+            bytes: Counter::default(),
+            fetch_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 16)),
+            urls_ingested: Counter::default(),
+            ingest_urls: Family::default(),
+            walks: Counter::default(),
+            leased: Counter::default(),
+            completions: Family::default(),
+            notified: Counter::default(),
+            queue_depth: Gauge::default(),
+            sites: Gauge::default(),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register(
+            "sitemap_fetches",
+            "Sitemap fetches by final HTTP status",
+            m.sitemap_fetches.clone(),
+        );
+        r.register(
+            "robots_fetches",
+            "robots.txt fetches by outcome",
+            m.robots_fetches.clone(),
+        );
+        r.register(
+            "sitemap_bytes",
+            "Sitemap bytes read after decompression",
+            m.bytes.clone(),
+        );
+        r.register(
+            "sitemap_fetch_seconds",
+            "Sitemap fetch and parse time",
+            m.fetch_seconds.clone(),
+        );
+        r.register(
+            "urls_ingested",
+            "URL entries ingested",
+            m.urls_ingested.clone(),
+        );
+        r.register(
+            "ingest_urls",
+            "What ingest did with the URLs it read",
+            m.ingest_urls.clone(),
+        );
+        r.register("site_walks", "Site walks finished", m.walks.clone());
+        r.register("leased_urls", "URLs handed out by leases", m.leased.clone());
+        r.register(
+            "completions",
+            "Fetch outcomes reported, by outcome",
+            m.completions.clone(),
+        );
+        r.register(
+            "notified_urls",
+            "URLs notified as changed",
+            m.notified.clone(),
+        );
+        r.register("queue_depth", "URLs due now", m.queue_depth.clone());
+        r.register("sites", "Sites followed", m.sites.clone());
+        Metrics { registry, ..m }
+    }
+
+    /// Counts an ingest session's results.
+    pub fn ingested(&self, stats: &IngestStats) {
+        for (kind, n) in [
+            ("new", stats.new),
+            ("updated", stats.updated),
+            ("unchanged", stats.unchanged),
+            ("revived", stats.revived),
+            ("retired", stats.retired),
+        ] {
+            self.ingest_urls.get_or_create(&label(kind)).inc_by(n);
+        }
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// A label.
+pub fn label(status: impl Into<String>) -> Status {
+    Status {
+        status: status.into(),
+    }
+}

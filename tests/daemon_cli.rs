@@ -1,0 +1,444 @@
+//! `sitemapd daemon` end to end: the real binary, a loopback fixture site,
+//! the HTTP API with a token, refreshes, signals and restarts.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{bin, http, run, stderr};
+use serde_json::{Value, json};
+use sitemapd_testsite::{Reply, TestSite};
+
+const TOKEN: &str = "s3cret-token";
+
+/// A running daemon and what it logged.
+struct Daemon {
+    child: Child,
+    addr: SocketAddr,
+    log: Arc<Mutex<String>>,
+}
+
+impl Daemon {
+    /// Starts `sitemapd daemon` with `args` (plus a loopback listener on a
+    /// free port and the test token) and waits until it listens.
+    fn start(store: &std::path::Path, args: &[&str]) -> Daemon {
+        let mut child = bin()
+            .args(["daemon", "--store", store.to_str().unwrap()])
+            .args(["--listen", "127.0.0.1:0", "--allow-private"])
+            .args(if args.contains(&"--min-delay") {
+                &[][..]
+            } else {
+                &["--min-delay", "0"][..]
+            })
+            .args(args)
+            .env("SITEMAPD_TOKEN", TOKEN)
+            .env("SITEMAPD_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.find("listening on http://") {
+                    let rest = &line[at + "listening on http://".len()..];
+                    let addr: String = rest
+                        .chars()
+                        .take_while(|c| !c.is_whitespace() && *c != '"')
+                        .collect();
+                    let _ = tx.send(addr);
+                }
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("the daemon did not start:\n{}", log.lock().unwrap()))
+            .parse()
+            .unwrap();
+        Daemon { child, addr, log }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let body = body.map(|b| b.to_string());
+        let (status, text) = http(self.addr, method, path, Some(TOKEN), body.as_deref());
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, v) = self.call("GET", path, None);
+        assert_eq!(status, 200, "GET {path}: {v}");
+        v
+    }
+
+    fn post(&self, path: &str, body: Value) -> Value {
+        let (status, v) = self.call("POST", path, Some(body));
+        assert_eq!(status, 200, "POST {path}: {v}");
+        v
+    }
+
+    fn active(&self) -> u64 {
+        self.get("/v1/stats")["stats"]["active"].as_u64().unwrap()
+    }
+
+    /// Polls `what` until it holds (30 s at most).
+    fn wait_for(&self, what: &str, mut done: impl FnMut(&Daemon) -> bool) {
+        let start = Instant::now();
+        while !done(self) {
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("timed out waiting for {what}; log:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then waits (at most 15 s): the exit status and how long it took.
+    fn terminate(mut self) -> (ExitStatus, Duration, String) {
+        let start = Instant::now();
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                std::thread::sleep(Duration::from_millis(50)); // the log reader's last lines
+                return (status, start.elapsed(), self.log());
+            }
+            if start.elapsed() > Duration::from_secs(15) {
+                let _ = self.child.kill();
+                panic!("no exit 15 s after SIGTERM:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn urlset(site: &TestSite, pages: impl IntoIterator<Item = String>) -> String {
+    let mut xml = String::from(
+        r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
+    for p in pages {
+        xml.push_str(&format!("<url><loc>{}</loc></url>", site.url(&p)));
+    }
+    xml.push_str("</urlset>");
+    xml
+}
+
+/// A sitemap at /sitemap.xml that honours If-None-Match, whose content is
+/// version `v` (pages a0..a2, plus a3 from version 1 on); counts 304s.
+fn changing_site() -> (TestSite, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let site = TestSite::start();
+    let robots = format!("Sitemap: {}\n", site.url("/sitemap.xml"));
+    site.route("/robots.txt", Reply::ok(robots));
+    let version = Arc::new(AtomicUsize::new(0));
+    let not_modified = Arc::new(AtomicUsize::new(0));
+    let (v, nm) = (version.clone(), not_modified.clone());
+    let base = site.url("/");
+    site.route_fn("/sitemap.xml", move |req, _| {
+        let v = v.load(Ordering::SeqCst);
+        let etag = format!("\"v{v}\"");
+        if req.header("if-none-match") == Some(etag.as_str()) {
+            nm.fetch_add(1, Ordering::SeqCst);
+            return Reply::status(304).header("ETag", &etag);
+        }
+        let pages = (0..3 + v.min(1)).map(|i| format!("{base}a{i}"));
+        let mut xml =
+            String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+        for p in pages {
+            xml.push_str(&format!("<url><loc>{p}</loc></url>"));
+        }
+        xml.push_str("</urlset>");
+        Reply::ok(xml).header("ETag", &etag)
+    });
+    (site, version, not_modified)
+}
+
+#[test]
+fn serves_the_queue_and_follows_changes() {
+    let (site, version, not_modified) = changing_site();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let seed = site.url("/");
+    let d = Daemon::start(
+        &store,
+        &[
+            "--sitemap-secs",
+            "2",
+            "--min-refresh-secs",
+            "1",
+            "--max-refresh-secs",
+            "2",
+            &seed,
+        ],
+    );
+    d.wait_for("the first ingest", |d| d.active() == 3);
+
+    // Health needs no token; everything else does.
+    assert_eq!(http(d.addr, "GET", "/healthz", None, None).0, 200);
+
+    // Lease and complete.
+    let leased = d.post("/v1/lease", json!({"n": 10, "ttl_secs": 60}));
+    let urls = leased["urls"].as_array().unwrap();
+    assert_eq!(urls.len(), 3, "{leased}");
+    assert!(
+        urls.iter()
+            .all(|u| u["reason"] == "new" && u["lease"].is_u64())
+    );
+    let again = d.post("/v1/lease", json!({"n": 10}));
+    assert_eq!(
+        again["urls"].as_array().unwrap().len(),
+        0,
+        "leased URLs are not handed out twice"
+    );
+    let outcomes: Vec<Value> = urls
+        .iter()
+        .map(|u| json!({"url": u["url"], "outcome": "not-modified", "etag": "\"p\""}))
+        .collect();
+    let done = d.post("/v1/complete", Value::Array(outcomes));
+    assert_eq!(done["completed"], 3, "{done}");
+    let a0 = site.url("/a0");
+    let rec = d.get(&format!("/v1/urls?url={a0}"));
+    assert_eq!(rec["record"]["fetch"]["fetches"], 1, "{rec}");
+    assert_eq!(
+        d.call("GET", "/v1/urls?url=http://nowhere.test/x", None).0,
+        404
+    );
+
+    // A push notification makes the URL due now.
+    let n = d.post("/v1/notify", json!({"urls": [a0]}));
+    assert_eq!(n["known"], 1, "{n}");
+    let leased = d.post("/v1/lease", json!({"n": 10}));
+    let urls = leased["urls"].as_array().unwrap();
+    assert_eq!(urls.len(), 1, "{leased}");
+    assert_eq!(urls[0]["url"], a0.as_str());
+    assert_eq!(urls[0]["reason"], "notified");
+
+    // Unchanged: the refresh costs a 304. Changed: the new URL comes in.
+    d.wait_for("a 304 refresh", |_| {
+        not_modified.load(Ordering::SeqCst) >= 1
+    });
+    version.store(1, Ordering::SeqCst);
+    d.wait_for("the change to be ingested", |d| d.active() == 4);
+
+    let tree = d.get(&format!("/v1/sitemaps?site={seed}"));
+    let top = &tree["sitemaps"][0];
+    assert_eq!(top["url"], site.url("/sitemap.xml").as_str(), "{tree}");
+    assert_eq!(top["last_status"], 200);
+    assert!(top["refresh"]["next_at"].is_i64(), "{tree}");
+    let sites = d.get("/v1/sites");
+    assert_eq!(sites["sites"][0]["site"], seed.as_str(), "{sites}");
+
+    let (status, metrics) = http(d.addr, "GET", "/metrics", Some(TOKEN), None);
+    assert_eq!(status, 200);
+    for needle in [
+        "sitemapd_sitemap_fetches_total{status=\"304\"}",
+        "sitemapd_sitemap_fetches_total{status=\"200\"}",
+        "sitemapd_leased_urls_total 4",
+        "sitemapd_completions_total{status=\"not-modified\"} 3",
+        "sitemapd_queue_depth",
+        "sitemapd_sitemap_fetch_seconds_bucket",
+        "sitemapd_urls_ingested_total",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
+    }
+    // robots.txt is cached (24 h by default): fetched once across refreshes.
+    assert_eq!(site.hits("/robots.txt"), 1);
+
+    let (status, took, log) = d.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn the_api_refuses_strangers_and_bad_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("store"), &["--max-request-bytes", "2048"]);
+    for (method, path) in [
+        ("GET", "/v1/stats"),
+        ("GET", "/metrics"),
+        ("GET", "/v1/sites"),
+        ("POST", "/v1/lease"),
+        ("GET", "/v1/urls?url=https://example.com/"),
+    ] {
+        let (status, body) = http(d.addr, method, path, None, Some("{}"));
+        assert_eq!(status, 401, "{method} {path}: {body}");
+        let (status, _) = http(d.addr, method, path, Some("s3cret-tokeX"), Some("{}"));
+        assert_eq!(status, 401, "{method} {path} with a wrong token");
+    }
+    assert_eq!(http(d.addr, "GET", "/healthz", None, None).0, 200);
+
+    let bad = |body: &str| {
+        let (status, text) = http(d.addr, "POST", "/v1/complete", Some(TOKEN), Some(body));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        (status, v["error"].as_str().unwrap_or_default().to_string())
+    };
+    let (status, message) = bad("[{\"url\": ");
+    assert_eq!(status, 400);
+    assert!(message.contains("invalid JSON"), "{message}");
+    let (status, message) = bad(r#"[{"url":"https://example.com/","outcome":"exploded"}]"#);
+    assert_eq!(status, 400);
+    assert!(message.contains("unknown outcome"), "{message}");
+    let (status, _) = bad(&format!("[{}]", "1,".repeat(2000) + "1"));
+    assert_eq!(status, 413);
+    let (status, v) = d.call("POST", "/v1/lease", Some(json!({"n": 0})));
+    assert_eq!(status, 400, "{v}");
+    let (status, v) = d.call(
+        "POST",
+        "/v1/sites",
+        Some(json!({"sites": ["not a site at all"]})),
+    );
+    assert_eq!(status, 400, "{v}");
+    let (status, _) = d.call("GET", "/v1/nothing", None);
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn bad_configuration_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("d.toml");
+    std::fs::write(&file, "[fetch]\nuser_agnet = \"x\"\n").unwrap();
+    let out = run(&["daemon", "--config", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("d.toml") && err.contains("user_agnet"),
+        "{err}"
+    );
+
+    std::fs::write(&file, "[refresh]\nrobots_secs = 999999\n").unwrap();
+    let out = run(&["daemon", "--config", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("refresh.robots_secs"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Off loopback without a token.
+    let out = bin()
+        .args(["daemon", "--store", dir.path().join("s").to_str().unwrap()])
+        .args(["--listen", "0.0.0.0:0"])
+        .env_remove("SITEMAPD_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("needs an API token"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The printed default is a valid configuration.
+    let out = run(&["daemon", "--print-config"]);
+    assert!(out.status.success());
+    std::fs::write(&file, &out.stdout).unwrap();
+    let d = Daemon::start(
+        &dir.path().join("s2"),
+        &["--config", file.to_str().unwrap()],
+    );
+    assert_eq!(http(d.addr, "GET", "/healthz", None, None).0, 200);
+}
+
+/// An index of `children` sitemaps of 2,000 URLs each, read slowly
+/// (`--min-delay`) so that a signal lands mid-ingest.
+fn big_site(children: usize) -> TestSite {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!("Sitemap: {}\n", site.url("/index.xml"))),
+    );
+    let mut index =
+        String::from(r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for c in 0..children {
+        index.push_str(&format!(
+            "<sitemap><loc>{}</loc></sitemap>",
+            site.url(&format!("/s{c}.xml"))
+        ));
+        let body = urlset(&site, (0..2_000).map(|i| format!("/p{c}-{i}")));
+        site.route(&format!("/s{c}.xml"), Reply::ok(body));
+    }
+    index.push_str("</sitemapindex>");
+    site.route("/index.xml", Reply::ok(index));
+    site
+}
+
+fn stats_json(store: &std::path::Path) -> Value {
+    let out = run(&[
+        "stats",
+        "--json",
+        "--check",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn sigterm_during_ingest_then_restart_loses_nothing() {
+    let site = big_site(12);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let seed = site.url("/");
+    let d = Daemon::start(&store, &["--min-delay", "0.4", "--per-host", "20", &seed]);
+    d.wait_for("part of the site", |d| d.active() >= 4_000);
+    let leased = d.post(
+        "/v1/lease",
+        json!({"n": 20, "ttl_secs": 30, "per_host": 20}),
+    );
+    let leased: Vec<String> = leased["urls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["url"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(leased.len(), 20);
+    let before = d.active();
+    let (status, took, log) = d.terminate();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let stopped = stats_json(&store);
+    let kept = stopped["active"].as_u64().unwrap();
+    assert!(kept >= before, "ingested URLs lost: {kept} < {before}");
+    assert!(
+        kept < 24_000,
+        "the signal was meant to land mid-ingest ({kept})"
+    );
+    // (stats --check exits 1 on any integrity problem.)
+    assert_eq!(stopped["leased"], 20, "{stopped}");
+
+    // Restart: the walk resumes, the leases hold until they expire.
+    let d = Daemon::start(&store, &["--min-delay", "0"]);
+    let rec = d.get(&format!("/v1/urls?url={}", leased[0]));
+    assert!(rec["record"]["schedule"]["lease"].is_array(), "{rec}");
+    d.wait_for("the whole site", |d| d.active() == 24_000);
+    // Each lease expires back into the queue: due at its expiry.
+    for url in &leased {
+        let rec = d.get(&format!("/v1/urls?url={url}"));
+        let schedule = &rec["record"]["schedule"];
+        assert_eq!(schedule["reason"], "LeaseExpired", "{rec}");
+        assert_eq!(schedule["due"], schedule["lease"][1], "{rec}");
+    }
+    let (status, _, log) = d.terminate();
+    assert!(status.success(), "{log}");
+    assert_eq!(stats_json(&store)["active"], 24_000);
+}
