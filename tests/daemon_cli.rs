@@ -353,9 +353,35 @@ fn bad_configuration_is_refused_at_start() {
     std::fs::write(&file, &out.stdout).unwrap();
     let d = Daemon::start(
         &dir.path().join("s2"),
-        &["--config", file.to_str().unwrap()],
+        &["--config", file.to_str().unwrap(), "--log-format", "json"],
     );
     assert_eq!(http(d.addr, "GET", "/healthz", None, None).0, 200);
+    let (status, _, log) = d.terminate();
+    assert!(status.success());
+    for line in log.lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert!(v["fields"]["message"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn sites_are_added_and_removed_through_the_api() {
+    let (site, _, _) = changing_site();
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("store"), &[]);
+    let seed = site.url("/");
+    let added = d.post("/v1/sites", json!({"sites": [seed]}));
+    assert_eq!(added["added"][0], seed.as_str(), "{added}");
+    let again = d.post("/v1/sites", json!({"sites": [seed]}));
+    assert_eq!(again["known"][0], seed.as_str(), "{again}");
+    d.wait_for("the added site's walk", |d| {
+        d.active() == 3 && d.get("/v1/sites")["sites"][0]["last_walk"].is_i64()
+    });
+    let (status, removed) = d.call("DELETE", "/v1/sites", Some(json!({"sites": [seed]})));
+    assert_eq!(status, 200, "{removed}");
+    assert_eq!(removed["retired_urls"], 3, "{removed}");
+    assert_eq!(d.active(), 0);
+    assert_eq!(d.get("/v1/sites")["sites"].as_array().unwrap().len(), 0);
 }
 
 /// An index of `children` sitemaps of 2,000 URLs each, read slowly
