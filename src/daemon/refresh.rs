@@ -48,6 +48,8 @@ struct Wave<'s> {
     /// Per site: the earliest next refresh among its sitemaps.
     next: HashMap<String, i64>,
     started: i64,
+    /// The sites it walks.
+    sites: Vec<String>,
 }
 
 type Events = BoxStream<'static, (u64, Option<WalkEvent>)>;
@@ -67,7 +69,9 @@ impl Refresher {
         let mut running: HashSet<String> = HashSet::new();
         let mut next_wave = 0u64;
         let mut look = true;
-        let mut sleep = Duration::ZERO;
+        // When to look at the sites again: a deadline, not a sleep re-armed
+        // per event, so a busy wave does not hold up sites falling due.
+        let mut deadline = tokio::time::Instant::now();
         let mut calibrated = now();
         loop {
             if *stop.borrow() {
@@ -76,9 +80,10 @@ impl Refresher {
             if look {
                 let now = now();
                 let (due, next) = self.due_sites(now, &running)?;
-                sleep = next.map_or(MAX_SLEEP, |t| {
+                let sleep = next.map_or(MAX_SLEEP, |t| {
                     Duration::from_secs(t.saturating_sub(now).clamp(1, 60) as u64)
                 });
+                deadline = tokio::time::Instant::now() + sleep;
                 if !due.is_empty() {
                     next_wave += 1;
                     info!(wave = next_wave, sites = due.len(), "refresh starts");
@@ -86,7 +91,7 @@ impl Refresher {
                         .iter()
                         .filter_map(|s| Seed::parse(s).ok())
                         .collect::<Vec<_>>();
-                    running.extend(due);
+                    running.extend(due.iter().cloned());
                     let id = next_wave;
                     let walk = self.walker.walk(seeds);
                     let stream = walk
@@ -99,6 +104,7 @@ impl Refresher {
                             ingest: self.store.ingest(now),
                             next: HashMap::new(),
                             started: now,
+                            sites: due,
                         },
                     );
                 }
@@ -117,6 +123,11 @@ impl Refresher {
                         }
                         None => {
                             if let Some(wave) = waves.remove(&id) {
+                                // Every site of the wave is free again, even
+                                // one whose walk ended without a report.
+                                for site in &wave.sites {
+                                    running.remove(site);
+                                }
                                 self.finish(id, wave);
                             }
                             look = true;
@@ -124,7 +135,7 @@ impl Refresher {
                     }
                 }
                 _ = self.wake.notified() => look = true,
-                _ = tokio::time::sleep(sleep) => look = true,
+                _ = tokio::time::sleep_until(deadline) => look = true,
             }
             if now() - calibrated >= CALIBRATE_EVERY && waves.is_empty() {
                 calibrated = now();
