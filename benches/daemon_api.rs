@@ -9,8 +9,15 @@
 //! lease (n 100, per_host 100) then complete (not-modified) for 20 s.
 //! Prints URLs/s taken through a full lease + complete, lease and complete
 //! latencies, and what the concurrent ingest read meanwhile.
-//! Options: `--sitemaps N --urls-per-sitemap N --workers N --seconds S
-//! --warm N`.
+//!
+//! The store hands out at most one URL per host per second (its lease
+//! politeness, 1 s by default; the daemon's `--min-delay` is the sitemap
+//! fetcher's and does not change it), and a lease gives a host no more than
+//! `ttl / delay` URLs ahead. So the sitemaps' URLs are spread over
+//! `--url-hosts` hosts (default 1,000; never fetched, hence `--scope none`):
+//! with one host the figure is the politeness, not the API.
+//! Options: `--sitemaps N --urls-per-sitemap N --url-hosts N --workers N
+//! --seconds S --warm N`.
 //!
 //! Soak (`cargo bench --bench daemon_api -- --soak-minutes 60 --sites 100`):
 //! `siteN.test`, each with one sitemap of 1,000 URLs that changes every minute
@@ -78,6 +85,7 @@ fn host(req: &Request) -> Option<String> {
 fn serve(args: &[String]) {
     let sitemaps: usize = arg(args, "--sitemaps").unwrap_or(20);
     let per: usize = arg(args, "--urls-per-sitemap").unwrap_or(50_000);
+    let url_hosts: usize = arg(args, "--url-hosts").unwrap_or(1);
     let site = TestSite::start();
     let started = Instant::now();
     let start_unix = SystemTime::now()
@@ -113,9 +121,8 @@ fn serve(args: &[String]) {
         site.route_fn(
             &format!("/sitemap-part-{part}.xml"),
             move |req, _| match host(req) {
-                Some(h) => {
-                    Reply::ok(big_sitemap(&h, part, per)).header("Content-Type", "application/xml")
-                }
+                Some(h) => Reply::ok(big_sitemap(&h, part, per, url_hosts))
+                    .header("Content-Type", "application/xml"),
                 None => Reply::status(400),
             },
         );
@@ -150,12 +157,22 @@ fn serve(args: &[String]) {
     let _ = std::io::stdin().read_line(&mut sink);
 }
 
-fn big_sitemap(host: &str, part: usize, urls: usize) -> String {
+/// A urlset of `urls` entries. With `url_hosts` > 1 its URLs are spread
+/// over that many hosts (`u{k}.` + the site's name, never fetched: the
+/// daemon runs with `--scope none`), so that the lease's per-host
+/// politeness is not what the bench measures.
+fn big_sitemap(host: &str, part: usize, urls: usize, url_hosts: usize) -> String {
     let mut s = String::with_capacity(urls * 140 + 200);
     s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+    let name = host.split(':').next().unwrap_or(host);
     for i in 0..urls {
+        let url_host = if url_hosts > 1 {
+            format!("u{}.{name}", (part * urls + i) % url_hosts)
+        } else {
+            host.to_string()
+        };
         s.push_str(&format!(
-            "<url><loc>http://{host}/catalog/part-{part}/section-{}/product-{i}.html</loc><lastmod>2024-{:02}-{:02}T10:20:30+00:00</lastmod></url>\n",
+            "<url><loc>http://{url_host}/catalog/part-{part}/section-{}/product-{i}.html</loc><lastmod>2024-{:02}-{:02}T10:20:30+00:00</lastmod></url>\n",
             i % 97,
             i % 12 + 1,
             i % 28 + 1,
@@ -727,98 +744,12 @@ struct Worker {
     complete_ms: Vec<f64>,
 }
 
-fn throughput(args: &[String]) {
-    let sitemaps: usize = arg(args, "--sitemaps").unwrap_or(20);
-    let per: usize = arg(args, "--urls-per-sitemap").unwrap_or(50_000);
-    let workers: usize = arg(args, "--workers").unwrap_or(4);
-    let seconds: f64 = arg(args, "--seconds").unwrap_or(20.0);
-    let warm: u64 = arg(args, "--warm").unwrap_or(200_000);
-
-    let (mut site, port) = start_site(&[
-        "--sitemaps".into(),
-        sitemaps.to_string(),
-        "--urls-per-sitemap".into(),
-        per.to_string(),
-    ]);
-    let store = tempfile::tempdir().unwrap();
-    let extra: Vec<String> = [
-        "--per-host",
-        "100000",
-        "--resolve",
-        "big1.test=127.0.0.1",
-        "--resolve",
-        "big2.test=127.0.0.1",
-    ]
-    .map(String::from)
-    .to_vec();
-    println!(
-        "site: big1.test and big2.test, each robots.txt -> index -> {sitemaps} sitemaps x {per} URLs = {} URLs",
-        sitemaps * per
-    );
-    println!("load average before: {}", loadavg());
-    let started = Instant::now();
-    let daemon = Daemon::start(
-        store.path(),
-        &extra,
-        &[format!("http://big1.test:{port}/")],
-        log_path("throughput"),
-    );
+/// `workers` threads loop lease (n 100, per_host 100) then complete
+/// (not-modified) for `seconds`; each finishes its last pair. Prints the
+/// figures and what the daemon did meanwhile.
+fn window(daemon: &Daemon, workers: usize, seconds: f64) {
     let api = daemon.api;
-    println!(
-        "daemon pid {} on {} (started in {:.2} s)",
-        daemon.pid(),
-        api.addr,
-        started.elapsed().as_secs_f64()
-    );
-
-    // Wait for the first site: the cheap counter first, then the full count.
-    let fill = Instant::now();
-    let mut last_print = Instant::now();
-    let active_before = loop {
-        std::thread::sleep(Duration::from_secs(2));
-        let read = api
-            .metrics()
-            .map(|m| m.sum("sitemapd_urls_ingested"))
-            .unwrap_or(0.0);
-        if read as u64 >= warm {
-            let active = api.stats().map(|s| s["active"].as_u64().unwrap_or(0));
-            match active {
-                Ok(a) if a >= warm => break a,
-                Ok(_) => {}
-                Err(e) => println!("  stats: {e}"),
-            }
-        }
-        if last_print.elapsed() > Duration::from_secs(10) {
-            last_print = Instant::now();
-            println!(
-                "  {:.0} s: {read:.0} URLs read, daemon RSS {:.0} MiB",
-                fill.elapsed().as_secs_f64(),
-                rss_mib(daemon.pid()).0
-            );
-        }
-        if fill.elapsed() > Duration::from_secs(900) {
-            println!("the daemon did not reach {warm} active URLs in 15 minutes; stopping");
-            let (took, status) = daemon.stop();
-            println!("daemon stopped in {:.2} s: {status}", took.as_secs_f64());
-            return;
-        }
-    };
-    println!(
-        "first site: {active_before} active URLs after {:.1} s (the walk goes on)",
-        fill.elapsed().as_secs_f64()
-    );
-
     let m0 = api.metrics().unwrap();
-    let read0 = m0.sum("sitemapd_urls_ingested");
-    let added = api
-        .json(
-            "POST",
-            "/v1/sites",
-            Some(&json!({ "sites": [format!("http://big2.test:{port}/")] })),
-        )
-        .unwrap();
-    println!("POST /v1/sites: {added}");
-
     let cpu0 = cpu_secs(daemon.pid());
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(seconds);
@@ -872,21 +803,22 @@ fn throughput(args: &[String]) {
     let cpu = cpu_secs(daemon.pid()) - cpu0;
     let (rss, hwm) = rss_mib(daemon.pid());
     let m1 = api.metrics().unwrap();
-    let read1 = m1.sum("sitemapd_urls_ingested");
-    let stats1 = api.stats().unwrap_or(Value::Null);
+    let delta = |name: &str| m1.sum(name) - m0.sum(name);
+    let read = delta("sitemapd_urls_ingested");
 
     let sum = |f: fn(&Worker) -> u64| done.iter().map(f).sum::<u64>();
     let (leased, completed) = (sum(|w| w.leased), sum(|w| w.completed));
+    let leases = done.iter().map(|w| w.lease_ms.len()).sum::<usize>();
     let mut lease_ms: Vec<f64> = done.iter().flat_map(|w| w.lease_ms.clone()).collect();
     let mut complete_ms: Vec<f64> = done.iter().flat_map(|w| w.complete_ms.clone()).collect();
     let errors: Vec<&String> = done.iter().flat_map(|w| &w.errors).collect();
-    println!();
     println!(
-        "window: {window:.2} s, {workers} client threads, lease n=100 per_host=100, complete not-modified"
+        "  {window:.2} s, {workers} client threads, lease n=100 per_host=100 ttl 300 s, complete not-modified"
     );
     println!(
-        "  {:.0} URLs/s through lease + complete ({completed} completed, {leased} leased, {} unknown, {} empty leases, {} errors)",
+        "  {:.0} URLs/s through lease + complete ({completed} completed, {leased} leased in {leases} leases: {:.1} URLs a lease; {} unknown, {} empty leases, {} errors)",
         completed as f64 / window,
+        leased as f64 / leases.max(1) as f64,
         sum(|w| w.unknown),
         sum(|w| w.empty_leases),
         errors.len()
@@ -894,21 +826,12 @@ fn throughput(args: &[String]) {
     println!("  lease:    {}", percentiles(&mut lease_ms));
     println!("  complete: {}", percentiles(&mut complete_ms));
     println!(
-        "  concurrent ingest: {:.0} URL entries read during the window ({:.0}/s); ingest new URLs counted so far {:.0}",
-        read1 - read0,
-        (read1 - read0) / window,
-        m1.by_label("sitemapd_ingest_urls", "status")
-            .get("new")
-            .copied()
-            .unwrap_or(0.0)
+        "  ingest meanwhile: {read:.0} URL entries read ({:.0}/s), {:.0} site walk(s) finished",
+        read / window,
+        delta("sitemapd_site_walks"),
     );
     println!(
-        "  after the window: {} active, {} due now, {} leased (GET /v1/stats); before it: {active_before} active",
-        stats1["active"], stats1["due_now"], stats1["leased"]
-    );
-    println!(
-        "  daemon: {:.1} CPU s in the window ({:.0}% of one core), RSS {rss:.0} MiB, peak {hwm:.0} MiB; load average after: {}",
-        cpu,
+        "  daemon: {cpu:.1} CPU s ({:.0}% of one core), RSS {rss:.0} MiB, peak {hwm:.0} MiB; load average after: {}",
         cpu / window * 100.0,
         loadavg()
     );
@@ -923,6 +846,129 @@ fn throughput(args: &[String]) {
             "NOT met"
         }
     );
+}
+
+fn throughput(args: &[String]) {
+    let sitemaps: usize = arg(args, "--sitemaps").unwrap_or(20);
+    let per: usize = arg(args, "--urls-per-sitemap").unwrap_or(50_000);
+    let workers: usize = arg(args, "--workers").unwrap_or(4);
+    let seconds: f64 = arg(args, "--seconds").unwrap_or(20.0);
+    let warm: u64 = arg(args, "--warm").unwrap_or(200_000);
+    let url_hosts: usize = arg(args, "--url-hosts").unwrap_or(1_000);
+
+    let (mut site, port) = start_site(&[
+        "--sitemaps".into(),
+        sitemaps.to_string(),
+        "--urls-per-sitemap".into(),
+        per.to_string(),
+        "--url-hosts".into(),
+        url_hosts.to_string(),
+    ]);
+    let store = tempfile::tempdir().unwrap();
+    let mut extra: Vec<String> = [
+        "--per-host",
+        "100000",
+        "--resolve",
+        "big1.test=127.0.0.1",
+        "--resolve",
+        "big2.test=127.0.0.1",
+    ]
+    .map(String::from)
+    .to_vec();
+    if url_hosts > 1 {
+        extra.extend(["--scope".to_string(), "none".to_string()]);
+    }
+    println!(
+        "site: big1.test and big2.test, each robots.txt -> index -> {sitemaps} sitemaps x {per} URLs = {} URLs, on {url_hosts} host(s) each",
+        sitemaps * per
+    );
+    println!("load average before: {}", loadavg());
+    let started = Instant::now();
+    let daemon = Daemon::start(
+        store.path(),
+        &extra,
+        &[format!("http://big1.test:{port}/")],
+        log_path("throughput"),
+    );
+    let api = daemon.api;
+    println!(
+        "daemon pid {} on {} (started in {:.2} s)",
+        daemon.pid(),
+        api.addr,
+        started.elapsed().as_secs_f64()
+    );
+
+    // Wait for the first site: the cheap counter first, then the full count.
+    let fill = Instant::now();
+    let mut last_print = Instant::now();
+    let active_before = loop {
+        std::thread::sleep(Duration::from_secs(2));
+        let read = api
+            .metrics()
+            .map(|m| m.sum("sitemapd_urls_ingested"))
+            .unwrap_or(0.0);
+        if read as u64 >= warm {
+            let active = api.stats().map(|s| s["active"].as_u64().unwrap_or(0));
+            match active {
+                Ok(a) if a >= warm => break a,
+                Ok(_) => {}
+                Err(e) => println!("  stats: {e}"),
+            }
+        }
+        if last_print.elapsed() > Duration::from_secs(10) {
+            last_print = Instant::now();
+            println!(
+                "  {:.0} s: {read:.0} URLs read, daemon RSS {:.0} MiB",
+                fill.elapsed().as_secs_f64(),
+                rss_mib(daemon.pid()).0
+            );
+        }
+        if fill.elapsed() > Duration::from_secs(900) {
+            println!("the daemon did not reach {warm} active URLs in 15 minutes; stopping");
+            let (took, status) = daemon.stop();
+            println!("daemon stopped in {:.2} s: {status}", took.as_secs_f64());
+            return;
+        }
+    };
+    println!(
+        "first site: {active_before} active URLs after {:.1} s (its walk may go on)",
+        fill.elapsed().as_secs_f64()
+    );
+    let added = api
+        .json(
+            "POST",
+            "/v1/sites",
+            Some(&json!({ "sites": [format!("http://big2.test:{port}/")] })),
+        )
+        .unwrap();
+    println!("POST /v1/sites: {added}");
+    println!("\nwindow 1, while big2.test is being ingested:");
+    window(&daemon, workers, seconds);
+
+    // The same once both walks are over: what the ingest cost the API.
+    let wait = Instant::now();
+    loop {
+        let walks = api
+            .metrics()
+            .map(|m| m.sum("sitemapd_site_walks"))
+            .unwrap_or(0.0);
+        if walks >= 2.0 || wait.elapsed() > Duration::from_secs(600) {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let stats = api.stats().unwrap_or(Value::Null);
+    println!(
+        "\nboth walks done {:.1} s after window 1: {} active, {} due now, {} leased",
+        wait.elapsed().as_secs_f64(),
+        stats["active"],
+        stats["due_now"],
+        stats["leased"]
+    );
+    println!("window 2, no ingest running:");
+    window(&daemon, workers, seconds);
+
+    println!();
     daemon.print_log_summary();
     let (took, status) = daemon.stop();
     println!(
