@@ -32,8 +32,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use sitemapd_testsite::{Reply, Request, TestSite};
+use sitemapd_testsite::{Reply, Request, TestSite, client};
 
 /// The API token the daemon is started with.
 const TOKEN: &str = "bench-token";
@@ -276,38 +276,15 @@ struct Api {
     addr: SocketAddr,
 }
 
-/// A response: status and (de-chunked) body.
-struct Resp {
-    status: u16,
-    body: Vec<u8>,
-}
-
 impl Api {
-    /// One request with `Connection: close`; reads the whole response.
-    fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Resp, String> {
-        let mut conn = TcpStream::connect_timeout(&self.addr, Duration::from_secs(10))
-            .map_err(|e| format!("connect: {e}"))?;
-        conn.set_read_timeout(Some(Duration::from_secs(120)))
-            .map_err(|e| e.to_string())?;
-        let body = body.unwrap_or_default();
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n",
-            self.addr
-        );
-        if method != "GET" {
-            req.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            ));
-        }
-        req.push_str("\r\n");
-        let mut out = req.into_bytes();
-        out.extend_from_slice(body);
-        conn.write_all(&out).map_err(|e| format!("write: {e}"))?;
-        let mut raw = Vec::new();
-        conn.read_to_end(&mut raw)
-            .map_err(|e| format!("read: {e}"))?;
-        parse_response(&raw)
+    /// One request with the bench's token.
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<client::Response, String> {
+        client::request(self.addr, method, path, Some(TOKEN), body)
     }
 
     /// A JSON request; an error for anything but 2xx (with the body).
@@ -336,69 +313,6 @@ impl Api {
     /// `GET /v1/stats`'s `stats` object.
     fn stats(&self) -> Result<Value, String> {
         Ok(self.json("GET", "/v1/stats", None)?["stats"].take())
-    }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn parse_response(raw: &[u8]) -> Result<Resp, String> {
-    let end = find(raw, b"\r\n\r\n").ok_or_else(|| {
-        format!(
-            "no complete response head in {} bytes: {:?}",
-            raw.len(),
-            String::from_utf8_lossy(&raw[..raw.len().min(200)])
-        )
-    })?;
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad status line in {head:?}"))?;
-    let (mut length, mut chunked) = (None, false);
-    for line in lines {
-        if let Some((name, value)) = line.split_once(':') {
-            let name = name.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse::<usize>().ok();
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value.to_ascii_lowercase().contains("chunked");
-            }
-        }
-    }
-    let rest = &raw[end + 4..];
-    let body = if chunked {
-        dechunk(rest)?
-    } else if let Some(n) = length {
-        if rest.len() < n {
-            return Err(format!("body cut at {} of {n} bytes", rest.len()));
-        }
-        rest[..n].to_vec()
-    } else {
-        rest.to_vec()
-    };
-    Ok(Resp { status, body })
-}
-
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let i = find(b, b"\r\n").ok_or("chunk size line missing")?;
-        let line = String::from_utf8_lossy(&b[..i]);
-        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| format!("bad chunk size {line:?}"))?;
-        b = &b[i + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if b.len() < size + 2 {
-            return Err("chunked body cut".into());
-        }
-        out.extend_from_slice(&b[..size]);
-        b = &b[size + 2..];
     }
 }
 

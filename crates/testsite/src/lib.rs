@@ -1,4 +1,5 @@
-//! A loopback HTTP/1.1 fixture server for the tests and benchmarks of sitemapd's HTTP client.
+//! A loopback HTTP/1.1 fixture server for the tests and benchmarks of sitemapd's HTTP client,
+//! and [`client`], a minimal client for tests that call a loopback API.
 //!
 //! The responder is hand-written on tokio's `TcpListener` so that a test has exact control over
 //! hostile server behaviour: a `Content-Length` that lies, bodies dripped slowly or sent
@@ -23,6 +24,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod client;
 mod server;
 
 use std::collections::HashMap;
