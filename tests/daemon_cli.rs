@@ -271,7 +271,10 @@ fn serves_the_queue_and_follows_changes() {
 #[test]
 fn the_api_refuses_strangers_and_bad_requests() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(&dir.path().join("store"), &["--max-request-bytes", "2048"]);
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &["--max-request-bytes", "2048", "--request-body-secs", "1"],
+    );
     for (method, path) in [
         ("GET", "/v1/stats"),
         ("GET", "/metrics"),
@@ -309,6 +312,26 @@ fn the_api_refuses_strangers_and_bad_requests() {
     assert_eq!(status, 400, "{v}");
     let (status, _) = d.call("GET", "/v1/nothing", None);
     assert_eq!(status, 404);
+
+    // A body that stops arriving: 408 after --request-body-secs, not a
+    // connection held forever.
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(d.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let head = format!(
+        "POST /v1/complete HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n["
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    let started = Instant::now();
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

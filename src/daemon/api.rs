@@ -42,6 +42,8 @@ pub struct ApiState {
     pub per_host: usize,
     /// URLs per lease request at most.
     pub max_lease: usize,
+    /// How long a client may take to send a body.
+    pub body_timeout: std::time::Duration,
 }
 
 type Shared = Arc<ApiState>;
@@ -110,15 +112,17 @@ impl From<StoreError> for ApiError {
 }
 
 /// A JSON body of any content type, with errors as [`ApiError`]s (400 for
-/// bad JSON, 413 over the body limit).
+/// bad JSON, 413 over the body limit, 408 when it does not arrive in time).
 pub struct JsonBody<T>(T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+impl<T: DeserializeOwned> FromRequest<Shared> for JsonBody<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state)
+    async fn from_request(req: Request, state: &Shared) -> Result<Self, ApiError> {
+        // A client that stalls mid-body does not hold a connection forever.
+        let bytes = tokio::time::timeout(state.body_timeout, Bytes::from_request(req, state))
             .await
+            .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body too slow"))?
             .map_err(|e| ApiError::new(e.status(), e.body_text()))?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)

@@ -118,6 +118,10 @@ pub struct DaemonArgs {
     /// Largest API request body, bytes [file: limits.max_request_bytes; default 4194304].
     #[arg(long)]
     pub max_request_bytes: Option<usize>,
+    /// Seconds a client may take to send a request body [file: limits.request_body_secs;
+    /// default 30].
+    #[arg(long)]
+    pub request_body_secs: Option<u64>,
 }
 
 /// Log line format.
@@ -207,6 +211,7 @@ pub struct SchedulerSettings {
 pub struct LimitSettings {
     pub max_lease: usize,
     pub max_request_bytes: usize,
+    pub request_body_secs: u64,
 }
 
 impl Default for Settings {
@@ -292,6 +297,7 @@ impl Default for LimitSettings {
         Self {
             max_lease: 10_000,
             max_request_bytes: 4 << 20,
+            request_body_secs: 30,
         }
     }
 }
@@ -337,6 +343,7 @@ impl Settings {
             s.scheduler.per_host => args.per_host,
             s.limits.max_lease => args.max_lease,
             s.limits.max_request_bytes => args.max_request_bytes,
+            s.limits.request_body_secs => args.request_body_secs,
         }
         if args.token_file.is_some() {
             s.token_file = args.token_file.clone();
@@ -437,6 +444,11 @@ impl Settings {
             "limits.max_request_bytes",
             self.limits.max_request_bytes >= 1024,
             "at least 1024",
+        )?;
+        check(
+            "limits.request_body_secs",
+            (1..=3_600).contains(&self.limits.request_body_secs),
+            "between 1 and 3600",
         )?;
         for site in &self.sites {
             crate::settings::seeds(&[site]).with_context(|| format!("sites: {site:?}"))?;

@@ -124,6 +124,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             lease_ttl: settings.scheduler.lease_ttl_secs,
             per_host: settings.scheduler.per_host,
             max_lease: settings.limits.max_lease,
+            body_timeout: Duration::from_secs(settings.limits.request_body_secs),
         },
         settings.limits.max_request_bytes,
     );
