@@ -451,7 +451,7 @@ impl Settings {
             "between 1 and 3600",
         )?;
         for site in &self.sites {
-            crate::settings::seeds(&[site]).with_context(|| format!("sites: {site:?}"))?;
+            super::site_key(site).with_context(|| format!("sites: {site:?}"))?;
         }
         self.site_flags()?;
         Ok(())
