@@ -145,10 +145,7 @@ pub(super) async fn robots(walker: &Walker, url: &NormUrl) -> RobotsReport {
 fn reuse(walker: &Walker, mut report: RobotsReport, started: Instant) -> RobotsReport {
     report.from_cache = true;
     report.duration = started.elapsed();
-    if let Some(delay) = report.crawl_delay {
-        let final_url = report.redirects.last().map_or(&report.url, |h| &h.to);
-        apply_crawl_delay(&walker.fetcher, &report.site, final_url, delay);
-    }
+    apply_crawl_delay(&walker.fetcher, &report);
     report
 }
 

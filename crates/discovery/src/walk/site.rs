@@ -222,12 +222,11 @@ fn not_changed(remembered: &Remembered, child: &SitemapRef) -> bool {
 
 /// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,
 /// 5xx or no response: try later), and applies its `Crawl-delay` to the
-/// fetcher's politeness for that host.
+/// fetcher's politeness, for the host asked and the host it redirected to.
 pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     let started = Instant::now();
-    let site = url.root();
     let mut report = RobotsReport {
-        site: site.clone(),
+        site: url.root(),
         url: url.clone(),
         status: None,
         outcome: RobotsOutcome::Unavailable,
@@ -260,9 +259,6 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
                         report.sitemaps = robots.sitemaps.iter().map(|s| s.url.clone()).collect();
                         report.crawl_delay = robots.crawl_delay;
                         report.diagnostics = robots.diagnostics.clone();
-                        if let Some(delay) = robots.crawl_delay {
-                            apply_crawl_delay(fetcher, &site, &final_url, delay);
-                        }
                         RobotsOutcome::Parsed {
                             robots: Arc::new(robots),
                         }
@@ -282,20 +278,22 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
             }
         }
     };
+    apply_crawl_delay(fetcher, &report);
     report.duration = started.elapsed();
     report
 }
 
-/// Applies a robots.txt `Crawl-delay` to the host asked (`site`), and to the
-/// host a redirect led to (`final_url`), where its sitemaps usually are.
-pub(super) fn apply_crawl_delay(
-    fetcher: &Fetcher,
-    site: &NormUrl,
-    final_url: &NormUrl,
-    delay: f64,
-) {
+/// Applies a robots.txt report's `Crawl-delay`, if it has one, to the host
+/// asked, and to the host a redirect led to, where its sitemaps usually
+/// are. For a fresh report and, again, for one taken from the cache (the
+/// politeness gate may have forgotten the host since).
+pub(super) fn apply_crawl_delay(fetcher: &Fetcher, report: &RobotsReport) {
+    let Some(delay) = report.crawl_delay else {
+        return;
+    };
+    let final_url = report.redirects.last().map_or(&report.url, |h| &h.to);
     let gate = fetcher.politeness();
-    gate.set_crawl_delay(&host_key(site), delay);
+    gate.set_crawl_delay(&host_key(&report.site), delay);
     gate.set_crawl_delay(&host_key(final_url), delay);
 }
 
