@@ -248,15 +248,18 @@ impl Walker {
                 let Some(done) = running.join_next_with_id().await else {
                     break;
                 };
-                if let Err(e) = done {
-                    let Some(site) = sites.remove(&e.id()) else {
-                        continue;
-                    };
-                    tracing::error!(%site, error = %e, "site walk aborted");
-                    let totals = SiteTotals::aborted(site, format!("internal error: {e}"));
-                    if tx.send(WalkEvent::SiteDone(totals)).await.is_err() {
-                        break;
-                    }
+                // Every finished site leaves the map, not only the aborted ones.
+                let id = match &done {
+                    Ok((id, ())) => *id,
+                    Err(e) => e.id(),
+                };
+                let (Some(site), Err(e)) = (sites.remove(&id), done) else {
+                    continue;
+                };
+                tracing::error!(%site, error = %e, "site walk aborted");
+                let totals = SiteTotals::aborted(site, format!("internal error: {e}"));
+                if tx.send(WalkEvent::SiteDone(totals)).await.is_err() {
+                    break;
                 }
             }
         });
