@@ -169,16 +169,8 @@ mod tests {
 
     fn report(url: &NormUrl) -> RobotsReport {
         RobotsReport {
-            site: url.root(),
-            url: url.clone(),
             status: Some(404),
-            outcome: RobotsOutcome::Unavailable,
-            sitemaps: Vec::new(),
-            crawl_delay: None,
-            diagnostics: Vec::new(),
-            redirects: Vec::new(),
-            from_cache: false,
-            duration: Duration::ZERO,
+            ..super::super::site::unanswered(url)
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -225,18 +226,7 @@ fn not_changed(remembered: &Remembered, child: &SitemapRef) -> bool {
 /// fetcher's politeness, for the host asked and the host it redirected to.
 pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     let started = Instant::now();
-    let mut report = RobotsReport {
-        site: url.root(),
-        url: url.clone(),
-        status: None,
-        outcome: RobotsOutcome::Unavailable,
-        sitemaps: Vec::new(),
-        crawl_delay: None,
-        diagnostics: Vec::new(),
-        redirects: Vec::new(),
-        from_cache: false,
-        duration: Default::default(),
-    };
+    let mut report = unanswered(url);
     report.outcome = match fetcher.get(url, &Validators::default()).await {
         Err(e @ (crate::FetchError::TooManyRedirects(_) | crate::FetchError::RedirectLoop(_))) => {
             // RFC 9309 §2.3.1.2: may be treated as unavailable.
@@ -281,6 +271,23 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     apply_crawl_delay(fetcher, &report);
     report.duration = started.elapsed();
     report
+}
+
+/// The report of the robots.txt at `url` before any answer: no rules, no
+/// sitemaps.
+pub(super) fn unanswered(url: &NormUrl) -> RobotsReport {
+    RobotsReport {
+        site: url.root(),
+        url: url.clone(),
+        status: None,
+        outcome: RobotsOutcome::Unavailable,
+        sitemaps: Vec::new(),
+        crawl_delay: None,
+        diagnostics: Vec::new(),
+        redirects: Vec::new(),
+        from_cache: false,
+        duration: Duration::ZERO,
+    }
 }
 
 /// Applies a robots.txt report's `Crawl-delay`, if it has one, to the host
