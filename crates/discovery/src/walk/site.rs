@@ -82,17 +82,11 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                     // robots.txt unchanged since an earlier walk probed: only
                     // the paths that were sitemaps then (the memory knows
                     // them) are worth a request.
-                    let remembered = if from_cache {
-                        match walker.remembers(&url) {
-                            Some(r) => Some(r),
-                            None => {
-                                debug!(%url, "robots.txt from the cache: probe not remembered, skipped");
-                                continue;
-                            }
-                        }
-                    } else {
-                        None
-                    };
+                    let remembered = from_cache.then(|| walker.remembers(&url)).flatten();
+                    if from_cache && remembered.is_none() {
+                        debug!(%url, "robots.txt from the cache: probe not remembered, skipped");
+                        continue;
+                    }
                     if robots.as_ref().is_some_and(|r| !r.is_allowed(&url)) {
                         emit.send(WalkEvent::ProbeMissed {
                             site: site_url.clone(),
