@@ -164,10 +164,22 @@ impl Seed {
     /// assert!(matches!(Seed::parse("http://example.com/").unwrap(), Seed::Site(_)));
     /// assert!(matches!(Seed::parse("https://example.com/sitemap.xml").unwrap(), Seed::Sitemap(_)));
     /// assert_eq!(Seed::parse("localhost:8080").unwrap().url().as_str(), "https://localhost:8080/");
+    /// assert_eq!(
+    ///     Seed::parse("example.com/s.xml?from=http://x").unwrap().url().as_str(),
+    ///     "https://example.com/s.xml?from=http://x"
+    /// );
     /// ```
     pub fn parse(input: &str) -> Result<Seed, UrlError> {
         let input = input.trim();
-        let url = if input.contains("://") {
+        // A scheme is what comes before the first `://`, if that is one
+        // (RFC 3986 §3.1): not `://` inside a query.
+        let has_scheme = input.split_once("://").is_some_and(|(scheme, _)| {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        });
+        let url = if has_scheme {
             NormUrl::parse(input)?
         } else {
             // `example.com`, `localhost:8080/sitemap.xml`
