@@ -5,18 +5,20 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
 use sitemapd_discovery::walk::{
-    DEFAULT_PROBE_PATHS, Remembered, RobotsOutcome, SitemapReport, SkipReason, Via,
+    DEFAULT_PROBE_PATHS, Remembered, RobotsOutcome, RobotsReport, SiteTotals, SitemapReport,
+    SkipReason, Via,
 };
 use sitemapd_discovery::{
     FetchConfig, FetchError, Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent,
     Walker,
 };
 use sitemapd_parser::{NormUrl, ParseOptions, Rule};
-use sitemapd_testsite::{Body, Reply, TestSite, gzip, gzip_zeros};
+use sitemapd_testsite::{Body, Reply, Request, TestSite, gzip, gzip_zeros};
 
 fn fetch_config() -> FetchConfig {
     FetchConfig {
@@ -30,6 +32,22 @@ fn fetch_config() -> FetchConfig {
 
 fn walker(fetch: FetchConfig, walk: WalkConfig) -> Walker {
     Walker::new(Fetcher::new(fetch).unwrap(), walk)
+}
+
+/// A walker with the test fetch config and the default walk config.
+fn default_walker() -> Walker {
+    walker(fetch_config(), WalkConfig::default())
+}
+
+/// A walker asking `memory`, with the test fetch config.
+fn with_memory(memory: impl SitemapMemory + 'static, config: WalkConfig) -> Walker {
+    walker(
+        fetch_config(),
+        WalkConfig {
+            memory: Some(Arc::new(memory)),
+            ..config
+        },
+    )
 }
 
 async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
@@ -63,6 +81,28 @@ fn index(children: &[(String, Option<&str>)]) -> String {
     }
     s.push_str("</sitemapindex>");
     s
+}
+
+/// A robots.txt: `rules` as given, then a `Sitemap:` line for each of
+/// `sitemaps`.
+fn robots_txt(rules: &str, sitemaps: &[String]) -> Reply {
+    let mut body = rules.to_string();
+    for url in sitemaps {
+        body.push_str(&format!("Sitemap: {url}\n"));
+    }
+    Reply::ok(body)
+}
+
+/// A route answering 304 (with the ETag) when asked with `If-None-Match:
+/// etag`, else `ok` with that ETag.
+fn conditional(etag: &'static str, ok: Reply) -> impl Fn(&Request, u64) -> Reply {
+    move |req, _| {
+        if req.header("if-none-match") == Some(etag) {
+            Reply::status(304).header("ETag", etag)
+        } else {
+            ok.clone().header("ETag", etag)
+        }
+    }
 }
 
 fn pages(site: &TestSite, prefix: &str, n: usize) -> Vec<String> {
@@ -118,21 +158,66 @@ fn skipped(events: &[WalkEvent]) -> Vec<(SkipReason, u64)> {
         .collect()
 }
 
-fn robots_report(events: &[WalkEvent]) -> &sitemapd_discovery::walk::RobotsReport {
+fn robots_events(events: &[WalkEvent]) -> Vec<&RobotsReport> {
     events
         .iter()
-        .find_map(|e| match e {
+        .filter_map(|e| match e {
             WalkEvent::Robots(r) => Some(r),
             _ => None,
         })
+        .collect()
+}
+
+fn robots_report(events: &[WalkEvent]) -> &RobotsReport {
+    robots_events(events)
+        .first()
+        .copied()
         .expect("a Robots event")
 }
 
-fn site_done(events: &[WalkEvent]) -> &sitemapd_discovery::walk::SiteTotals {
+fn site_done(events: &[WalkEvent]) -> &SiteTotals {
     match events.last() {
         Some(WalkEvent::SiteDone(t)) => t,
         other => panic!("the walk must end with SiteDone, got {other:?}"),
     }
+}
+
+struct Memory(HashMap<String, Remembered>);
+
+impl SitemapMemory for Memory {
+    fn recall(&self, url: &NormUrl) -> Option<Remembered> {
+        self.0.get(url.as_str()).cloned()
+    }
+}
+
+fn url(s: &str) -> NormUrl {
+    NormUrl::parse(s).unwrap()
+}
+
+/// Remembered as not due, with these children.
+fn not_due(children: &[String]) -> Remembered {
+    Remembered {
+        children: children.iter().map(|c| url(c)).collect(),
+        not_due: true,
+        ..Remembered::default()
+    }
+}
+
+/// The NotDue events: (url, parent, depth).
+fn not_due_events(events: &[WalkEvent]) -> Vec<(String, Option<String>, u32)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::NotDue {
+                url, parent, depth, ..
+            } => Some((
+                url.to_string(),
+                parent.as_ref().map(ToString::to_string),
+                *depth,
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -140,11 +225,10 @@ async fn robots_index_and_every_child_format() {
     let site = TestSite::start();
     site.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "User-agent: *\nDisallow: /private\nSitemap: {}\nSitemap: {}\n",
-            site.url("/index.xml"),
-            site.url("/news.xml")
-        )),
+        robots_txt(
+            "User-agent: *\nDisallow: /private\n",
+            &[site.url("/index.xml"), site.url("/news.xml")],
+        ),
     );
     site.route(
         "/index.xml",
@@ -182,7 +266,7 @@ async fn robots_index_and_every_child_format() {
         Reply::ok(gzip(urlset(&pages(&site, "news", 2)).as_bytes()))
             .header("Content-Encoding", "gzip"),
     );
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/")).await;
 
     let robots = robots_report(&events);
@@ -234,7 +318,7 @@ async fn redirects_are_followed_and_recorded() {
         "/final/sitemap.xml",
         Reply::ok(urlset(&pages(&site, "final", 2))),
     );
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/old.xml")).await;
     let r = report(&events, &site.url("/old.xml"));
     assert_eq!(r.final_url.as_str(), site.url("/final/sitemap.xml"));
@@ -259,12 +343,14 @@ async fn redirect_loop_and_chain_too_long_fail_the_sitemap_not_the_walk() {
     let site = TestSite::start();
     site.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "Sitemap: {}\nSitemap: {}\nSitemap: {}\n",
-            site.url("/loop-a.xml"),
-            site.url("/chain0.xml"),
-            site.url("/ok.xml")
-        )),
+        robots_txt(
+            "",
+            &[
+                site.url("/loop-a.xml"),
+                site.url("/chain0.xml"),
+                site.url("/ok.xml"),
+            ],
+        ),
     );
     site.route("/loop-a.xml", Reply::redirect(302, "/loop-b.xml"));
     site.route("/loop-b.xml", Reply::redirect(302, "/loop-a.xml"));
@@ -275,7 +361,7 @@ async fn redirect_loop_and_chain_too_long_fail_the_sitemap_not_the_walk() {
         );
     }
     site.route("/ok.xml", Reply::ok(urlset(&pages(&site, "ok", 1))));
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/")).await;
     let failed = failures(&events);
     assert_eq!(failed.len(), 2, "{failed:?}");
@@ -287,28 +373,18 @@ async fn redirect_loop_and_chain_too_long_fail_the_sitemap_not_the_walk() {
     assert_eq!(site_done(&events).failed, 2);
 }
 
-struct Memory(HashMap<String, Remembered>);
-
-impl SitemapMemory for Memory {
-    fn recall(&self, url: &NormUrl) -> Option<Remembered> {
-        self.0.get(url.as_str()).cloned()
-    }
-}
-
 #[tokio::test]
 async fn conditional_get_reports_not_modified_and_new_validators() {
     let site = TestSite::start();
     let body = urlset(&pages(&site, "p", 2));
-    site.route_fn("/sitemap.xml", move |req, _| {
-        if req.header("if-none-match") == Some("\"v1\"") {
-            Reply::status(304).header("ETag", "\"v1\"")
-        } else {
-            Reply::ok(body.clone())
-                .header("ETag", "\"v1\"")
-                .header("Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT")
-        }
-    });
-    let w = walker(fetch_config(), WalkConfig::default());
+    site.route_fn(
+        "/sitemap.xml",
+        conditional(
+            "\"v1\"",
+            Reply::ok(body).header("Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        ),
+    );
+    let w = default_walker();
     let first = walk(&w, &site.url("/sitemap.xml")).await;
     let r = report(&first, &site.url("/sitemap.xml"));
     assert_eq!(r.validators.etag.as_deref(), Some("\"v1\""));
@@ -325,13 +401,7 @@ async fn conditional_get_reports_not_modified_and_new_validators() {
             ..Remembered::default()
         },
     )]));
-    let w = walker(
-        fetch_config(),
-        WalkConfig {
-            memory: Some(Arc::new(memory)),
-            ..WalkConfig::default()
-        },
-    );
+    let w = with_memory(memory, WalkConfig::default());
     let second = walk(&w, &site.url("/sitemap.xml")).await;
     let r = report(&second, &site.url("/sitemap.xml"));
     assert!(r.not_modified);
@@ -355,7 +425,7 @@ async fn server_errors_are_retried_then_succeed() {
             Reply::ok(urlset(&pages(&site, "p", 1))),
         ],
     );
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/sitemap.xml")).await;
     let r = report(&events, &site.url("/sitemap.xml"));
     assert_eq!(r.attempts, 3);
@@ -381,7 +451,7 @@ async fn retry_after_is_honoured_and_capped() {
             Reply::ok(urlset(&pages(&site, "p", 1))),
         ],
     );
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let started = Instant::now();
     let events = walk(&w, &site.url("/sitemap.xml")).await;
     assert_eq!(entries(&events).len(), 1);
@@ -443,7 +513,7 @@ async fn a_connection_reset_mid_body_keeps_the_entries_before_it() {
         "/reset.txt",
         Reply::ok("").body(Body::ResetAfter(bytes::Bytes::from(head))),
     );
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/reset.txt")).await;
     let r = report(&events, &site.url("/reset.txt"));
     assert!(matches!(r.cut, Some(FetchError::Http(_))), "{:?}", r.cut);
@@ -489,7 +559,7 @@ async fn a_gzip_bomb_is_cut_after_decompression() {
     site.route("/bomb.xml.gz", Reply::ok(xml_bomb(256 << 20)));
     // Zeros are not even a document: refused at the first bytes (C7).
     site.route("/zeros.gz", Reply::ok(gzip_zeros(256 << 20)));
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/bomb.xml.gz")).await;
     let r = report(&events, &site.url("/bomb.xml.gz"));
     let summary = r.summary.as_ref().unwrap();
@@ -543,7 +613,7 @@ async fn index_cycles_and_depth_are_bounded() {
             Reply::ok(index(&[(site.url(&format!("/d{}.xml", i + 1)), None)])),
         );
     }
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/a.xml")).await;
     let skips = skipped(&events);
     assert!(skips.contains(&(SkipReason::Seen, 2)), "{skips:?}");
@@ -615,22 +685,14 @@ async fn i3_children_not_newer_than_the_last_fetch_are_skipped() {
                 (
                     site.url(p),
                     Remembered {
-                        validators: Validators::default(),
                         fetched_at,
-                        children: Vec::new(),
-                        not_due: false,
+                        ..Remembered::default()
                     },
                 )
             })
             .collect(),
     );
-    let w = walker(
-        fetch_config(),
-        WalkConfig {
-            memory: Some(Arc::new(memory)),
-            ..WalkConfig::default()
-        },
-    );
+    let w = with_memory(memory, WalkConfig::default());
     let events = walk(&w, &site.url("/index.xml")).await;
     assert_eq!(skipped(&events), [(SkipReason::NotChanged, 1)]);
     assert_eq!(site.hits("/old.xml"), 0);
@@ -660,10 +722,7 @@ async fn cross_host_sitemap_needs_robots_authorisation() {
     let a_url = |p: &str| format!("http://a.test:{}{p}", a.port());
     let b_url = |p: &str| format!("http://b.test:{}{p}", b.port());
     // a.test's robots.txt lists a sitemap hosted on b.test, listing a.test pages.
-    a.route(
-        "/robots.txt",
-        Reply::ok(format!("Sitemap: {}\n", b_url("/maps/a-index.xml"))),
-    );
+    a.route("/robots.txt", robots_txt("", &[b_url("/maps/a-index.xml")]));
     b.route(
         "/maps/a-index.xml",
         Reply::ok(index(&[(b_url("/maps/a-pages.xml"), None)])),
@@ -729,7 +788,7 @@ async fn robots_outcomes_rfc_9309() {
         Reply::ok(urlset(&pages(&site, "p", 2))),
     );
     site.route("/feed", Reply::ok("<html><body>not a feed</body></html>"));
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/")).await;
     let robots = robots_report(&events);
     assert!(matches!(robots.outcome, RobotsOutcome::Unavailable));
@@ -788,12 +847,10 @@ async fn crawl_delay_and_min_delay_space_requests() {
     let site = TestSite::start();
     site.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "User-agent: *\nCrawl-delay: 0.3\nSitemap: {}\nSitemap: {}\nSitemap: {}\n",
-            site.url("/1.xml"),
-            site.url("/2.xml"),
-            site.url("/3.xml")
-        )),
+        robots_txt(
+            "User-agent: *\nCrawl-delay: 0.3\n",
+            &[site.url("/1.xml"), site.url("/2.xml"), site.url("/3.xml")],
+        ),
     );
     for i in 1..=3 {
         site.route(
@@ -801,7 +858,7 @@ async fn crawl_delay_and_min_delay_space_requests() {
             Reply::ok(urlset(&pages(&site, "p", 1))),
         );
     }
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/")).await;
     assert_eq!(reports(&events).len(), 3);
     let times: Vec<Instant> = site.requests().iter().map(|r| r.at).collect();
@@ -818,13 +875,10 @@ async fn crawl_delay_and_min_delay_space_requests() {
 async fn sites_in_parallel_and_a_dropped_stream_stops_the_walk() {
     let sites: Vec<TestSite> = (0..4).map(|_| TestSite::start()).collect();
     for s in &sites {
-        s.route(
-            "/robots.txt",
-            Reply::ok(format!("Sitemap: {}\n", s.url("/s.xml"))),
-        );
+        s.route("/robots.txt", robots_txt("", &[s.url("/s.xml")]));
         s.route("/s.xml", Reply::ok(urlset(&pages(s, "p", 10))));
     }
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let seeds = sites
         .iter()
         .map(|s| Seed::parse(&s.url("/")).unwrap())
@@ -892,7 +946,7 @@ async fn probes_obey_robots_disallow() {
     let site = TestSite::start();
     site.route("/robots.txt", Reply::ok("User-agent: *\nDisallow: /\n"));
     site.route("/sitemap.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/")).await;
     let disallowed = events
         .iter()
@@ -928,15 +982,12 @@ async fn a_slow_consumer_does_not_cut_a_document() {
 #[tokio::test]
 async fn an_html_page_listed_as_a_sitemap_is_a_failure() {
     let site = TestSite::start();
-    site.route(
-        "/robots.txt",
-        Reply::ok(format!("Sitemap: {}\n", site.url("/sitemap.xml"))),
-    );
+    site.route("/robots.txt", robots_txt("", &[site.url("/sitemap.xml")]));
     site.route(
         "/sitemap.xml",
         Reply::ok("<!DOCTYPE html><html><body>Not found</body></html>"),
     );
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/")).await;
     assert_eq!(
         failures(&events),
@@ -988,11 +1039,10 @@ async fn a_redirected_robots_txt_paces_the_host_it_led_to() {
     a.route("/robots.txt", Reply::redirect(301, &b_url("/robots.txt")));
     b.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "User-agent: *\nCrawl-delay: 0.3\nSitemap: {}\nSitemap: {}\n",
-            b_url("/1.xml"),
-            b_url("/2.xml")
-        )),
+        robots_txt(
+            "User-agent: *\nCrawl-delay: 0.3\n",
+            &[b_url("/1.xml"), b_url("/2.xml")],
+        ),
     );
     b.route("/1.xml", Reply::ok(urlset(&[b_url("/p1")])));
     b.route("/2.xml", Reply::ok(urlset(&[b_url("/p2")])));
@@ -1012,7 +1062,7 @@ async fn a_redirected_robots_txt_paces_the_host_it_led_to() {
 async fn duplicate_seeds_are_walked_once() {
     let site = TestSite::start();
     site.route("/s.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let seeds = vec![
         Seed::parse(&site.url("/s.xml")).unwrap(),
         Seed::parse(&site.url("/s.xml").replace("http://", "HTTP://")).unwrap(),
@@ -1033,11 +1083,7 @@ async fn waiting_for_the_politeness_gate_does_not_spend_the_deadline() {
     let site = TestSite::start();
     site.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "Sitemap: {}\nSitemap: {}\n",
-            site.url("/1.xml"),
-            site.url("/2.xml")
-        )),
+        robots_txt("", &[site.url("/1.xml"), site.url("/2.xml")]),
     );
     site.route("/1.xml", Reply::ok(urlset(&pages(&site, "a", 20_000))));
     site.route("/2.xml", Reply::ok(urlset(&pages(&site, "b", 10))));
@@ -1066,13 +1112,10 @@ async fn waiting_for_the_politeness_gate_does_not_spend_the_deadline() {
 #[tokio::test]
 async fn an_unchanged_index_is_descended_through_remembered_children() {
     let site = TestSite::start();
-    site.route_fn("/index.xml", |req, _| {
-        if req.header("if-none-match") == Some("\"i1\"") {
-            Reply::status(304)
-        } else {
-            Reply::ok("<sitemapindex/>").header("ETag", "\"i1\"")
-        }
-    });
+    site.route_fn(
+        "/index.xml",
+        conditional("\"i1\"", Reply::ok("<sitemapindex/>")),
+    );
     site.route("/child.xml", Reply::ok(urlset(&pages(&site, "c", 2))));
     let memory = Memory(HashMap::from([(
         site.url("/index.xml"),
@@ -1081,18 +1124,11 @@ async fn an_unchanged_index_is_descended_through_remembered_children() {
                 etag: Some("\"i1\"".into()),
                 last_modified: None,
             },
-            fetched_at: None,
-            children: vec![NormUrl::parse(&site.url("/child.xml")).unwrap()],
-            not_due: false,
+            children: vec![url(&site.url("/child.xml"))],
+            ..Remembered::default()
         },
     )]));
-    let w = walker(
-        fetch_config(),
-        WalkConfig {
-            memory: Some(Arc::new(memory)),
-            ..WalkConfig::default()
-        },
-    );
+    let w = with_memory(memory, WalkConfig::default());
     let events = walk(&w, &site.url("/index.xml")).await;
     assert!(report(&events, &site.url("/index.xml")).not_modified);
     assert_eq!(entries(&events).len(), 2);
@@ -1100,11 +1136,11 @@ async fn an_unchanged_index_is_descended_through_remembered_children() {
 }
 
 /// Counts how often the walk asks its memory.
-struct CountingMemory(std::sync::atomic::AtomicUsize);
+struct CountingMemory(Arc<AtomicUsize>);
 
 impl SitemapMemory for CountingMemory {
     fn recall(&self, _: &NormUrl) -> Option<Remembered> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.fetch_add(1, Ordering::Relaxed);
         None
     }
 }
@@ -1121,67 +1157,11 @@ async fn the_memory_is_asked_once_per_sitemap() {
     );
     site.route("/a.xml", Reply::ok(urlset(&pages(&site, "a", 1))));
     site.route("/b.xml", Reply::ok(urlset(&pages(&site, "b", 1))));
-    let memory = Arc::new(CountingMemory(Default::default()));
-    let w = walker(
-        fetch_config(),
-        WalkConfig {
-            memory: Some(memory.clone()),
-            ..WalkConfig::default()
-        },
-    );
+    let asked = Arc::new(AtomicUsize::new(0));
+    let w = with_memory(CountingMemory(asked.clone()), WalkConfig::default());
     let events = walk(&w, &site.url("/index.xml")).await;
     assert_eq!(reports(&events).len(), 3);
-    assert_eq!(memory.0.load(std::sync::atomic::Ordering::Relaxed), 3);
-}
-
-fn url(s: &str) -> NormUrl {
-    NormUrl::parse(s).unwrap()
-}
-
-/// Remembered as not due, with these children.
-fn not_due(children: &[String]) -> Remembered {
-    Remembered {
-        children: children.iter().map(|c| url(c)).collect(),
-        not_due: true,
-        ..Remembered::default()
-    }
-}
-
-fn with_memory(memory: Memory, config: WalkConfig) -> Walker {
-    walker(
-        fetch_config(),
-        WalkConfig {
-            memory: Some(Arc::new(memory)),
-            ..config
-        },
-    )
-}
-
-/// The NotDue events: (url, parent, depth).
-fn not_due_events(events: &[WalkEvent]) -> Vec<(String, Option<String>, u32)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WalkEvent::NotDue {
-                url, parent, depth, ..
-            } => Some((
-                url.to_string(),
-                parent.as_ref().map(ToString::to_string),
-                *depth,
-            )),
-            _ => None,
-        })
-        .collect()
-}
-
-fn robots_events(events: &[WalkEvent]) -> Vec<&sitemapd_discovery::walk::RobotsReport> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WalkEvent::Robots(r) => Some(r),
-            _ => None,
-        })
-        .collect()
+    assert_eq!(asked.load(Ordering::Relaxed), 3);
 }
 
 #[tokio::test]
@@ -1189,11 +1169,7 @@ async fn a_not_due_sitemap_is_not_fetched() {
     let site = TestSite::start();
     site.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "Sitemap: {}\nSitemap: {}\n",
-            site.url("/due.xml"),
-            site.url("/later.xml")
-        )),
+        robots_txt("", &[site.url("/due.xml"), site.url("/later.xml")]),
     );
     site.route("/due.xml", Reply::ok(urlset(&pages(&site, "d", 2))));
     site.route("/later.xml", Reply::ok(urlset(&pages(&site, "l", 3))));
@@ -1343,25 +1319,17 @@ async fn a_not_due_child_is_descended_through_whatever_its_lastmod_says() {
 #[tokio::test]
 async fn an_index_report_lists_its_children() {
     let site = TestSite::start();
-    site.route_fn("/index.xml", {
-        let body = index(&[
-            (site.url("/b.xml"), None),
-            (site.url("/a.xml"), Some("2024-01-01")),
-            (site.url("/b.xml"), Some("2024-02-01")),
-            (site.url("/c.xml"), None),
-        ]);
-        move |req, _| {
-            if req.header("if-none-match") == Some("\"i1\"") {
-                Reply::status(304)
-            } else {
-                Reply::ok(body.clone()).header("ETag", "\"i1\"")
-            }
-        }
-    });
+    let body = index(&[
+        (site.url("/b.xml"), None),
+        (site.url("/a.xml"), Some("2024-01-01")),
+        (site.url("/b.xml"), Some("2024-02-01")),
+        (site.url("/c.xml"), None),
+    ]);
+    site.route_fn("/index.xml", conditional("\"i1\"", Reply::ok(body)));
     for p in ["/a.xml", "/b.xml", "/c.xml"] {
         site.route(p, Reply::ok(urlset(&[site.url(&format!("{p}/page"))])));
     }
-    let w = walker(fetch_config(), WalkConfig::default());
+    let w = default_walker();
     let events = walk(&w, &site.url("/index.xml")).await;
     let idx = report(&events, &site.url("/index.xml"));
     let children: Vec<&str> = idx.children.iter().map(|c| c.as_str()).collect();
@@ -1407,10 +1375,7 @@ async fn robots_txt_is_fetched_once_within_its_ttl() {
     let site = TestSite::start();
     site.route(
         "/robots.txt",
-        Reply::ok(format!(
-            "User-agent: *\nCrawl-delay: 0.2\nSitemap: {}\n",
-            site.url("/s.xml")
-        )),
+        robots_txt("User-agent: *\nCrawl-delay: 0.2\n", &[site.url("/s.xml")]),
     );
     site.route("/s.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
     let w = walker(
@@ -1459,10 +1424,7 @@ async fn an_unreachable_robots_txt_falls_back_to_the_cached_copy() {
     let site = TestSite::start();
     site.route_seq(
         "/robots.txt",
-        vec![
-            Reply::ok(format!("Sitemap: {}\n", site.url("/s.xml"))),
-            Reply::status(503),
-        ],
+        vec![robots_txt("", &[site.url("/s.xml")]), Reply::status(503)],
     );
     site.route("/s.xml", Reply::ok(urlset(&pages(&site, "p", 1))));
     let w = walker(

@@ -164,10 +164,22 @@ impl Seed {
     /// assert!(matches!(Seed::parse("http://example.com/").unwrap(), Seed::Site(_)));
     /// assert!(matches!(Seed::parse("https://example.com/sitemap.xml").unwrap(), Seed::Sitemap(_)));
     /// assert_eq!(Seed::parse("localhost:8080").unwrap().url().as_str(), "https://localhost:8080/");
+    /// assert_eq!(
+    ///     Seed::parse("example.com/s.xml?from=http://x").unwrap().url().as_str(),
+    ///     "https://example.com/s.xml?from=http://x"
+    /// );
     /// ```
     pub fn parse(input: &str) -> Result<Seed, UrlError> {
         let input = input.trim();
-        let url = if input.contains("://") {
+        // A scheme is what comes before the first `://`, if that is one
+        // (RFC 3986 §3.1): not `://` inside a query.
+        let has_scheme = input.split_once("://").is_some_and(|(scheme, _)| {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        });
+        let url = if has_scheme {
             NormUrl::parse(input)?
         } else {
             // `example.com`, `localhost:8080/sitemap.xml`
@@ -248,15 +260,18 @@ impl Walker {
                 let Some(done) = running.join_next_with_id().await else {
                     break;
                 };
-                if let Err(e) = done {
-                    let Some(site) = sites.remove(&e.id()) else {
-                        continue;
-                    };
-                    tracing::error!(%site, error = %e, "site walk aborted");
-                    let totals = SiteTotals::aborted(site, format!("internal error: {e}"));
-                    if tx.send(WalkEvent::SiteDone(totals)).await.is_err() {
-                        break;
-                    }
+                // Every finished site leaves the map, not only the aborted ones.
+                let id = match &done {
+                    Ok((id, ())) => *id,
+                    Err(e) => e.id(),
+                };
+                let (Some(site), Err(e)) = (sites.remove(&id), done) else {
+                    continue;
+                };
+                tracing::error!(%site, error = %e, "site walk aborted");
+                let totals = SiteTotals::aborted(site, format!("internal error: {e}"));
+                if tx.send(WalkEvent::SiteDone(totals)).await.is_err() {
+                    break;
                 }
             }
         });

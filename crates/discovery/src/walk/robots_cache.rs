@@ -22,6 +22,11 @@ pub const ROBOTS_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// Reports kept at most; past it, the older half is dropped.
 const MAX_ENTRIES: usize = 100_000;
 
+/// How often, at most, an insertion sweeps out the reports older than
+/// [`ROBOTS_MAX_AGE`] (a scan of the whole map): `get` checks the age
+/// anyway, so a stale entry only lingers in memory that much longer.
+const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
 /// The cache: shared by the clones of a [`Walker`].
 #[derive(Clone)]
 pub(super) struct RobotsCache(Arc<Mutex<Inner>>);
@@ -32,6 +37,8 @@ struct Inner {
     cap: usize,
     /// Insertions so far: orders entries fetched at the same instant.
     inserted: u64,
+    /// When the last sweep by age ran (none yet: the first insertion).
+    swept: Option<Instant>,
 }
 
 struct Cached {
@@ -62,6 +69,7 @@ impl RobotsCache {
             reports: HashMap::new(),
             cap: cap.max(1),
             inserted: 0,
+            swept: None,
         })))
     }
 
@@ -86,13 +94,19 @@ impl RobotsCache {
     }
 
     /// Keeps `report` of `url`, fetched at `at`. Drops the reports older
-    /// than [`ROBOTS_MAX_AGE`] first, and the older half of them all when
-    /// there are more than the cap.
+    /// than [`ROBOTS_MAX_AGE`] first (at most every [`SWEEP_EVERY`]), and
+    /// the older half of them all when there are more than the cap.
     fn insert(&self, url: NormUrl, report: RobotsReport, at: Instant) {
         let mut inner = self.lock();
-        inner
-            .reports
-            .retain(|_, c| at.saturating_duration_since(c.at) < ROBOTS_MAX_AGE);
+        if inner
+            .swept
+            .is_none_or(|t| at.saturating_duration_since(t) >= SWEEP_EVERY)
+        {
+            inner.swept = Some(at);
+            inner
+                .reports
+                .retain(|_, c| at.saturating_duration_since(c.at) < ROBOTS_MAX_AGE);
+        }
         let seq = inner.inserted;
         inner.inserted += 1;
         inner.reports.insert(url, Cached { report, at, seq });
@@ -145,10 +159,7 @@ pub(super) async fn robots(walker: &Walker, url: &NormUrl) -> RobotsReport {
 fn reuse(walker: &Walker, mut report: RobotsReport, started: Instant) -> RobotsReport {
     report.from_cache = true;
     report.duration = started.elapsed();
-    if let Some(delay) = report.crawl_delay {
-        let final_url = report.redirects.last().map_or(&report.url, |h| &h.to);
-        apply_crawl_delay(&walker.fetcher, &report.site, final_url, delay);
-    }
+    apply_crawl_delay(&walker.fetcher, &report);
     report
 }
 
@@ -158,16 +169,8 @@ mod tests {
 
     fn report(url: &NormUrl) -> RobotsReport {
         RobotsReport {
-            site: url.root(),
-            url: url.clone(),
             status: Some(404),
-            outcome: RobotsOutcome::Unavailable,
-            sitemaps: Vec::new(),
-            crawl_delay: None,
-            diagnostics: Vec::new(),
-            redirects: Vec::new(),
-            from_cache: false,
-            duration: Duration::ZERO,
+            ..super::super::site::unanswered(url)
         }
     }
 
@@ -188,6 +191,25 @@ mod tests {
         tokio::time::advance(ROBOTS_MAX_AGE).await;
         cache.insert(url(1), report(&url(1)), Instant::now());
         assert_eq!(cache.len(), 1, "the 30-day-old entry is dropped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_sweep_by_age_runs_at_most_every_sweep_interval() {
+        let cache = RobotsCache::default();
+        let t0 = Instant::now();
+        cache.insert(url(0), report(&url(0)), t0);
+        let t1 = t0 + ROBOTS_MAX_AGE - SWEEP_EVERY / 2;
+        cache.insert(url(1), report(&url(1)), t1);
+        // url(0) is past the maximum age now, but the last sweep is recent:
+        // it stays in the map, and is never handed out.
+        let t2 = t0 + ROBOTS_MAX_AGE;
+        cache.insert(url(2), report(&url(2)), t2);
+        assert_eq!(cache.len(), 3);
+        assert!(cache.get(&url(0), ROBOTS_MAX_AGE, t2, false).is_none());
+        // The next sweep drops it.
+        cache.insert(url(3), report(&url(3)), t1 + SWEEP_EVERY);
+        assert_eq!(cache.len(), 3);
+        assert!(cache.get(&url(1), ROBOTS_MAX_AGE, t2, false).is_some());
     }
 
     #[tokio::test(start_paused = true)]

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -81,17 +82,11 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                     // robots.txt unchanged since an earlier walk probed: only
                     // the paths that were sitemaps then (the memory knows
                     // them) are worth a request.
-                    let remembered = if from_cache {
-                        match walker.remembers(&url) {
-                            Some(r) => Some(r),
-                            None => {
-                                debug!(%url, "robots.txt from the cache: probe not remembered, skipped");
-                                continue;
-                            }
-                        }
-                    } else {
-                        None
-                    };
+                    let remembered = from_cache.then(|| walker.remembers(&url)).flatten();
+                    if from_cache && remembered.is_none() {
+                        debug!(%url, "robots.txt from the cache: probe not remembered, skipped");
+                        continue;
+                    }
                     if robots.as_ref().is_some_and(|r| !r.is_allowed(&url)) {
                         emit.send(WalkEvent::ProbeMissed {
                             site: site_url.clone(),
@@ -222,22 +217,10 @@ fn not_changed(remembered: &Remembered, child: &SitemapRef) -> bool {
 
 /// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,
 /// 5xx or no response: try later), and applies its `Crawl-delay` to the
-/// fetcher's politeness for that host.
+/// fetcher's politeness, for the host asked and the host it redirected to.
 pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     let started = Instant::now();
-    let site = url.root();
-    let mut report = RobotsReport {
-        site: site.clone(),
-        url: url.clone(),
-        status: None,
-        outcome: RobotsOutcome::Unavailable,
-        sitemaps: Vec::new(),
-        crawl_delay: None,
-        diagnostics: Vec::new(),
-        redirects: Vec::new(),
-        from_cache: false,
-        duration: Default::default(),
-    };
+    let mut report = unanswered(url);
     report.outcome = match fetcher.get(url, &Validators::default()).await {
         Err(e @ (crate::FetchError::TooManyRedirects(_) | crate::FetchError::RedirectLoop(_))) => {
             // RFC 9309 §2.3.1.2: may be treated as unavailable.
@@ -260,9 +243,6 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
                         report.sitemaps = robots.sitemaps.iter().map(|s| s.url.clone()).collect();
                         report.crawl_delay = robots.crawl_delay;
                         report.diagnostics = robots.diagnostics.clone();
-                        if let Some(delay) = robots.crawl_delay {
-                            apply_crawl_delay(fetcher, &site, &final_url, delay);
-                        }
                         RobotsOutcome::Parsed {
                             robots: Arc::new(robots),
                         }
@@ -282,20 +262,39 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
             }
         }
     };
+    apply_crawl_delay(fetcher, &report);
     report.duration = started.elapsed();
     report
 }
 
-/// Applies a robots.txt `Crawl-delay` to the host asked (`site`), and to the
-/// host a redirect led to (`final_url`), where its sitemaps usually are.
-pub(super) fn apply_crawl_delay(
-    fetcher: &Fetcher,
-    site: &NormUrl,
-    final_url: &NormUrl,
-    delay: f64,
-) {
+/// The report of the robots.txt at `url` before any answer: no rules, no
+/// sitemaps.
+pub(super) fn unanswered(url: &NormUrl) -> RobotsReport {
+    RobotsReport {
+        site: url.root(),
+        url: url.clone(),
+        status: None,
+        outcome: RobotsOutcome::Unavailable,
+        sitemaps: Vec::new(),
+        crawl_delay: None,
+        diagnostics: Vec::new(),
+        redirects: Vec::new(),
+        from_cache: false,
+        duration: Duration::ZERO,
+    }
+}
+
+/// Applies a robots.txt report's `Crawl-delay`, if it has one, to the host
+/// asked, and to the host a redirect led to, where its sitemaps usually
+/// are. For a fresh report and, again, for one taken from the cache (the
+/// politeness gate may have forgotten the host since).
+pub(super) fn apply_crawl_delay(fetcher: &Fetcher, report: &RobotsReport) {
+    let Some(delay) = report.crawl_delay else {
+        return;
+    };
+    let final_url = report.redirects.last().map_or(&report.url, |h| &h.to);
     let gate = fetcher.politeness();
-    gate.set_crawl_delay(&host_key(site), delay);
+    gate.set_crawl_delay(&host_key(&report.site), delay);
     gate.set_crawl_delay(&host_key(final_url), delay);
 }
 
