@@ -10,7 +10,7 @@
 //! period (one fetch after the period resolves it) unless the fallback is
 //! due sooner; refetching at once would repeat until the day is over.
 
-use sitemapd_parser::date::Precision;
+use sitemapd_parser::date::{self, Precision};
 
 use super::{
     Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
@@ -24,9 +24,14 @@ pub fn lastmod_is_newer(lastmod: i64, precision: Option<Precision>, last_fetch: 
     latest(lastmod, precision) > last_fetch
 }
 
+/// The last second of the lastmod's period ([`date::Lastmod::latest`]).
 fn latest(lastmod: i64, precision: Option<Precision>) -> i64 {
-    let span = precision_span(lastmod, precision.unwrap_or(Precision::Second));
-    lastmod.saturating_add(span - 1)
+    date::Lastmod {
+        unix_seconds: lastmod,
+        nanos: 0,
+        precision: precision.unwrap_or(Precision::Second),
+    }
+    .latest()
 }
 
 /// `lastmod`: due when the host is trusted and its lastmod (not in the
