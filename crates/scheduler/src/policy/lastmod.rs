@@ -62,9 +62,8 @@ impl Policy for Lastmod {
             Err(due) => return due,
             Ok(last) => last,
         };
-        let fallback = self.fallback.next_due(url, host, now);
         let Some(lm) = url.lastmod.filter(|&lm| host.lastmod_trusted && lm <= now) else {
-            return fallback;
+            return self.fallback.next_due(url, host, now);
         };
         if lm > last {
             return Due {
@@ -73,6 +72,7 @@ impl Policy for Lastmod {
                 reason: Reason::LastmodNewer,
             };
         }
+        let fallback = self.fallback.next_due(url, host, now);
         let end = latest(lm, url.lastmod_precision).saturating_add(1);
         if end > last.saturating_add(1) && end <= fallback.at {
             return Due {
