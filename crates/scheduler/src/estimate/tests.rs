@@ -178,8 +178,13 @@ fn irregular_extremes() {
         changed: false,
         since_lastmod: None,
     });
+    // Finite and not the cap: the root of 3·1e9/(e^{1e9·λ} − 1) = exposure,
+    // the unchanged time as the f64 sums leave it (3e9 + 1e-6 rounds to a
+    // multiple of 2^-21, ≈ 9.5e-7).
+    let exposure = (3e9f64 + 1e-6) - 3e9;
     let l = Estimator::Irregular.estimate(&v).unwrap();
-    assert!(l.is_finite() && l > 0.0);
+    let lhs = 3.0 * 1e9 / (1e9 * l).exp_m1();
+    assert!(close(lhs, exposure, 1e-6), "λ̂ = {l}, lhs = {lhs}");
 }
 
 #[test]
@@ -235,11 +240,13 @@ fn last_modified_without_lastmods_is_irregular() {
     let a = Estimator::LastModified.estimate(&v).unwrap();
     let b = Estimator::Irregular.estimate(&v).unwrap();
     assert!(close(a, b, 1e-9), "{a} vs {b}");
-    // Mixed: the MLE of mixed evidence lies between the two pure forms.
+    // Mixed: one changed visit with τ = 1, one censored (t = 5); exposure
+    // 20 s unchanged + τ. The MLE solves 1/λ + 5/(e^{5λ} − 1) = 21.
     let mut m = v.clone();
     m[0].since_lastmod = Some(1.0);
     let c = Estimator::LastModified.estimate(&m).unwrap();
-    assert!(c.is_finite() && c > 0.0);
+    let lhs = 1.0 / c + 5.0 / (5.0 * c).exp_m1();
+    assert!(close(lhs, 21.0, 1e-9), "λ̂ = {c}, lhs = {lhs}");
 }
 
 #[test]
