@@ -81,6 +81,13 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * b.abs().max(1e-300)
 }
 
+/// `est` on `visits` is `want` to within `tol` (relative).
+#[track_caller]
+fn assert_estimate(est: Estimator, visits: &[Visit], want: f64, tol: f64) {
+    let got = est.estimate(visits).expect("usable visits");
+    assert!(close(got, want, tol), "{est}: {got} vs {want}");
+}
+
 #[test]
 fn names_round_trip() {
     for e in Estimator::ALL {
@@ -94,30 +101,18 @@ fn names_round_trip() {
 #[test]
 fn naive_is_changes_over_time() {
     let v = regular(4, 2.0, &[true, false, true, false]);
-    assert!(close(
-        Estimator::Naive.estimate(&v).unwrap(),
-        2.0 / 8.0,
-        1e-12
-    ));
+    assert_estimate(Estimator::Naive, &v, 2.0 / 8.0, 1e-12);
 }
 
 #[test]
 fn bias_reduced_formula() {
     let v = regular(4, 2.0, &[true, false, true, false]);
     let want = (4.5f64 / 2.5).ln() / 2.0;
-    assert!(close(
-        Estimator::BiasReduced.estimate(&v).unwrap(),
-        want,
-        1e-12
-    ));
+    assert_estimate(Estimator::BiasReduced, &v, want, 1e-12);
     // Every visit changed: finite, ln(2n + 1)/I.
     let all = regular(4, 2.0, &[true; 4]);
     let want = 9f64.ln() / 2.0;
-    assert!(close(
-        Estimator::BiasReduced.estimate(&all).unwrap(),
-        want,
-        1e-12
-    ));
+    assert_estimate(Estimator::BiasReduced, &all, want, 1e-12);
 }
 
 #[test]
@@ -125,22 +120,14 @@ fn irregular_matches_closed_form_for_regular_visits() {
     // Equal intervals t, X of n changed: e^{λt} = n/(n − X).
     let v = regular(4, 2.0, &[true, false, false, false]);
     let want = (4.0f64 / 3.0).ln() / 2.0;
-    assert!(close(
-        Estimator::Irregular.estimate(&v).unwrap(),
-        want,
-        1e-9
-    ));
+    assert_estimate(Estimator::Irregular, &v, want, 1e-9);
     let v = regular(
         10,
         3600.0,
         &[true, true, true, false, true, true, true, true, true],
     );
     let want = 5f64.ln() / 3600.0; // X = 8 of n = 10
-    assert!(close(
-        Estimator::Irregular.estimate(&v).unwrap(),
-        want,
-        1e-9
-    ));
+    assert_estimate(Estimator::Irregular, &v, want, 1e-9);
 }
 
 #[test]
@@ -179,11 +166,7 @@ fn irregular_extremes() {
     // All changed: the MLE is unbounded; the cap is bias-reduced's value.
     let all = regular(5, 10.0, &[true; 5]);
     let cap = 11f64.ln() / 10.0;
-    assert!(close(
-        Estimator::Irregular.estimate(&all).unwrap(),
-        cap,
-        1e-12
-    ));
+    assert_estimate(Estimator::Irregular, &all, cap, 1e-12);
     assert_eq!(
         Estimator::Irregular.estimate(&all),
         Estimator::BiasReduced.estimate(&all)
@@ -195,8 +178,13 @@ fn irregular_extremes() {
         changed: false,
         since_lastmod: None,
     });
+    // Finite and not the cap: the root of 3·1e9/(e^{1e9·λ} − 1) = exposure,
+    // the unchanged time as the f64 sums leave it (3e9 + 1e-6 rounds to a
+    // multiple of 2^-21, ≈ 9.5e-7).
+    let exposure = (3e9f64 + 1e-6) - 3e9;
     let l = Estimator::Irregular.estimate(&v).unwrap();
-    assert!(l.is_finite() && l > 0.0);
+    let lhs = 3.0 * 1e9 / (1e9 * l).exp_m1();
+    assert!(close(lhs, exposure, 1e-6), "λ̂ = {l}, lhs = {lhs}");
 }
 
 #[test]
@@ -224,11 +212,7 @@ fn last_modified_closed_form() {
         },
     ];
     let want = 2.0 / (30.0 + 8.0);
-    assert!(close(
-        Estimator::LastModified.estimate(&v).unwrap(),
-        want,
-        1e-12
-    ));
+    assert_estimate(Estimator::LastModified, &v, want, 1e-12);
     // τ beyond the interval is clamped to it, negative τ to 0.
     let v = [
         Visit {
@@ -247,11 +231,7 @@ fn last_modified_closed_form() {
             since_lastmod: Some(-4.0),
         },
     ];
-    assert!(close(
-        Estimator::LastModified.estimate(&v).unwrap(),
-        2.0 / 20.0,
-        1e-12
-    ));
+    assert_estimate(Estimator::LastModified, &v, 2.0 / 20.0, 1e-12);
 }
 
 #[test]
@@ -260,11 +240,13 @@ fn last_modified_without_lastmods_is_irregular() {
     let a = Estimator::LastModified.estimate(&v).unwrap();
     let b = Estimator::Irregular.estimate(&v).unwrap();
     assert!(close(a, b, 1e-9), "{a} vs {b}");
-    // Mixed: the MLE of mixed evidence lies between the two pure forms.
+    // Mixed: one changed visit with τ = 1, one censored (t = 5); exposure
+    // 20 s unchanged + τ. The MLE solves 1/λ + 5/(e^{5λ} − 1) = 21.
     let mut m = v.clone();
     m[0].since_lastmod = Some(1.0);
     let c = Estimator::LastModified.estimate(&m).unwrap();
-    assert!(c.is_finite() && c > 0.0);
+    let lhs = 1.0 / c + 5.0 / (5.0 * c).exp_m1();
+    assert!(close(lhs, 21.0, 1e-9), "λ̂ = {c}, lhs = {lhs}");
 }
 
 #[test]
@@ -278,11 +260,7 @@ fn last_modified_unbounded_uses_the_cap() {
         })
         .collect();
     let cap = 9f64.ln() / 2.0;
-    assert!(close(
-        Estimator::LastModified.estimate(&v).unwrap(),
-        cap,
-        1e-12
-    ));
+    assert_estimate(Estimator::LastModified, &v, cap, 1e-12);
 }
 
 #[test]
@@ -300,11 +278,7 @@ fn subnormal_lastmod_distance_is_capped_not_infinite() {
         },
     ];
     let cap = 5f64.ln() / 1.0;
-    assert!(close(
-        Estimator::LastModified.estimate(&v).unwrap(),
-        cap,
-        1e-12
-    ));
+    assert_estimate(Estimator::LastModified, &v, cap, 1e-12);
 }
 
 #[test]
@@ -315,11 +289,7 @@ fn complete_formula() {
     assert!(close(complete(0, f64::NAN), 1.0, 1e-15));
     assert_eq!(complete(7, f64::INFINITY), 0.0);
     let v = regular(4, 2.5, &[true, false, true, true]);
-    assert!(close(
-        Estimator::Complete.estimate(&v).unwrap(),
-        3.5 / 10.5,
-        1e-12
-    ));
+    assert_estimate(Estimator::Complete, &v, 3.5 / 10.5, 1e-12);
 }
 
 #[test]

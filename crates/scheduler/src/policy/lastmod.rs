@@ -10,7 +10,7 @@
 //! period (one fetch after the period resolves it) unless the fallback is
 //! due sooner; refetching at once would repeat until the day is over.
 
-use sitemapd_parser::date::Precision;
+use sitemapd_parser::date::{self, Precision};
 
 use super::{
     Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
@@ -24,9 +24,14 @@ pub fn lastmod_is_newer(lastmod: i64, precision: Option<Precision>, last_fetch: 
     latest(lastmod, precision) > last_fetch
 }
 
+/// The last second of the lastmod's period ([`date::Lastmod::latest`]).
 fn latest(lastmod: i64, precision: Option<Precision>) -> i64 {
-    let span = precision_span(lastmod, precision.unwrap_or(Precision::Second));
-    lastmod.saturating_add(span - 1)
+    date::Lastmod {
+        unix_seconds: lastmod,
+        nanos: 0,
+        precision: precision.unwrap_or(Precision::Second),
+    }
+    .latest()
 }
 
 /// `lastmod`: due when the host is trusted and its lastmod (not in the
@@ -57,9 +62,8 @@ impl Policy for Lastmod {
             Err(due) => return due,
             Ok(last) => last,
         };
-        let fallback = self.fallback.next_due(url, host, now);
         let Some(lm) = url.lastmod.filter(|&lm| host.lastmod_trusted && lm <= now) else {
-            return fallback;
+            return self.fallback.next_due(url, host, now);
         };
         if lm > last {
             return Due {
@@ -68,6 +72,7 @@ impl Policy for Lastmod {
                 reason: Reason::LastmodNewer,
             };
         }
+        let fallback = self.fallback.next_due(url, host, now);
         let end = latest(lm, url.lastmod_precision).saturating_add(1);
         if end > last.saturating_add(1) && end <= fallback.at {
             return Due {

@@ -320,19 +320,18 @@ pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
 /// Rate policies share the discretiser and the score.
 fn rate_due(url: &UrlState, params: &Params, now: i64, rate: impl Fn(f64, f64) -> f64) -> Due {
     let w = importance(url);
+    let last = match common_due(url, params, w) {
+        Err(due) => return due,
+        Ok(last) => last,
+    };
     let lambda = planning_rate(url, params);
-    let elapsed = url
-        .last_fetch
-        .map_or(0.0, |t| now.saturating_sub(t).max(0) as f64);
-    let score = w * -(-lambda * elapsed).exp_m1();
-    let score = if score.is_finite() { score } else { w };
-    match common_due(url, params, w) {
-        Err(due) => due,
-        Ok(last) => Due {
-            at: add_secs(last, params.interval_for_rate(rate(lambda, w))),
-            score,
-            reason: Reason::Optimal,
-        },
+    let elapsed = now.saturating_sub(last).max(0) as f64;
+    Due {
+        at: add_secs(last, params.interval_for_rate(rate(lambda, w))),
+        // λ̂ and the elapsed time are finite and ≥ 0, so the probability is
+        // in [0, 1] (never NaN) and the score in [0, w].
+        score: w * -(-lambda * elapsed).exp_m1(),
+        reason: Reason::Optimal,
     }
 }
 

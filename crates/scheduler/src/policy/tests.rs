@@ -196,28 +196,18 @@ fn fixed_interval_and_clamps() {
         (due.at, due.reason, due.score),
         (MAY1 + D, Reason::Interval, 1.0)
     );
-    let short = Params {
-        fixed_interval: 60.0,
-        ..Params::default()
-    };
-    assert_eq!(
-        policy("fixed", short)
+    let due_with = |fixed_interval: f64| {
+        let params = Params {
+            fixed_interval,
+            ..Params::default()
+        };
+        policy("fixed", params)
             .unwrap()
             .next_due(&url, &UNTRUSTED, MAY1)
-            .at,
-        MAY1 + H
-    );
-    let nan = Params {
-        fixed_interval: f64::NAN,
-        ..Params::default()
+            .at
     };
-    assert_eq!(
-        policy("fixed", nan)
-            .unwrap()
-            .next_due(&url, &UNTRUSTED, MAY1)
-            .at,
-        MAY1 + 365 * D
-    );
+    assert_eq!(due_with(60.0), MAY1 + H);
+    assert_eq!(due_with(f64::NAN), MAY1 + 365 * D);
     // Redirected counts as a plain fetch.
     let mut r = url.clone();
     r.last_outcome = Some(FetchOutcome::Redirected);
