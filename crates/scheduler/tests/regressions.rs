@@ -374,3 +374,36 @@ fn cross_host_sitemap_retires_and_304_does_not_count() {
     assert!(retired(&s, C));
     assert!(s.check().unwrap().is_ok());
 }
+
+/// Many hosts due, each with one URL of politeness allowance left within
+/// the lease: the scan took `per_host` candidates from each of the first
+/// hosts it met, filled its window with them, and the lease could hand
+/// out only one URL of each (20 of 100 here).
+#[test]
+fn a_lease_fills_up_when_many_hosts_have_allowance_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let hosts = 150;
+    let mut ing = s.ingest(T0);
+    for h in 0..hosts {
+        let sm = format!("https://host-{h}.example/sitemap.xml");
+        for i in 0..12 {
+            ing.entry(&sm, &entry(&format!("https://host-{h}.example/p{i}")))
+                .unwrap();
+        }
+    }
+    ing.finish().unwrap();
+    // Two URLs a host, one second apart: each host is next allowed at T0 + 2.
+    let first = s.lease(2 * hosts, T0, 300, 2).unwrap();
+    assert_eq!(first.len(), 2 * hosts);
+    // A lease to T0 + 2 leaves each host room for exactly one more URL.
+    let leased = s.lease(100, T0, 2, 10).unwrap();
+    let distinct: std::collections::HashSet<&str> = leased
+        .iter()
+        .map(|l| l.url.split('/').nth(2).unwrap())
+        .collect();
+    assert_eq!(leased.len(), 100, "{} URLs leased", leased.len());
+    assert_eq!(distinct.len(), 100, "one URL per host");
+    assert!(leased.iter().all(|l| l.not_before == T0 + 2));
+    assert!(s.check().unwrap().is_ok());
+}
