@@ -274,7 +274,7 @@ impl Store {
         let mut due = self.policy.next_due(&self.url_state(r, now), &host, now);
         let wait = due.at.saturating_sub(now);
         if wait > 20 {
-            let unit = (fnv1a(url.as_bytes()) % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
+            let unit = crate::refresh::jitter_unit(url);
             due.at = due.at.saturating_add((unit * 0.05 * wait as f64) as i64);
         }
         due
