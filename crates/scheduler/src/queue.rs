@@ -272,6 +272,7 @@ impl Store {
         };
         let host_name = keys::host_of(url).to_string();
         let mut host = self.host(&host_name)?;
+        let mut host_changed = false;
         let mut batch = sled::Batch::default();
         let outcome = completion.outcome.stored();
         let success = matches!(outcome, StoredOutcome::Changed | StoredOutcome::NotModified);
@@ -295,6 +296,7 @@ impl Store {
                 // Lastmod trust: did the sitemap's lastmod predict this?
                 if let Some(l) = rec.lastmod {
                     host.trust.observe_fetch(l.at > previous, changed);
+                    host_changed = true;
                 }
             }
             f.last_success = Some(now);
@@ -333,7 +335,9 @@ impl Store {
             batch.insert(keys::due(rec.schedule.due, url), &[]);
         }
         batch.insert(keys::url(url), encode(&rec));
-        batch.insert(keys::host(&host_name), encode(&host));
+        if host_changed {
+            batch.insert(keys::host(&host_name), encode(&host));
+        }
         self.kv.apply_batch(batch)?;
         Ok(())
     }
