@@ -175,6 +175,10 @@ impl Store {
                     continue 'scan;
                 }
                 match self.url(url) {
+                    // An entry its record does not place here (left by a
+                    // replaced corrupt record; `check` names it) is passed
+                    // over: the URL's own entry stands for it.
+                    Ok(Some(rec)) if rec.retired || rec.schedule.due != due => {}
                     Ok(Some(rec)) => {
                         *taken += 1;
                         found.push((url.to_string(), rec));
