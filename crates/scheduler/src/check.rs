@@ -141,12 +141,8 @@ impl Store {
     pub fn stats(&self, now: i64) -> Result<Stats, StoreError> {
         let mut s = Stats::default();
         let mut rates = Vec::new();
-        for item in self.kv.scan_prefix([keys::URL]) {
-            let (key, value) = item?;
-            let url = String::from_utf8_lossy(&key[1..]).into_owned();
-            let Ok(rec) = decode::<UrlRecord>(&value) else {
-                continue;
-            };
+        for item in self.records::<UrlRecord>([keys::URL]).filter(intact) {
+            let (url, rec) = item?;
             let host = s.hosts.entry(keys::host_of(&url).to_string()).or_default();
             if rec.retired {
                 s.retired += 1;
@@ -163,16 +159,18 @@ impl Store {
                 rates.push(rate * 86_400.0);
             }
         }
-        for item in self.kv.scan_prefix([keys::HOST]) {
-            let (key, value) = item?;
-            let name = String::from_utf8_lossy(&key[1..]).into_owned();
-            if let (Ok(h), Some(stats)) = (decode::<HostRecord>(&value), s.hosts.get_mut(&name)) {
+        for item in self.records::<HostRecord>([keys::HOST]).filter(intact) {
+            let (name, h) = item?;
+            if let Some(stats) = s.hosts.get_mut(&name) {
                 stats.lastmod_trusted = h.trust.is_trusted();
             }
         }
-        for item in self.kv.scan_prefix([keys::SITEMAP]) {
-            let (_, value) = item?;
-            s.sitemaps += u64::from(decode::<SitemapRecord>(&value).is_ok());
+        for item in self
+            .records::<SitemapRecord>([keys::SITEMAP])
+            .filter(intact)
+        {
+            item?;
+            s.sitemaps += 1;
         }
         if !rates.is_empty() {
             rates.sort_by(f64::total_cmp);
@@ -185,22 +183,23 @@ impl Store {
 
     /// Every URL record, in URL order (for `sitemapd export`).
     pub fn export(&self) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + '_ {
-        self.records(keys::URL)
+        self.records([keys::URL])
     }
 
     /// Every sitemap record, by URL.
     pub fn sitemaps(
         &self,
     ) -> impl Iterator<Item = Result<(String, SitemapRecord), StoreError>> + '_ {
-        self.records(keys::SITEMAP)
+        self.records([keys::SITEMAP])
     }
 
-    /// Every record under `prefix`, with its key (less the prefix).
+    /// Every record whose key starts with `prefix` (its first byte the
+    /// keyspace's), with its key less that byte.
     pub(crate) fn records<T: crate::record::Record>(
         &self,
-        prefix: u8,
+        prefix: impl AsRef<[u8]>,
     ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {
-        self.kv.scan_prefix([prefix]).map(|item| {
+        self.kv.scan_prefix(prefix).map(|item| {
             let (key, value) = item?;
             let name = String::from_utf8_lossy(&key[1..]).into_owned();
             let rec = decode(&value).map_err(|source| StoreError::Record {
@@ -210,4 +209,10 @@ impl Store {
             Ok((name, rec))
         })
     }
+}
+
+/// False for a record that does not decode: the scans that count or retire
+/// pass over it (`check` names it).
+pub(crate) fn intact<T>(item: &Result<T, StoreError>) -> bool {
+    !matches!(item, Err(StoreError::Record { .. }))
 }

@@ -13,7 +13,7 @@ use sitemapd_parser::UrlEntry;
 use crate::keys;
 use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, RECENT_READS, Schedule, SitemapRecord,
-    StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, decode, encode,
+    StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
 use crate::store::{Store, StoreError};
@@ -484,12 +484,6 @@ impl<'s> Ingest<'s> {
             .clamp(1, RECENT_READS as u64) as usize;
         let mut recent: HashMap<u64, Vec<u64>> =
             HashMap::from([(sitemap.id, sitemap.recent_complete.clone())]);
-        let host = keys::host_of(url);
-        let mut prefixes: Vec<Vec<u8>> = Vec::new();
-        if !host.is_empty() {
-            prefixes.push(keys::url(&format!("http://{host}/")));
-            prefixes.push(keys::url(&format!("https://{host}/")));
-        }
         let mut candidates = Vec::new();
         let mut members = 0u64;
         let consider = |url: &str, rec: &UrlRecord, candidates: &mut Vec<String>| {
@@ -504,17 +498,12 @@ impl<'s> Ingest<'s> {
             }
             true
         };
-        for prefix in prefixes {
-            for item in self.store.kv.scan_prefix(prefix) {
-                let (key, value) = item?;
-                let Ok(rec) = decode::<UrlRecord>(&value) else {
-                    continue;
-                };
-                let u = String::from_utf8_lossy(&key[1..]).into_owned();
-                members += u64::from(consider(&u, &rec, &mut candidates));
-                if candidates.len() >= self.batch {
-                    members -= self.retire_batch(&mut candidates, &mut recent, k)?;
-                }
+        // Its URLs on its own host.
+        for item in self.store.host_urls(keys::host_of(url)) {
+            let (u, rec) = item?;
+            members += u64::from(consider(&u, &rec, &mut candidates));
+            if candidates.len() >= self.batch {
+                members -= self.retire_batch(&mut candidates, &mut recent, k)?;
             }
         }
         for item in self.store.kv.scan_prefix(keys::members_of(sitemap.id)) {

@@ -114,7 +114,7 @@ impl Store {
     pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
         let mut out = Vec::new();
         for (url, rec) in self
-            .due_candidates(n, now, None, |_| Ok(false))?
+            .due_candidates(n, now, |_| Ok(usize::MAX))?
             .into_iter()
             .take(n)
         {
@@ -132,23 +132,23 @@ impl Store {
     }
 
     /// Due records at `now`, most urgent first: by score, then due time.
-    /// With `per_host`, at most that many per host are read, and hosts for
-    /// which `blocked` says so are passed over: the scan seeks past a host's
-    /// other URLs due in the same second, so one busy host neither fills the
+    /// `allowance` says, once per host, how many of its URLs may be read
+    /// (0: none): the scan seeks past a host's other URLs due in the same
+    /// second once it has that many, so one busy host neither fills the
     /// window nor costs a read per URL. Records that do not decode are
     /// skipped (and logged): one bad record does not stop the queue.
     fn due_candidates(
         &self,
         n: usize,
         now: i64,
-        per_host: Option<usize>,
-        mut blocked: impl FnMut(&str) -> Result<bool, StoreError>,
+        mut allowance: impl FnMut(&str) -> Result<usize, StoreError>,
     ) -> Result<Vec<(String, UrlRecord)>, StoreError> {
         let want = n.saturating_mul(OVERSCAN).max(n);
         let end = keys::due_after(now);
         let mut from = vec![keys::DUE];
         let mut found = Vec::new();
-        let mut per: HashMap<String, usize> = HashMap::new();
+        // Per host: (URLs taken, its allowance).
+        let mut per: HashMap<String, (usize, usize)> = HashMap::new();
         'scan: loop {
             for item in self.kv.range(from.clone()..end.clone()) {
                 let (key, _) = item?;
@@ -156,8 +156,13 @@ impl Store {
                     continue;
                 };
                 let host = keys::host_of(url);
-                let taken = per.get(host).copied().unwrap_or(0);
-                if per_host.is_some_and(|cap| taken >= cap) || blocked(host)? {
+                if !per.contains_key(host) {
+                    per.insert(host.to_string(), (0, allowance(host)?));
+                }
+                let Some((taken, cap)) = per.get_mut(host) else {
+                    continue;
+                };
+                if *taken >= *cap {
                     // Seek past this host's URLs due in this second.
                     let scheme_end = url.find("://").map_or(0, |i| i + 3);
                     let mut next = keys::due(due, &url[..scheme_end]);
@@ -169,9 +174,15 @@ impl Store {
                     from = next;
                     continue 'scan;
                 }
-                *per.entry(host.to_string()).or_default() += 1;
                 match self.url(url) {
-                    Ok(Some(rec)) => found.push((url.to_string(), rec)),
+                    // An entry its record does not place here (left by a
+                    // replaced corrupt record; `check` names it) is passed
+                    // over: the URL's own entry stands for it.
+                    Ok(Some(rec)) if rec.retired || rec.schedule.due != due => {}
+                    Ok(Some(rec)) => {
+                        *taken += 1;
+                        found.push((url.to_string(), rec));
+                    }
                     Ok(None) => {}
                     Err(StoreError::Record { key, .. }) => {
                         tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
@@ -204,37 +215,25 @@ impl Store {
     ) -> Result<Vec<Leased>, StoreError> {
         let ttl = ttl.max(1);
         let horizon = now.saturating_add(ttl);
+        let per_host = per_host.max(1);
         let _lock = self.lock();
         // Each host's record (read once) and how many URLs it was given.
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
-        // A host whose politeness keeps it out of this lease is passed over.
-        let candidates = self.due_candidates(n, now, Some(per_host.max(1)), |host| {
-            if !hosts.contains_key(host) {
-                hosts.insert(host.to_string(), (self.host(host)?, 0));
-            }
-            Ok(hosts[host].0.next_allowed > horizon)
+        // The scan reads no more of a host's URLs than it can be given.
+        let candidates = self.due_candidates(n, now, |host| {
+            let record = self.host(host)?;
+            let allowed = allowance(&record, now, ttl).min(per_host);
+            hosts.insert(host.to_string(), (record, 0));
+            Ok(allowed)
         })?;
         let mut batch = sled::Batch::default();
         let mut out = Vec::new();
-        for (url, mut rec) in candidates {
-            if out.len() >= n {
-                break;
-            }
+        for (url, mut rec) in candidates.into_iter().take(n) {
             let Some((host, given)) = hosts.get_mut(keys::host_of(&url)) else {
                 continue; // every candidate's host was looked at by the scan
             };
-            let delay = host.min_delay.max(0.0);
-            // How many the host's politeness allows within the lease.
-            let allowed = if delay > 0.0 {
-                ((ttl as f64 / delay).floor() as usize).max(1)
-            } else {
-                usize::MAX
-            };
-            if *given >= per_host.max(1).min(allowed) || host.next_allowed > horizon {
-                continue;
-            }
             let not_before = host.next_allowed.max(now);
-            host.next_allowed = not_before.saturating_add(delay.ceil() as i64);
+            host.next_allowed = not_before.saturating_add(step(host));
             *given += 1;
             let id = self.db.generate_id()?;
             let reason = reason_of(&rec, now);
@@ -277,6 +276,7 @@ impl Store {
         };
         let host_name = keys::host_of(url).to_string();
         let mut host = self.host(&host_name)?;
+        let mut host_changed = false;
         let mut batch = sled::Batch::default();
         let outcome = completion.outcome.stored();
         let success = matches!(outcome, StoredOutcome::Changed | StoredOutcome::NotModified);
@@ -300,6 +300,7 @@ impl Store {
                 // Lastmod trust: did the sitemap's lastmod predict this?
                 if let Some(l) = rec.lastmod {
                     host.trust.observe_fetch(l.at > previous, changed);
+                    host_changed = true;
                 }
             }
             f.last_success = Some(now);
@@ -338,10 +339,40 @@ impl Store {
             batch.insert(keys::due(rec.schedule.due, url), &[]);
         }
         batch.insert(keys::url(url), encode(&rec));
-        batch.insert(keys::host(&host_name), encode(&host));
+        if host_changed {
+            batch.insert(keys::host(&host_name), encode(&host));
+        }
         self.kv.apply_batch(batch)?;
         Ok(())
     }
+}
+
+/// Seconds between two URLs of `host` handed out: its delay, rounded up
+/// (0: no delay; a delay that is not a number counts as none).
+fn step(host: &HostRecord) -> i64 {
+    host.min_delay.max(0.0).ceil() as i64
+}
+
+/// How many URLs `host` may be handed out in a lease of `ttl` seconds from
+/// `now`: one every [`step`] seconds from when it is next allowed up to the
+/// lease's expiry, and at most `ttl / min_delay` (at least one) in all.
+fn allowance(host: &HostRecord, now: i64, ttl: i64) -> usize {
+    let horizon = now.saturating_add(ttl);
+    if host.next_allowed > horizon {
+        return 0;
+    }
+    let delay = host.min_delay.max(0.0);
+    let step = step(host);
+    if step == 0 {
+        return usize::MAX;
+    }
+    let in_ttl = ((ttl as f64 / delay).floor() as usize).max(1);
+    // horizon - first is at most ttl: no overflow.
+    let first = host.next_allowed.max(now);
+    let until_expiry = usize::try_from((horizon - first) / step)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    in_ttl.min(until_expiry)
 }
 
 /// Why a due record is due now: an expired lease says so, else the

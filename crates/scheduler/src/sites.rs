@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::keys;
-use crate::record::{UrlRecord, decode, encode};
+use crate::record::encode;
 use crate::store::{Store, StoreError};
 
 /// URL records retired per batch by [`Store::retire_host`].
@@ -69,7 +69,7 @@ impl Store {
 
     /// Every followed site, in seed order.
     pub fn sites(&self) -> impl Iterator<Item = Result<(String, SiteRecord), StoreError>> + '_ {
-        self.records(keys::SITE)
+        self.records([keys::SITE])
     }
 
     /// Retires every active URL of `host` (`host[:port]`, as
@@ -77,28 +77,19 @@ impl Store {
     /// kept (a sitemap listing one again revives it). In batches, each under
     /// the write lock, with the host's URL count. How many it retired.
     pub fn retire_host(&self, host: &str) -> Result<u64, StoreError> {
-        if host.is_empty() || host.contains(['/', '?', '#']) {
-            return Ok(0);
-        }
         let mut retired = 0;
-        for scheme in ["http", "https"] {
-            let prefix = keys::url(&format!("{scheme}://{host}/"));
-            let mut urls = Vec::new();
-            for item in self.kv.scan_prefix(prefix) {
-                let (key, value) = item?;
-                if !decode::<UrlRecord>(&value).is_ok_and(|r| !r.retired) {
-                    continue;
-                }
-                let Some(url) = key.get(1..).and_then(|u| std::str::from_utf8(u).ok()) else {
-                    continue;
-                };
-                urls.push(url.to_string());
-                if urls.len() >= RETIRE_BATCH {
-                    retired += self.retire_urls(host, &mut urls)?;
-                }
+        let mut urls = Vec::new();
+        for item in self.host_urls(host) {
+            let (url, rec) = item?;
+            if rec.retired {
+                continue;
             }
-            retired += self.retire_urls(host, &mut urls)?;
+            urls.push(url);
+            if urls.len() >= RETIRE_BATCH {
+                retired += self.retire_urls(host, &mut urls)?;
+            }
         }
+        retired += self.retire_urls(host, &mut urls)?;
         if retired > 0 {
             tracing::info!(host, retired, "host retired");
         }

@@ -199,6 +199,24 @@ impl Store {
         }
     }
 
+    /// The URL records of `host` (`host[:port]`, as [`Store::host`] takes
+    /// it), http then https, each in URL order; records that do not decode
+    /// are passed over. None for an empty host or one with a path.
+    pub(crate) fn host_urls<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a {
+        let schemes: &[&str] = if host.is_empty() || host.contains(['/', '?', '#']) {
+            &[]
+        } else {
+            &["http", "https"]
+        };
+        schemes
+            .iter()
+            .flat_map(move |scheme| self.records(keys::url(&format!("{scheme}://{host}/"))))
+            .filter(crate::check::intact)
+    }
+
     /// The record of `url` (normalised), if the store holds it.
     pub fn url(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
         self.get(&keys::url(url))
@@ -274,7 +292,7 @@ impl Store {
         let mut due = self.policy.next_due(&self.url_state(r, now), &host, now);
         let wait = due.at.saturating_sub(now);
         if wait > 20 {
-            let unit = (fnv1a(url.as_bytes()) % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
+            let unit = crate::refresh::jitter_unit(url);
             due.at = due.at.saturating_add((unit * 0.05 * wait as f64) as i64);
         }
         due
@@ -292,13 +310,14 @@ impl Store {
         }
         let params = &self.options.params;
         let mut pages = Vec::new();
-        for item in self.kv.scan_prefix([keys::URL]) {
-            let (_, value) = item?;
-            if let Ok(r) = decode::<UrlRecord>(&value) {
-                if !r.retired {
-                    let state = self.url_state(&r, as_of(&r));
-                    pages.push((policy::planning_rate(&state, params), state.importance));
-                }
+        for item in self
+            .records::<UrlRecord>([keys::URL])
+            .filter(crate::check::intact)
+        {
+            let (_, r) = item?;
+            if !r.retired {
+                let state = self.url_state(&r, as_of(&r));
+                pages.push((policy::planning_rate(&state, params), state.importance));
             }
         }
         let multiplier = if name == "freshness-optimal" {

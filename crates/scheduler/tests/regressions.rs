@@ -166,12 +166,11 @@ fn complete_with_time_going_far_back_does_not_panic() {
     assert!(s.check().unwrap().is_ok());
 }
 
-/// One corrupt URL record under a due entry blocks the whole queue.
-#[test]
-fn one_corrupt_record_blocks_lease_and_ingest() {
-    let dir = tempfile::tempdir().unwrap();
+/// A store at `dir` where A, B and C were read at T0, and A's record was
+/// then overwritten with bytes that do not decode (its due entry kept).
+fn with_a_corrupt(dir: &tempfile::TempDir) -> Store {
     {
-        let s = store(&dir);
+        let s = store(dir);
         read(&s, T0, SM, &[A, B, C]);
         s.flush().unwrap();
     }
@@ -191,7 +190,14 @@ fn one_corrupt_record_blocks_lease_and_ingest() {
         t.insert(k, &b"\x01\xff\xff\xff"[..]).unwrap();
         db.flush().unwrap();
     }
-    let s = store(&dir);
+    store(dir)
+}
+
+/// One corrupt URL record under a due entry blocks the whole queue.
+#[test]
+fn one_corrupt_record_blocks_lease_and_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = with_a_corrupt(&dir);
     assert!(!s.check().unwrap().is_ok());
     // stats skips the bad record and counts the others.
     assert_eq!(s.stats(T0).unwrap().active, 2);
@@ -373,4 +379,54 @@ fn cross_host_sitemap_retires_and_304_does_not_count() {
     go(T0 + 6, &[A, B], f(true, 200));
     assert!(retired(&s, C));
     assert!(s.check().unwrap().is_ok());
+}
+
+/// Many hosts due, each with one URL of politeness allowance left within
+/// the lease: the scan took `per_host` candidates from each of the first
+/// hosts it met, filled its window with them, and the lease could hand
+/// out only one URL of each (20 of 100 here).
+#[test]
+fn a_lease_fills_up_when_many_hosts_have_allowance_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let hosts = 150;
+    let mut ing = s.ingest(T0);
+    for h in 0..hosts {
+        let sm = format!("https://host-{h}.example/sitemap.xml");
+        for i in 0..12 {
+            ing.entry(&sm, &entry(&format!("https://host-{h}.example/p{i}")))
+                .unwrap();
+        }
+    }
+    ing.finish().unwrap();
+    // Two URLs a host, one second apart: each host is next allowed at T0 + 2.
+    let first = s.lease(2 * hosts, T0, 300, 2).unwrap();
+    assert_eq!(first.len(), 2 * hosts);
+    // A lease to T0 + 2 leaves each host room for exactly one more URL.
+    let leased = s.lease(100, T0, 2, 10).unwrap();
+    let distinct: std::collections::HashSet<&str> = leased
+        .iter()
+        .map(|l| l.url.split('/').nth(2).unwrap())
+        .collect();
+    assert_eq!(leased.len(), 100, "{} URLs leased", leased.len());
+    assert_eq!(distinct.len(), 100, "one URL per host");
+    assert!(leased.iter().all(|l| l.not_before == T0 + 2));
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// Ingest replaces a corrupt record but cannot know its old due entry: that
+/// entry, left dangling, made lease hand the URL out twice in one lease and
+/// again in every later one, leased or not.
+#[test]
+fn a_dangling_due_entry_does_not_lease_its_url_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = with_a_corrupt(&dir);
+    let now = T0 + DAY;
+    read(&s, now, SM, &[A, B, C]); // A replaced, due at `now`; T0's entry dangles
+    let first = s.lease(10, now, 300, 10).unwrap();
+    let mut urls: Vec<&str> = first.iter().map(|l| l.url.as_str()).collect();
+    urls.sort_unstable();
+    assert_eq!(urls, [A, B, C], "each URL once");
+    let again = s.lease(10, now + 1, 300, 10).unwrap();
+    assert!(again.is_empty(), "leased again: {again:?}");
 }
