@@ -39,7 +39,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::keys;
-use crate::store::{Store, StoreError, fnv1a};
+use crate::store::{Fnv1a, Store, StoreError, fnv1a};
 
 /// The longest interval of a feed, seconds (a day).
 pub const FEED_MAX_SECS: u32 = 86_400;
@@ -206,48 +206,38 @@ pub(crate) struct Fingerprint {
 }
 
 impl Fingerprint {
-    /// Adds one item, given as its bytes.
-    pub(crate) fn add(&mut self, bytes: &[u8]) {
-        let h = mix(fnv1a(bytes));
+    /// Adds one item, given as its hash.
+    fn add(&mut self, hash: Fnv1a) {
+        let h = mix(hash.finish());
         self.sum = self.sum.wrapping_add(h);
         self.xor ^= h;
         self.count = self.count.wrapping_add(1);
     }
 
-    /// Adds a URL entry: loc, lastmod seconds, changefreq, priority bits.
+    /// Adds a URL entry: loc, lastmod seconds, changefreq, priority bits
+    /// (hashed as they stream in: no per-entry buffer on the ingest path).
     pub(crate) fn add_entry(&mut self, entry: &sitemapd_parser::UrlEntry) {
-        let mut bytes = Vec::with_capacity(entry.loc.as_str().len() + 24);
-        bytes.push(b'u');
-        bytes.extend_from_slice(entry.loc.as_str().as_bytes());
-        bytes.push(0);
-        match entry.lastmod {
-            Some(l) => {
-                bytes.push(1);
-                bytes.extend_from_slice(&l.unix_seconds.to_le_bytes());
-            }
-            None => bytes.push(0),
-        }
-        bytes.push(
-            entry
-                .changefreq
-                .map_or(0xff, |c| crate::record::StoredChangeFreq::from(c).rank()),
-        );
-        match entry.priority {
-            Some(p) => {
-                bytes.push(1);
-                bytes.extend_from_slice(&p.to_bits().to_le_bytes());
-            }
-            None => bytes.push(0),
-        }
-        self.add(&bytes);
+        let mut h = Fnv1a::default()
+            .write(b"u")
+            .write(entry.loc.as_str().as_bytes())
+            .write(&[0]);
+        h = match entry.lastmod {
+            Some(l) => h.write(&[1]).write(&l.unix_seconds.to_le_bytes()),
+            None => h.write(&[0]),
+        };
+        h = h.write(&[entry
+            .changefreq
+            .map_or(0xff, |c| crate::record::StoredChangeFreq::from(c).rank())]);
+        h = match entry.priority {
+            Some(p) => h.write(&[1]).write(&p.to_bits().to_le_bytes()),
+            None => h.write(&[0]),
+        };
+        self.add(h);
     }
 
     /// Adds a child sitemap an index lists.
     pub(crate) fn add_child(&mut self, url: &str) {
-        let mut bytes = Vec::with_capacity(url.len() + 1);
-        bytes.push(b'c');
-        bytes.extend_from_slice(url.as_bytes());
-        self.add(&bytes);
+        self.add(Fnv1a::default().write(b"c").write(url.as_bytes()));
     }
 
     /// The fingerprint.
@@ -287,6 +277,19 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streamed_fnv_is_the_hash_of_the_concatenation() {
+        let whole = fnv1a(b"uhttps://example.com/a\0\x01xyz");
+        let streamed = Fnv1a::default()
+            .write(b"u")
+            .write(b"https://example.com/a")
+            .write(&[0])
+            .write(&[1])
+            .write(b"xyz")
+            .finish();
+        assert_eq!(whole, streamed);
+    }
 
     const T0: i64 = 1_700_000_000;
 
