@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +27,18 @@ impl Daemon {
     /// Starts `sitemapd daemon` with `args` (plus a loopback listener on a
     /// free port and the test token) and waits until it listens.
     fn start(store: &std::path::Path, args: &[&str]) -> Daemon {
-        let mut child = bin()
+        Daemon::start_with(store, args, |cmd| cmd.env("SITEMAPD_TOKEN", TOKEN))
+    }
+
+    /// [`Daemon::start`], with `token` setting how the token is given.
+    fn start_with(
+        store: &std::path::Path,
+        args: &[&str],
+        token: impl FnOnce(&mut Command) -> &mut Command,
+    ) -> Daemon {
+        let mut cmd = bin();
+        token(&mut cmd);
+        let mut child = cmd
             .args(["daemon", "--store", store.to_str().unwrap()])
             .args(["--listen", "127.0.0.1:0", "--allow-private"])
             .args(if args.contains(&"--min-delay") {
@@ -36,7 +47,6 @@ impl Daemon {
                 &["--min-delay", "0"][..]
             })
             .args(args)
-            .env("SITEMAPD_TOKEN", TOKEN)
             .env("SITEMAPD_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -385,6 +395,36 @@ fn bad_configuration_is_refused_at_start() {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
         assert!(v["fields"]["message"].is_string(), "{line}");
     }
+}
+
+#[test]
+fn the_token_can_come_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{TOKEN}\nthe first line is the token\n")).unwrap();
+    let d = Daemon::start_with(
+        &dir.path().join("s"),
+        &["--token-file", file.to_str().unwrap()],
+        |cmd| cmd.env_remove("SITEMAPD_TOKEN"),
+    );
+    assert_eq!(http(d.addr, "GET", "/v1/stats", None, None).0, 401);
+    assert_eq!(d.call("GET", "/v1/stats", None).0, 200);
+    assert!(d.terminate().0.success());
+
+    std::fs::write(&file, "\n").unwrap();
+    let out = bin()
+        .args(["daemon", "--store", dir.path().join("s").to_str().unwrap()])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            file.to_str().unwrap(),
+        ])
+        .env_remove("SITEMAPD_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("is empty"), "{}", stderr(&out));
 }
 
 #[test]

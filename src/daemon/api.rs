@@ -227,22 +227,17 @@ async fn complete(
     }
     let metrics = state.metrics.clone();
     blocking(&state, move |store| {
-        let now = now();
-        let mut done = 0u64;
-        let mut unknown = Vec::new();
-        for (url, c) in completions {
-            match store.complete(&url, &c, now) {
-                Ok(()) => {
-                    done += 1;
-                    metrics
-                        .completions
-                        .get_or_create(&label(outcome_name(&c.outcome)))
-                        .inc();
-                }
-                Err(StoreError::UnknownUrl(u)) => unknown.push(u),
-                Err(e) => return Err(e.into()),
+        let unknown =
+            store.complete_all(completions.iter().map(|(url, c)| (url.as_str(), c)), now())?;
+        for (url, c) in &completions {
+            if !unknown.contains(url) {
+                metrics
+                    .completions
+                    .get_or_create(&label(outcome_name(&c.outcome)))
+                    .inc();
             }
         }
+        let done = completions.len() - unknown.len();
         Ok(Json(json!({ "completed": done, "unknown": unknown })))
     })
     .await

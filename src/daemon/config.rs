@@ -112,6 +112,10 @@ pub struct DaemonArgs {
     /// URLs per host per lease at most [file: scheduler.per_host; default 10].
     #[arg(long)]
     pub per_host: Option<usize>,
+    /// Seconds between two URLs of one host handed out by leases; 0: no
+    /// spacing [file: scheduler.lease_delay_secs; default 1].
+    #[arg(long)]
+    pub lease_delay: Option<f64>,
     /// URLs per lease request at most [file: limits.max_lease; default 10000].
     #[arg(long)]
     pub max_lease: Option<usize>,
@@ -203,6 +207,7 @@ pub struct SchedulerSettings {
     pub retire_after: u64,
     pub lease_ttl_secs: i64,
     pub per_host: usize,
+    pub lease_delay_secs: f64,
 }
 
 /// `[limits]`.
@@ -288,6 +293,7 @@ impl Default for SchedulerSettings {
             retire_after: 3,
             lease_ttl_secs: 300,
             per_host: 10,
+            lease_delay_secs: 1.0,
         }
     }
 }
@@ -341,6 +347,7 @@ impl Settings {
             s.scheduler.retire_after => args.retire_after,
             s.scheduler.lease_ttl_secs => args.lease_ttl,
             s.scheduler.per_host => args.per_host,
+            s.scheduler.lease_delay_secs => args.lease_delay,
             s.limits.max_lease => args.max_lease,
             s.limits.max_request_bytes => args.max_request_bytes,
             s.limits.request_body_secs => args.request_body_secs,
@@ -435,6 +442,11 @@ impl Settings {
             "at least 1",
         )?;
         check("scheduler.per_host", sc.per_host >= 1, "at least 1")?;
+        check(
+            "scheduler.lease_delay_secs",
+            sc.lease_delay_secs.is_finite() && (0.0..=86_400.0).contains(&sc.lease_delay_secs),
+            "between 0 and 86400",
+        )?;
         if let Some(p) = &sc.policy {
             sitemapd_scheduler::policy::policy(p, Default::default())
                 .map_err(|e| anyhow::anyhow!("scheduler.policy: {e}"))?;

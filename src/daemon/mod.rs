@@ -64,6 +64,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             StoreOptions {
                 policy: settings.scheduler.policy.clone(),
                 retire_after: settings.scheduler.retire_after,
+                min_delay: settings.scheduler.lease_delay_secs,
                 refresh: settings.refresh_params(),
                 ..StoreOptions::default()
             },

@@ -24,6 +24,12 @@ use super::metrics::{Metrics, label};
 use crate::settings::now;
 use crate::walk_store;
 
+/// URLs merged per ingest batch. Smaller than the store's default: a
+/// batch holds the store's write lock, which leases and completions wait
+/// for, so it is kept to a few milliseconds (`cargo bench --bench
+/// daemon_api` measures the trade).
+const INGEST_BATCH: usize = 500;
+
 /// What the refresh loop needs.
 pub struct Refresher {
     /// The store.
@@ -101,7 +107,7 @@ impl Refresher {
                     waves.insert(
                         id,
                         Wave {
-                            ingest: self.store.ingest(now),
+                            ingest: self.store.ingest(now).with_batch(INGEST_BATCH),
                             next: HashMap::new(),
                             started: now,
                             sites: due,

@@ -337,7 +337,7 @@ impl<'s> Ingest<'s> {
         self.readings.remove(sitemap);
         self.stats.sitemaps += 1;
         {
-            let _lock = self.store.lock();
+            let _lock = self.store.lock_background();
             let mut batch = sled::Batch::default();
             batch.insert(keys::sitemap(sitemap), encode(&record));
             batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
@@ -432,7 +432,7 @@ impl<'s> Ingest<'s> {
             .collect();
         let flush = |batch: &mut sled::Batch, ops: &mut usize| -> Result<(), StoreError> {
             if *ops > 0 {
-                let _lock = store.lock();
+                let _lock = store.lock_background();
                 store.kv.apply_batch(std::mem::take(batch))?;
                 *ops = 0;
             }
@@ -520,7 +520,7 @@ impl<'s> Ingest<'s> {
         }
         members -= self.retire_batch(&mut candidates, &mut recent, k)?;
         if members != sitemap.members {
-            let _lock = self.store.lock();
+            let _lock = self.store.lock_background();
             if let Some(mut current) = self.store.sitemap(url)? {
                 current.members = members;
                 self.store.kv.insert(keys::sitemap(url), encode(&current))?;
@@ -538,7 +538,7 @@ impl<'s> Ingest<'s> {
     ) -> Result<u64, StoreError> {
         let mut retired = 0;
         let store = self.store;
-        let _lock = store.lock();
+        let _lock = store.lock_background();
         let mut batch = sled::Batch::default();
         let mut hosts: HashMap<String, i64> = HashMap::new();
         for url in urls.drain(..) {
@@ -583,7 +583,7 @@ impl<'s> Ingest<'s> {
         }
         let store = self.store;
         let now = self.now;
-        let _lock = store.lock();
+        let _lock = store.lock_background();
         let mut batch = sled::Batch::default();
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut recent: HashMap<u64, Vec<u64>> = self

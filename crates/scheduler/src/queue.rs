@@ -270,14 +270,74 @@ impl Store {
     /// Records what a fetch of `url` found at `now`, updates the host's
     /// lastmod trust and the URL's estimator history, and reschedules it.
     pub fn complete(&self, url: &str, completion: &Completion, now: i64) -> Result<(), StoreError> {
+        match self.complete_all([(url, completion)], now)?.pop() {
+            Some(unknown) => Err(StoreError::UnknownUrl(unknown)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Store::complete`] for many fetches at once, in order, as one
+    /// atomic write (a crawler reporting a batch pays for one, not one per
+    /// URL). Returns the URLs the store does not hold; the others are
+    /// recorded. A URL reported twice is completed twice, in order.
+    pub fn complete_all<'a>(
+        &self,
+        completions: impl IntoIterator<Item = (&'a str, &'a Completion)>,
+        now: i64,
+    ) -> Result<Vec<String>, StoreError> {
         let _lock = self.lock();
-        let Some(mut rec) = self.url(url)? else {
-            return Err(StoreError::UnknownUrl(url.to_string()));
-        };
-        let host_name = keys::host_of(url).to_string();
-        let mut host = self.host(&host_name)?;
-        let mut host_changed = false;
         let mut batch = sled::Batch::default();
+        let mut records: HashMap<String, UrlRecord> = HashMap::new();
+        // Each host's record, and whether a completion changed it.
+        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut unknown = Vec::new();
+        for (url, completion) in completions {
+            let rec = match records.remove(url) {
+                Some(rec) => rec,
+                None => match self.url(url)? {
+                    Some(rec) => rec,
+                    None => {
+                        unknown.push(url.to_string());
+                        continue;
+                    }
+                },
+            };
+            let host_name = keys::host_of(url);
+            if !hosts.contains_key(host_name) {
+                hosts.insert(host_name.to_string(), (self.host(host_name)?, false));
+            }
+            let Some((host, host_changed)) = hosts.get_mut(host_name) else {
+                continue; // inserted above
+            };
+            let rec =
+                self.apply_completion(url, rec, completion, host, host_changed, &mut batch, now);
+            records.insert(url.to_string(), rec);
+        }
+        for (url, rec) in &records {
+            batch.insert(keys::url(url), encode(rec));
+        }
+        for (name, (host, changed)) in &hosts {
+            if *changed {
+                batch.insert(keys::host(name), encode(host));
+            }
+        }
+        self.kv.apply_batch(batch)?;
+        Ok(unknown)
+    }
+
+    /// One completion applied to `rec` (returned) and `host`; the due
+    /// entry's move goes into `batch`, the records are the caller's to write.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_completion(
+        &self,
+        url: &str,
+        mut rec: UrlRecord,
+        completion: &Completion,
+        host: &mut HostRecord,
+        host_changed: &mut bool,
+        batch: &mut sled::Batch,
+        now: i64,
+    ) -> UrlRecord {
         let outcome = completion.outcome.stored();
         let success = matches!(outcome, StoredOutcome::Changed | StoredOutcome::NotModified);
         let changed = outcome == StoredOutcome::Changed;
@@ -300,7 +360,7 @@ impl Store {
                 // Lastmod trust: did the sitemap's lastmod predict this?
                 if let Some(l) = rec.lastmod {
                     host.trust.observe_fetch(l.at > previous, changed);
-                    host_changed = true;
+                    *host_changed = true;
                 }
             }
             f.last_success = Some(now);
@@ -327,7 +387,7 @@ impl Store {
             .policy
             .next_interval(&state, outcome.kind())
             .map(|i| i as f32);
-        let due = self.schedule(url, &rec, &host, now);
+        let due = self.schedule(url, &rec, host, now);
         batch.remove(keys::due(rec.schedule.due, url));
         rec.schedule = Schedule {
             due: due.at,
@@ -338,12 +398,7 @@ impl Store {
         if !rec.retired {
             batch.insert(keys::due(rec.schedule.due, url), &[]);
         }
-        batch.insert(keys::url(url), encode(&rec));
-        if host_changed {
-            batch.insert(keys::host(&host_name), encode(&host));
-        }
-        self.kv.apply_batch(batch)?;
-        Ok(())
+        rec
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
@@ -95,8 +97,9 @@ pub struct StoreOptions {
     /// Complete sitemap reads a URL must be absent from before it is
     /// retired; default 3.
     pub retire_after: u64,
-    /// Default delay between two URLs of one host handed out, seconds;
-    /// default 1.
+    /// Delay between two URLs of one host handed out by a lease, seconds
+    /// (0: none); default 1. It applies to every host, those already in the
+    /// store included.
     pub min_delay: f64,
     /// The sitemap refresh schedule ([`crate::refresh`]).
     pub refresh: RefreshParams,
@@ -116,6 +119,10 @@ impl Default for StoreOptions {
     }
 }
 
+/// The longest a background writer waits for crawler requests to pass
+/// before it takes the write lock anyway.
+pub const GIVE_WAY: Duration = Duration::from_millis(100);
+
 /// The store; share it behind an `Arc`. Writes are serialised inside.
 pub struct Store {
     pub(crate) db: sled::Db,
@@ -124,6 +131,8 @@ pub struct Store {
     pub(crate) options: StoreOptions,
     /// One writer at a time: records are read, merged and written back.
     pub(crate) write: Mutex<()>,
+    /// Crawler requests waiting for `write` ([`Store::lock_background`]).
+    pub(crate) waiting: AtomicUsize,
 }
 
 impl std::fmt::Debug for Store {
@@ -183,6 +192,7 @@ impl Store {
             policy,
             options,
             write: Mutex::new(()),
+            waiting: AtomicUsize::new(0),
         })
     }
 
@@ -207,7 +217,25 @@ impl Store {
         Ok(self.db.size_on_disk()?)
     }
 
+    /// The write lock, for a crawler's request (lease, complete, notify):
+    /// background writers give way while such a request waits.
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        guard
+    }
+
+    /// The write lock, for background work (an ingest batch): while a
+    /// crawler's request waits for the lock, this waits for it to pass, up
+    /// to [`GIVE_WAY`] in all, so that a sitemap being ingested slows
+    /// leases and completions by one batch at most, and an ingest under a
+    /// constant stream of requests still moves on.
+    pub(crate) fn lock_background(&self) -> std::sync::MutexGuard<'_, ()> {
+        let start = std::time::Instant::now();
+        while self.waiting.load(Ordering::SeqCst) > 0 && start.elapsed() < GIVE_WAY {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
         self.write.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -254,8 +282,11 @@ impl Store {
     /// The record of `host` (`host[:port]`); a fresh one if absent, or if
     /// its record does not decode (politeness and trust start over).
     pub fn host(&self, host: &str) -> Result<HostRecord, StoreError> {
-        match self.get(&keys::host(host)) {
-            Ok(Some(h)) => Ok(h),
+        match self.get::<HostRecord>(&keys::host(host)) {
+            Ok(Some(mut h)) => {
+                h.min_delay = self.options.min_delay;
+                Ok(h)
+            }
             Ok(None) => Ok(self.new_host()),
             Err(StoreError::Record { key, source }) => {
                 tracing::warn!(%key, error = %source, "corrupt host record: starting over");

@@ -293,6 +293,89 @@ fn complete_updates_the_record_and_reschedules() {
 }
 
 #[test]
+fn complete_all_is_the_same_as_one_complete_after_another() {
+    let urls: Vec<String> = (0..6).map(|i| format!("https://a.example/p{i}")).collect();
+    let entries: Vec<UrlEntry> = urls.iter().map(|u| entry(u)).collect();
+    // Every outcome, a URL twice (in order), and one the store lacks.
+    let reports: Vec<(String, Completion)> = vec![
+        (urls[0].clone(), Completion::from(Outcome::Changed)),
+        (urls[1].clone(), Completion::from(Outcome::NotModified)),
+        (urls[2].clone(), Completion::from(Outcome::Gone)),
+        (
+            "https://a.example/unknown".into(),
+            Completion::from(Outcome::Changed),
+        ),
+        (urls[3].clone(), Completion::from(Outcome::Error(503))),
+        (
+            urls[4].clone(),
+            Completion::from(Outcome::Redirected("https://a.example/new".into())),
+        ),
+        (urls[0].clone(), Completion::from(Outcome::NotModified)),
+    ];
+    let (one, all) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (one, all) = (store(&one), store(&all));
+    for s in [&one, &all] {
+        read(s, T0, SM, &entries);
+        // A first visit each, so the second one feeds the estimators.
+        for u in &urls {
+            s.complete(u, &Completion::from(Outcome::Changed), T0 + 10)
+                .unwrap();
+        }
+    }
+    let now = T0 + DAY;
+    let mut unknown_one = Vec::new();
+    for (url, c) in &reports {
+        if let Err(StoreError::UnknownUrl(u)) = one.complete(url, c, now) {
+            unknown_one.push(u);
+        }
+    }
+    let unknown_all = all
+        .complete_all(reports.iter().map(|(u, c)| (u.as_str(), c)), now)
+        .unwrap();
+    assert_eq!(unknown_all, vec!["https://a.example/unknown".to_string()]);
+    assert_eq!(unknown_one, unknown_all);
+    for u in &urls {
+        assert_eq!(one.url(u).unwrap(), all.url(u).unwrap(), "{u}");
+    }
+    assert_eq!(all.url(&urls[0]).unwrap().unwrap().fetch.fetches, 3);
+    assert_eq!(
+        one.host("a.example").unwrap(),
+        all.host("a.example").unwrap()
+    );
+    assert_eq!(
+        one.peek(10, now + 400 * DAY).unwrap(),
+        all.peek(10, now + 400 * DAY).unwrap()
+    );
+    assert!(all.check().unwrap().is_ok());
+}
+
+#[test]
+fn the_lease_delay_applies_to_hosts_already_in_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries: Vec<UrlEntry> = (0..20)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    {
+        let s = store(&dir); // 1 s by default
+        read(&s, T0, SM, &entries);
+        let leased = s.lease(5, T0, 300, 5).unwrap();
+        let spacing: Vec<i64> = leased.iter().map(|l| l.not_before - T0).collect();
+        assert_eq!(spacing, vec![0, 1, 2, 3, 4]);
+    }
+    let s = Store::open(
+        dir.path(),
+        StoreOptions {
+            min_delay: 0.0,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let leased = s.lease(15, T0 + 1, 300, 100).unwrap();
+    assert_eq!(leased.len(), 15);
+    assert!(leased.iter().all(|l| l.not_before == T0 + 5), "{leased:?}");
+}
+
+#[test]
 fn the_store_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     {
