@@ -524,7 +524,7 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
     for url in &leased {
         let rec = d.get(&format!("/v1/urls?url={url}"));
         let schedule = &rec["record"]["schedule"];
-        assert_eq!(schedule["reason"], "LeaseExpired", "{rec}");
+        assert_eq!(schedule["reason"], "lease-expired", "{rec}");
         assert_eq!(schedule["due"], schedule["lease"][1], "{rec}");
     }
     let (status, _, log) = d.terminate();

@@ -91,6 +91,8 @@ pub struct StoredLastmod {
 /// [`Precision`] in the store's own stable encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
+// Names in JSON as the CLI prints them; postcard stores the variant index.
+#[serde(rename_all = "kebab-case")]
 pub enum StoredPrecision {
     Year,
     Month,
@@ -129,6 +131,8 @@ impl From<StoredPrecision> for Precision {
 /// [`ChangeFreq`] in the store's own stable encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
+// Names in JSON as the CLI prints them; postcard stores the variant index.
+#[serde(rename_all = "kebab-case")]
 pub enum StoredChangeFreq {
     Always,
     Hourly,
@@ -190,6 +194,8 @@ pub struct Extensions {
 /// A fetch outcome as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
+// Names in JSON as the CLI prints them; postcard stores the variant index.
+#[serde(rename_all = "kebab-case")]
 pub enum StoredOutcome {
     Changed,
     NotModified,
@@ -273,6 +279,8 @@ pub struct Schedule {
 /// [`Reason`] as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
+// Names in JSON as the CLI prints them; postcard stores the variant index.
+#[serde(rename_all = "kebab-case")]
 pub enum StoredReason {
     New,
     LastmodNewer,
