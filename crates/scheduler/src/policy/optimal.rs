@@ -301,7 +301,8 @@ pub fn lambda_crawl_on_change_probability(
 /// λ̂ a rate policy plans with: the URL's rate if it is a number ≥ 0, else
 /// the prior 1/(changefreq interval, or `initial_interval`); floored at
 /// 1/`max_interval` so a page never seen changing is still revisited (and
-/// its estimate can move).
+/// its estimate can move); finite (a prior interval that rounds to 0
+/// would otherwise make it infinite).
 pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
     let (_, max) = params.bounds();
     let rate = match url.rate.filter(|r| r.is_finite() && *r >= 0.0) {
@@ -314,7 +315,7 @@ pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
             1.0 / prior
         }
     };
-    rate.max(1.0 / max)
+    rate.max(1.0 / max).min(f64::MAX)
 }
 
 /// Rate policies share the discretiser and the score.
