@@ -3,144 +3,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::daemon::{Daemon, TOKEN};
 use common::{bin, http, run, stderr};
 use serde_json::{Value, json};
 use sitemapd_testsite::{Reply, TestSite};
-
-const TOKEN: &str = "s3cret-token";
-
-/// A running daemon and what it logged.
-struct Daemon {
-    child: Child,
-    addr: SocketAddr,
-    log: Arc<Mutex<String>>,
-}
-
-impl Daemon {
-    /// Starts `sitemapd daemon` with `args` (plus a loopback listener on a
-    /// free port and the test token) and waits until it listens.
-    fn start(store: &std::path::Path, args: &[&str]) -> Daemon {
-        Daemon::start_with(store, args, |cmd| cmd.env("SITEMAPD_TOKEN", TOKEN))
-    }
-
-    /// [`Daemon::start`], with `token` setting how the token is given.
-    fn start_with(
-        store: &std::path::Path,
-        args: &[&str],
-        token: impl FnOnce(&mut Command) -> &mut Command,
-    ) -> Daemon {
-        let mut cmd = bin();
-        token(&mut cmd);
-        let mut child = cmd
-            .args(["daemon", "--store", store.to_str().unwrap()])
-            .args(["--listen", "127.0.0.1:0", "--allow-private"])
-            .args(if args.contains(&"--min-delay") {
-                &[][..]
-            } else {
-                &["--min-delay", "0"][..]
-            })
-            .args(args)
-            .env("SITEMAPD_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(at) = line.find("listening on http://") {
-                    let rest = &line[at + "listening on http://".len()..];
-                    let addr: String = rest
-                        .chars()
-                        .take_while(|c| !c.is_whitespace() && *c != '"')
-                        .collect();
-                    let _ = tx.send(addr);
-                }
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("the daemon did not start:\n{}", log.lock().unwrap()))
-            .parse()
-            .unwrap();
-        Daemon { child, addr, log }
-    }
-
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let body = body.map(|b| b.to_string());
-        let (status, text) = http(self.addr, method, path, Some(TOKEN), body.as_deref());
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    fn get(&self, path: &str) -> Value {
-        let (status, v) = self.call("GET", path, None);
-        assert_eq!(status, 200, "GET {path}: {v}");
-        v
-    }
-
-    fn post(&self, path: &str, body: Value) -> Value {
-        let (status, v) = self.call("POST", path, Some(body));
-        assert_eq!(status, 200, "POST {path}: {v}");
-        v
-    }
-
-    fn active(&self) -> u64 {
-        self.get("/v1/stats")["stats"]["active"].as_u64().unwrap()
-    }
-
-    /// Polls `what` until it holds (30 s at most).
-    fn wait_for(&self, what: &str, mut done: impl FnMut(&Daemon) -> bool) {
-        let start = Instant::now();
-        while !done(self) {
-            if start.elapsed() > Duration::from_secs(30) {
-                panic!("timed out waiting for {what}; log:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// SIGTERM, then waits (at most 15 s): the exit status and how long it took.
-    fn terminate(mut self) -> (ExitStatus, Duration, String) {
-        let start = Instant::now();
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(50)); // the log reader's last lines
-                return (status, start.elapsed(), self.log());
-            }
-            if start.elapsed() > Duration::from_secs(15) {
-                let _ = self.child.kill();
-                panic!("no exit 15 s after SIGTERM:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn urlset(site: &TestSite, pages: impl IntoIterator<Item = String>) -> String {
     let mut xml = String::from(

@@ -1,55 +1,14 @@
 //! The store commands end to end: `ingest` from a loopback site into a sled
-//! store on disk, `queue`, `complete`, `stats --check`, `export`, and
-//! `kill -9` of `ingest` at many points.
+//! store on disk, `queue`, `complete`, `stats --check` and `export`
+//! (`kill -9`: tests/crash_recovery.rs).
 
 mod common;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
-use common::{bin, json_lines, run, stderr, stdout};
-use sitemapd_testsite::{Reply, TestSite};
-
-/// robots.txt -> index -> `sitemaps` sitemaps of `per` URLs each.
-fn site(sitemaps: usize, per: usize) -> TestSite {
-    let site = TestSite::start();
-    let mut index =
-        String::from(r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
-    for s in 0..sitemaps {
-        let path = format!("/sitemaps/{s}.xml");
-        index.push_str(&format!(
-            "<sitemap><loc>{}</loc></sitemap>",
-            site.url(&path)
-        ));
-        let mut body =
-            String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
-        for i in 0..per {
-            body.push_str(&format!(
-                "<url><loc>{}</loc><lastmod>2024-05-{:02}</lastmod><changefreq>daily</changefreq></url>",
-                site.url(&format!("/s{s}/page-{i}")),
-                i % 28 + 1
-            ));
-        }
-        body.push_str("</urlset>");
-        let etag = format!("\"{s}\"");
-        site.route_fn(&path, move |req, _| {
-            if req.header("if-none-match") == Some(etag.as_str()) {
-                Reply::status(304)
-            } else {
-                Reply::ok(body.clone()).header("ETag", &etag)
-            }
-        });
-    }
-    index.push_str("</sitemapindex>");
-    site.route("/sitemap_index.xml", Reply::ok(index));
-    site.route(
-        "/robots.txt",
-        Reply::ok(format!("Sitemap: {}\n", site.url("/sitemap_index.xml"))),
-    );
-    site
-}
+use common::{bin, indexed_site, json_lines, run, stderr, stdout};
 
 fn store_args<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
     let mut v = args.to_vec();
@@ -66,7 +25,7 @@ fn ingest(dir: &Path, root: &str) -> Output {
 
 #[test]
 fn ingest_queue_complete_stats_export() {
-    let site = site(3, 20);
+    let site = indexed_site(3, 20);
     let dir = tempfile::tempdir().unwrap();
     let root = site.url("/");
     let o = ingest(dir.path(), &root);
@@ -158,43 +117,6 @@ fn ingest_queue_complete_stats_export() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["active"], 60);
     assert_eq!(v["check"]["missing_due"], serde_json::json!([]));
-}
-
-#[test]
-fn kill_9_during_ingest_leaves_a_consistent_store() {
-    let site = site(12, 2_500);
-    let dir = tempfile::tempdir().unwrap();
-    let root = site.url("/");
-    let delays = [30, 80, 150, 250, 400, 600, 900, 1300, 1800, 2500];
-    for (round, ms) in delays.iter().enumerate() {
-        let mut child = bin()
-            .args(store_args(
-                dir.path(),
-                &["ingest", "--allow-private", "--min-delay", "0", &root],
-            ))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(*ms));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        let o = run(&store_args(dir.path(), &["stats", "--check"]));
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "round {round} (killed after {ms} ms):\n{}{}",
-            stdout(&o),
-            stderr(&o)
-        );
-    }
-    // A run to the end restores everything a killed run lost.
-    let o = ingest(dir.path(), &root);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = run(&store_args(dir.path(), &["stats", "--check", "--json"]));
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v["active"], 30_000, "{v}");
 }
 
 #[test]

@@ -141,6 +141,22 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
 }
 
+/// [`blocking`] for a write the answer acknowledges: the store is flushed
+/// (sled writes and syncs its log) before the response, so that a lease,
+/// a completion or a notification the client was told about survives a
+/// crash (`kill -9`, power loss). Concurrent requests share flushes.
+async fn durable<T: Send + 'static>(
+    state: &Shared,
+    work: impl FnOnce(&Store) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    blocking(state, move |store| {
+        let out = work(store)?;
+        store.flush()?;
+        Ok(out)
+    })
+    .await
+}
+
 async fn auth(State(state): State<Shared>, req: Request, next: Next) -> Response {
     if let Some(token) = &state.token {
         let given = req
@@ -205,7 +221,7 @@ async fn lease(
         .per_host
         .unwrap_or(state.per_host)
         .clamp(1, state.per_host);
-    let leased = blocking(&state, move |store| {
+    let leased = durable(&state, move |store| {
         Ok(store.lease(req.n, now(), ttl, per_host)?)
     })
     .await?;
@@ -226,7 +242,7 @@ async fn complete(
         completions.push(c);
     }
     let metrics = state.metrics.clone();
-    blocking(&state, move |store| {
+    durable(&state, move |store| {
         let unknown =
             store.complete_all(completions.iter().map(|(url, c)| (url.as_str(), c)), now())?;
         for (url, c) in &completions {
@@ -272,7 +288,7 @@ async fn notify(
         urls.push(url.into_string());
     }
     let metrics = state.metrics.clone();
-    blocking(&state, move |store| {
+    durable(&state, move |store| {
         let now = now();
         let (mut known, mut added) = (0u64, 0u64);
         for url in &urls {
@@ -329,7 +345,7 @@ async fn add_sites(
     JsonBody(req): JsonBody<SitesRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let keys = site_keys(&req)?;
-    let result = blocking(&state, move |store| {
+    let result = durable(&state, move |store| {
         let (mut added, mut known) = (Vec::new(), Vec::new());
         for key in keys {
             if store.add_site(&key, now())? {
@@ -338,7 +354,6 @@ async fn add_sites(
                 known.push(key);
             }
         }
-        store.flush()?;
         Ok(json!({ "added": added, "known": known }))
     })
     .await?;
@@ -351,7 +366,7 @@ async fn remove_sites(
     JsonBody(req): JsonBody<SitesRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let keys = site_keys(&req)?;
-    blocking(&state, move |store| {
+    durable(&state, move |store| {
         let (mut removed, mut unknown, mut retired) = (Vec::new(), Vec::new(), 0u64);
         for key in keys {
             if store.remove_site(&key)? {
@@ -370,7 +385,6 @@ async fn remove_sites(
                 unknown.push(key);
             }
         }
-        store.flush()?;
         Ok(Json(
             json!({ "removed": removed, "unknown": unknown, "retired_urls": retired }),
         ))

@@ -4,6 +4,10 @@
 
 use std::process::{Command, Output};
 
+use sitemapd_testsite::{Reply, TestSite};
+
+pub mod daemon;
+
 /// The binary under test.
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sitemapd"))
@@ -43,4 +47,45 @@ pub fn http(
     let r = sitemapd_testsite::client::request(addr, method, path, token, body.map(str::as_bytes))
         .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
     (r.status, r.text())
+}
+
+/// A loopback site: robots.txt -> index -> `sitemaps` sitemaps of `per`
+/// URLs each (lastmod and changefreq on every URL; each sitemap answers
+/// 304 to its ETag).
+pub fn indexed_site(sitemaps: usize, per: usize) -> TestSite {
+    let site = TestSite::start();
+    let mut index =
+        String::from(r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for s in 0..sitemaps {
+        let path = format!("/sitemaps/{s}.xml");
+        index.push_str(&format!(
+            "<sitemap><loc>{}</loc></sitemap>",
+            site.url(&path)
+        ));
+        let mut body =
+            String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+        for i in 0..per {
+            body.push_str(&format!(
+                "<url><loc>{}</loc><lastmod>2024-05-{:02}</lastmod><changefreq>daily</changefreq></url>",
+                site.url(&format!("/s{s}/page-{i}")),
+                i % 28 + 1
+            ));
+        }
+        body.push_str("</urlset>");
+        let etag = format!("\"{s}\"");
+        site.route_fn(&path, move |req, _| {
+            if req.header("if-none-match") == Some(etag.as_str()) {
+                Reply::status(304)
+            } else {
+                Reply::ok(body.clone()).header("ETag", &etag)
+            }
+        });
+    }
+    index.push_str("</sitemapindex>");
+    site.route("/sitemap_index.xml", Reply::ok(index));
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!("Sitemap: {}\n", site.url("/sitemap_index.xml"))),
+    );
+    site
 }

@@ -336,6 +336,14 @@ impl<'s> Ingest<'s> {
         );
         self.readings.remove(sitemap);
         self.stats.sitemaps += 1;
+        // An index's children before its schedule: after a crash between
+        // the two, the index is due again (no schedule written) rather than
+        // "not due" with children it never remembered.
+        if ok {
+            if let Some(children) = &fetch.children {
+                self.replace_children(record.id, children, fetch.complete)?;
+            }
+        }
         {
             let _lock = self.store.lock_background();
             let mut batch = sled::Batch::default();
@@ -357,11 +365,6 @@ impl<'s> Ingest<'s> {
                 }
             }
             self.store.kv.apply_batch(batch)?;
-        }
-        if ok {
-            if let Some(children) = &fetch.children {
-                self.replace_children(record.id, children, fetch.complete)?;
-            }
         }
         if retire_pass {
             self.retire_absent(sitemap, &record)?;
