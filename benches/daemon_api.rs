@@ -1111,10 +1111,39 @@ fn soak(args: &[String], minutes: f64) {
             "daemon stopped {:.2} s after SIGTERM: {status}",
             took.as_secs_f64()
         );
+        check_store(store.path(), sites * SOAK_URLS as usize);
     }
     println!("load average after: {}", loadavg());
     drop(site.stdin.take());
     let _ = site.wait();
+}
+
+/// Queue consistency after the soak: `sitemapd stats --check` on the
+/// stopped daemon's store, and the active URL count against what the sites
+/// list (each lists `expected` URLs in all at any time).
+fn check_store(store: &Path, expected: usize) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+        .args(["stats", "--check", "--json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    println!(
+        "store check: {} (exit {}); {} active (the sites list {expected} now), {} retired, {} leased, {} due now",
+        if out.status.success() {
+            "consistent"
+        } else {
+            "INCONSISTENT"
+        },
+        out.status.code().unwrap_or(-1),
+        v["active"],
+        v["retired"],
+        v["leased"],
+        v["due_now"],
+    );
+    if !out.status.success() {
+        println!("{}", String::from_utf8_lossy(&out.stdout));
+    }
 }
 
 /// Least-squares slope of `f` over time, per second.
