@@ -3,7 +3,8 @@
 //!
 //! The responder is hand-written on tokio's `TcpListener` so that a test has exact control over
 //! hostile server behaviour: a `Content-Length` that lies, bodies dripped slowly or sent
-//! forever, connections reset mid-body. It binds `127.0.0.1:0` only and runs on its own thread
+//! forever, connections reset mid-body, and raw bytes with no HTTP framing at all (a head
+//! that never ends, see [`Length::Raw`] and [`Body::Chain`]). It binds `127.0.0.1:0` only and runs on its own thread
 //! with its own runtime, so it serves sync tests, `#[tokio::test]` tests and child processes
 //! alike. Dropping the [`TestSite`] stops it.
 //!
@@ -284,6 +285,12 @@ pub enum Length {
     Lie(u64),
     /// No length header and `Connection: close`: closing the connection ends the body.
     None,
+    /// No head at all: the status, headers and framing of the reply are ignored and the
+    /// body's bytes are written as they are, then the connection closes. The body must carry
+    /// its own status line and headers, so a test can send what no well-behaved server would:
+    /// a head that never ends (a status line, then header lines forever), a malformed status
+    /// line, a `Content-Length` that contradicts a second one.
+    Raw,
 }
 
 /// A reply body. Every variant is cheap to clone ([`Bytes`] is reference-counted).
@@ -312,6 +319,13 @@ pub enum Body {
     },
     /// Send these bytes, then reset the TCP connection (`SO_LINGER` 0) mid-body.
     ResetAfter(Bytes),
+    /// These bodies one after the other, in one reply: a document streamed from a prefix,
+    /// a long generated middle and a suffix (`Bytes`, `Repeat { count: Some(n) }`, `Bytes`)
+    /// without ever being built in memory. With [`Length::Exact`] its length is the sum of the
+    /// parts' (no length if one of them has no end); with [`Length::Chunked`] each piece of
+    /// each part is a chunk. A part after one without an end, or after a
+    /// [`Body::ResetAfter`] (which resets the connection), is never sent.
+    Chain(Vec<Body>),
 }
 
 impl Reply {

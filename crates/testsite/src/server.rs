@@ -192,6 +192,7 @@ async fn respond(
         length,
     } = reply;
     let chunked = length == Length::Chunked;
+    let raw = length == Length::Raw;
     let (content_length, mut close) = match length {
         Length::Exact => match body_len(&body) {
             Some(n) => (Some(n), false),
@@ -199,7 +200,7 @@ async fn respond(
         },
         Length::Chunked => (None, false),
         Length::Lie(n) => (Some(n), true),
-        Length::None => (None, true),
+        Length::None | Length::Raw => (None, true),
     };
     let own_connection = headers
         .iter()
@@ -207,27 +208,29 @@ async fn respond(
     close |= client_close || own_connection.is_some_and(|(_, v)| has_token(v, "close"));
 
     let mut head = Vec::with_capacity(256);
-    let _ = write!(head, "HTTP/1.1 {status} {}\r\n", reason(status));
-    for (name, value) in &headers {
-        let _ = write!(head, "{name}: {value}\r\n");
+    if !raw {
+        let _ = write!(head, "HTTP/1.1 {status} {}\r\n", reason(status));
+        for (name, value) in &headers {
+            let _ = write!(head, "{name}: {value}\r\n");
+        }
+        if let Some(n) = content_length {
+            let _ = write!(head, "content-length: {n}\r\n");
+        }
+        if chunked {
+            head.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        }
+        if close && own_connection.is_none() {
+            head.extend_from_slice(b"connection: close\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
     }
-    if let Some(n) = content_length {
-        let _ = write!(head, "content-length: {n}\r\n");
-    }
-    if chunked {
-        head.extend_from_slice(b"transfer-encoding: chunked\r\n");
-    }
-    if close && own_connection.is_none() {
-        head.extend_from_slice(b"connection: close\r\n");
-    }
-    head.extend_from_slice(b"\r\n");
 
-    let after = match (&body, close) {
-        (Body::ResetAfter(_), _) => After::Reset,
-        (_, true) => After::Close,
-        (_, false) => After::KeepAlive,
+    let after = match (resets(&body), close) {
+        (true, _) => After::Reset,
+        (false, true) => After::Close,
+        (false, false) => After::KeepAlive,
     };
-    if head_only {
+    if head_only && !raw {
         stream.write_all(&head).await?;
         return Ok(after);
     }
@@ -241,20 +244,66 @@ async fn respond(
             head.extend_from_slice(&b);
             stream.write_all(&head).await?;
         }
-        Body::Bytes(b) => {
-            stream.write_all(&head).await?;
-            stream.write_all(&b).await?;
-        }
         Body::ResetAfter(b) => {
             head.extend_from_slice(&frame(&b, chunked));
             stream.write_all(&head).await?;
+        }
+        body => {
+            stream.write_all(&head).await?;
+            let mut parts = Vec::new();
+            flatten(body, &mut parts);
+            for part in parts {
+                if !write_part(stream, part, chunked).await? {
+                    // A reset: nothing may follow.
+                    return Ok(after);
+                }
+            }
+            if chunked {
+                stream.write_all(LAST_CHUNK).await?;
+            }
+        }
+    }
+    Ok(after)
+}
+
+/// The parts of a body in order, nested [`Body::Chain`]s flattened.
+fn flatten(body: Body, out: &mut Vec<Body>) {
+    match body {
+        Body::Chain(parts) => {
+            for part in parts {
+                flatten(part, out);
+            }
+        }
+        other => out.push(other),
+    }
+}
+
+/// Whether the connection is reset after this body.
+fn resets(body: &Body) -> bool {
+    match body {
+        Body::ResetAfter(_) => true,
+        Body::Chain(parts) => parts.iter().any(resets),
+        _ => false,
+    }
+}
+
+/// Writes one part of a body (a whole body that is not a chain, or one part of a flattened
+/// chain); `false` after a [`Body::ResetAfter`]: nothing may follow it. A part without an
+/// end only returns with the write error that ends it.
+async fn write_part(stream: &mut TcpStream, part: Body, chunked: bool) -> io::Result<bool> {
+    match part {
+        Body::Bytes(b) => {
+            stream.write_all(&frame(&b, chunked)).await?;
+        }
+        Body::ResetAfter(b) => {
+            stream.write_all(&frame(&b, chunked)).await?;
+            return Ok(false);
         }
         Body::Drip {
             chunk,
             every,
             count,
         } => {
-            stream.write_all(&head).await?;
             let piece = frame(&chunk, chunked);
             if piece.is_empty() && count.is_none() {
                 // Nothing to send, ever: stall until the client goes away or the site stops.
@@ -268,12 +317,8 @@ async fn respond(
                 stream.write_all(&piece).await?;
                 sent += 1;
             }
-            if chunked {
-                stream.write_all(LAST_CHUNK).await?;
-            }
         }
         Body::Repeat { chunk, count } => {
-            stream.write_all(&head).await?;
             let piece = frame(&chunk, chunked);
             if !piece.is_empty() {
                 let per = (BATCH / piece.len()).max(1);
@@ -291,12 +336,11 @@ async fn respond(
                     }
                 }
             }
-            if chunked {
-                stream.write_all(LAST_CHUNK).await?;
-            }
         }
+        // Flattened by the caller.
+        Body::Chain(_) => {}
     }
-    Ok(after)
+    Ok(true)
 }
 
 /// The real length of a body, `None` if it has no end.
@@ -310,6 +354,17 @@ fn body_len(body: &Body) -> Option<u64> {
         },
         // One byte more than is sent: the reset always comes mid-body.
         Body::ResetAfter(b) => Some(b.len() as u64 + 1),
+        // The parts up to a reset (nothing after one is sent).
+        Body::Chain(parts) => {
+            let mut sum = 0u64;
+            for part in parts {
+                sum = sum.saturating_add(body_len(part)?);
+                if resets(part) {
+                    break;
+                }
+            }
+            Some(sum)
+        }
     }
 }
 

@@ -315,6 +315,104 @@ fn reset_after_resets_mid_body() {
 }
 
 #[test]
+fn chain_streams_its_parts_in_order() {
+    let site = TestSite::start();
+    let chain = || {
+        Body::Chain(vec![
+            Body::Bytes(Bytes::from_static(b"<a>")),
+            Body::Repeat {
+                chunk: Bytes::from_static(b"xy"),
+                count: Some(3),
+            },
+            Body::Chain(vec![Body::Bytes(Bytes::from_static(b"</a>"))]),
+        ])
+    };
+    site.route("/exact", Reply::ok("").body(chain()));
+    let resp = get(&site, "/exact");
+    assert_eq!(resp.header("content-length"), Some("13"));
+    assert_eq!(resp.body, b"<a>xyxyxy</a>");
+    site.route(
+        "/chunked",
+        Reply::ok("").body(chain()).length(Length::Chunked),
+    );
+    assert_eq!(get(&site, "/chunked").body, b"<a>xyxyxy</a>");
+
+    // A part without an end: no length, and what follows it is never sent.
+    let endless = Body::Chain(vec![
+        Body::Bytes(Bytes::from_static(b"head ")),
+        Body::Repeat {
+            chunk: Bytes::from_static(b"."),
+            count: None,
+        },
+        Body::Bytes(Bytes::from_static(b"never")),
+    ]);
+    site.route("/endless", Reply::ok("").body(endless));
+    let mut conn = connect(&site);
+    send(&mut conn, "GET", "/endless", "");
+    let mut buf = vec![0; 300_000];
+    conn.read_exact(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf);
+    assert!(
+        text.contains("\r\nconnection: close\r\n\r\nhead ...."),
+        "{text:.200}"
+    );
+    assert!(!text.contains("content-length"));
+
+    // A reset part ends the reply mid-body.
+    let reset = Body::Chain(vec![
+        Body::Bytes(Bytes::from_static(b"ab")),
+        Body::ResetAfter(Bytes::from_static(b"cd")),
+        Body::Bytes(Bytes::from_static(b"never")),
+    ]);
+    site.route("/reset", Reply::ok("").body(reset));
+    let mut conn = connect(&site);
+    send(&mut conn, "GET", "/reset", "");
+    let mut all = Vec::new();
+    let err = conn.read_to_end(&mut all).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.contains("\r\ncontent-length: 5\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nabcd"), "{text}");
+}
+
+#[test]
+fn raw_replies_carry_their_own_head() {
+    let site = TestSite::start();
+    let bytes = Bytes::from_static(b"HTTP/1.1 200 OK\r\nX-A: 1\r\n");
+    site.route(
+        "/raw",
+        Reply::status(404)
+            .header("X-Ignored", "1")
+            .body(Body::Bytes(bytes))
+            .length(Length::Raw),
+    );
+    assert_eq!(raw_text(&site, "/raw"), "HTTP/1.1 200 OK\r\nX-A: 1\r\n");
+
+    // A head that never ends: header lines, forever.
+    let endless = Body::Chain(vec![
+        Body::Bytes(Bytes::from_static(b"HTTP/1.1 200 OK\r\n")),
+        Body::Repeat {
+            chunk: Bytes::from_static(b"X-Junk: 0123456789\r\n"),
+            count: None,
+        },
+    ]);
+    site.route(
+        "/endless-head",
+        Reply::ok("").body(endless).length(Length::Raw),
+    );
+    let mut conn = connect(&site);
+    send(&mut conn, "GET", "/endless-head", "");
+    let mut buf = vec![0; 1_000_000];
+    conn.read_exact(&mut buf).unwrap();
+    assert!(buf.starts_with(b"HTTP/1.1 200 OK\r\nX-Junk: 0123456789\r\nX-Junk"));
+    assert!(
+        !buf.windows(4).any(|w| w == b"\r\n\r\n"),
+        "the head never ends"
+    );
+    assert_eq!(get(&site, "/other").status, 404);
+}
+
+#[test]
 fn drop_stops_the_server_with_connections_still_open() {
     let site = TestSite::start();
     let stall = Body::Drip {
