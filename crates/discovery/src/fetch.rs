@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::guard::{AddressGuard, GuardedResolver};
+use crate::guard::{AddressGuard, GuardRefused, GuardedResolver};
 use crate::politeness::{HostPermit, Politeness};
 
 /// Fetcher settings. `Default` gives the values documented on each field.
@@ -57,6 +57,11 @@ pub struct FetchConfig {
     pub crawl_delay_cap: Duration,
     /// Lift the address guard (loopback tests, intranets); default false.
     pub allow_private: bool,
+    /// Addresses the guard lets through although they are not public (one
+    /// intranet host, a loopback test server), while it still refuses every
+    /// other; default none. Exact matches only: `127.0.0.1` does not let
+    /// `127.0.0.2` or `::ffff:127.0.0.1` through.
+    pub allow_addresses: Vec<IpAddr>,
     /// Proxy for every request (`http://…` or `socks5://…`); default none,
     /// and the system's proxy settings are ignored. Behind a proxy the
     /// guard can only check literal IP hosts: names resolve at the proxy.
@@ -81,6 +86,7 @@ impl Default for FetchConfig {
             min_delay: Duration::from_secs(1),
             crawl_delay_cap: Duration::from_secs(30),
             allow_private: false,
+            allow_addresses: Vec::new(),
             proxy: None,
             resolve: HashMap::new(),
         }
@@ -328,6 +334,15 @@ impl AsyncRead for Body {
 /// Sorts a reqwest error into a [`FetchError`] (the deadline is ours, so a
 /// reqwest timeout is a connect or an idle timeout).
 fn classify(e: &reqwest::Error, idle: Duration) -> FetchError {
+    // A name the guard refused: a refusal like a literal's (not retried),
+    // not a connection failure.
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(refused) = inner.downcast_ref::<GuardRefused>() {
+            return FetchError::Refused(refused.describe());
+        }
+        source = inner.source();
+    }
     if e.is_connect() {
         FetchError::Connect(error_chain(e))
     } else if e.is_timeout() {
@@ -398,7 +413,8 @@ impl Fetcher {
         let guard = AddressGuard {
             allow_private: config.allow_private,
         };
-        let resolver = GuardedResolver::new(guard, config.resolve.clone());
+        let resolver = GuardedResolver::new(guard, config.resolve.clone())
+            .allowing(config.allow_addresses.clone());
         let mut headers = HeaderMap::new();
         headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
         headers.insert(
@@ -533,7 +549,7 @@ impl Fetcher {
                 .map_err(|_| FetchError::Deadline(self.config.deadline))?
                 .map_err(|e| classify(&e, self.config.idle_timeout))?;
             if let (Some(remote), None) = (response.remote_addr(), &self.config.proxy) {
-                self.guard.check(remote.ip()).map_err(|why| {
+                self.check_ip(remote.ip()).map_err(|why| {
                     FetchError::Refused(format!("{current} connected to {} ({why})", remote.ip()))
                 })?;
             }
@@ -608,11 +624,18 @@ impl Fetcher {
         let host = url.host();
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = literal.parse::<IpAddr>() {
-            self.guard
-                .check(ip)
+            self.check_ip(ip)
                 .map_err(|why| FetchError::Refused(format!("{url} ({ip} is {why})")))?;
         }
         Ok(())
+    }
+
+    /// The guard, with [`FetchConfig::allow_addresses`] let through.
+    fn check_ip(&self, ip: IpAddr) -> Result<(), &'static str> {
+        if self.config.allow_addresses.contains(&ip) {
+            return Ok(());
+        }
+        self.guard.check(ip)
     }
 }
 

@@ -117,6 +117,8 @@ impl AddressGuard {
 pub struct GuardedResolver {
     guard: AddressGuard,
     overrides: Arc<HashMap<String, Vec<IpAddr>>>,
+    /// Addresses let through although the guard would refuse them.
+    allowed: Arc<Vec<IpAddr>>,
 }
 
 /// A name whose every address is forbidden.
@@ -127,6 +129,14 @@ pub struct GuardRefused {
     addresses: String,
 }
 
+impl GuardRefused {
+    /// The name and its refused addresses, for
+    /// [`FetchError::Refused`](crate::FetchError::Refused).
+    pub fn describe(&self) -> String {
+        format!("{} (it resolves only to {})", self.name, self.addresses)
+    }
+}
+
 impl GuardedResolver {
     /// A resolver applying `guard`, answering names in `overrides` (lower
     /// case host names) from the table instead of DNS.
@@ -134,7 +144,19 @@ impl GuardedResolver {
         Self {
             guard,
             overrides: Arc::new(overrides),
+            allowed: Arc::default(),
         }
+    }
+
+    /// Lets these exact addresses through although the guard would refuse
+    /// them (see `FetchConfig::allow_addresses`).
+    pub fn allowing(mut self, addresses: Vec<IpAddr>) -> Self {
+        self.allowed = Arc::new(addresses);
+        self
+    }
+
+    fn permits(&self, ip: IpAddr) -> bool {
+        self.allowed.contains(&ip) || self.guard.check(ip).is_ok()
     }
 
     /// Resolves `name` and keeps the allowed addresses; an error when none
@@ -147,9 +169,8 @@ impl GuardedResolver {
             Some(ips) => ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
             None => tokio::net::lookup_host((name, 0)).await?.collect(),
         };
-        let (allowed, refused): (Vec<_>, Vec<_>) = all
-            .into_iter()
-            .partition(|a| self.guard.check(a.ip()).is_ok());
+        let (allowed, refused): (Vec<_>, Vec<_>) =
+            all.into_iter().partition(|a| self.permits(a.ip()));
         if allowed.is_empty() && !refused.is_empty() {
             let addresses = refused
                 .iter()
@@ -254,8 +275,19 @@ mod tests {
             AddressGuard {
                 allow_private: true,
             },
-            overrides,
+            overrides.clone(),
         );
         assert_eq!(open.lookup("evil.test").await.unwrap().len(), 1);
+        // One address let through: that one only.
+        let one =
+            GuardedResolver::new(AddressGuard::default(), overrides).allowing(vec![ip("10.0.0.1")]);
+        assert_eq!(
+            one.lookup("mixed.test").await.unwrap(),
+            [
+                SocketAddr::new(ip("10.0.0.1"), 0),
+                SocketAddr::new(ip("8.8.8.8"), 0)
+            ]
+        );
+        assert!(one.lookup("evil.test").await.is_err());
     }
 }

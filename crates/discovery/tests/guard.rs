@@ -1,0 +1,297 @@
+//! The address guard on every path into a fetch (issue 7, security): a
+//! robots.txt, a sitemap named by a robots.txt `Sitemap:` line, an index
+//! child, a redirect hop (of a sitemap and of a robots.txt), each pointing at
+//! host *names* that resolve to loopback or unspecified addresses, and at
+//! literal private addresses.
+//!
+//! | Path into a fetch | Test |
+//! |---|---|
+//! | a site's robots.txt (the seed's host is a name resolving privately) | [`a_site_whose_name_resolves_privately_is_not_contacted`] |
+//! | a seed sitemap (literal 10.x, a name resolving to 127.0.0.1, loopback) | `walk.rs`: `address_guard_refuses_private_literals_and_names_without_connecting` |
+//! | robots.txt `Sitemap:` lines | [`robots_sitemap_lines_to_private_addresses_are_refused`] |
+//! | sitemap index children | [`index_children_at_private_addresses_are_refused`] |
+//! | redirects, at every hop, of sitemaps and robots.txt | [`redirects_to_private_addresses_are_refused_at_every_hop`] |
+//! | sites added through the daemon API | `tests/hostile_daemon.rs`: `sites_added_through_the_api_pass_the_guard` |
+//!
+//! The guard is on in these tests (`allow_private: false`). To serve the
+//! first, legitimate document from the loopback test server, its one
+//! address, 127.0.0.1, is let through ([`FetchConfig::allow_addresses`]);
+//! nothing else is. The names resolve (through the fetcher's `resolve`
+//! table, like `--resolve`) to other loopback addresses, `::1`,
+//! `::ffff:127.0.0.1` and `0.0.0.0`: should the guard ever let one through,
+//! the connection lands on this machine (`0.0.0.0` and the IPv4-mapped
+//! address even on the test server itself, which would count the request).
+//! Literal private addresses (`10.0.0.1`, `169.254.169.254`, `192.168.0.1`)
+//! are refused before any connection is attempted.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use sitemapd_discovery::walk::{RobotsOutcome, SiteTotals};
+use sitemapd_discovery::{FetchConfig, Fetcher, Seed, WalkConfig, WalkEvent, Walker};
+use sitemapd_testsite::{Reply, TestSite};
+
+/// Names and where they resolve: all somewhere on this machine, none of
+/// them the test server's 127.0.0.1.
+const NAMES: [(&str, &str); 4] = [
+    ("loopback.test", "127.0.0.2"),
+    ("six.test", "::1"),
+    ("mapped.test", "::ffff:127.0.0.1"),
+    ("zero.test", "0.0.0.0"),
+];
+
+fn guarded() -> Walker {
+    let resolve: HashMap<String, Vec<IpAddr>> = NAMES
+        .iter()
+        .map(|(name, ip)| (name.to_string(), vec![ip.parse().unwrap()]))
+        .collect();
+    let config = FetchConfig {
+        allow_private: false,
+        allow_addresses: vec!["127.0.0.1".parse().unwrap()],
+        resolve,
+        min_delay: Duration::ZERO,
+        // A refusal must not be retried: with a 2 s backoff a retry shows.
+        backoff: Duration::from_secs(2),
+        deadline: Duration::from_secs(10),
+        ..FetchConfig::default()
+    };
+    Walker::new(Fetcher::new(config).unwrap(), WalkConfig::default())
+}
+
+async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
+    walker
+        .walk(vec![Seed::parse(seed).unwrap()])
+        .collect()
+        .await
+}
+
+/// Every private target for `path` on the test server's port: the names,
+/// the same addresses as literals, and literal private addresses elsewhere.
+fn targets(site: &TestSite, path: &str) -> Vec<String> {
+    let port = site.port();
+    let mut out: Vec<String> = NAMES
+        .iter()
+        .map(|(name, _)| format!("http://{name}:{port}{path}"))
+        .collect();
+    out.extend([
+        format!("http://127.0.0.2:{port}{path}"),
+        format!("http://[::1]:{port}{path}"),
+        format!("http://[::ffff:127.0.0.1]:{port}{path}"),
+        format!("http://0.0.0.0:{port}{path}"),
+        // 127.0.0.3 written as one number (WHATWG URL hosts): still refused.
+        format!("http://2130706435:{port}{path}"),
+        format!("http://10.0.0.1{path}"),
+        format!("http://169.254.169.254/latest/meta-data{path}"),
+        format!("http://192.168.0.1:8080{path}"),
+    ]);
+    out
+}
+
+/// The failures: (url, error).
+fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WalkEvent::SitemapFailed(f) => Some((f.url.to_string(), f.error.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn site_done(events: &[WalkEvent]) -> &SiteTotals {
+    match events.last() {
+        Some(WalkEvent::SiteDone(t)) => t,
+        other => panic!("the walk must end with SiteDone, got {other:?}"),
+    }
+}
+
+/// Each target failed with the guard's refusal, once.
+#[track_caller]
+fn all_refused(events: &[WalkEvent], targets: &[String]) {
+    let failed: HashMap<String, String> = failures(events).into_iter().collect();
+    for target in targets {
+        let normalised = sitemapd_parser::NormUrl::parse(target).unwrap().to_string();
+        let error = failed
+            .get(&normalised)
+            .unwrap_or_else(|| panic!("{target} did not fail: {failed:#?}"));
+        assert!(
+            error.starts_with("address guard refused"),
+            "{target}: {error}"
+        );
+    }
+}
+
+fn urlset(locs: &[String]) -> String {
+    let mut s = String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for loc in locs {
+        s.push_str(&format!("<url><loc>{loc}</loc></url>"));
+    }
+    s.push_str("</urlset>");
+    s
+}
+
+#[tokio::test]
+async fn a_site_whose_name_resolves_privately_is_not_contacted() {
+    let site = TestSite::start();
+    site.route("/robots.txt", Reply::ok("Sitemap: /landed.xml\n"));
+    site.route("/landed.xml", Reply::ok(urlset(&[])));
+    let w = guarded();
+    let started = Instant::now();
+    for (name, _) in NAMES {
+        let events = walk(&w, &format!("http://{name}:{}/", site.port())).await;
+        let robots = events
+            .iter()
+            .find_map(|e| match e {
+                WalkEvent::Robots(r) => Some(r),
+                _ => None,
+            })
+            .unwrap();
+        let RobotsOutcome::Unreachable { reason } = &robots.outcome else {
+            panic!("{name}: {:?}", robots.outcome)
+        };
+        assert!(
+            reason.starts_with("address guard refused"),
+            "{name}: {reason}"
+        );
+        assert!(reason.contains(name), "{name}: {reason}");
+        // Unreachable robots.txt: nothing else is tried (no probes).
+        assert_eq!(site_done(&events).sitemaps, 0);
+    }
+    assert_eq!(site.connections(), 0, "the guard let a connection through");
+    // Refused at once: not retried after a backoff.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn robots_sitemap_lines_to_private_addresses_are_refused() {
+    let site = TestSite::start();
+    let evil = targets(&site, "/landed.xml");
+    let mut robots = String::new();
+    for t in &evil {
+        robots.push_str(&format!("Sitemap: {t}\n"));
+    }
+    robots.push_str(&format!("Sitemap: {}\n", site.url("/good.xml")));
+    site.route("/robots.txt", Reply::ok(robots));
+    site.route("/good.xml", Reply::ok(urlset(&[site.url("/page")])));
+    site.route("/landed.xml", Reply::ok(urlset(&[site.url("/landed")])));
+    let w = guarded();
+    let started = Instant::now();
+    let events = walk(&w, &site.url("/")).await;
+    all_refused(&events, &evil);
+    assert_eq!(site.hits("/landed.xml"), 0);
+    let totals = site_done(&events);
+    assert_eq!((totals.sitemaps, totals.failed), (1, evil.len() as u64));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn index_children_at_private_addresses_are_refused() {
+    let site = TestSite::start();
+    let evil = targets(&site, "/landed.xml");
+    let mut index =
+        String::from(r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    for t in evil.iter().chain([&site.url("/good.xml")]) {
+        index.push_str(&format!("<sitemap><loc>{t}</loc></sitemap>"));
+    }
+    index.push_str("</sitemapindex>");
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!("Sitemap: {}\n", site.url("/index.xml"))),
+    );
+    site.route("/index.xml", Reply::ok(index));
+    site.route("/good.xml", Reply::ok(urlset(&[site.url("/page")])));
+    site.route("/landed.xml", Reply::ok(urlset(&[])));
+    // Children on other hosts are out of the index's scope (I4) unless
+    // cross-submission allows them: scope off, so that only the guard stands
+    // between the index and its children.
+    let w = {
+        let base = guarded();
+        Walker::new(
+            base.fetcher().clone(),
+            WalkConfig {
+                parse: sitemapd_parser::ParseOptions {
+                    scope: sitemapd_parser::ScopeMode::None,
+                    ..Default::default()
+                },
+                ..WalkConfig::default()
+            },
+        )
+    };
+    let events = walk(&w, &site.url("/")).await;
+    all_refused(&events, &evil);
+    assert_eq!(site.hits("/landed.xml"), 0);
+    let totals = site_done(&events);
+    assert_eq!((totals.sitemaps, totals.failed), (2, evil.len() as u64));
+}
+
+#[tokio::test]
+async fn redirects_to_private_addresses_are_refused_at_every_hop() {
+    let site = TestSite::start();
+    let evil = targets(&site, "/landed.xml");
+    let mut robots = String::new();
+    let mut listed = Vec::new();
+    for (i, target) in evil.iter().enumerate() {
+        // A chain: /r{i}/0 -> /r{i}/1 -> the private target.
+        site.route(
+            &format!("/r{i}/0"),
+            Reply::redirect(301, &format!("/r{i}/1")),
+        );
+        site.route(&format!("/r{i}/1"), Reply::redirect(302, target));
+        let first = site.url(&format!("/r{i}/0"));
+        robots.push_str(&format!("Sitemap: {first}\n"));
+        listed.push(first);
+    }
+    robots.push_str(&format!("Sitemap: {}\n", site.url("/good.xml")));
+    site.route("/robots.txt", Reply::ok(robots));
+    site.route("/good.xml", Reply::ok(urlset(&[site.url("/page")])));
+    site.route("/landed.xml", Reply::ok(urlset(&[])));
+    let w = guarded();
+    let events = walk(&w, &site.url("/")).await;
+    // Failed as the sitemaps listed, refused at the third hop.
+    let failed: HashMap<String, String> = failures(&events).into_iter().collect();
+    for (first, target) in listed.iter().zip(&evil) {
+        let error = &failed[first];
+        assert!(
+            error.starts_with("address guard refused"),
+            "{target}: {error}"
+        );
+    }
+    for i in 0..evil.len() {
+        assert_eq!(site.hits(&format!("/r{i}/1")), 1, "hop 2 of chain {i}");
+    }
+    assert_eq!(site.hits("/landed.xml"), 0);
+    let totals = site_done(&events);
+    assert_eq!((totals.sitemaps, totals.failed), (1, evil.len() as u64));
+
+    // A robots.txt redirected to a private address: unreachable, and
+    // nothing probed.
+    let moved = TestSite::start();
+    for (i, target) in targets(&moved, "/robots.txt").iter().enumerate() {
+        moved.route("/robots.txt", Reply::redirect(301, target));
+        let events = walk(&w, &moved.url("/")).await;
+        let robots = events
+            .iter()
+            .find_map(|e| match e {
+                WalkEvent::Robots(r) => Some(r),
+                _ => None,
+            })
+            .unwrap();
+        assert!(
+            matches!(&robots.outcome, RobotsOutcome::Unreachable { reason } if reason.starts_with("address guard refused")),
+            "{target}: {:?}",
+            robots.outcome
+        );
+        assert_eq!(moved.hits("/robots.txt"), i + 1, "{target}: retried");
+    }
+    assert_eq!(moved.hits("/sitemap.xml"), 0);
+}
