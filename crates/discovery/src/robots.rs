@@ -102,6 +102,16 @@ impl RobotsTxt {
         robotstxt::parse_robotstxt(&clean, &mut collector);
 
         let mut diagnostics = Vec::new();
+        if let Some(line) =
+            first_invalid_utf8_line(&body[..body.len().min(MAX_ROBOTS_BYTES)], truncated)
+        {
+            // RFC 9309 §2.3: UTF-8. A repair is never silent (SPEC C1).
+            diagnostics.push(Diagnostic::warning(
+                Rule::C1,
+                at(line),
+                "bytes that are not valid UTF-8 replaced with U+FFFD (the first on this line)",
+            ));
+        }
         if truncated {
             diagnostics.push(Diagnostic::warning(
                 Rule::R4,
@@ -217,6 +227,24 @@ fn product_token(user_agent: &str) -> &str {
 
 fn at(line: u64) -> Position {
     Position { line, column: 1 }
+}
+
+/// The line (1-based, LF, CR and CRLF ending one) of the first byte of
+/// `body` that is not UTF-8; `None` if it is all UTF-8. When the body was
+/// `cut` at the byte cap, a sequence left incomplete by the cut does not
+/// count (its line is dropped anyway).
+fn first_invalid_utf8_line(body: &[u8], cut: bool) -> Option<u64> {
+    let error = std::str::from_utf8(body).err()?;
+    if cut && error.error_len().is_none() {
+        return None;
+    }
+    let before = &body[..error.valid_up_to()];
+    let breaks = before
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b == b'\n' || (b == b'\r' && before.get(i + 1) != Some(&b'\n')))
+        .count();
+    Some(breaks as u64 + 1)
 }
 
 /// Splits like the `robotstxt` crate (LF, CR and CRLF end a line), strips a
@@ -625,6 +653,33 @@ mod tests {
         assert_eq!(sitemaps(&r), ["https://example.com/first.xml"]);
         assert!(r.truncated);
         assert!(r.diagnostics.iter().any(|d| d.rule == Rule::R4));
+    }
+
+    #[test]
+    fn c1_invalid_utf8_is_flagged_once_with_its_line() {
+        let url = NormUrl::parse("https://example.com/robots.txt").unwrap();
+        let body = b"# ok\r\nUser-agent: *\r\nDisallow: /caf\xE9\nSitemap: /s\xFF.xml\n";
+        let r = RobotsTxt::parse(body, Some(&url), "FooBot/1.0");
+        let c1: Vec<_> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == Rule::C1)
+            .collect();
+        assert_eq!(c1.len(), 1, "{:?}", r.diagnostics);
+        assert_eq!(c1[0].position.line, 3);
+        assert_eq!(sitemaps(&r), ["https://example.com/s%EF%BF%BD.xml"]);
+        // Valid UTF-8: nothing to say.
+        assert!(robots("Disallow: /café\n").diagnostics.is_empty());
+        // A character cut by the byte cap (its line is dropped): not invalid.
+        let mut long = vec![b'#'; MAX_ROBOTS_BYTES - 1];
+        long.extend_from_slice("é\n".as_bytes());
+        let r = RobotsTxt::parse(&long, Some(&url), "FooBot/1.0");
+        assert!(r.truncated);
+        assert!(
+            !r.diagnostics.iter().any(|d| d.rule == Rule::C1),
+            "{:?}",
+            r.diagnostics
+        );
     }
 
     #[test]

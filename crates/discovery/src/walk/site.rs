@@ -216,7 +216,7 @@ fn not_changed(remembered: &Remembered, child: &SitemapRef) -> bool {
 }
 
 /// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,
-/// 5xx or no response: try later), and applies its `Crawl-delay` to the
+/// 429, 5xx or no response: try later), and applies its `Crawl-delay` to the
 /// fetcher's politeness, for the host asked and the host it redirected to.
 pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
     let started = Instant::now();
@@ -253,7 +253,9 @@ pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
                             .map_or_else(|| e.to_string(), |f| f.to_string()),
                     },
                 }
-            } else if (400..500).contains(&fetched.status) {
+            } else if (400..500).contains(&fetched.status) && fetched.status != 429 {
+                // 429 asks for fewer requests: "try later", as a 5xx (Google
+                // reads it so), not "no rules", which would probe the host.
                 RobotsOutcome::Unavailable
             } else {
                 RobotsOutcome::Unreachable {
