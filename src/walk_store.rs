@@ -78,6 +78,7 @@ fn fetched(r: &SitemapReport) -> SitemapFetch {
     let format = r.summary.as_ref().and_then(|s| s.format);
     SitemapFetch {
         status: r.status,
+        failed: false,
         complete: r.complete(),
         etag: r.validators.etag.clone(),
         last_modified: r.validators.last_modified.clone(),
@@ -95,10 +96,12 @@ pub fn is_feed(format: Option<Format>) -> bool {
     matches!(format, Some(Format::Rss | Format::Rdf | Format::Atom))
 }
 
-/// A failed sitemap fetch, as the store records it.
+/// A failed sitemap fetch, as the store records it: a failure even when a
+/// 2xx response came (not a sitemap, or cut before its format was known).
 fn failed(f: &SitemapFailure) -> SitemapFetch {
     SitemapFetch {
         status: f.status.unwrap_or(0),
+        failed: true,
         parent: f.parent.as_ref().map(|p| p.to_string()),
         ..SitemapFetch::default()
     }

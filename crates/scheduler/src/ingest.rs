@@ -64,6 +64,12 @@ impl std::ops::AddAssign for IngestStats {
 pub struct SitemapFetch {
     /// HTTP status (304 for not modified), 0 when no response came.
     pub status: u16,
+    /// The fetch failed although a response came, maybe a 2xx one: the
+    /// body was not a sitemap (an HTML page, a login wall), or it was cut
+    /// before its format could be told. Recorded as a failure whatever
+    /// `status` says: `status` is kept as the last status, the validators
+    /// and the last success are not touched, the error count goes up.
+    pub failed: bool,
     /// Every byte read and parsed: absences in it count toward retirement.
     pub complete: bool,
     /// `ETag` of the response.
@@ -288,7 +294,7 @@ impl<'s> Ingest<'s> {
     ) -> Result<(), StoreError> {
         self.commit()?;
         let now = self.now;
-        let ok = (200..300).contains(&fetch.status);
+        let ok = !fetch.failed && (200..300).contains(&fetch.status);
         let reading = self.reading(sitemap)?;
         let mut record = reading.record.clone();
         record.last_fetch = Some(now);
@@ -300,7 +306,7 @@ impl<'s> Ingest<'s> {
             record.authorised_by = fetch.authorised_by.clone();
         }
         let mut retire_pass = false;
-        if ok || fetch.status == 304 {
+        if ok || (!fetch.failed && fetch.status == 304) {
             record.last_success = Some(now);
             record.errors = 0;
             record.etag = fetch.etag.clone();
@@ -389,6 +395,7 @@ impl<'s> Ingest<'s> {
             Err(e) => return Err(e),
         };
         let outcome = match fetch.status {
+            _ if fetch.failed => RefreshOutcome::Failed,
             200..=299 if prev.is_some_and(|p| p.fingerprint == fingerprint) => {
                 RefreshOutcome::Unchanged
             }
@@ -397,7 +404,7 @@ impl<'s> Ingest<'s> {
             _ => RefreshOutcome::Failed,
         };
         // A 304 or a failure has no body to tell a feed by: as last time.
-        let feed = if (200..300).contains(&fetch.status) {
+        let feed = if !fetch.failed && (200..300).contains(&fetch.status) {
             fetch.feed
         } else {
             fetch.feed || prev.is_some_and(|p| p.feed)

@@ -592,6 +592,47 @@ fn each_read_advances_the_sitemap_refresh_schedule() {
 }
 
 #[test]
+fn a_failed_fetch_with_a_2xx_status_is_a_failure() {
+    // A 200 that was not a sitemap (an HTML page), or was cut before its
+    // format was known: a failure, not a read.
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut ingest = s.ingest(T0);
+    ingest.entry(SM, &entry("https://a.example/p")).unwrap();
+    let good = SitemapFetch {
+        etag: Some("\"v1\"".into()),
+        ..complete_read()
+    };
+    ingest.sitemap_fetched(SM, &good).unwrap();
+    ingest.finish().unwrap();
+    let before = s.refresh_state(SM).unwrap().unwrap();
+    let mut ingest = s.ingest(T0 + DAY);
+    let html = SitemapFetch {
+        status: 200,
+        failed: true,
+        ..SitemapFetch::default()
+    };
+    ingest.sitemap_fetched(SM, &html).unwrap();
+    ingest.finish().unwrap();
+    let record = s.sitemap(SM).unwrap().unwrap();
+    assert_eq!(record.last_status, 200);
+    assert_eq!(record.errors, 1);
+    assert_eq!(record.last_success, Some(T0), "not a success");
+    assert_eq!(record.etag.as_deref(), Some("\"v1\""), "validators kept");
+    assert_eq!((record.seq, record.entries), (1, 1), "not a read");
+    let after = s.refresh_state(SM).unwrap().unwrap();
+    assert_eq!(after.errors_in_a_row, 1);
+    assert_eq!(
+        (after.changed, after.fingerprint),
+        (before.changed, before.fingerprint)
+    );
+    // Retried after the error backoff (15 min, ±5 % jitter), not in a day.
+    let wait = after.next_at - (T0 + DAY);
+    assert!((855..=945).contains(&wait), "{wait}");
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
 fn a_feed_stays_a_feed_through_bodiless_reads() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
