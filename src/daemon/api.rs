@@ -423,6 +423,10 @@ struct SiteQuery {
 #[derive(Serialize)]
 struct SitemapNode {
     url: String,
+    /// Whether its last successful read was complete: false when that read
+    /// was cut (byte cap, deadline, reset, truncated document), and before
+    /// any read. A cut read has a 2xx status and no error to show for it.
+    last_read_complete: bool,
     #[serde(flatten)]
     record: sitemapd_scheduler::record::SitemapRecord,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -501,6 +505,7 @@ fn node(
         .unwrap_or_default();
     Some(SitemapNode {
         url: url.to_string(),
+        last_read_complete: record.seq > 0 && record.recent_complete.last() == Some(&record.seq),
         refresh: store.refresh_state(url).ok().flatten(),
         record,
         children: kids,
