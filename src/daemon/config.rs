@@ -122,8 +122,9 @@ pub struct DaemonArgs {
     /// Largest API request body, bytes [file: limits.max_request_bytes; default 4194304].
     #[arg(long)]
     pub max_request_bytes: Option<usize>,
-    /// Seconds a client may take to send a request body [file: limits.request_body_secs;
-    /// default 30].
+    /// Seconds a client may take to send a request head, and again its body (also the
+    /// longest idle wait for the next request on a connection) [file:
+    /// limits.request_body_secs; default 30].
     #[arg(long)]
     pub request_body_secs: Option<u64>,
 }

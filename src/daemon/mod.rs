@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 use sitemapd_discovery::Seed;
 use sitemapd_scheduler::{Store, StoreOptions};
 use tokio::sync::{Notify, watch};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use config::{DaemonArgs, LogFormat, Settings};
 use metrics::Metrics;
@@ -89,6 +89,12 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         .block_on(tokio::net::TcpListener::bind(settings.listen))
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
     let address = listener.local_addr()?;
+    // Before "listening" is announced: from then on a signal must stop the
+    // daemon cleanly, not kill it (the default action).
+    let signals = {
+        let _runtime = runtime.enter();
+        Signals::install()
+    };
 
     let metrics = Arc::new(Metrics::new());
     let wake = Arc::new(Notify::new());
@@ -115,6 +121,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         })
         .context("cannot start the refresh thread")?;
 
+    let request_secs = Duration::from_secs(settings.limits.request_body_secs);
     let app = api::router(
         api::ApiState {
             store: store.clone(),
@@ -125,7 +132,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             lease_ttl: settings.scheduler.lease_ttl_secs,
             per_host: settings.scheduler.per_host,
             max_lease: settings.limits.max_lease,
-            body_timeout: Duration::from_secs(settings.limits.request_body_secs),
+            body_timeout: request_secs,
         },
         settings.limits.max_request_bytes,
     );
@@ -139,21 +146,20 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         let signal = {
             let stopping = stopping.clone();
             async move {
-                shutdown_signal().await;
+                signals.recv().await;
                 info!("signal received: stopping");
                 stopping.store(true, Ordering::Relaxed);
                 let _ = stop_tx.send(true);
             }
         };
-        let server = axum::serve(listener, app).with_graceful_shutdown(signal);
+        let server = serve(listener, app, request_secs, signal);
         tokio::select! {
-            result = server => result.context("the API server failed"),
+            () = server => {}
             _ = async { let _ = drained.wait_for(|s| *s).await; tokio::time::sleep(DRAIN).await } => {
                 warn!("requests still running after {DRAIN:?}: dropped");
-                Ok(())
             }
         }
-    })?;
+    });
     match done_rx.recv_timeout(COMMIT) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => warn!(error = %e, "the refresh loop failed"),
@@ -165,22 +171,86 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
+/// Serves `app` on `listener` until `stop` completes, then waits for the
+/// requests in flight (idle connections are closed at once).
+///
+/// HTTP/1 by hyper, with a timer: the head of every request (and the wait
+/// for the next one on a kept-alive connection) must arrive within
+/// `head_timeout`, or the connection is closed. `axum::serve` sets no
+/// timer, so hyper's header read timeout never fired there, and a client
+/// sending nothing, or a head byte by byte, held its connection (and a
+/// file descriptor) for ever, without a token.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    head_timeout: Duration,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(head_timeout);
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of descriptors and the like: retry a little later.
+                    debug!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                debug!(error = %e, "connection ended");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// SIGINT and SIGTERM, listened for from [`Signals::install`] on.
+struct Signals(Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    /// Installs the handlers (inside the runtime).
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Self(Some((term, int))),
+            _ => {
+                warn!("cannot install signal handlers; Ctrl-C only");
+                Self(None)
             }
         }
-        _ => {
-            warn!("cannot install signal handlers; Ctrl-C only");
-            let _ = tokio::signal::ctrl_c().await;
+    }
+
+    /// The first SIGINT or SIGTERM.
+    async fn recv(self) {
+        match self.0 {
+            Some((mut term, mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }
