@@ -34,11 +34,25 @@ impl Daemon {
         args: &[&str],
         token: impl FnOnce(&mut Command) -> &mut Command,
     ) -> Daemon {
+        Daemon::spawn(store, &[&["--allow-private"][..], args].concat(), token)
+    }
+
+    /// [`Daemon::start`] without `--allow-private`: the address guard on,
+    /// so nothing on loopback can be fetched.
+    pub fn start_guarded(store: &std::path::Path, args: &[&str]) -> Daemon {
+        Daemon::spawn(store, args, |cmd| cmd.env("SITEMAPD_TOKEN", TOKEN))
+    }
+
+    fn spawn(
+        store: &std::path::Path,
+        args: &[&str],
+        token: impl FnOnce(&mut Command) -> &mut Command,
+    ) -> Daemon {
         let mut cmd = bin();
         token(&mut cmd);
         let mut child = cmd
             .args(["daemon", "--store", store.to_str().unwrap()])
-            .args(["--listen", "127.0.0.1:0", "--allow-private"])
+            .args(["--listen", "127.0.0.1:0"])
             .args(if args.contains(&"--min-delay") {
                 &[][..]
             } else {
