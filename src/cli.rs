@@ -68,7 +68,7 @@ pub struct IngestArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Scheduling policy: fixed, sitemap-hints, lastmod, adaptive, freshness-optimal,
-    /// lambda-crawl. Remembered by the store [default: the store's, or adaptive].
+    /// lambda-crawl, uniform, proportional. Remembered by the store [default: the store's, or adaptive].
     #[arg(long)]
     pub policy: Option<String>,
     /// How sites are walked, documents fetched and parsed.
