@@ -280,7 +280,9 @@ impl Store {
     /// replaces the fetch-based estimate, since a fetch that found no change
     /// says less than a push that says one happened. With fewer, the
     /// configured estimator over the fetch history (one notification alone
-    /// is no rate: it would be 1.5/T, huge just after it).
+    /// is no rate: it would be 1.5/T, huge just after it); when no fetch
+    /// found a change, [`estimate::unchanged_rate`] instead of the
+    /// estimators' 0.
     pub(crate) fn url_state(&self, r: &UrlRecord, now: i64) -> UrlState {
         let visits: Vec<Visit> = r.visits.iter().map(|v| Visit::from(*v)).collect();
         let rate = match r.notified {
@@ -288,7 +290,16 @@ impl Store {
                 u64::from(n.count),
                 now.saturating_sub(n.first) as f64,
             )),
-            _ => self.options.estimator.estimate(&visits),
+            // No change seen yet: half a change over the time watched, not
+            // 0 (which the policies would floor to the longest interval).
+            _ => self
+                .options
+                .estimator
+                .estimate(&visits)
+                .map(|r| match estimate::unchanged_rate(&visits) {
+                    Some(smoothed) if r <= 0.0 => smoothed,
+                    _ => r,
+                }),
         };
         UrlState {
             first_seen: r.first_seen,

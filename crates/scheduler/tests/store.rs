@@ -427,6 +427,35 @@ fn recalibrate_applies_the_multiplier_without_a_reopen() {
 }
 
 #[test]
+fn a_page_never_seen_changing_backs_off_instead_of_parking() {
+    // bias-reduced says 0 after an unchanged visit; the store plans with
+    // half a change over the time watched (here 1 day: every 2 days), not
+    // with the 365-day floor a zero rate would get.
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("freshness-optimal".into()),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let url = "https://a.example/quiet";
+    read(&s, T0, SM, &[entry(url)]);
+    s.complete(url, &Completion::from(Outcome::Changed), T0)
+        .unwrap();
+    s.complete(url, &Completion::from(Outcome::NotModified), T0 + DAY)
+        .unwrap();
+    let wait = s.url(url).unwrap().unwrap().schedule.due - (T0 + DAY);
+    assert!((wait - 2 * DAY).abs() <= DAY / 10, "{wait}");
+    // Three more quiet days: the wait grows with the time watched.
+    s.complete(url, &Completion::from(Outcome::NotModified), T0 + 4 * DAY)
+        .unwrap();
+    let wait = s.url(url).unwrap().unwrap().schedule.due - (T0 + 4 * DAY);
+    assert!((wait - 8 * DAY).abs() <= DAY, "{wait}");
+}
+
+#[test]
 fn an_index_read_replaces_its_children() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);

@@ -103,7 +103,8 @@ pub struct UrlState {
     pub priority: Option<f32>,
     /// Current adaptive interval, seconds (state kept by the store).
     pub interval: Option<f64>,
-    /// λ̂ from the chosen estimator, changes/s.
+    /// λ̂ from the chosen estimator, changes/s (the store gives
+    /// [`crate::estimate::unchanged_rate`] when no fetch found a change).
     pub rate: Option<f64>,
     /// w_i / μ_i, default 1.0.
     pub importance: f64,
