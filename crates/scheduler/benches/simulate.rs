@@ -97,11 +97,12 @@ fn main() {
             .find(|e| e.estimator == cfg.crawl.estimator)
             .map_or(f64::NAN, |e| e.relative_bias);
         println!(
-            "  {policy:<18} {wall:>7.1} s  {:>9} fetches ({:>7.0}/s)  {:>10} entries ingested  F {:.4}  Fw {:.4}  age {:.3} d  H {:.3}  waste {:.3}  recall {:.3}  trusted {:.2}  est. bias {:+.3}",
+            "  {policy:<18} {wall:>7.1} s  {:>9} fetches ({:>7.0}/s)  {:>10} entries ingested  F {:.4} ({:.3}/fetch)  Fw {:.4}  age {:.3} d  H {:.3}  waste {:.3}  recall {:.3}  trusted {:.2}  est. bias {:+.3}",
             s.fetches_total,
             s.fetches_total as f64 / wall,
             s.ingested_entries,
             s.freshness,
+            s.freshness_per_fetch,
             s.freshness_weighted,
             s.age_days,
             s.harmonic_staleness,
