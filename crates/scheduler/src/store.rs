@@ -292,14 +292,12 @@ impl Store {
             )),
             // No change seen yet: half a change over the time watched, not
             // 0 (which the policies would floor to the longest interval).
-            _ => self
-                .options
-                .estimator
-                .estimate(&visits)
-                .map(|r| match estimate::unchanged_rate(&visits) {
+            _ => self.options.estimator.estimate(&visits).map(|r| {
+                match estimate::unchanged_rate(&visits) {
                     Some(smoothed) if r <= 0.0 => smoothed,
                     _ => r,
-                }),
+                }
+            }),
         };
         UrlState {
             first_seen: r.first_seen,

@@ -89,7 +89,7 @@ pub fn proportional_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
         .map(|&(l, _)| l)
         .filter(|l| l.is_finite() && *l > 0.0)
         .sum();
-    if !(budget.is_finite() && budget > 0.0) || !(total.is_finite() && total > 0.0) {
+    if !(budget.is_finite() && budget > 0.0 && total.is_finite() && total > 0.0) {
         return 0.0;
     }
     budget / total

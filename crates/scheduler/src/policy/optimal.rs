@@ -318,7 +318,12 @@ pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
 }
 
 /// Rate policies share the discretiser and the score.
-pub(super) fn rate_due(url: &UrlState, params: &Params, now: i64, rate: impl Fn(f64, f64) -> f64) -> Due {
+pub(super) fn rate_due(
+    url: &UrlState,
+    params: &Params,
+    now: i64,
+    rate: impl Fn(f64, f64) -> f64,
+) -> Due {
     let w = importance(url);
     let last = match common_due(url, params, w) {
         Err(due) => return due,

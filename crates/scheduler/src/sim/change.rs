@@ -124,7 +124,9 @@ mod tests {
     #[test]
     fn streams_are_per_page_and_reproducible() {
         let cfg = WorldConfig::default();
-        let a: Vec<i64> = (0..5).map(|_| Changes::new(1, 9).next(0, 1e-3, &cfg)).collect();
+        let a: Vec<i64> = (0..5)
+            .map(|_| Changes::new(1, 9).next(0, 1e-3, &cfg))
+            .collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));
         assert_ne!(
             Changes::new(1, 9).next(0, 1e-3, &cfg),

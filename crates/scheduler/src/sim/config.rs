@@ -94,8 +94,8 @@ impl Default for WorldConfig {
             pages: 10_000,
             hosts: 100,
             new_pages: 0.1,
-            rate_median_per_day: 0.2,
-            rate_sigma: 1.2,
+            rate_median_per_day: 0.1,
+            rate_sigma: 1.0,
             rate_min_per_day: 1e-3,
             rate_max_per_day: 24.0,
             importance_zipf: 1.0,
@@ -135,10 +135,13 @@ pub struct SitemapConfig {
     /// Publish changefreq (the category nearest the true rate) and priority
     /// (the importance decile).
     pub hints: bool,
-    /// URLs per sitemap file; a host's pages fill its files in order.
+    /// URLs per sitemap file; a host's pages fill its files in order. Every
+    /// read of a changed file ingests all of it, so the simulation's cost
+    /// grows with this times the change rate.
     pub urls_per_sitemap: u32,
-    /// The store's shortest sitemap refresh interval, hours (its default is
-    /// 15 minutes; every read of a changed sitemap re-ingests all of it).
+    /// The store's shortest sitemap refresh interval, hours (the store's
+    /// own default is 15 minutes; an hour keeps the re-reads of busy files
+    /// affordable).
     pub min_refresh_hours: f64,
 }
 
@@ -150,8 +153,8 @@ impl Default for SitemapConfig {
             delay_hours: 0.0,
             liar: false,
             hints: true,
-            urls_per_sitemap: 1_000,
-            min_refresh_hours: 0.25,
+            urls_per_sitemap: 50,
+            min_refresh_hours: 1.0,
         }
     }
 }

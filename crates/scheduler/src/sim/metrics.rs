@@ -356,7 +356,11 @@ impl Tracker {
     /// first): what the fetch found.
     pub(crate) fn fetched(&mut self, page: u32, host: u32, t: i64) -> Found {
         let w = self.weight(page);
-        let birth = self.births.get(page as usize).copied().unwrap_or(self.epoch);
+        let birth = self
+            .births
+            .get(page as usize)
+            .copied()
+            .unwrap_or(self.epoch);
         self.roll_day(t);
         let Some(p) = self.pages.get_mut(page as usize) else {
             return Found::Unchanged;

@@ -217,7 +217,10 @@ mod tests {
         let mut out = Vec::new();
         let etag = p.generate(0, now);
         p.entries::<()>(w, 0, now, |e| {
-            out.push((e.loc.as_str().to_string(), e.lastmod.map(|l| l.unix_seconds)));
+            out.push((
+                e.loc.as_str().to_string(),
+                e.lastmod.map(|l| l.unix_seconds),
+            ));
             Ok(())
         })
         .unwrap();
