@@ -197,6 +197,9 @@ fn uniform_beats_proportional_and_freshness_optimal_beats_uniform() {
     let f = |p: &str| run(&cfg, p, 5).summary.freshness;
     let (uniform, proportional, optimal) =
         (f("uniform"), f("proportional"), f("freshness-optimal"));
+    println!(
+        "freshness: uniform {uniform}, proportional {proportional}, freshness-optimal {optimal}"
+    );
     assert!(uniform > proportional + 0.05, "{uniform} vs {proportional}");
     assert!(optimal > uniform, "{optimal} vs {uniform}");
 }
