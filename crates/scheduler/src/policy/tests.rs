@@ -407,6 +407,19 @@ fn lastmod_trusted_newer_is_due_now() {
 }
 
 #[test]
+fn lastmod_newer_never_makes_an_overdue_url_later() {
+    // The fallback had it due a day after the fetch; the sitemap says it
+    // changed three days after: it stays due at the earlier time (a backlog
+    // serves the oldest due first; found by the simulator, where lastmod
+    // fell below its own fallback under a tight budget).
+    let p = policy("lastmod", Params::default()).unwrap();
+    let mut url = fetched(MAY1);
+    url.lastmod = Some(MAY1 + 3 * D);
+    let due = p.next_due(&url, &TRUSTED, MAY1 + 4 * D);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
+}
+
+#[test]
 fn lastmod_in_the_future_is_not_believed() {
     // SPEC X8.
     let p = policy("lastmod", Params::default()).unwrap();
