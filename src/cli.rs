@@ -48,6 +48,81 @@ pub enum Command {
     /// complete, notify, sites, stats, metrics). Settings from --config FILE, overridden by
     /// flags; SIGINT/SIGTERM stop it cleanly.
     Daemon(Box<crate::daemon::config::DaemonArgs>),
+    /// The research simulator: runs the scheduler's policies on a simulated web (pages that
+    /// change, sitemaps that say so, a fetch budget) for several seeds, and writes
+    /// metrics.csv, summary.csv and chart.svg to the output folder. Settings from --config
+    /// FILE (TOML), overridden by flags.
+    Simulate(SimulateArgs),
+}
+
+/// `sitemapd simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Settings file (TOML): `policies`, `seeds`, `first_seed`, `jobs`, `days`, `warmup_days`,
+    /// `sample_hours`, and [world], [sitemap], [crawl] tables (see the README).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Output folder (created): metrics.csv, summary.csv, chart.svg.
+    #[arg(short, long, default_value = "simulate-out")]
+    pub out: std::path::PathBuf,
+    /// Policies to compare, comma-separated [default: all eight].
+    #[arg(long, value_delimiter = ',')]
+    pub policies: Option<Vec<String>>,
+    /// Seeds per policy [default: 3].
+    #[arg(long)]
+    pub seeds: Option<u64>,
+    /// The first seed (the others follow it) [default: 1].
+    #[arg(long)]
+    pub first_seed: Option<u64>,
+    /// Pages at the start [default: 10000].
+    #[arg(long)]
+    pub pages: Option<u32>,
+    /// Hosts (pages per host are heavy-tailed) [default: 100].
+    #[arg(long)]
+    pub hosts: Option<u32>,
+    /// Simulated days [default: 30].
+    #[arg(long)]
+    pub days: Option<f64>,
+    /// Fetches per day, all hosts together [default: 2000].
+    #[arg(long)]
+    pub budget: Option<f64>,
+    /// Fetches per day one host allows at most [default: no limit].
+    #[arg(long)]
+    pub host_budget: Option<f64>,
+    /// Pages appearing during the run, as a share of --pages [default: 0.1].
+    #[arg(long)]
+    pub new_pages: Option<f64>,
+    /// Change process: poisson, periodic or bursty [default: poisson].
+    #[arg(long)]
+    pub process: Option<String>,
+    /// lastmod precision in the sitemaps: none, day or second [default: second].
+    #[arg(long)]
+    pub lastmod: Option<String>,
+    /// Share of changes the lastmod reflects [default: 1].
+    #[arg(long)]
+    pub recall: Option<f64>,
+    /// Hours before a change shows in the sitemap [default: 0].
+    #[arg(long)]
+    pub delay_hours: Option<f64>,
+    /// Every lastmod is the sitemap's generation time (a lying site).
+    #[arg(long)]
+    pub liar: bool,
+    /// The estimator the store feeds its policies: naive, bias-reduced, irregular,
+    /// last-modified, complete [default: bias-reduced].
+    #[arg(long)]
+    pub estimator: Option<String>,
+    /// Hours per row of metrics.csv [default: 6].
+    #[arg(long)]
+    pub sample_hours: Option<f64>,
+    /// Days left out of the summary's time averages [default: a quarter of the run].
+    #[arg(long)]
+    pub warmup_days: Option<f64>,
+    /// Runs at once [default: the number of cores].
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Where the throwaway stores live [default: /dev/shm if present, else the temp dir].
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<std::path::PathBuf>,
 }
 
 /// Where the store is (shared by every store command).
@@ -68,7 +143,7 @@ pub struct IngestArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Scheduling policy: fixed, sitemap-hints, lastmod, adaptive, freshness-optimal,
-    /// lambda-crawl. Remembered by the store [default: the store's, or adaptive].
+    /// lambda-crawl, uniform, proportional. Remembered by the store [default: the store's, or adaptive].
     #[arg(long)]
     pub policy: Option<String>,
     /// How sites are walked, documents fetched and parsed.

@@ -6,6 +6,7 @@ mod completion;
 mod daemon;
 mod output;
 mod settings;
+mod simulate;
 mod walk_store;
 
 use std::process::ExitCode;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         cli::Command::Stats(args) => commands::stats::run_stats(&args),
         cli::Command::Export(args) => commands::stats::run_export(&args),
         cli::Command::Daemon(args) => daemon::run(&args),
+        cli::Command::Simulate(args) => simulate::run(&args),
     };
     exit(result)
 }

@@ -23,8 +23,8 @@
 //!   about the rate. No usable visit → `None`.
 //! - No visit found a change → every estimator except `complete` returns
 //!   `Some(0.0)` (the MLE). Callers that must not schedule on a zero rate
-//!   floor it themselves (the policies do) or use `complete`, which is
-//!   smoothed.
+//!   floor it themselves or use `complete`, which is smoothed; the store
+//!   plans with [`unchanged_rate`] then (0.5/Σt_j).
 //! - The maximum-likelihood estimators (`irregular`, `last-modified`) are
 //!   unbounded when the evidence cannot bound the rate (every visit found a
 //!   change and nothing bounds the time since that change). They then return
@@ -153,6 +153,18 @@ impl fmt::Display for Estimator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The rate to plan with when no usable visit found a change (every
+/// estimator but `complete` then says 0): half a change over the time
+/// watched, 0.5/Σt_j, the same half-count smoothing as `complete` and
+/// `bias-reduced`. A page never seen changing is then revisited after about
+/// twice the time it has been watched (a backoff), not parked at the
+/// longest interval after a single unchanged visit. `None` when there is no
+/// usable visit or a visit found a change.
+pub fn unchanged_rate(visits: &[Visit]) -> Option<f64> {
+    let s = Summary::of(visits);
+    (s.n > 0 && s.changed == 0 && s.span > 0.0).then(|| 0.5 / s.span)
 }
 
 /// "complete" observation model helper: K changes observed over span T

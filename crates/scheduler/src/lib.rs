@@ -75,6 +75,13 @@
 //! host's URLs out of the queue when its site is dropped;
 //! [`Store::queue_depth`] counts the URLs due.
 //!
+//! ## Research simulator
+//!
+//! [`sim`] runs the store against a simulated web (pages that change,
+//! sitemaps that say so more or less truthfully, a fetch budget) on fake
+//! time, and measures freshness, age, staleness, waste, recall, discovery
+//! latency, politeness and estimator bias per policy (`sitemapd simulate`).
+//!
 //! ## Crash safety
 //!
 //! All keyspaces live in one sled tree, so a URL record and its due entry
@@ -93,6 +100,7 @@ pub mod policy;
 pub mod queue;
 pub mod record;
 pub mod refresh;
+pub mod sim;
 pub mod sites;
 pub mod store;
 pub mod trust;

@@ -124,17 +124,19 @@ mod tests {
         let entry = sitemapd_parser::UrlEntry::new(sitemapd_parser::NormUrl::parse(URL).unwrap());
         ingest.entry("https://a.example/s.xml", &entry).unwrap();
         ingest.finish().unwrap();
-        // Fetches a day apart that found nothing: the estimate says 0.
+        // Fetches a day apart that found nothing: the estimators say 0, the
+        // store plans with half a change over the 3 days watched.
         for d in 1..=4 {
             s.complete(URL, &Completion::from(Outcome::NotModified), T0 + d * DAY)
                 .unwrap();
         }
-        assert_eq!(rate(&s, URL, T0 + 4 * DAY), Some(0.0));
+        let quiet = Some(0.5 / (3 * DAY) as f64);
+        assert_eq!(rate(&s, URL, T0 + 4 * DAY), quiet);
 
         // One notification is no rate yet.
         let n0 = T0 + 5 * DAY;
         assert_eq!(s.notify(URL, n0).unwrap(), Notified::Known);
-        assert_eq!(rate(&s, URL, n0), Some(0.0));
+        assert_eq!(rate(&s, URL, n0), quiet);
         // Then one an hour: the complete estimator over them.
         let mut rates = Vec::new();
         for k in 1..=5 {

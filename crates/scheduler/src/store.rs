@@ -311,7 +311,9 @@ impl Store {
     /// replaces the fetch-based estimate, since a fetch that found no change
     /// says less than a push that says one happened. With fewer, the
     /// configured estimator over the fetch history (one notification alone
-    /// is no rate: it would be 1.5/T, huge just after it).
+    /// is no rate: it would be 1.5/T, huge just after it); when no fetch
+    /// found a change, [`estimate::unchanged_rate`] instead of the
+    /// estimators' 0.
     pub(crate) fn url_state(&self, r: &UrlRecord, now: i64) -> UrlState {
         let visits: Vec<Visit> = r.visits.iter().map(|v| Visit::from(*v)).collect();
         let rate = match r.notified {
@@ -319,7 +321,14 @@ impl Store {
                 u64::from(n.count),
                 now.saturating_sub(n.first) as f64,
             )),
-            _ => self.options.estimator.estimate(&visits),
+            // No change seen yet: half a change over the time watched, not
+            // 0 (which the policies would floor to the longest interval).
+            _ => self.options.estimator.estimate(&visits).map(|r| {
+                match estimate::unchanged_rate(&visits) {
+                    Some(smoothed) if r <= 0.0 => smoothed,
+                    _ => r,
+                }
+            }),
         };
         UrlState {
             first_seen: r.first_seen,
@@ -353,14 +362,19 @@ impl Store {
         due
     }
 
-    /// Computes the allocation multiplier of `freshness-optimal` and
-    /// `lambda-crawl` over every active URL for the policy's budget, and
-    /// saves it: the next open schedules with it. A no-op for the other
-    /// policies; returns the multiplier. Each URL's rate is taken as of the
-    /// latest time its record knows (sighting, fetch or notification).
+    /// Computes the allocation multiplier of the rate policies
+    /// (`freshness-optimal`, `lambda-crawl`, `uniform`, `proportional`)
+    /// over every active URL for the policy's budget, and saves it: the next
+    /// open schedules with it ([`Store::recalibrate`] also applies it at
+    /// once). A no-op for the other policies; returns the multiplier. Each
+    /// URL's rate is taken as of the latest time its record knows (sighting,
+    /// fetch or notification).
     pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
         let name = self.policy.name();
-        if name != "freshness-optimal" && name != "lambda-crawl" {
+        if !matches!(
+            name,
+            "freshness-optimal" | "lambda-crawl" | "uniform" | "proportional"
+        ) {
             return Ok(None);
         }
         let params = &self.options.params;
@@ -375,13 +389,30 @@ impl Store {
                 pages.push((policy::planning_rate(&state, params), state.importance));
             }
         }
-        let multiplier = if name == "freshness-optimal" {
-            policy::optimal_multiplier(&pages, params.budget)
-        } else {
-            policy::lambda_crawl_multiplier(&pages, params.budget)
+        let multiplier = match name {
+            "freshness-optimal" => policy::optimal_multiplier(&pages, params.budget),
+            "lambda-crawl" => policy::lambda_crawl_multiplier(&pages, params.budget),
+            "uniform" => policy::uniform_multiplier(pages.len(), params.budget),
+            _ => policy::proportional_multiplier(&pages, params.budget),
         };
         self.kv
             .insert(keys::CALIBRATION, &multiplier.to_be_bytes())?;
+        Ok(Some(multiplier))
+    }
+
+    /// [`Store::calibrate`], and the policy in use schedules with the new
+    /// multiplier from now on, without a reopen (a long-running owner, such
+    /// as the simulator, recalibrating as the store learns). URLs keep the
+    /// due times they have until they are next rescheduled (a fetch, or a
+    /// sitemap read that changes what the policy sees). Returns the
+    /// multiplier; `None` and nothing changed for the other policies.
+    pub fn recalibrate(&mut self) -> Result<Option<f64>, StoreError> {
+        let Some(multiplier) = self.calibrate()? else {
+            return Ok(None);
+        };
+        let mut params = self.options.params.clone();
+        params.calibration.multiplier = multiplier;
+        self.policy = policy::policy(self.policy.name(), params)?;
         Ok(Some(multiplier))
     }
 }

@@ -451,6 +451,94 @@ fn rate_policies_are_calibrated_over_the_store() {
 }
 
 #[test]
+fn recalibrate_applies_the_multiplier_without_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 4.0 / DAY as f64; // four fetches a day
+    let mut s = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("uniform".into()),
+            params: sitemapd_scheduler::policy::Params {
+                budget,
+                ..Default::default()
+            },
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let entries: Vec<UrlEntry> = (0..8)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    read(&s, T0, SM, &entries);
+    // Eight pages, four fetches a day: each page every two days.
+    assert_eq!(s.recalibrate().unwrap(), Some(budget / 8.0));
+    let due = s.lease(1, T0, 60, 1).unwrap();
+    s.complete(&due[0].url, &Completion::from(Outcome::Changed), T0)
+        .unwrap();
+    let rec = s.url(&due[0].url).unwrap().unwrap();
+    let wait = rec.schedule.due - T0;
+    assert!((wait - 2 * DAY).abs() <= DAY / 10, "{wait}");
+    // proportional: c = B/Σλ̂ (λ̂ = the prior 1/day for every page here).
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("proportional".into()),
+            params: sitemapd_scheduler::policy::Params {
+                budget,
+                ..Default::default()
+            },
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    read(&p, T0, SM, &entries);
+    let c = p.recalibrate().unwrap().unwrap();
+    assert!((c - budget / (8.0 / DAY as f64)).abs() < 1e-12, "{c}");
+    // Not a rate policy: nothing to do.
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("fixed".into()),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(f.recalibrate().unwrap(), None);
+    assert_eq!(f.policy().name(), "fixed");
+}
+
+#[test]
+fn a_page_never_seen_changing_backs_off_instead_of_parking() {
+    // bias-reduced says 0 after an unchanged visit; the store plans with
+    // half a change over the time watched (here 1 day: every 2 days), not
+    // with the 365-day floor a zero rate would get.
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("freshness-optimal".into()),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let url = "https://a.example/quiet";
+    read(&s, T0, SM, &[entry(url)]);
+    s.complete(url, &Completion::from(Outcome::Changed), T0)
+        .unwrap();
+    s.complete(url, &Completion::from(Outcome::NotModified), T0 + DAY)
+        .unwrap();
+    let wait = s.url(url).unwrap().unwrap().schedule.due - (T0 + DAY);
+    assert!((wait - 2 * DAY).abs() <= DAY / 10, "{wait}");
+    // Three more quiet days: the wait grows with the time watched.
+    s.complete(url, &Completion::from(Outcome::NotModified), T0 + 4 * DAY)
+        .unwrap();
+    let wait = s.url(url).unwrap().unwrap().schedule.due - (T0 + 4 * DAY);
+    assert!((wait - 8 * DAY).abs() <= DAY, "{wait}");
+}
+
+#[test]
 fn an_index_read_replaces_its_children() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);

@@ -282,6 +282,26 @@ fn subnormal_lastmod_distance_is_capped_not_infinite() {
 }
 
 #[test]
+fn unchanged_rate_is_half_a_change_over_the_span() {
+    let quiet = regular(4, 86_400.0, &[false, false, false, false]);
+    assert_eq!(unchanged_rate(&quiet), Some(0.5 / (4.0 * 86_400.0)));
+    // Only when nothing changed, and only with usable visits.
+    assert_eq!(unchanged_rate(&regular(2, 10.0, &[false, true])), None);
+    assert_eq!(unchanged_rate(&[]), None);
+    let unusable = [Visit {
+        interval: f64::NAN,
+        changed: false,
+        since_lastmod: None,
+    }];
+    assert_eq!(unchanged_rate(&unusable), None);
+    // Every estimator but complete says 0 there.
+    for e in Estimator::ALL {
+        let r = e.estimate(&quiet).unwrap();
+        assert_eq!(r == 0.0, e != Estimator::Complete, "{e}");
+    }
+}
+
+#[test]
 fn complete_formula() {
     assert!(close(complete(3, 10.0), 3.5 / 10.5, 1e-15));
     assert!(close(complete(0, 0.0), 1.0, 1e-15));

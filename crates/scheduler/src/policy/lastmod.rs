@@ -36,7 +36,8 @@ fn latest(lastmod: i64, precision: Option<Precision>) -> i64 {
 
 /// `lastmod`: due when the host is trusted and its lastmod (not in the
 /// future, SPEC X8) is newer than the last successful fetch
-/// ([`Reason::LastmodNewer`]); otherwise whatever the fallback policy says.
+/// ([`Reason::LastmodNewer`]: at the lastmod, or at the fallback's due time
+/// if that is earlier); otherwise whatever the fallback policy says.
 /// Score: the importance. The adaptive interval is the fallback's.
 #[derive(Debug)]
 pub struct Lastmod {
@@ -66,8 +67,12 @@ impl Policy for Lastmod {
             return self.fallback.next_due(url, host, now);
         };
         if lm > last {
+            // Due at the change, or earlier if the fallback already had it
+            // due (an overdue URL in a backlog must not be sent to the back
+            // of the queue because the sitemap confirmed it changed).
+            let fallback = self.fallback.next_due(url, host, now);
             return Due {
-                at: lm,
+                at: lm.min(fallback.at),
                 score,
                 reason: Reason::LastmodNewer,
             };

@@ -7,6 +7,8 @@
 //! | `sitemap-hints` | I from changefreq, ordered by priority | Nutch SitemapProcessor (NUTCH-2976) |
 //! | `lastmod` | due when a trusted lastmod is newer than the last fetch, else a fallback | Google 2023, Bing 2023/2025 guidance |
 //! | `adaptive` | changed: I ← I(1 − d), unchanged: I ← I(1 + i) | Nutch AdaptiveFetchSchedule, StormCrawler AdaptiveScheduler |
+//! | `uniform` | f = B/N for every page | Cho & Garcia-Molina, ACM TODS 28(4), 2003 |
+//! | `proportional` | f_i = λ̂_i·B/Σλ̂ | same paper (the baseline uniform beats) |
 //! | `freshness-optimal` | Lagrange-optimal refresh rates for freshness | Cho & Garcia-Molina, "Effective page refresh policies for Web crawlers", ACM TODS 28(4), 2003 |
 //! | `lambda-crawl` | Lagrange-optimal rates for harmonic staleness | Kolobov, Peres, Lu, Horvitz, "Staying up to date with online content changes using reinforcement learning for scheduling", NeurIPS 2019 |
 //!
@@ -32,18 +34,20 @@
 //! spread anything. The queue, which knows the URL, should add a
 //! deterministic ±5% jitter from a hash of it.
 //!
-//! ## Rate policies (`freshness-optimal`, `lambda-crawl`)
+//! ## Rate policies (`freshness-optimal`, `lambda-crawl`, `uniform`, `proportional`)
 //! They plan with λ̂ = [`UrlState::rate`] when it is a number ≥ 0, else the
 //! changefreq prior 1/[`changefreq_interval`], else 1/`initial_interval`,
 //! floored at 1/`max_interval` (an estimate of 0 after a few unchanged
 //! fetches must not park a page for ever). Without a calibration
-//! ([`Calibration::multiplier`] not finite or ≤ 0) they refresh at f = λ̂.
+//! ([`Calibration::multiplier`] not finite or ≤ 0) they refresh at f = λ̂
+//! (`uniform`: every `fixed_interval`).
 //!
 //! ## Scores (higher = more urgent within a due window)
 //! - `sitemap-hints`: the effective priority (absent, NaN or ≤ 0 → 0.5,
 //!   above 1 → 1; SPEC X10/X11).
 //! - `fixed`, `adaptive`, `lastmod`: the importance.
-//! - `freshness-optimal`, `lambda-crawl`: importance × P(the page changed
+//! - `freshness-optimal`, `lambda-crawl`, `uniform`, `proportional`:
+//!   importance × P(the page changed
 //!   since the last fetch) = w(1 − e^{−λ̂·(now − last_fetch)}), the expected
 //!   freshness a fetch now buys.
 //!
@@ -55,11 +59,13 @@ use std::fmt;
 use sitemapd_parser::ChangeFreq;
 use sitemapd_parser::date::Precision;
 
+mod baseline;
 mod basic;
 mod closed;
 mod lastmod;
 mod optimal;
 
+pub use baseline::{Proportional, Uniform, proportional_multiplier, uniform_multiplier};
 pub use basic::{Adaptive, Fixed, SitemapHints, changefreq_interval};
 pub use closed::{age_fixed, freshness_fixed, harmonic_cost_poisson};
 pub use lastmod::{Lastmod, lastmod_is_newer, precision_span};
@@ -97,7 +103,8 @@ pub struct UrlState {
     pub priority: Option<f32>,
     /// Current adaptive interval, seconds (state kept by the store).
     pub interval: Option<f64>,
-    /// λ̂ from the chosen estimator, changes/s.
+    /// λ̂ from the chosen estimator, changes/s (the store gives
+    /// [`crate::estimate::unchanged_rate`] when no fetch found a change).
     pub rate: Option<f64>,
     /// w_i / μ_i, default 1.0.
     pub importance: f64,
@@ -204,14 +211,16 @@ pub struct Due {
     pub reason: Reason,
 }
 
-/// Allocation constants computed over the whole store (for
-/// freshness-optimal / lambda-crawl).
+/// Allocation constants computed over the whole store (for the rate
+/// policies: freshness-optimal, lambda-crawl, uniform, proportional).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Calibration {
     /// The Lagrange multiplier: μ of [`optimal_multiplier`] for
     /// `freshness-optimal`, λ of [`lambda_crawl_multiplier`] for
-    /// `lambda-crawl`. Not finite or ≤ 0 = not calibrated (the policies then
-    /// refresh each page at its own change rate).
+    /// `lambda-crawl`; the rate B/N of [`uniform_multiplier`] for `uniform`;
+    /// c = B/Σλ̂ of [`proportional_multiplier`] for `proportional`. Not finite
+    /// or ≤ 0 = not calibrated (the policies then refresh each page at its
+    /// own change rate; `uniform` every `fixed_interval`).
     pub multiplier: f64,
 }
 
@@ -234,8 +243,8 @@ pub struct Params {
     /// First retry delay after an error (1 hour), doubling per error in a
     /// row, capped at `max_interval`.
     pub retry_after_error: f64,
-    /// Fetches per second for the whole store (freshness-optimal /
-    /// lambda-crawl calibrate against it; 1.0).
+    /// Fetches per second for the whole store (the rate policies calibrate
+    /// against it; 1.0).
     pub budget: f64,
     /// `lastmod`'s fallback policy name (`"adaptive"`).
     pub fallback: String,
@@ -311,13 +320,15 @@ pub trait Policy: Send + Sync + fmt::Debug {
 }
 
 /// Every policy name [`policy`] accepts.
-pub const POLICY_NAMES: [&str; 6] = [
+pub const POLICY_NAMES: [&str; 8] = [
     "fixed",
     "sitemap-hints",
     "lastmod",
     "adaptive",
     "freshness-optimal",
     "lambda-crawl",
+    "uniform",
+    "proportional",
 ];
 
 /// A policy name [`policy`] cannot build.
@@ -362,6 +373,8 @@ pub fn policy(name: &str, params: Params) -> Result<Box<dyn Policy>, UnknownPoli
         "adaptive" => Box::new(Adaptive::new(params)),
         "freshness-optimal" => Box::new(FreshnessOptimal::new(params)),
         "lambda-crawl" => Box::new(LambdaCrawl::new(params)),
+        "uniform" => Box::new(Uniform::new(params)),
+        "proportional" => Box::new(Proportional::new(params)),
         "lastmod" => {
             let fallback_name = params.fallback.clone();
             if fallback_name == "lastmod" {

@@ -319,7 +319,12 @@ pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
 }
 
 /// Rate policies share the discretiser and the score.
-fn rate_due(url: &UrlState, params: &Params, now: i64, rate: impl Fn(f64, f64) -> f64) -> Due {
+pub(super) fn rate_due(
+    url: &UrlState,
+    params: &Params,
+    now: i64,
+    rate: impl Fn(f64, f64) -> f64,
+) -> Due {
     let w = importance(url);
     let last = match common_due(url, params, w) {
         Err(due) => return due,
@@ -336,7 +341,8 @@ fn rate_due(url: &UrlState, params: &Params, now: i64, rate: impl Fn(f64, f64) -
     }
 }
 
-fn calibrated(params: &Params) -> Option<f64> {
+/// The calibration multiplier, if it is usable (positive and finite).
+pub(super) fn calibrated(params: &Params) -> Option<f64> {
     Some(params.calibration.multiplier).filter(|m| positive(*m))
 }
 

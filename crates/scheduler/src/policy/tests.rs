@@ -407,6 +407,19 @@ fn lastmod_trusted_newer_is_due_now() {
 }
 
 #[test]
+fn lastmod_newer_never_makes_an_overdue_url_later() {
+    // The fallback had it due a day after the fetch; the sitemap says it
+    // changed three days after: it stays due at the earlier time (a backlog
+    // serves the oldest due first; found by the simulator, where lastmod
+    // fell below its own fallback under a tight budget).
+    let p = policy("lastmod", Params::default()).unwrap();
+    let mut url = fetched(MAY1);
+    url.lastmod = Some(MAY1 + 3 * D);
+    let due = p.next_due(&url, &TRUSTED, MAY1 + 4 * D);
+    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
+}
+
+#[test]
 fn lastmod_in_the_future_is_not_believed() {
     // SPEC X8.
     let p = policy("lastmod", Params::default()).unwrap();
@@ -803,6 +816,51 @@ fn rate_policies_due_times() {
     )
     .unwrap();
     assert_eq!(lc.next_due(&url, &UNTRUSTED, MAY1).reason, Reason::Optimal);
+}
+
+#[test]
+fn baseline_allocations() {
+    // uniform: B/N per page; proportional: c = B/Σλ, so Σ cλ = B.
+    assert_eq!(uniform_multiplier(4, 2.0), 0.5);
+    assert_eq!(uniform_multiplier(0, 2.0), 0.0);
+    assert_eq!(uniform_multiplier(4, f64::NAN), 0.0);
+    assert_eq!(uniform_multiplier(4, -1.0), 0.0);
+    let pages = [(1.0, 1.0), (3.0, 5.0), (f64::NAN, 1.0), (-2.0, 1.0)];
+    let c = proportional_multiplier(&pages, 2.0);
+    assert_eq!(c, 0.5);
+    assert_eq!(proportional_multiplier(&[], 2.0), 0.0);
+    assert_eq!(proportional_multiplier(&[(0.0, 1.0)], 2.0), 0.0);
+    assert_eq!(proportional_multiplier(&pages, f64::INFINITY), 0.0);
+
+    let mut url = fetched(MAY1);
+    url.rate = Some(1.0 / (3.0 * 86_400.0)); // changes every 3 days
+    // Uncalibrated: uniform is fixed (fixed_interval), proportional f = λ̂.
+    let u = policy("uniform", Params::default()).unwrap();
+    let p = policy("proportional", Params::default()).unwrap();
+    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + D);
+    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 3 * D);
+    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).reason, Reason::Optimal);
+    // Calibrated: uniform every 1/(B/N) whatever λ̂; proportional 1/(cλ̂).
+    let params = |m: f64| Params {
+        calibration: Calibration { multiplier: m },
+        ..Params::default()
+    };
+    let u = policy("uniform", params(1.0 / (2.0 * 86_400.0))).unwrap();
+    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 2 * D);
+    url.rate = Some(1.0 / 3600.0);
+    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 2 * D);
+    let p = policy("proportional", params(0.25)).unwrap();
+    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 4 * H);
+    // The score is the rate policies' P(changed since the last fetch).
+    let s = p.next_due(&url, &UNTRUSTED, MAY1 + H).score;
+    assert!(close(s, 1.0 - (-1.0f64).exp(), 1e-12), "{s}");
+    // The rules every policy shares come first.
+    let new = UrlState {
+        first_seen: MAY1,
+        ..UrlState::default()
+    };
+    assert_eq!(p.next_due(&new, &UNTRUSTED, MAY1).reason, Reason::New);
+    assert_eq!(u.next_due(&new, &UNTRUSTED, MAY1).reason, Reason::New);
 }
 
 #[test]

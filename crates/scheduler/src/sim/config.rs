@@ -1,0 +1,369 @@
+//! What a simulation run is made of: the world, the sitemaps its hosts
+//! publish, the crawler's budget, and how long it runs. Every field has a
+//! default (`Default`, and `#[serde(default)]` for configuration files);
+//! [`SimConfig::validate`] says what is out of range.
+
+use serde::{Deserialize, Serialize};
+
+use crate::estimate::Estimator;
+
+/// Seconds in a day.
+pub(crate) const DAY: f64 = 86_400.0;
+
+/// One simulation: world, sitemaps, crawl, duration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    /// Simulated days.
+    pub days: f64,
+    /// Days at the start left out of the summary's time averages (the first
+    /// crawl of every page); default a quarter of the run.
+    pub warmup_days: Option<f64>,
+    /// Length of one row of the time series, hours.
+    pub sample_hours: f64,
+    /// The pages, their hosts and how they change.
+    pub world: WorldConfig,
+    /// What the hosts' sitemaps say.
+    pub sitemap: SitemapConfig,
+    /// The crawler: budget, politeness, estimator, clock.
+    pub crawl: CrawlConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            days: 30.0,
+            warmup_days: None,
+            sample_hours: 6.0,
+            world: WorldConfig::default(),
+            sitemap: SitemapConfig::default(),
+            crawl: CrawlConfig::default(),
+        }
+    }
+}
+
+/// How pages change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Process {
+    /// Poisson changes at rate λ (the estimators' model).
+    Poisson,
+    /// Exactly every 1/λ, from a random phase (a stress case: no memoryless
+    /// gaps).
+    Periodic,
+    /// Bursts of changes (mean [`WorldConfig::burst_size`], minutes apart)
+    /// arriving as a Poisson process; the long-run rate is still λ.
+    Bursty,
+}
+
+/// The simulated web.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorldConfig {
+    /// Pages at the start.
+    pub pages: u32,
+    /// Hosts (at most `pages`); pages per host are heavy-tailed.
+    pub hosts: u32,
+    /// Pages that appear during the run, as a share of `pages` (born at
+    /// uniformly random times; they measure discovery latency).
+    pub new_pages: f64,
+    /// Median change rate of the log-normal prior, changes per day.
+    pub rate_median_per_day: f64,
+    /// σ of ln λ (0: every page changes at the median rate).
+    pub rate_sigma: f64,
+    /// Change rates are clamped to this range, changes per day.
+    pub rate_min_per_day: f64,
+    /// See `rate_min_per_day`.
+    pub rate_max_per_day: f64,
+    /// Zipf exponent of importance over a random ranking of the pages
+    /// (0: all equal); importance is normalised to mean 1.
+    pub importance_zipf: f64,
+    /// Pareto shape of host sizes (smaller: heavier tail).
+    pub host_size_alpha: f64,
+    /// The change process.
+    pub process: Process,
+    /// Mean changes per burst (`bursty`).
+    pub burst_size: f64,
+    /// Mean gap between the changes of one burst, minutes (`bursty`).
+    pub burst_gap_minutes: f64,
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            pages: 10_000,
+            hosts: 100,
+            new_pages: 0.1,
+            rate_median_per_day: 0.1,
+            rate_sigma: 1.0,
+            rate_min_per_day: 1e-3,
+            rate_max_per_day: 24.0,
+            importance_zipf: 1.0,
+            host_size_alpha: 1.2,
+            process: Process::Poisson,
+            burst_size: 5.0,
+            burst_gap_minutes: 10.0,
+        }
+    }
+}
+
+/// How precisely the sitemaps write lastmod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LastmodPrecision {
+    /// No lastmod at all.
+    None,
+    /// `YYYY-MM-DD`: the day of the change.
+    Day,
+    /// To the second.
+    Second,
+}
+
+/// What each host's sitemaps publish.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SitemapConfig {
+    /// lastmod precision (`none` publishes no lastmod).
+    pub lastmod: LastmodPrecision,
+    /// Share of changes the lastmod reflects (the others leave it as it was).
+    pub recall: f64,
+    /// Hours between a change (or a new page) and the sitemap showing it.
+    pub delay_hours: f64,
+    /// lastmod is the sitemap's generation time for every entry (Bing: the
+    /// commonest wrong lastmod), whatever the pages did.
+    pub liar: bool,
+    /// Publish changefreq (the category nearest the true rate) and priority
+    /// (the importance decile).
+    pub hints: bool,
+    /// URLs per sitemap file; a host's pages fill its files in order. Every
+    /// read of a changed file ingests all of it, so the simulation's cost
+    /// grows with this times the change rate.
+    pub urls_per_sitemap: u32,
+    /// The store's shortest sitemap refresh interval, hours (the store's
+    /// own default is 15 minutes; an hour keeps the re-reads of busy files
+    /// affordable).
+    pub min_refresh_hours: f64,
+}
+
+impl Default for SitemapConfig {
+    fn default() -> Self {
+        SitemapConfig {
+            lastmod: LastmodPrecision::Second,
+            recall: 1.0,
+            delay_hours: 0.0,
+            liar: false,
+            hints: true,
+            urls_per_sitemap: 50,
+            min_refresh_hours: 1.0,
+        }
+    }
+}
+
+/// The crawler.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// Fetches per day, all hosts together.
+    pub budget_per_day: f64,
+    /// Fetches per day one host allows at most (the store's politeness
+    /// delay is set to a day divided by it); absent: no limit.
+    pub host_budget_per_day: Option<f64>,
+    /// Seconds between two leases (the crawler's clock tick); a URL due
+    /// within a tick waits for the next one.
+    pub tick_secs: u32,
+    /// The estimator the store feeds its policies.
+    pub estimator: String,
+    /// `fixed`'s interval (and uncalibrated `uniform`'s), days.
+    pub fixed_interval_days: f64,
+    /// `lastmod`'s fallback policy.
+    pub fallback: String,
+    /// Hours between two calibrations of the rate policies.
+    pub calibrate_hours: f64,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        CrawlConfig {
+            budget_per_day: 2_000.0,
+            host_budget_per_day: None,
+            tick_secs: 60,
+            estimator: Estimator::BiasReduced.name().to_string(),
+            fixed_interval_days: 1.0,
+            fallback: "adaptive".to_string(),
+            calibrate_hours: 24.0,
+        }
+    }
+}
+
+/// A configuration value out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid simulation setting `{field}`: {why}")]
+pub struct ConfigError {
+    /// The setting, as written in a configuration file.
+    pub field: &'static str,
+    /// What it must be.
+    pub why: String,
+}
+
+fn check(ok: bool, field: &'static str, why: &str) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            field,
+            why: why.to_string(),
+        })
+    }
+}
+
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+fn non_negative(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+/// Longest run: 100 years (simulated seconds stay far from overflow).
+const MAX_DAYS: f64 = 36_500.0;
+
+impl SimConfig {
+    /// Checks every setting; the first one out of range is the error.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let w = &self.world;
+        let s = &self.sitemap;
+        let c = &self.crawl;
+        check(
+            positive(self.days) && self.days <= MAX_DAYS,
+            "days",
+            "a number of days above 0 and at most 36500",
+        )?;
+        if let Some(warm) = self.warmup_days {
+            check(
+                non_negative(warm) && warm < self.days,
+                "warmup_days",
+                "at least 0 and less than `days`",
+            )?;
+        }
+        check(
+            positive(self.sample_hours) && self.sample_hours * 3600.0 >= f64::from(c.tick_secs),
+            "sample_hours",
+            "above 0, and at least one tick long",
+        )?;
+        check(w.pages >= 1, "pages", "at least 1")?;
+        check(
+            w.hosts >= 1 && w.hosts <= w.pages,
+            "hosts",
+            "at least 1 and at most `pages`",
+        )?;
+        check(
+            non_negative(w.new_pages) && w.new_pages <= 10.0,
+            "new_pages",
+            "a share between 0 and 10",
+        )?;
+        let total = f64::from(w.pages) * (1.0 + w.new_pages);
+        check(
+            total <= f64::from(u32::MAX / 2),
+            "new_pages",
+            "pages × (1 + new_pages) must fit in 2^31",
+        )?;
+        check(
+            positive(w.rate_min_per_day)
+                && positive(w.rate_max_per_day)
+                && w.rate_min_per_day <= w.rate_max_per_day
+                && w.rate_max_per_day <= 86_400.0,
+            "rate_min_per_day",
+            "0 < rate_min_per_day ≤ rate_max_per_day ≤ 86400",
+        )?;
+        check(
+            positive(w.rate_median_per_day),
+            "rate_median_per_day",
+            "above 0",
+        )?;
+        check(
+            non_negative(w.rate_sigma) && w.rate_sigma <= 10.0,
+            "rate_sigma",
+            "between 0 and 10",
+        )?;
+        check(
+            non_negative(w.importance_zipf) && w.importance_zipf <= 10.0,
+            "importance_zipf",
+            "between 0 and 10",
+        )?;
+        check(
+            positive(w.host_size_alpha) && w.host_size_alpha <= 100.0,
+            "host_size_alpha",
+            "above 0 (and at most 100)",
+        )?;
+        check(
+            w.burst_size.is_finite() && w.burst_size >= 1.0 && w.burst_size <= 1e6,
+            "burst_size",
+            "at least 1",
+        )?;
+        check(
+            positive(w.burst_gap_minutes) && w.burst_gap_minutes <= 1e6,
+            "burst_gap_minutes",
+            "above 0",
+        )?;
+        check(
+            non_negative(s.recall) && s.recall <= 1.0,
+            "recall",
+            "a share between 0 and 1",
+        )?;
+        check(
+            non_negative(s.delay_hours) && s.delay_hours <= MAX_DAYS * 24.0,
+            "delay_hours",
+            "at least 0",
+        )?;
+        check(s.urls_per_sitemap >= 1, "urls_per_sitemap", "at least 1")?;
+        check(
+            positive(s.min_refresh_hours) && s.min_refresh_hours <= 24.0 * 7.0,
+            "min_refresh_hours",
+            "above 0 and at most a week (168)",
+        )?;
+        check(
+            positive(c.budget_per_day) && c.budget_per_day <= 1e9,
+            "budget_per_day",
+            "above 0 (and at most 1e9)",
+        )?;
+        if let Some(h) = c.host_budget_per_day {
+            check(
+                positive(h) && h <= 86_400.0,
+                "host_budget_per_day",
+                "above 0 and at most 86400 (one a second)",
+            )?;
+        }
+        check(
+            c.tick_secs >= 1 && c.tick_secs <= 86_400,
+            "tick_secs",
+            "between 1 and 86400",
+        )?;
+        check(
+            Estimator::from_name(&c.estimator).is_some(),
+            "estimator",
+            "one of naive, bias-reduced, irregular, last-modified, complete",
+        )?;
+        check(
+            positive(c.fixed_interval_days) && c.fixed_interval_days <= 3650.0,
+            "fixed_interval_days",
+            "above 0",
+        )?;
+        check(
+            positive(c.calibrate_hours) && c.calibrate_hours <= MAX_DAYS * 24.0,
+            "calibrate_hours",
+            "above 0",
+        )?;
+        Ok(())
+    }
+
+    /// The warm-up in days: `warmup_days`, or a quarter of the run.
+    pub fn warmup(&self) -> f64 {
+        self.warmup_days.unwrap_or(self.days / 4.0)
+    }
+
+    /// The estimator named in [`CrawlConfig::estimator`] (bias-reduced if
+    /// the name is unknown; [`SimConfig::validate`] rejects that).
+    pub fn estimator(&self) -> Estimator {
+        Estimator::from_name(&self.crawl.estimator).unwrap_or(Estimator::BiasReduced)
+    }
+}

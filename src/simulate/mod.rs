@@ -1,0 +1,307 @@
+//! `sitemapd simulate`: runs the research simulator
+//! ([`sitemapd_scheduler::sim`]) for every (policy, seed) pair, a few at a
+//! time, and writes metrics.csv, summary.csv and chart.svg.
+
+mod chart;
+mod output;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use sitemapd_scheduler::policy::POLICY_NAMES;
+use sitemapd_scheduler::sim::{self, LastmodPrecision, Process, RunReport, SimConfig};
+
+use crate::cli::SimulateArgs;
+
+/// The experiment: the simulation settings and the runs to make of them.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// The simulation settings.
+    pub sim: SimConfig,
+    /// Policies, in the order the outputs list them.
+    pub policies: Vec<String>,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// Runs at once.
+    pub jobs: usize,
+}
+
+/// The run matrix a settings file may give next to the simulation's own
+/// settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Matrix {
+    policies: Option<Vec<String>>,
+    seeds: Option<u64>,
+    first_seed: Option<u64>,
+    jobs: Option<usize>,
+}
+
+const MATRIX_KEYS: [&str; 4] = ["policies", "seeds", "first_seed", "jobs"];
+
+/// Reads a settings file: the run matrix keys, and the rest as a
+/// [`SimConfig`] (unknown keys are errors).
+fn read_file(path: &Path) -> Result<(Matrix, SimConfig)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not TOML", path.display()))?;
+    let mut matrix = toml::Table::new();
+    for key in MATRIX_KEYS {
+        if let Some(v) = table.remove(key) {
+            matrix.insert(key.to_string(), v);
+        }
+    }
+    let matrix: Matrix = toml::Value::Table(matrix)
+        .try_into()
+        .with_context(|| format!("{}: policies, seeds, first_seed, jobs", path.display()))?;
+    let sim: SimConfig = toml::Value::Table(table)
+        .try_into()
+        .with_context(|| format!("{}: simulation settings", path.display()))?;
+    Ok((matrix, sim))
+}
+
+impl Experiment {
+    /// The experiment the file (if any) and the flags describe; flags win.
+    pub fn from_args(args: &SimulateArgs) -> Result<Experiment> {
+        let (matrix, mut sim) = match &args.config {
+            Some(path) => read_file(path)?,
+            None => (Matrix::default(), SimConfig::default()),
+        };
+        let set = |slot: &mut f64, v: Option<f64>| {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        };
+        set(&mut sim.days, args.days);
+        set(&mut sim.sample_hours, args.sample_hours);
+        if args.warmup_days.is_some() {
+            sim.warmup_days = args.warmup_days;
+        }
+        if let Some(v) = args.pages {
+            sim.world.pages = v;
+        }
+        if let Some(v) = args.hosts {
+            sim.world.hosts = v;
+        }
+        set(&mut sim.world.new_pages, args.new_pages);
+        if let Some(p) = &args.process {
+            sim.world.process = match p.as_str() {
+                "poisson" => Process::Poisson,
+                "periodic" => Process::Periodic,
+                "bursty" => Process::Bursty,
+                other => bail!("--process {other:?}: expected poisson, periodic or bursty"),
+            };
+        }
+        if let Some(l) = &args.lastmod {
+            sim.sitemap.lastmod = match l.as_str() {
+                "none" => LastmodPrecision::None,
+                "day" => LastmodPrecision::Day,
+                "second" => LastmodPrecision::Second,
+                other => bail!("--lastmod {other:?}: expected none, day or second"),
+            };
+        }
+        set(&mut sim.sitemap.recall, args.recall);
+        set(&mut sim.sitemap.delay_hours, args.delay_hours);
+        if args.liar {
+            sim.sitemap.liar = true;
+        }
+        set(&mut sim.crawl.budget_per_day, args.budget);
+        if args.host_budget.is_some() {
+            sim.crawl.host_budget_per_day = args.host_budget;
+        }
+        if let Some(e) = &args.estimator {
+            sim.crawl.estimator = e.clone();
+        }
+        sim.validate().context("simulation settings")?;
+        let policies = args
+            .policies
+            .clone()
+            .or(matrix.policies)
+            .unwrap_or_else(|| POLICY_NAMES.iter().map(|p| p.to_string()).collect());
+        if policies.is_empty() {
+            bail!("no policy to simulate");
+        }
+        for p in &policies {
+            if !POLICY_NAMES.contains(&p.as_str()) {
+                bail!("unknown policy `{p}` (known: {})", POLICY_NAMES.join(", "));
+            }
+        }
+        let mut unique = policies.clone();
+        unique.sort();
+        unique.dedup();
+        if unique.len() != policies.len() {
+            bail!("a policy is named twice");
+        }
+        let count = args.seeds.or(matrix.seeds).unwrap_or(3);
+        if count == 0 || count > 1_000 {
+            bail!("--seeds {count}: expected 1 to 1000");
+        }
+        let first = args.first_seed.or(matrix.first_seed).unwrap_or(1);
+        let seeds = (0..count).map(|i| first.wrapping_add(i)).collect();
+        let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let jobs = args.jobs.or(matrix.jobs).unwrap_or(available).max(1);
+        Ok(Experiment {
+            sim,
+            policies,
+            seeds,
+            jobs,
+        })
+    }
+
+    /// (policy, seed) pairs, policy-major.
+    fn runs(&self) -> Vec<(String, u64)> {
+        self.policies
+            .iter()
+            .flat_map(|p| self.seeds.iter().map(move |s| (p.clone(), *s)))
+            .collect()
+    }
+}
+
+/// Where the throwaway stores go: `--work-dir`, else /dev/shm when it is
+/// there (a tmpfs: the stores never touch the disk), else the system's
+/// temporary directory.
+fn work_dir(args: &SimulateArgs) -> PathBuf {
+    if let Some(dir) = &args.work_dir {
+        return dir.clone();
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// Runs `simulate`.
+pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
+    let experiment = Experiment::from_args(args)?;
+    let runs = experiment.runs();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let work = work_dir(args);
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let days = experiment.sim.days.ceil().max(1.0) as u64;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(days * runs.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} simulated days, {elapsed} elapsed, ~{eta} left  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    eprintln!(
+        "simulate: {} runs ({} policies x {} seeds), {} pages on {} hosts, {} days, {} at a time -> {}",
+        runs.len(),
+        experiment.policies.len(),
+        experiment.seeds.len(),
+        experiment.sim.world.pages,
+        experiment.sim.world.hosts,
+        experiment.sim.days,
+        experiment.jobs.min(runs.len()),
+        args.out.display()
+    );
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<RunReport>>>> =
+        Mutex::new((0..runs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..experiment.jobs.min(runs.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((policy, seed)) = runs.get(i) else {
+                        break;
+                    };
+                    let result = one_run(&experiment.sim, policy, *seed, &work, bar.as_ref(), days);
+                    let line = match &result {
+                        Ok(r) => format!(
+                            "{policy} seed {seed}: freshness {:.4}, {} fetches in {:.1} s",
+                            r.summary.freshness, r.summary.fetches_total, r.summary.wall_seconds
+                        ),
+                        Err(e) => format!("{policy} seed {seed}: failed: {e:#}"),
+                    };
+                    match &bar {
+                        Some(b) => b.println(line),
+                        None => eprintln!("{line}"),
+                    }
+                    if let Ok(mut slots) = results.lock() {
+                        if let Some(slot) = slots.get_mut(i) {
+                            *slot = Some(result);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let slots = results
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a run panicked"))?;
+    let mut reports = Vec::with_capacity(slots.len());
+    for (slot, (policy, seed)) in slots.into_iter().zip(&runs) {
+        match slot {
+            Some(Ok(r)) => reports.push(r),
+            Some(Err(e)) => return Err(e.context(format!("{policy}, seed {seed}"))),
+            None => bail!("{policy}, seed {seed}: the run did not finish"),
+        }
+    }
+    let out = &args.out;
+    output::write_metrics(&out.join("metrics.csv"), &reports)?;
+    let summary = output::summarise(&experiment.policies, &reports);
+    output::write_summary(&out.join("summary.csv"), &summary)?;
+    chart::freshness_chart(&out.join("chart.svg"), &experiment, &reports)?;
+    let fetches: u64 = reports.iter().map(|r| r.summary.fetches_total).sum();
+    let wall = started.elapsed().as_secs_f64();
+    eprintln!(
+        "simulate: {} runs, {fetches} simulated fetches in {wall:.1} s ({:.0} fetches/s); wrote metrics.csv, summary.csv, chart.svg to {}",
+        reports.len(),
+        fetches as f64 / wall.max(1e-9),
+        out.display()
+    );
+    for line in output::headline(&summary) {
+        eprintln!("  {line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run in a fresh store under `work`, reporting whole simulated days
+/// to the bar.
+fn one_run(
+    cfg: &SimConfig,
+    policy: &str,
+    seed: u64,
+    work: &Path,
+    bar: Option<&ProgressBar>,
+    days: u64,
+) -> Result<RunReport> {
+    let dir = tempfile::Builder::new()
+        .prefix("sitemapd-sim-")
+        .tempdir_in(work)
+        .with_context(|| format!("a store directory in {}", work.display()))?;
+    let mut reported = 0u64;
+    let mut progress = |share: f64| {
+        let done = ((share * days as f64).floor() as u64).min(days);
+        if let Some(b) = bar {
+            b.inc(done.saturating_sub(reported));
+        }
+        reported = reported.max(done);
+    };
+    let report = sim::run(cfg, policy, seed, dir.path(), &mut progress)
+        .with_context(|| format!("simulating {policy} with seed {seed}"))?;
+    if let Some(b) = bar {
+        b.inc(days.saturating_sub(reported));
+    }
+    Ok(report)
+}
