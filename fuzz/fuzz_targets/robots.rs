@@ -1,6 +1,9 @@
 //! robots.txt: `Sitemap:` extraction (SPEC R1-R4) and the allow/disallow
 //! check (through the `robotstxt` crate and sitemapd's workarounds) on any
 //! bytes. The last line of the input, if any, is also the path checked.
+//! An input that starts with a NUL byte and a count `k` is the rest repeated
+//! to `k` x 4 KiB: long lines (over the 16 KiB cut) and bodies over the
+//! 500 KiB cap (R4) are reached that way.
 //!
 //! Checked: the sitemaps are de-duplicated (R2), normalised, numbered with
 //! lines in file order, at most one per record; a crawl delay is finite and
@@ -15,6 +18,20 @@ use sitemapd_discovery::RobotsTxt;
 use sitemapd_parser::NormUrl;
 
 fuzz_target!(|data: &[u8]| {
+    let grown;
+    let data = match data {
+        [0, k, rest @ ..] if !rest.is_empty() => {
+            let size = usize::from(*k) * 4096;
+            grown = rest
+                .iter()
+                .copied()
+                .cycle()
+                .take(size.max(rest.len()))
+                .collect::<Vec<u8>>();
+            &grown[..]
+        }
+        _ => data,
+    };
     let base = NormUrl::parse("https://example.com/robots.txt").unwrap();
     let robots = RobotsTxt::parse(data, Some(&base), "sitemapd/0.1");
     assert!(robots.sitemaps.len() as u64 <= robots.sitemap_records);
