@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sitemapd_parser::Precision;
-use sitemapd_parser::date::{parse_rfc2822, parse_w3c, precision_span};
+use sitemapd_parser::date::{ParsedDate, parse_rfc2822, parse_w3c, precision_span};
 
 fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data);
@@ -28,10 +28,12 @@ fuzz_target!(|data: &[u8]| {
         assert!(precision_span(v.unix_seconds, v.precision) >= 1);
         assert!(v.latest() >= v.unix_seconds);
     }
-    if let Ok(d) = w3c {
-        if d.repair.is_none() {
-            let via_rfc = parse_rfc2822(&s).expect("the W3C fallback of parse_rfc2822");
-            assert_eq!(via_rfc.value, d.value);
-        }
+    if let Ok(ParsedDate {
+        repair: None,
+        value,
+    }) = w3c
+    {
+        let via_rfc = parse_rfc2822(&s).expect("the W3C fallback of parse_rfc2822");
+        assert_eq!(via_rfc.value, value);
     }
 });
