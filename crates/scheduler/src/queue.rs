@@ -384,7 +384,7 @@ impl Store {
         }
         let state = self.url_state(&rec, now);
         rec.interval = self
-            .policy
+            .policy()
             .next_interval(&state, outcome.kind())
             .map(|i| i as f32);
         let due = self.schedule(url, &rec, host, now);

@@ -2,8 +2,8 @@
 //! URLs, and the reads every other module shares.
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::estimate::{self, Estimator, Visit};
@@ -127,7 +127,9 @@ pub const GIVE_WAY: Duration = Duration::from_millis(100);
 pub struct Store {
     pub(crate) db: sled::Db,
     pub(crate) kv: sled::Tree,
-    pub(crate) policy: Box<dyn Policy>,
+    /// The policy in use; [`Store::calibrate`] replaces it with one that
+    /// has the new multiplier.
+    pub(crate) policy: RwLock<Arc<dyn Policy>>,
     pub(crate) options: StoreOptions,
     /// One writer at a time: records are read, merged and written back.
     pub(crate) write: Mutex<()>,
@@ -138,7 +140,7 @@ pub struct Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("policy", &self.policy.name())
+            .field("policy", &self.policy().name())
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
@@ -189,7 +191,7 @@ impl Store {
         Ok(Store {
             db,
             kv,
-            policy,
+            policy: RwLock::new(Arc::from(policy)),
             options,
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
@@ -197,8 +199,11 @@ impl Store {
     }
 
     /// The policy in use.
-    pub fn policy(&self) -> &dyn Policy {
-        self.policy.as_ref()
+    pub fn policy(&self) -> Arc<dyn Policy> {
+        self.policy
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The options it was opened with.
@@ -353,7 +358,7 @@ impl Store {
         let host = HostState {
             lastmod_trusted: host.trust.is_trusted(),
         };
-        let mut due = self.policy.next_due(&self.url_state(r, now), &host, now);
+        let mut due = self.policy().next_due(&self.url_state(r, now), &host, now);
         let wait = due.at.saturating_sub(now);
         if wait > 20 {
             let unit = crate::refresh::jitter_unit(url);
@@ -364,13 +369,15 @@ impl Store {
 
     /// Computes the allocation multiplier of the rate policies
     /// (`freshness-optimal`, `lambda-crawl`, `uniform`, `proportional`)
-    /// over every active URL for the policy's budget, and saves it: the next
-    /// open schedules with it ([`Store::recalibrate`] also applies it at
-    /// once). A no-op for the other policies; returns the multiplier. Each
-    /// URL's rate is taken as of the latest time its record knows (sighting,
-    /// fetch or notification).
+    /// over every active URL for the policy's budget, saves it (the next
+    /// open starts with it) and schedules with it from now on: URLs keep
+    /// the due times they have until they are next rescheduled (a fetch, or
+    /// a sitemap read that changes what the policy sees). A no-op for the
+    /// other policies; returns the multiplier. Each URL's rate is taken as
+    /// of the latest time its record knows (sighting, fetch or
+    /// notification).
     pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
-        let name = self.policy.name();
+        let name = self.policy().name();
         if !matches!(
             name,
             "freshness-optimal" | "lambda-crawl" | "uniform" | "proportional"
@@ -397,22 +404,10 @@ impl Store {
         };
         self.kv
             .insert(keys::CALIBRATION, &multiplier.to_be_bytes())?;
-        Ok(Some(multiplier))
-    }
-
-    /// [`Store::calibrate`], and the policy in use schedules with the new
-    /// multiplier from now on, without a reopen (a long-running owner, such
-    /// as the simulator, recalibrating as the store learns). URLs keep the
-    /// due times they have until they are next rescheduled (a fetch, or a
-    /// sitemap read that changes what the policy sees). Returns the
-    /// multiplier; `None` and nothing changed for the other policies.
-    pub fn recalibrate(&mut self) -> Result<Option<f64>, StoreError> {
-        let Some(multiplier) = self.calibrate()? else {
-            return Ok(None);
-        };
         let mut params = self.options.params.clone();
         params.calibration.multiplier = multiplier;
-        self.policy = policy::policy(self.policy.name(), params)?;
+        let calibrated = policy::policy(name, params)?;
+        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(calibrated);
         Ok(Some(multiplier))
     }
 }

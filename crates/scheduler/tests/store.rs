@@ -451,10 +451,10 @@ fn rate_policies_are_calibrated_over_the_store() {
 }
 
 #[test]
-fn recalibrate_applies_the_multiplier_without_a_reopen() {
+fn calibrate_applies_the_multiplier_without_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let budget = 4.0 / DAY as f64; // four fetches a day
-    let mut s = Store::open(
+    let s = Store::open(
         dir.path(),
         StoreOptions {
             policy: Some("uniform".into()),
@@ -471,7 +471,7 @@ fn recalibrate_applies_the_multiplier_without_a_reopen() {
         .collect();
     read(&s, T0, SM, &entries);
     // Eight pages, four fetches a day: each page every two days.
-    assert_eq!(s.recalibrate().unwrap(), Some(budget / 8.0));
+    assert_eq!(s.calibrate().unwrap(), Some(budget / 8.0));
     let due = s.lease(1, T0, 60, 1).unwrap();
     s.complete(&due[0].url, &Completion::from(Outcome::Changed), T0)
         .unwrap();
@@ -480,7 +480,7 @@ fn recalibrate_applies_the_multiplier_without_a_reopen() {
     assert!((wait - 2 * DAY).abs() <= DAY / 10, "{wait}");
     // proportional: c = B/Σλ̂ (λ̂ = the prior 1/day for every page here).
     let dir = tempfile::tempdir().unwrap();
-    let mut p = Store::open(
+    let p = Store::open(
         dir.path(),
         StoreOptions {
             policy: Some("proportional".into()),
@@ -493,11 +493,11 @@ fn recalibrate_applies_the_multiplier_without_a_reopen() {
     )
     .unwrap();
     read(&p, T0, SM, &entries);
-    let c = p.recalibrate().unwrap().unwrap();
+    let c = p.calibrate().unwrap().unwrap();
     assert!((c - budget / (8.0 / DAY as f64)).abs() < 1e-12, "{c}");
     // Not a rate policy: nothing to do.
     let dir = tempfile::tempdir().unwrap();
-    let mut f = Store::open(
+    let f = Store::open(
         dir.path(),
         StoreOptions {
             policy: Some("fixed".into()),
@@ -505,7 +505,7 @@ fn recalibrate_applies_the_multiplier_without_a_reopen() {
         },
     )
     .unwrap();
-    assert_eq!(f.recalibrate().unwrap(), None);
+    assert_eq!(f.calibrate().unwrap(), None);
     assert_eq!(f.policy().name(), "fixed");
 }
 

@@ -9,7 +9,7 @@
 //! refresh schedule says so ([`Store::refresh_state`]), through an ingest
 //! session ([`Store::ingest`]) with the file's ETag (a 304 when it did not
 //! change). The rate policies are recalibrated every `calibrate_hours`
-//! ([`Store::recalibrate`]). Nothing of the scheduler is re-implemented
+//! ([`Store::calibrate`]). Nothing of the scheduler is re-implemented
 //! here: the policy, the estimators, lastmod trust, the queue and the
 //! sitemap schedule are the store's.
 
@@ -187,7 +187,7 @@ impl<'a> Sim<'a> {
             self.read_queue.push(Reverse((EPOCH, f)));
         }
         self.advance(EPOCH)?;
-        self.store.recalibrate()?;
+        self.store.calibrate()?;
         let calibrate_secs = ((cfg.crawl.calibrate_hours * 3600.0).round() as i64).max(1);
         let mut next_calibration = EPOCH + calibrate_secs;
         let tick = i64::from(cfg.crawl.tick_secs);
@@ -199,7 +199,7 @@ impl<'a> Sim<'a> {
         let total = (self.end - EPOCH) as f64;
         while t < self.end {
             if t >= next_calibration {
-                self.store.recalibrate()?;
+                self.store.calibrate()?;
                 next_calibration += calibrate_secs;
             }
             tokens = (tokens + per_tick).min(cap);
