@@ -55,16 +55,24 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
 }
 
 fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    if ip.is_unspecified() {
+        return Some("unspecified");
+    }
+    if ip.is_loopback() {
+        return Some("loopback");
+    }
     if let Some(v4) = embedded_v4(ip) {
         return forbidden_v4(v4);
     }
     let s = ip.segments();
     Some(match s[0] {
-        _ if ip.is_unspecified() => "unspecified",
-        _ if ip.is_loopback() => "loopback",
+        0x0100 if s[1..4] == [0, 0, 0] => "discard-only",
         // Teredo hides an IPv4 address (obfuscated) in its last 32 bits.
         0x2001 if s[1] == 0 => "Teredo tunnel",
         0x2001 if s[1] == 0x0db8 => "documentation",
+        // 2001::/23: benchmarking, ORCHID and other protocol assignments.
+        0x2001 if s[1] < 0x0200 => "IETF protocol assignments",
+        0x3fff if s[1] < 0x1000 => "documentation",
         0xfc00..=0xfdff => "private (unique local)",
         0xfe80..=0xfebf => "link-local",
         0xfec0..=0xfeff => "site-local",
@@ -73,15 +81,16 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     })
 }
 
-/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`),
-/// IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`, and the
-/// local-use `64:ff9b:1::/48`) or 6to4 (`2002:AABB:CCDD::`) address.
+/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), IPv4-
+/// translated (`::ffff:0:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`, and the local-use `64:ff9b:1::/48`) or 6to4
+/// (`2002:AABB:CCDD::`) address.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let tail = || Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {
-        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail()),
-        [0, 0, 0, 0, 0, 0, hi, _] if hi != 0 => Some(tail()),
+        [0, 0, 0, 0, 0, 0xffff, _, _] | [0, 0, 0, 0, 0xffff, 0, _, _] => Some(tail()),
+        [0, 0, 0, 0, 0, 0, _, _] => Some(tail()),
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] | [0x64, 0xff9b, 1, ..] => Some(tail()),
         [0x2002, hi, lo, ..] => Some(Ipv4Addr::new(
             (hi >> 8) as u8,
@@ -236,6 +245,15 @@ mod tests {
             "192.0.2.1",
             "203.0.113.9",
             "2002:0a00:0001::1",
+            "::ffff:0:10.0.0.1",
+            "::ffff:0:127.0.0.1",
+            "::2",
+            "::7f00:1",
+            "100::1",
+            "2001:2::1",
+            "2001:10::1",
+            "3fff::1",
+            "3fff:fff::1",
         ] {
             assert!(forbidden(ip(a)).is_some(), "{a} must be refused");
         }
@@ -252,6 +270,10 @@ mod tests {
             "2606:4700::1111",
             "::ffff:8.8.8.8",
             "2002:0808:0808::1",
+            "::ffff:0:8.8.8.8",
+            "100:0:0:1::1",
+            "2001:200::1",
+            "3fff:1000::1",
         ] {
             assert_eq!(forbidden(ip(a)), None, "{a} is public");
         }
