@@ -139,15 +139,31 @@ pub enum FetchError {
     /// A `Content-Encoding` other than gzip or identity (never asked for).
     #[error("unsupported Content-Encoding {0:?}")]
     ContentEncoding(String),
-    /// A 429/503 asked to wait longer than the cap.
-    #[error("server asked to retry after {0:?}, longer than the cap")]
-    RetryAfterTooLong(Duration),
+    /// A 429 or 5xx (`status`) asked to wait longer than the cap.
+    #[error("HTTP {status}: server asked to retry after {after:?}, longer than the cap")]
+    RetryAfterTooLong {
+        /// The status that came with `Retry-After`.
+        status: u16,
+        /// How long it asked to wait.
+        after: Duration,
+    },
     /// The connection broke or the response was malformed.
     #[error("HTTP: {0}")]
     Http(String),
     /// The client could not be built (bad proxy URL, TLS set-up).
     #[error("client set-up: {0}")]
     Setup(String),
+}
+
+impl FetchError {
+    /// The HTTP status the server answered with, when the error came with
+    /// one (a `Retry-After` beyond the cap).
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            FetchError::RetryAfterTooLong { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
 }
 
 /// One redirect hop followed.
@@ -480,7 +496,10 @@ impl Fetcher {
                     Ok(a) if a.fetched.status == 429 || a.fetched.status >= 500 => {
                         match a.retry_after {
                             Some(after) if after > self.config.retry_after_cap => {
-                                return Err(FetchError::RetryAfterTooLong(after));
+                                return Err(FetchError::RetryAfterTooLong {
+                                    status: a.fetched.status,
+                                    after,
+                                });
                             }
                             Some(after) => Some(after),
                             None => Some(self.backoff(attempt)),

@@ -1135,10 +1135,16 @@ async fn storm_of_429() {
             );
         }
     }
-    // Longer than the cap (60 s): given up at once, not waited for.
+    // Longer than the cap (60 s): given up at once, not waited for, and
+    // reported with the status (the store records a 429, not "no answer").
     for path in ["/hour.xml", "/date.xml", "/forever.xml"] {
         let error = failure(&events, &site.url(path));
         assert!(error.contains("retry after"), "{path}: {error}");
+        let status = events.iter().find_map(|e| match e {
+            WalkEvent::SitemapFailed(f) if f.url.as_str() == site.url(path) => Some(f.status),
+            _ => None,
+        });
+        assert_eq!(status, Some(Some(429)), "{path}");
         assert_eq!(site.hits(path), 1, "{path}");
     }
     let totals = carried_on(&events, &site);

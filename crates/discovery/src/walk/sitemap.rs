@@ -140,7 +140,7 @@ async fn run(
         Ok(f) => f,
         Err(e) => {
             debug!(error = %e, "sitemap fetch failed");
-            emit.send(fail(None, e.to_string())).await?;
+            emit.send(fail(e.status(), e.to_string())).await?;
             return Ok(failed);
         }
     };
