@@ -463,7 +463,9 @@ pub struct SitemapRecord {
 /// What the store knows of one host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostRecord {
-    /// Seconds between two fetches handed out for this host.
+    /// Seconds between two fetches handed out for this host. The store
+    /// sets it to its `StoreOptions::min_delay` whenever it reads the
+    /// record, so a changed setting applies to hosts already stored.
     pub min_delay: f64,
     /// Not before this time may another URL of the host be leased.
     pub next_allowed: i64,
