@@ -163,12 +163,19 @@ fn store_command_edge_cases() {
         .unwrap();
     let mut input = format!("{line}\n").into_bytes();
     input.extend_from_slice(b"\xff\xfe not utf-8\n");
+    // A line past the 64 KiB cap is reported and skipped, not kept.
+    input.extend(std::iter::repeat_n(b'x', 300_000));
+    input.push(b'\n');
     input.extend_from_slice(format!("{line}\n").as_bytes());
     child.stdin.take().unwrap().write_all(&input).unwrap();
     let o = child.wait_with_output().unwrap();
     let err = stderr(&o);
     assert!(err.contains("line 2: not UTF-8"), "{err}");
-    assert!(err.contains("complete: 2 recorded, 1 failed"), "{err}");
+    assert!(
+        err.contains("line 3: line longer than 65536 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("complete: 2 recorded, 2 failed"), "{err}");
     // CSV export of an empty store still has its header.
     let empty = dir.path().join("empty");
     let empty = empty.to_str().unwrap();
