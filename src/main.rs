@@ -13,10 +13,13 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-// sled allocates a copy of a tree node per write: mimalloc makes re-ingest
-// about 35% faster than glibc's allocator (the store bench).
+// jemalloc: sled allocates a copy of a tree node per write, and under the
+// daemon's constant re-ingest jemalloc keeps RSS flat where mimalloc's grew
+// (RELIABILITY.md, "Soak"). Off with `--no-default-features`, for heap
+// profilers that hook malloc.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

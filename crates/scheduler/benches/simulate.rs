@@ -15,7 +15,7 @@ use std::time::Instant;
 
 // Like the binary: sled allocates a node copy per write.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use sitemapd_scheduler::sim::{self, LastmodPrecision, Process, SimConfig};
 

@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
-// The binary uses mimalloc too: sled allocates a node copy per write.
+// The binary's allocator, jemalloc: sled allocates a node copy per write.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
