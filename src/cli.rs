@@ -120,7 +120,12 @@ pub struct SimulateArgs {
     /// Runs at once [default: the number of cores].
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Where the throwaway stores live [default: /dev/shm if present, else the temp dir].
+    /// Keep each run's store on disk in sled (under --work-dir), as the daemon does, instead
+    /// of in memory: the same results, several times slower.
+    #[arg(long)]
+    pub on_disk: bool,
+    /// Where the throwaway stores live with --on-disk [default: /dev/shm if present, else the
+    /// temp dir].
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<std::path::PathBuf>,
 }

@@ -186,8 +186,14 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
     let runs = experiment.runs();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let work = work_dir(args);
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    // With --on-disk, where the stores go.
+    let work = if args.on_disk {
+        let work = work_dir(args);
+        std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+        Some(work)
+    } else {
+        None
+    };
     let days = experiment.sim.days.ceil().max(1.0) as u64;
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(days * runs.len() as u64);
@@ -222,7 +228,14 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
                     let Some((policy, seed)) = runs.get(i) else {
                         break;
                     };
-                    let result = one_run(&experiment.sim, policy, *seed, &work, bar.as_ref(), days);
+                    let result = one_run(
+                        &experiment.sim,
+                        policy,
+                        *seed,
+                        work.as_deref(),
+                        bar.as_ref(),
+                        days,
+                    );
                     let line = match &result {
                         Ok(r) => format!(
                             "{policy} seed {seed}: freshness {:.4}, {} fetches in {:.1} s",
@@ -276,20 +289,16 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One run in a fresh store under `work`, reporting whole simulated days
-/// to the bar.
+/// One run in a fresh store, in memory or (`work`) on disk under `work`,
+/// reporting whole simulated days to the bar.
 fn one_run(
     cfg: &SimConfig,
     policy: &str,
     seed: u64,
-    work: &Path,
+    work: Option<&Path>,
     bar: Option<&ProgressBar>,
     days: u64,
 ) -> Result<RunReport> {
-    let dir = tempfile::Builder::new()
-        .prefix("sitemapd-sim-")
-        .tempdir_in(work)
-        .with_context(|| format!("a store directory in {}", work.display()))?;
     let mut reported = 0u64;
     let mut progress = |share: f64| {
         let done = ((share * days as f64).floor() as u64).min(days);
@@ -298,8 +307,17 @@ fn one_run(
         }
         reported = reported.max(done);
     };
-    let report = sim::run(cfg, policy, seed, dir.path(), &mut progress)
-        .with_context(|| format!("simulating {policy} with seed {seed}"))?;
+    let report = match work {
+        Some(work) => {
+            let dir = tempfile::Builder::new()
+                .prefix("sitemapd-sim-")
+                .tempdir_in(work)
+                .with_context(|| format!("a store directory in {}", work.display()))?;
+            sim::run(cfg, policy, seed, dir.path(), &mut progress)
+        }
+        None => sim::run_in_memory(cfg, policy, seed, &mut progress),
+    }
+    .with_context(|| format!("simulating {policy} with seed {seed}"))?;
     if let Some(b) = bar {
         b.inc(days.saturating_sub(reported));
     }

@@ -1,5 +1,6 @@
 //! The simulator's speed: simulated fetches per second (each one a real
-//! `lease` share and `complete` on a sled store), sitemap entries ingested
+//! `lease` share and `complete` on the store: in memory as `sitemapd
+//! simulate` runs it, or on sled with `--on-disk`), sitemap entries ingested
 //! per second, and wall time per run, one policy after another on one
 //! thread, with the simulator's default settings unless flags say
 //! otherwise. Prints figures (and each run's headline metrics); asserts
@@ -9,7 +10,8 @@
 //! `cargo bench -p sitemapd-scheduler --bench simulate [-- --pages N --hosts H
 //! --days D --budget B --host-budget B --policies a,b --seed S
 //! --lastmod day|second|none --liar --recall R --delay-hours H
-//! --process poisson|periodic|bursty --min-refresh-hours H --urls-per-sitemap N]`
+//! --process poisson|periodic|bursty --min-refresh-hours H --urls-per-sitemap N
+//! --on-disk]`
 
 use std::time::Instant;
 
@@ -63,29 +65,35 @@ fn main() {
         cfg.crawl.estimator = e;
     }
     let seed: u64 = num(&args, "--seed", 1);
+    let on_disk = args.iter().any(|a| a == "--on-disk");
     let policies = arg(&args, "--policies").unwrap_or_else(|| "adaptive,lastmod".into());
     println!(
-        "simulate: {} pages, {} hosts, {} days, budget {}/day, lastmod {:?}{}, seed {seed}",
+        "simulate: {} pages, {} hosts, {} days, budget {}/day, lastmod {:?}{}, seed {seed}, store {}",
         cfg.world.pages,
         cfg.world.hosts,
         cfg.days,
         cfg.crawl.budget_per_day,
         cfg.sitemap.lastmod,
-        if cfg.sitemap.liar { " (liar)" } else { "" }
+        if cfg.sitemap.liar { " (liar)" } else { "" },
+        if on_disk { "sled on disk" } else { "in memory" }
     );
     let (mut fetches, mut entries, mut seconds) = (0u64, 0u64, 0.0f64);
     for policy in policies.split(',') {
-        // The store is thrown away: keep it in memory where there is a tmpfs
-        // (sled's own temporary mode does the same).
-        let shm = std::path::Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
-            tempfile::tempdir_in(shm)
-        } else {
-            tempfile::tempdir()
-        }
-        .expect("a temporary directory");
         let started = Instant::now();
-        let report = match sim::run(&cfg, policy, seed, dir.path(), &mut |_| {}) {
+        let result = if on_disk {
+            // The store is thrown away: keep it where there is a tmpfs.
+            let shm = std::path::Path::new("/dev/shm");
+            let dir = if shm.is_dir() {
+                tempfile::tempdir_in(shm)
+            } else {
+                tempfile::tempdir()
+            }
+            .expect("a temporary directory");
+            sim::run(&cfg, policy, seed, dir.path(), &mut |_| {})
+        } else {
+            sim::run_in_memory(&cfg, policy, seed, &mut |_| {})
+        };
+        let report = match result {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{policy}: {e}");

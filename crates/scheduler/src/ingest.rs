@@ -201,7 +201,7 @@ impl<'s> Ingest<'s> {
             let (record, dirty) = match self.store.sitemap(sitemap)? {
                 Some(r) => (r, false),
                 None => {
-                    let id = self.store.db.generate_id()? + 1;
+                    let id = self.store.kv.generate_id()? + 1;
                     (
                         SitemapRecord {
                             id,
@@ -352,7 +352,7 @@ impl<'s> Ingest<'s> {
         }
         {
             let _lock = self.store.lock_background();
-            let mut batch = sled::Batch::default();
+            let mut batch = crate::kv::Batch::default();
             batch.insert(keys::sitemap(sitemap), encode(&record));
             batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
             let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
@@ -440,7 +440,7 @@ impl<'s> Ingest<'s> {
             .take(MAX_CHILDREN)
             .map(String::as_str)
             .collect();
-        let flush = |batch: &mut sled::Batch, ops: &mut usize| -> Result<(), StoreError> {
+        let flush = |batch: &mut crate::kv::Batch, ops: &mut usize| -> Result<(), StoreError> {
             if *ops > 0 {
                 let _lock = store.lock_background();
                 store.kv.apply_batch(std::mem::take(batch))?;
@@ -448,7 +448,7 @@ impl<'s> Ingest<'s> {
             }
             Ok(())
         };
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         let mut ops = 0usize;
         let (mut removed, mut added) = (0u64, 0u64);
         if complete {
@@ -549,7 +549,7 @@ impl<'s> Ingest<'s> {
         let mut retired = 0;
         let store = self.store;
         let _lock = store.lock_background();
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         let mut hosts: HashMap<String, i64> = HashMap::new();
         for url in urls.drain(..) {
             let Ok(Some(mut rec)) = store.url(&url) else {
@@ -594,7 +594,7 @@ impl<'s> Ingest<'s> {
         let store = self.store;
         let now = self.now;
         let _lock = store.lock_background();
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut recent: HashMap<u64, Vec<u64>> = self
             .readings

@@ -95,6 +95,7 @@ pub mod check;
 pub mod estimate;
 pub mod ingest;
 pub mod keys;
+mod kv;
 pub mod notify;
 pub mod policy;
 pub mod queue;

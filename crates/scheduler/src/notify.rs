@@ -78,7 +78,7 @@ impl Store {
             reason: StoredReason::Notified,
             lease: None,
         };
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         if let Some(old) = old_due {
             batch.remove(keys::due(old, url));
         }

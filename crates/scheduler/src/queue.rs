@@ -103,8 +103,8 @@ impl Store {
     /// hold a lease ([`Store::stats`] counts them, over every record).
     pub fn queue_depth(&self, now: i64) -> Result<u64, StoreError> {
         let mut n = 0u64;
-        for key in self.kv.range(vec![keys::DUE]..keys::due_after(now)).keys() {
-            key?;
+        for item in self.kv.range(vec![keys::DUE]..keys::due_after(now)) {
+            item?;
             n += 1;
         }
         Ok(n)
@@ -226,7 +226,7 @@ impl Store {
             hosts.insert(host.to_string(), (record, 0));
             Ok(allowed)
         })?;
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         let mut out = Vec::new();
         for (url, mut rec) in candidates.into_iter().take(n) {
             let Some((host, given)) = hosts.get_mut(keys::host_of(&url)) else {
@@ -235,7 +235,7 @@ impl Store {
             let not_before = host.next_allowed.max(now);
             host.next_allowed = not_before.saturating_add(step(host));
             *given += 1;
-            let id = self.db.generate_id()?;
+            let id = self.kv.generate_id()?;
             let reason = reason_of(&rec, now);
             let due = rec.schedule.due;
             batch.remove(keys::due(due, &url));
@@ -286,7 +286,7 @@ impl Store {
         now: i64,
     ) -> Result<Vec<String>, StoreError> {
         let _lock = self.lock();
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         let mut records: HashMap<String, UrlRecord> = HashMap::new();
         // Each host's record, and whether a completion changed it.
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
@@ -335,7 +335,7 @@ impl Store {
         completion: &Completion,
         host: &mut HostRecord,
         host_changed: &mut bool,
-        batch: &mut sled::Batch,
+        batch: &mut crate::kv::Batch,
         now: i64,
     ) -> UrlRecord {
         let outcome = completion.outcome.stored();

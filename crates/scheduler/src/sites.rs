@@ -44,10 +44,7 @@ impl Store {
             next_walk: now,
             ..SiteRecord::default()
         };
-        let swapped = self
-            .kv
-            .compare_and_swap(&key, None::<&[u8]>, Some(encode(&site)))?;
-        Ok(swapped.is_ok())
+        self.kv.insert_if_absent(key, encode(&site))
     }
 
     /// Stops following `seed`; whether it was followed. Its URLs stay: see
@@ -102,7 +99,7 @@ impl Store {
             return Ok(0);
         }
         let _lock = self.lock();
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::kv::Batch::default();
         let mut retired = 0u64;
         for url in urls.drain(..) {
             let Ok(Some(mut rec)) = self.url(&url) else {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
+use crate::kv::Kv;
 use crate::policy::{self, Due, HostState, Params, Policy, UrlState};
 use crate::record::{HostRecord, Record, RecordError, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
@@ -125,8 +126,7 @@ pub const GIVE_WAY: Duration = Duration::from_millis(100);
 
 /// The store; share it behind an `Arc`. Writes are serialised inside.
 pub struct Store {
-    pub(crate) db: sled::Db,
-    pub(crate) kv: sled::Tree,
+    pub(crate) kv: Kv,
     /// The policy in use; [`Store::calibrate`] replaces it with one that
     /// has the new multiplier.
     pub(crate) policy: RwLock<Arc<dyn Policy>>,
@@ -170,7 +170,20 @@ impl Store {
                 Err(other) => return Err(StoreError::Sled(other)),
             }
         };
-        let kv = db.open_tree("sitemapd")?;
+        let tree = db.open_tree("sitemapd")?;
+        Store::with_kv(Kv::Sled { db, tree }, options)
+    }
+
+    /// A store in memory, empty, gone when dropped: for simulations and
+    /// tests, where a store is thrown away after one run. The same store in
+    /// every respect but durability: every read and write
+    /// goes through the same code as on disk, on an ordered map instead of
+    /// sled.
+    pub fn in_memory(options: StoreOptions) -> Result<Store, StoreError> {
+        Store::with_kv(Kv::memory(), options)
+    }
+
+    fn with_kv(kv: Kv, options: StoreOptions) -> Result<Store, StoreError> {
         let name = match &options.policy {
             Some(name) => name.clone(),
             None => kv
@@ -189,7 +202,6 @@ impl Store {
             kv.insert(keys::POLICY, name.as_bytes())?;
         }
         Ok(Store {
-            db,
             kv,
             policy: RwLock::new(Arc::from(policy)),
             options,
@@ -213,13 +225,13 @@ impl Store {
 
     /// Writes everything to disk now.
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
+        self.kv.flush()?;
         Ok(())
     }
 
     /// Bytes the store takes on disk.
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
-        Ok(self.db.size_on_disk()?)
+        Ok(self.kv.size_on_disk()?)
     }
 
     /// The write lock, for a crawler's request (lease, complete, notify):

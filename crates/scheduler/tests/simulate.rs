@@ -289,6 +289,36 @@ fn a_run_is_a_function_of_its_seed() {
     assert!(a.summary.fetches_total > 0);
 }
 
+/// The store in memory and on sled give the same run, for every policy
+/// the comparison uses (the in-memory store is what `sitemapd simulate`
+/// runs on).
+#[test]
+fn in_memory_and_on_disk_runs_are_the_same() {
+    let mut cfg = mixed_world();
+    cfg.days = 3.0;
+    cfg.warmup_days = Some(1.0);
+    cfg.world.pages = 200;
+    cfg.world.new_pages = 0.2;
+    cfg.sitemap.recall = 0.7;
+    let strip = |mut r: RunReport| {
+        r.summary.wall_seconds = 0.0;
+        r
+    };
+    for policy in [
+        "fixed",
+        "sitemap-hints",
+        "lastmod",
+        "adaptive",
+        "freshness-optimal",
+        "lambda-crawl",
+    ] {
+        let disk = strip(run(&cfg, policy, 6));
+        let memory = strip(sim::run_in_memory(&cfg, policy, 6, &mut |_| {}).unwrap());
+        assert_eq!(disk, memory, "{policy}");
+        assert!(memory.summary.fetches_total > 0);
+    }
+}
+
 #[test]
 fn politeness_discovery_and_hosts() {
     let mut cfg = mixed_world();

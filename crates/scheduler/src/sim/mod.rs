@@ -13,11 +13,21 @@
 //! cfg.world.pages = 100;
 //! cfg.world.hosts = 4;
 //! cfg.crawl.budget_per_day = 100.0;
-//! let dir = tempfile::tempdir().unwrap();
-//! let report = sim::run(&cfg, "adaptive", 1, dir.path(), &mut |_| {}).unwrap();
+//! let report = sim::run_in_memory(&cfg, "adaptive", 1, &mut |_| {}).unwrap();
 //! assert_eq!(report.series.len(), 8); // 6-hour windows
 //! assert!(report.summary.freshness > 0.0 && report.summary.freshness <= 1.0);
+//! // The same run on a sled store on disk: the same metrics.
+//! let dir = tempfile::tempdir().unwrap();
+//! let on_disk = sim::run(&cfg, "adaptive", 1, dir.path(), &mut |_| {}).unwrap();
+//! assert_eq!(on_disk.series, report.series);
 //! ```
+//!
+//! ## In memory or on disk
+//! [`run_in_memory()`] keeps the store in memory ([`Store::in_memory`](crate::Store::in_memory)):
+//! the store's code (ingest, queue, policies, estimators, trust, refresh) is
+//! the same, only the key-value map under it is an ordered map instead of
+//! sled. [`run()`] uses sled on disk, as the daemon does; the reports are
+//! the same, several times slower.
 //!
 //! ## Deterministic
 //! A run is a function of its configuration, policy and seed: the world
@@ -35,7 +45,7 @@
 //!   liar mode; ETags for conditional reads).
 //! - [`metrics`]: freshness, age, harmonic staleness, waste, recall,
 //!   discovery, politeness, estimator bias.
-//! - `run`: the event loop against the store ([`run()`]).
+//! - `run`: the event loop against the store ([`run()`], [`run_in_memory()`]).
 
 mod change;
 pub mod config;
@@ -48,7 +58,7 @@ pub use config::{
     ConfigError, CrawlConfig, LastmodPrecision, Process, SimConfig, SitemapConfig, WorldConfig,
 };
 pub use metrics::{EstimatorStats, SeriesRow, Summary};
-pub use run::run;
+pub use run::{run, run_in_memory};
 pub use world::EPOCH;
 
 use crate::store::StoreError;
