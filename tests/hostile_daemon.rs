@@ -132,12 +132,12 @@ fn hostile_site() -> (TestSite, Vec<(&'static str, Option<u64>)>) {
             ])),
             None,
         ),
-        // 429 with a Retry-After far beyond the cap: given up at once, with
-        // no response to keep (the error says why).
+        // 429 with a Retry-After far beyond the cap: given up at once, and
+        // recorded with its status (the error says why).
         (
             "/busy.xml",
             Reply::status(429).header("Retry-After", "3600"),
-            Some(0),
+            Some(429),
         ),
         // A redirect loop.
         ("/loop.xml", Reply::redirect(302, "/loop.xml"), Some(0)),
