@@ -114,11 +114,12 @@ impl Daemon {
         self.get("/v1/stats")["stats"]["active"].as_u64().unwrap()
     }
 
-    /// Polls `what` until it holds (30 s at most).
+    /// Polls `what` until it holds (120 s at most: only a failure waits
+    /// that long, and a busy shared disk makes each acknowledged write slow).
     pub fn wait_for(&self, what: &str, mut done: impl FnMut(&Daemon) -> bool) {
         let start = Instant::now();
         while !done(self) {
-            if start.elapsed() > Duration::from_secs(30) {
+            if start.elapsed() > Duration::from_secs(120) {
                 panic!("timed out waiting for {what}; log:\n{}", self.log());
             }
             std::thread::sleep(Duration::from_millis(100));
