@@ -3,7 +3,7 @@
 //! literature proves, and the estimators' known bias. Sizes are chosen to
 //! keep the whole file well under a minute in a debug build.
 
-use sitemapd_scheduler::policy::{age_fixed, freshness_fixed};
+use sitemapd_scheduler::policy::{POLICY_NAMES, age_fixed, freshness_fixed};
 use sitemapd_scheduler::sim::{self, LastmodPrecision, RunReport, SimConfig, SimError};
 
 const DAY: f64 = 86_400.0;
@@ -290,8 +290,7 @@ fn a_run_is_a_function_of_its_seed() {
 }
 
 /// The store in memory and on sled give the same run, for every policy
-/// the comparison uses (the in-memory store is what `sitemapd simulate`
-/// runs on).
+/// (the in-memory store is what `sitemapd simulate` runs on).
 #[test]
 fn in_memory_and_on_disk_runs_are_the_same() {
     let mut cfg = mixed_world();
@@ -304,14 +303,7 @@ fn in_memory_and_on_disk_runs_are_the_same() {
         r.summary.wall_seconds = 0.0;
         r
     };
-    for policy in [
-        "fixed",
-        "sitemap-hints",
-        "lastmod",
-        "adaptive",
-        "freshness-optimal",
-        "lambda-crawl",
-    ] {
+    for policy in POLICY_NAMES {
         let disk = strip(run(&cfg, policy, 6));
         let memory = strip(sim::run_in_memory(&cfg, policy, 6, &mut |_| {}).unwrap());
         assert_eq!(disk, memory, "{policy}");
