@@ -13,7 +13,6 @@
 //! gone when the store is dropped.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,7 +42,7 @@ impl Batch {
 /// order for scans.
 #[derive(Default)]
 pub(crate) struct Map {
-    values: HashMap<IVec, IVec, BuildHasherDefault<WordHasher>>,
+    values: HashMap<IVec, IVec, rustc_hash::FxBuildHasher>,
     keys: BTreeSet<IVec>,
 }
 
@@ -68,40 +67,6 @@ impl Map {
             self.keys.remove(key);
         }
         old
-    }
-}
-
-/// A fast hash of byte strings, a word at a time (the multiply-rotate of
-/// rustc's FxHasher, with a final mix). Keys come from the store itself, so no protection
-/// against chosen collisions is needed.
-#[derive(Default)]
-pub(crate) struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn finish(&self) -> u64 {
-        // The multiply carries a difference upward only: fold the high bits
-        // down, or keys differing in their last bytes share their low bits
-        // (the table's index) and collide.
-        let x = self.0 ^ (self.0 >> 33);
-        let x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^ (x >> 33)
     }
 }
 
