@@ -10,6 +10,7 @@
 //! spaced by that delay.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use serde::Serialize;
 
@@ -303,11 +304,9 @@ impl Store {
                 },
             };
             let host_name = keys::host_of(url);
-            if !hosts.contains_key(host_name) {
-                hosts.insert(host_name.to_string(), (self.host(host_name)?, false));
-            }
-            let Some((host, host_changed)) = hosts.get_mut(host_name) else {
-                continue; // inserted above
+            let (host, host_changed) = match hosts.entry(host_name.to_string()) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert((self.host(host_name)?, false)),
             };
             let rec =
                 self.apply_completion(url, rec, completion, host, host_changed, &mut batch, now);
