@@ -28,10 +28,12 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
-use sitemapd_discovery::walk::{RobotsOutcome, SiteTotals};
-use sitemapd_discovery::{FetchConfig, Fetcher, Seed, WalkConfig, WalkEvent, Walker};
+use sitemapd_discovery::walk::RobotsOutcome;
+use sitemapd_discovery::{FetchConfig, Fetcher, WalkConfig, WalkEvent, Walker};
 use sitemapd_testsite::{Reply, TestSite};
+
+mod common;
+use common::{failures, site_done, urlset, walk};
 
 /// Names and where they resolve: all somewhere on this machine, none of
 /// them the test server's 127.0.0.1.
@@ -60,13 +62,6 @@ fn guarded() -> Walker {
     Walker::new(Fetcher::new(config).unwrap(), WalkConfig::default())
 }
 
-async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
-    walker
-        .walk(vec![Seed::parse(seed).unwrap()])
-        .collect()
-        .await
-}
-
 /// Every private target for `path` on the test server's port: the names,
 /// the same addresses as literals, and literal private addresses elsewhere.
 fn targets(site: &TestSite, path: &str) -> Vec<String> {
@@ -89,24 +84,6 @@ fn targets(site: &TestSite, path: &str) -> Vec<String> {
     out
 }
 
-/// The failures: (url, error).
-fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WalkEvent::SitemapFailed(f) => Some((f.url.to_string(), f.error.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn site_done(events: &[WalkEvent]) -> &SiteTotals {
-    match events.last() {
-        Some(WalkEvent::SiteDone(t)) => t,
-        other => panic!("the walk must end with SiteDone, got {other:?}"),
-    }
-}
-
 /// Each target failed with the guard's refusal, once.
 #[track_caller]
 fn all_refused(events: &[WalkEvent], targets: &[String]) {
@@ -121,15 +98,6 @@ fn all_refused(events: &[WalkEvent], targets: &[String]) {
             "{target}: {error}"
         );
     }
-}
-
-fn urlset(locs: &[String]) -> String {
-    let mut s = String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
-    for loc in locs {
-        s.push_str(&format!("<url><loc>{loc}</loc></url>"));
-    }
-    s.push_str("</urlset>");
-    s
 }
 
 #[tokio::test]

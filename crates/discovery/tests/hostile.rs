@@ -43,13 +43,15 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use sitemapd_discovery::walk::{
     RobotsOutcome, RobotsReport, SiteTotals, SitemapReport, SkipReason,
 };
-use sitemapd_discovery::{FetchConfig, FetchError, Fetcher, Seed, WalkConfig, WalkEvent, Walker};
+use sitemapd_discovery::{FetchConfig, FetchError, Fetcher, WalkConfig, WalkEvent, Walker};
 use sitemapd_parser::{Diagnostic, MAX_TOKEN_BYTES, ParseOptions, Rule};
 use sitemapd_testsite::{Body, Length, Reply, TestSite, gzip, gzip_zeros};
+
+mod common;
+use common::{URLSET, urlset, walk};
 
 /// The byte cap of the suite (after decompression).
 const CAP: u64 = 8 << 20;
@@ -92,24 +94,6 @@ fn walk_config() -> WalkConfig {
 
 fn walker(fetch: FetchConfig, walk: WalkConfig) -> Walker {
     Walker::new(Fetcher::new(fetch).unwrap(), walk)
-}
-
-async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
-    walker
-        .walk(vec![Seed::parse(seed).unwrap()])
-        .collect()
-        .await
-}
-
-const URLSET: &str = r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#;
-
-fn urlset(locs: &[String]) -> String {
-    let mut s = String::from(URLSET);
-    for loc in locs {
-        s.push_str(&format!("<url><loc>{loc}</loc></url>"));
-    }
-    s.push_str("</urlset>");
-    s
 }
 
 fn pages(site: &TestSite, prefix: &str, n: usize) -> Vec<String> {

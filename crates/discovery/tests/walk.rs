@@ -13,14 +13,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
 use sitemapd_discovery::walk::{
-    DEFAULT_PROBE_PATHS, Remembered, RobotsOutcome, RobotsReport, SiteTotals, SitemapReport,
-    SkipReason, Via,
+    DEFAULT_PROBE_PATHS, Remembered, RobotsOutcome, RobotsReport, SitemapReport, SkipReason, Via,
 };
 use sitemapd_discovery::{
     FetchConfig, Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent, Walker,
 };
 use sitemapd_parser::{NormUrl, ParseOptions, Rule};
 use sitemapd_testsite::{Body, Reply, Request, TestSite, gzip};
+
+mod common;
+use common::{failures, site_done, urlset, walk};
 
 fn fetch_config() -> FetchConfig {
     FetchConfig {
@@ -50,24 +52,6 @@ fn with_memory(memory: impl SitemapMemory + 'static, config: WalkConfig) -> Walk
             ..config
         },
     )
-}
-
-async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
-    walker
-        .walk(vec![Seed::parse(seed).unwrap()])
-        .collect()
-        .await
-}
-
-fn urlset(locs: &[String]) -> String {
-    let mut s = String::from(
-        r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
-    );
-    for loc in locs {
-        s.push_str(&format!("<url><loc>{loc}</loc></url>"));
-    }
-    s.push_str("</urlset>");
-    s
 }
 
 fn index(children: &[(String, Option<&str>)]) -> String {
@@ -140,16 +124,6 @@ fn report<'a>(events: &'a [WalkEvent], url: &str) -> &'a SitemapReport {
         .unwrap_or_else(|| panic!("no report for {url}: {events:#?}"))
 }
 
-fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WalkEvent::SitemapFailed(f) => Some((f.url.to_string(), f.error.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 fn skipped(events: &[WalkEvent]) -> Vec<(SkipReason, u64)> {
     events
         .iter()
@@ -175,13 +149,6 @@ fn robots_report(events: &[WalkEvent]) -> &RobotsReport {
         .first()
         .copied()
         .expect("a Robots event")
-}
-
-fn site_done(events: &[WalkEvent]) -> &SiteTotals {
-    match events.last() {
-        Some(WalkEvent::SiteDone(t)) => t,
-        other => panic!("the walk must end with SiteDone, got {other:?}"),
-    }
 }
 
 struct Memory(HashMap<String, Remembered>);
