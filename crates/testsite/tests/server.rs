@@ -34,6 +34,17 @@ fn send(conn: &mut BufReader<TcpStream>, method: &str, path: &str, extra: &str) 
     conn.get_mut().write_all(req.as_bytes()).unwrap();
 }
 
+/// GETs `path` and reads until the server resets the connection (it must):
+/// everything received before the reset.
+fn read_until_reset(site: &TestSite, path: &str) -> Vec<u8> {
+    let mut conn = connect(site);
+    send(&mut conn, "GET", path, "");
+    let mut all = Vec::new();
+    let err = conn.read_to_end(&mut all).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+    all
+}
+
 /// Reads one response, framed the way its headers say.
 fn read_response(conn: &mut BufReader<TcpStream>, head_only: bool) -> Response {
     let mut line = String::new();
@@ -295,22 +306,14 @@ fn reset_after_resets_mid_body() {
     let site = TestSite::start();
     let body = Body::ResetAfter(Bytes::from_static(b"partial"));
     site.route("/reset", Reply::ok("").body(body));
-    let mut conn = connect(&site);
-    send(&mut conn, "GET", "/reset", "");
-    let mut all = Vec::new();
-    let err = conn.read_to_end(&mut all).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+    let all = read_until_reset(&site, "/reset");
     let text = String::from_utf8_lossy(&all);
     assert!(text.contains("\r\ncontent-length: 8\r\n"), "{text}");
     assert!(text.ends_with("\r\n\r\npartial"), "{text}");
 
     let chunked = Reply::ok("").body(Body::ResetAfter(Bytes::from_static(b"abc")));
     site.route("/reset-chunked", chunked.length(Length::Chunked));
-    let mut conn = connect(&site);
-    send(&mut conn, "GET", "/reset-chunked", "");
-    let mut all = Vec::new();
-    let err = conn.read_to_end(&mut all).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+    let all = read_until_reset(&site, "/reset-chunked");
     assert!(all.ends_with(b"\r\n\r\n3\r\nabc\r\n"), "no last chunk");
 }
 
@@ -365,11 +368,7 @@ fn chain_streams_its_parts_in_order() {
         Body::Bytes(Bytes::from_static(b"never")),
     ]);
     site.route("/reset", Reply::ok("").body(reset));
-    let mut conn = connect(&site);
-    send(&mut conn, "GET", "/reset", "");
-    let mut all = Vec::new();
-    let err = conn.read_to_end(&mut all).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+    let all = read_until_reset(&site, "/reset");
     let text = String::from_utf8_lossy(&all);
     assert!(text.contains("\r\ncontent-length: 5\r\n"), "{text}");
     assert!(text.ends_with("\r\n\r\nabcd"), "{text}");
