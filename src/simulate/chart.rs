@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
-use sitemapd_scheduler::sim::RunReport;
+use sitemapd_sim::RunReport;
 
 use super::Experiment;
 

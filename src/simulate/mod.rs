@@ -1,5 +1,5 @@
 //! `sitemapd simulate`: runs the research simulator
-//! ([`sitemapd_scheduler::sim`]) for every (policy, seed) pair, a few at a
+//! ([`sitemapd_sim`]) for every (policy, seed) pair, a few at a
 //! time, and writes metrics.csv, summary.csv and chart.svg.
 
 mod chart;
@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use sitemapd_scheduler::policy::POLICY_NAMES;
-use sitemapd_scheduler::sim::{self, LastmodPrecision, Process, RunReport, SimConfig};
+use sitemapd_sim::{self as sim, LastmodPrecision, Process, RunReport, SimConfig};
 
 use crate::cli::SimulateArgs;
 

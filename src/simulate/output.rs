@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use sitemapd_scheduler::sim::{RunReport, Summary};
+use sitemapd_sim::{RunReport, Summary};
 
 /// The columns of metrics.csv.
 pub const METRICS_COLUMNS: [&str; 15] = [

@@ -77,10 +77,9 @@
 //!
 //! ## Research simulator
 //!
-//! [`sim`] runs the store against a simulated web (pages that change,
-//! sitemaps that say so more or less truthfully, a fetch budget) on fake
-//! time, and measures freshness, age, staleness, waste, recall, discovery
-//! latency, politeness and estimator bias per policy (`sitemapd simulate`).
+//! The `sitemapd-sim` crate runs the store against a simulated web (pages
+//! that change, sitemaps that say so more or less truthfully, a fetch
+//! budget) on fake time, through this crate's public API only.
 //!
 //! ## Crash safety
 //!
@@ -101,7 +100,6 @@ pub mod policy;
 pub mod queue;
 pub mod record;
 pub mod refresh;
-pub mod sim;
 pub mod sites;
 pub mod store;
 pub mod trust;

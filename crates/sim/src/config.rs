@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::estimate::Estimator;
+use sitemapd_scheduler::estimate::Estimator;
 
 /// Seconds in a day.
 pub(crate) const DAY: f64 = 86_400.0;

@@ -26,7 +26,7 @@
 
 use serde::Serialize;
 
-use crate::estimate::{Estimator, Visit};
+use sitemapd_scheduler::estimate::{Estimator, Visit};
 
 use super::config::DAY;
 

@@ -18,12 +18,12 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::estimate::Visit;
-use crate::ingest::SitemapFetch;
-use crate::policy::Params;
-use crate::queue::{Completion, Outcome};
-use crate::refresh::RefreshParams;
-use crate::store::{Store, StoreOptions};
+use sitemapd_scheduler::estimate::Visit;
+use sitemapd_scheduler::ingest::SitemapFetch;
+use sitemapd_scheduler::policy::Params;
+use sitemapd_scheduler::queue::{Completion, Outcome};
+use sitemapd_scheduler::refresh::RefreshParams;
+use sitemapd_scheduler::store::{Store, StoreOptions};
 
 use super::change::Changes;
 use super::config::{DAY, SimConfig};
@@ -117,8 +117,8 @@ pub fn run_in_memory(
 /// The settings are valid and the policy exists.
 fn check(cfg: &SimConfig, policy: &str) -> Result<(), SimError> {
     cfg.validate()?;
-    crate::policy::policy(policy, store_options(cfg, policy).params)
-        .map_err(crate::store::StoreError::from)?;
+    sitemapd_scheduler::policy::policy(policy, store_options(cfg, policy).params)
+        .map_err(sitemapd_scheduler::store::StoreError::from)?;
     Ok(())
 }
 
@@ -126,7 +126,7 @@ fn run_on(
     cfg: &SimConfig,
     policy: &str,
     seed: u64,
-    open: impl FnOnce(StoreOptions) -> Result<Store, crate::store::StoreError>,
+    open: impl FnOnce(StoreOptions) -> Result<Store, sitemapd_scheduler::store::StoreError>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunReport, SimError> {
     let started = Instant::now();

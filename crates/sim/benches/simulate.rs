@@ -7,7 +7,7 @@
 //! nothing. `--lastmod none` leaves the sitemaps unchanged after their
 //! first read (304s), which measures the queue alone.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench simulate [-- --pages N --hosts H
+//! `cargo bench -p sitemapd-sim --bench simulate [-- --pages N --hosts H
 //! --days D --budget B --host-budget B --policies a,b --seed S
 //! --lastmod day|second|none --liar --recall R --delay-hours H
 //! --process poisson|periodic|bursty --min-refresh-hours H --urls-per-sitemap N
@@ -19,7 +19,7 @@ use std::time::Instant;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-use sitemapd_scheduler::sim::{self, LastmodPrecision, Process, SimConfig};
+use sitemapd_sim::{self as sim, LastmodPrecision, Process, SimConfig};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()

@@ -200,8 +200,8 @@ impl Publisher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::config::SimConfig;
-    use crate::sim::world::EPOCH;
+    use crate::config::SimConfig;
+    use crate::world::EPOCH;
 
     fn world() -> (SimConfig, World) {
         let mut cfg = SimConfig::default();

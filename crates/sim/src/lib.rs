@@ -1,12 +1,12 @@
 //! The research simulator: a seeded, discrete-event simulation of a web of
 //! pages that change, the sitemaps their hosts publish, and a crawler with
-//! a fetch budget, driving the real scheduler ([`Store`](crate::Store):
+//! a fetch budget, driving the real scheduler ([`Store`](sitemapd_scheduler::Store):
 //! ingest, lease, complete, the policies, the estimators, lastmod trust
 //! and the sitemap refresh schedule) on simulated time. It measures the
 //! metrics of SCHEDULING.md against the truth only a simulation knows.
 //!
 //! ```
-//! use sitemapd_scheduler::sim::{self, SimConfig};
+//! use sitemapd_sim::{self as sim, SimConfig};
 //!
 //! let mut cfg = SimConfig::default();
 //! cfg.days = 2.0;
@@ -23,7 +23,7 @@
 //! ```
 //!
 //! ## In memory or on disk
-//! [`run_in_memory()`] keeps the store in memory ([`Store::in_memory`](crate::Store::in_memory)):
+//! [`run_in_memory()`] keeps the store in memory ([`Store::in_memory`](sitemapd_scheduler::Store::in_memory)):
 //! the store's code (ingest, queue, policies, estimators, trust, refresh) is
 //! the same, only the key-value map under it is an ordered map instead of
 //! sled. [`run()`] uses sled on disk, as the daemon does; the reports are
@@ -61,7 +61,7 @@ pub use metrics::{EstimatorStats, SeriesRow, Summary};
 pub use run::{run, run_in_memory};
 pub use world::EPOCH;
 
-use crate::store::StoreError;
+use sitemapd_scheduler::store::StoreError;
 
 /// A simulation failed.
 #[derive(Debug, thiserror::Error)]

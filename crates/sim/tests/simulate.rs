@@ -4,7 +4,7 @@
 //! keep the whole file well under a minute in a debug build.
 
 use sitemapd_scheduler::policy::{POLICY_NAMES, age_fixed, freshness_fixed};
-use sitemapd_scheduler::sim::{self, LastmodPrecision, RunReport, SimConfig, SimError};
+use sitemapd_sim::{self as sim, LastmodPrecision, RunReport, SimConfig, SimError};
 
 const DAY: f64 = 86_400.0;
 
