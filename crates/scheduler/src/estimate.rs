@@ -67,7 +67,10 @@ pub struct Visit {
 }
 
 /// A change-rate estimator (see the module docs for the formulas).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Estimator {
     /// X/(nI): biased low, kept as a baseline.
     Naive,

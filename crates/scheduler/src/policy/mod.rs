@@ -319,7 +319,70 @@ pub trait Policy: Send + Sync + fmt::Debug {
     }
 }
 
-/// Every policy name [`policy`] accepts.
+/// The policies this crate ships, each selectable by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum BuiltinPolicy {
+    /// A fixed interval.
+    Fixed,
+    /// The sitemap's changefreq, ordered by priority.
+    SitemapHints,
+    /// Trusted lastmods first, a fallback policy otherwise.
+    Lastmod,
+    /// The interval shrinks on change and grows without one.
+    Adaptive,
+    /// Cho & Garcia-Molina's freshness-optimal allocation.
+    FreshnessOptimal,
+    /// Kolobov et al.'s harmonic-staleness allocation.
+    LambdaCrawl,
+    /// The budget spread evenly.
+    Uniform,
+    /// The budget in proportion to the change rate.
+    Proportional,
+}
+
+impl BuiltinPolicy {
+    /// Every built-in policy, in documentation order.
+    pub const ALL: [BuiltinPolicy; 8] = [
+        BuiltinPolicy::Fixed,
+        BuiltinPolicy::SitemapHints,
+        BuiltinPolicy::Lastmod,
+        BuiltinPolicy::Adaptive,
+        BuiltinPolicy::FreshnessOptimal,
+        BuiltinPolicy::LambdaCrawl,
+        BuiltinPolicy::Uniform,
+        BuiltinPolicy::Proportional,
+    ];
+
+    /// The name used in configuration, the store and output.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinPolicy::Fixed => "fixed",
+            BuiltinPolicy::SitemapHints => "sitemap-hints",
+            BuiltinPolicy::Lastmod => "lastmod",
+            BuiltinPolicy::Adaptive => "adaptive",
+            BuiltinPolicy::FreshnessOptimal => "freshness-optimal",
+            BuiltinPolicy::LambdaCrawl => "lambda-crawl",
+            BuiltinPolicy::Uniform => "uniform",
+            BuiltinPolicy::Proportional => "proportional",
+        }
+    }
+
+    /// The policy called `name` (exactly as [`BuiltinPolicy::name`] gives it).
+    pub fn from_name(name: &str) -> Option<BuiltinPolicy> {
+        BuiltinPolicy::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl fmt::Display for BuiltinPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every policy name [`policy`] accepts (the names of [`BuiltinPolicy::ALL`]).
 pub const POLICY_NAMES: [&str; 8] = [
     "fixed",
     "sitemap-hints",

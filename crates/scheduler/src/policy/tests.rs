@@ -1097,3 +1097,13 @@ fn extreme_pages_do_not_break_the_multipliers() {
         );
     }
 }
+
+#[test]
+fn builtin_policies_are_the_policy_names() {
+    let names: Vec<&str> = BuiltinPolicy::ALL.iter().map(|p| p.name()).collect();
+    assert_eq!(names, POLICY_NAMES);
+    for p in BuiltinPolicy::ALL {
+        assert_eq!(BuiltinPolicy::from_name(p.name()), Some(p));
+        assert_eq!(policy(p.name(), Params::default()).unwrap().name(), p.name());
+    }
+}
