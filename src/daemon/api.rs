@@ -1,5 +1,5 @@
 //! The HTTP API (axum, JSON). Every route but `/healthz` needs the bearer
-//! token when one is configured. Shapes are documented in the README.
+//! token when one is configured. Shapes are documented in docs/daemon.md.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

@@ -19,7 +19,7 @@ use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshStat
 use crate::store::{Store, StoreError};
 
 /// URLs merged in memory before a batch is written (measured: see the
-/// README's store bench).
+/// store bench in docs/BENCHMARKS.md).
 pub const DEFAULT_BATCH: usize = 2_000;
 
 /// Children returned per index (the protocol's limit on an index).
