@@ -2,14 +2,12 @@
 //! store as the walk's memory, and walk events recorded into the store.
 
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use sitemapd_discovery::walk::{Remembered, SitemapFailure, SitemapReport, Via};
 use sitemapd_discovery::{SitemapMemory, Validators, WalkEvent};
 use sitemapd_parser::{Format, NormUrl};
-use sitemapd_scheduler::{Ingest, SitemapFetch, Store, StoreError};
-
-use crate::settings::now;
+use sitemapd_scheduler::{Ingest, SitemapFetch, Store, StoreError, Timestamp};
 
 /// The store as the walk's memory: validators for conditional GET, the last
 /// fetch time for I3, an index's children, and (for the daemon) whether the
@@ -41,9 +39,12 @@ impl StoreMemory {
 impl SitemapMemory for StoreMemory {
     fn recall(&self, url: &NormUrl) -> Option<Remembered> {
         let record = self.store.sitemap(url.as_str()).ok().flatten()?;
-        let children = self.store.children(&record).unwrap_or_default();
-        let not_due =
-            self.scheduled && !self.store.sitemap_due(url.as_str(), now()).unwrap_or(true);
+        let children = self.store.children(url.as_str()).unwrap_or_default();
+        let not_due = self.scheduled
+            && !self
+                .store
+                .sitemap_due(url.as_str(), Timestamp::now())
+                .unwrap_or(true);
         Some(Remembered {
             validators: Validators {
                 etag: record.etag,
@@ -51,8 +52,8 @@ impl SitemapMemory for StoreMemory {
             },
             fetched_at: record
                 .last_success
-                .and_then(|t| u64::try_from(t).ok())
-                .map(|t| UNIX_EPOCH + Duration::from_secs(t)),
+                .filter(|t| t.unix() >= 0)
+                .map(SystemTime::from),
             children: children
                 .iter()
                 .filter_map(|c| NormUrl::parse(c).ok())

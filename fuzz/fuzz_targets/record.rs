@@ -12,8 +12,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
-use sitemapd_scheduler::keys;
-use sitemapd_scheduler::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode, encode};
+use sitemapd_scheduler::internal::keys;
+use sitemapd_scheduler::internal::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode, encode};
 use sitemapd_scheduler::{RefreshState, SiteRecord};
 
 /// Decodes `data` as `T`; if it decodes, checks the round trip.

@@ -107,7 +107,7 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
     let key = format!("file://{}", path.display());
     let input = std::fs::File::open(&path).with_context(|| format!("cannot open {file}"))?;
     let mut parser = sitemapd_parser::Parser::new(input, args.site.parse.options(None));
-    let mut ingest = store.ingest(now());
+    let mut ingest = store.ingest(sitemapd_scheduler::Timestamp::now());
     for event in parser.by_ref() {
         if let sitemapd_parser::Event::Url(entry) = event {
             ingest.entry(&key, &entry)?;
@@ -135,7 +135,7 @@ fn walk_into(
     failed_sites: &mut u64,
 ) -> Result<IngestStats> {
     runtime()?.block_on(async {
-        let mut ingest = store.ingest(session_now);
+        let mut ingest = store.ingest(sitemapd_scheduler::Timestamp::from_unix(session_now));
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
             walk_store::record(&mut ingest, &event)?;

@@ -9,14 +9,20 @@ use sitemapd_scheduler::{Completion, Store, StoreError};
 
 use crate::cli::{CompleteArgs, QueueArgs};
 use crate::completion::Reported;
-use crate::settings::now;
+use sitemapd_scheduler::{LeaseRequest, Timestamp};
+use std::time::Duration;
 
 /// Runs `queue`.
 pub fn run_queue(args: &QueueArgs) -> Result<ExitCode> {
     let store = args.store.open_existing()?;
-    let now = now();
+    let now = Timestamp::now();
     let due = match args.lease {
-        Some(ttl) if ttl > 0 => store.lease(args.n, now, ttl, args.per_host)?,
+        Some(ttl) if ttl > 0 => {
+            let request = LeaseRequest::new(args.n)
+                .per_host(args.per_host)
+                .ttl(Duration::from_secs(ttl.unsigned_abs()));
+            store.lease(&request, now)?
+        }
         Some(_) => bail!("--lease takes a positive number of seconds"),
         None => store.peek(args.n, now)?,
     };
@@ -103,7 +109,10 @@ pub fn run_complete(args: &CompleteArgs) -> Result<ExitCode> {
 /// does not hold with its line. Returns (recorded, failed).
 fn apply(store: &Store, batch: &mut Vec<(usize, String, Completion)>) -> Result<(u64, u64)> {
     let unknown: HashSet<String> = store
-        .complete_all(batch.iter().map(|(_, url, c)| (url.as_str(), c)), now())?
+        .complete_all(
+            batch.iter().map(|(_, url, c)| (url.as_str(), c)),
+            Timestamp::now(),
+        )?
         .into_iter()
         .collect();
     let (mut done, mut failed) = (0, 0);

@@ -5,15 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde::Serialize;
-use sitemapd_scheduler::record::UrlRecord;
+use sitemapd_scheduler::{Timestamp, UrlView};
 
 use crate::cli::{EntryFormat, ExportArgs, StatsArgs};
-use crate::settings::now;
 
 /// Runs `stats`.
 pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
     let store = args.store.open_existing()?;
-    let stats = store.stats(now())?;
+    let stats = store.stats(sitemapd_scheduler::Timestamp::now())?;
     let check = if args.check {
         Some(store.check()?)
     } else {
@@ -150,28 +149,26 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn of(url: &'a str, r: &UrlRecord) -> Self {
-        use sitemapd_parser::ChangeFreq;
-        use sitemapd_parser::date::Precision;
+    fn of(r: &'a UrlView) -> Self {
         Row {
-            url,
-            first_seen: r.first_seen,
-            last_seen: r.last_seen,
-            lastmod: r.lastmod.map(|l| l.at),
-            lastmod_precision: r.lastmod.map(|l| Precision::from(l.precision).as_str()),
-            lastmod_changes: r.lastmod_history.len(),
-            changefreq: r.changefreq.map(|c| ChangeFreq::from(c).as_str()),
+            url: &r.url,
+            first_seen: r.first_seen.unix(),
+            last_seen: r.last_seen.unix(),
+            lastmod: r.lastmod.map(Timestamp::unix),
+            lastmod_precision: r.lastmod_precision.map(|p| p.as_str()),
+            lastmod_changes: r.lastmod_changes,
+            changefreq: r.changefreq.map(|c| c.as_str()),
             priority: r.priority,
-            images: r.extensions.images,
-            videos: r.extensions.videos,
-            news: r.extensions.news,
-            alternates: r.extensions.alternates,
-            fetches: r.fetch.fetches,
-            changes: r.fetch.changes,
-            last_fetch: r.fetch.last_fetch,
-            last_change: r.fetch.last_change,
-            due: r.schedule.due,
-            reason: sitemapd_scheduler::policy::Reason::from(r.schedule.reason).as_str(),
+            images: r.images,
+            videos: r.videos,
+            news: r.news,
+            alternates: r.alternates,
+            fetches: r.fetches,
+            changes: r.changes,
+            last_fetch: r.last_fetch.map(Timestamp::unix),
+            last_change: r.last_change.map(Timestamp::unix),
+            due: r.due.unix(),
+            reason: r.reason.as_str(),
             retired: r.retired,
         }
     }
@@ -185,8 +182,7 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
         EntryFormat::Jsonl => {
             let mut out = io::BufWriter::new(stdout);
             for item in store.export() {
-                let (url, rec) = item?;
-                serde_json::to_writer(&mut out, &Row::of(&url, &rec))?;
+                serde_json::to_writer(&mut out, &Row::of(&item?))?;
                 out.write_all(b"\n")?;
             }
             out.flush()?;
@@ -198,8 +194,7 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
             // The header even for an empty store (pandas wants one).
             out.write_record(COLUMNS)?;
             for item in store.export() {
-                let (url, rec) = item?;
-                out.serialize(Row::of(&url, &rec))?;
+                out.serialize(Row::of(&item?))?;
             }
             out.flush()?;
         }

@@ -15,14 +15,14 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sitemapd_scheduler::{Store, StoreError};
+use sitemapd_scheduler::store::host_key;
+use sitemapd_scheduler::{SitemapView, Store, StoreError, Timestamp};
 use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
 
 use super::metrics::{Metrics, label};
 use super::site_key;
 use crate::completion::Reported;
-use crate::settings::now;
 
 /// What every handler shares.
 pub struct ApiState {
@@ -227,7 +227,10 @@ async fn lease(
         .unwrap_or(state.per_host)
         .clamp(1, state.per_host);
     let leased = durable(&state, move |store| {
-        Ok(store.lease(req.n, now(), ttl, per_host)?)
+        let request = sitemapd_scheduler::LeaseRequest::new(req.n)
+            .per_host(per_host)
+            .ttl(std::time::Duration::from_secs(ttl.unsigned_abs()));
+        Ok(store.lease(&request, Timestamp::now())?)
     })
     .await?;
     state.metrics.leased.inc_by(leased.len() as u64);
@@ -248,15 +251,17 @@ async fn complete(
     }
     let metrics = state.metrics.clone();
     durable(&state, move |store| {
-        let unknown =
-            store.complete_all(completions.iter().map(|(url, c)| (url.as_str(), c)), now())?;
+        let unknown = store.complete_all(
+            completions.iter().map(|(url, c)| (url.as_str(), c)),
+            Timestamp::now(),
+        )?;
         // A set: a 4 MiB body holds tens of thousands of items.
         let unknown_set: HashSet<&String> = unknown.iter().collect();
         for (url, c) in &completions {
             if !unknown_set.contains(url) {
                 metrics
                     .completions
-                    .get_or_create(&label(outcome_name(&c.outcome)))
+                    .get_or_create(&label(c.outcome.name()))
                     .inc();
             }
         }
@@ -264,17 +269,6 @@ async fn complete(
         Ok(Json(json!({ "completed": done, "unknown": unknown })))
     })
     .await
-}
-
-fn outcome_name(o: &sitemapd_scheduler::Outcome) -> &'static str {
-    use sitemapd_scheduler::Outcome::*;
-    match o {
-        Changed => "changed",
-        NotModified => "not-modified",
-        Gone => "gone",
-        Error(_) => "error",
-        Redirected(_) => "redirected",
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,7 +290,7 @@ async fn notify(
     }
     let metrics = state.metrics.clone();
     durable(&state, move |store| {
-        let now = now();
+        let now = Timestamp::now();
         let (mut known, mut added) = (0u64, 0u64);
         for url in &urls {
             match store.notify(url, now)? {
@@ -355,7 +349,7 @@ async fn add_sites(
     let result = durable(&state, move |store| {
         let (mut added, mut known) = (Vec::new(), Vec::new());
         for key in keys {
-            if store.add_site(&key, now())? {
+            if store.add_site(&key, Timestamp::now())? {
                 added.push(key);
             } else {
                 known.push(key);
@@ -379,11 +373,11 @@ async fn remove_sites(
             if store.remove_site(&key)? {
                 // Its URLs leave the queue (records kept), unless another
                 // site followed is on the same host.
-                let host = sitemapd_scheduler::keys::host_of(&key).to_string();
+                let host = host_key(&key).to_string();
                 let shared = store
                     .sites()
                     .filter_map(Result::ok)
-                    .any(|(other, _)| sitemapd_scheduler::keys::host_of(&other) == host);
+                    .any(|(other, _)| host_key(&other) == host);
                 if !shared {
                     retired += store.retire_host(&host)?;
                 }
@@ -426,16 +420,12 @@ struct SiteQuery {
     site: String,
 }
 
-/// One sitemap of the tree.
+/// One sitemap of the tree (a cut read has a 2xx status and no error to
+/// show for it: `last_read_complete` says so).
 #[derive(Serialize)]
 struct SitemapNode {
-    url: String,
-    /// Whether its last successful read was complete: false when that read
-    /// was cut (byte cap, deadline, reset, truncated document), and before
-    /// any read. A cut read has a 2xx status and no error to show for it.
-    last_read_complete: bool,
     #[serde(flatten)]
-    record: sitemapd_scheduler::record::SitemapRecord,
+    sitemap: SitemapView,
     #[serde(skip_serializing_if = "Option::is_none")]
     refresh: Option<sitemapd_scheduler::refresh::RefreshState>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -451,16 +441,16 @@ async fn sitemaps(
 ) -> Result<Json<Value>, ApiError> {
     let site = site_key(&q.site).map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
     blocking(&state, move |store| {
-        let host = sitemapd_scheduler::keys::host_of(&site).to_string();
+        let host = host_key(&site).to_string();
         // The site's sitemaps: those its robots.txt (or an index it
         // vouched for) authorised, and those on its host.
         let mut records = BTreeMap::new();
         for item in store.sitemaps() {
-            let (url, record) = item?;
-            if record.authorised_by.as_deref() == Some(site.as_str())
-                || sitemapd_scheduler::keys::host_of(&url) == host
+            let sitemap = item?;
+            if sitemap.authorised_by.as_deref() == Some(site.as_str())
+                || host_key(&sitemap.url) == host
             {
-                records.insert(url, record);
+                records.insert(sitemap.url.clone(), sitemap);
             }
         }
         let mut children: HashMap<String, Vec<String>> = HashMap::new();
@@ -493,7 +483,7 @@ async fn sitemaps(
 fn node(
     store: &Store,
     url: &str,
-    records: &BTreeMap<String, sitemapd_scheduler::record::SitemapRecord>,
+    records: &BTreeMap<String, SitemapView>,
     children: &HashMap<String, Vec<String>>,
     placed: &mut HashSet<String>,
     depth: usize,
@@ -501,7 +491,7 @@ fn node(
     if depth > MAX_TREE_DEPTH || !placed.insert(url.to_string()) {
         return None;
     }
-    let record = records.get(url)?.clone();
+    let sitemap = records.get(url)?.clone();
     let kids = children
         .get(url)
         .map(|list| {
@@ -511,17 +501,15 @@ fn node(
         })
         .unwrap_or_default();
     Some(SitemapNode {
-        url: url.to_string(),
-        last_read_complete: record.seq > 0 && record.recent_complete.last() == Some(&record.seq),
         refresh: store.refresh_state(url).ok().flatten(),
-        record,
+        sitemap,
         children: kids,
     })
 }
 
 async fn stats(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
     blocking(&state, |store| {
-        let stats = store.stats(now())?;
+        let stats = store.stats(Timestamp::now())?;
         let sites = store.sites().count();
         Ok(Json(json!({
             "policy": store.policy().name(),
@@ -535,7 +523,9 @@ async fn stats(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
 async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
     let metrics = state.metrics.clone();
     let text = blocking(&state, move |store| {
-        metrics.queue_depth.set(store.queue_depth(now())? as i64);
+        metrics
+            .queue_depth
+            .set(store.queue_depth(Timestamp::now())? as i64);
         metrics.sites.set(store.sites().count() as i64);
         Ok(metrics.encode())
     })

@@ -27,7 +27,6 @@ use config::{DaemonArgs, LogFormat, Settings};
 use metrics::Metrics;
 use refresh::Refresher;
 
-use crate::settings::now;
 use crate::walk_store::StoreMemory;
 
 /// After the signal, how long in-flight requests may take.
@@ -72,7 +71,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot open the store at {}", settings.store.display()))?,
     );
     for site in &settings.sites {
-        store.add_site(&site_key(site)?, now())?;
+        store.add_site(&site_key(site)?, sitemapd_scheduler::Timestamp::now())?;
     }
     let walker = {
         let flags = settings.site_flags()?;

@@ -107,7 +107,10 @@ impl Refresher {
                     waves.insert(
                         id,
                         Wave {
-                            ingest: self.store.ingest(now).with_batch(INGEST_BATCH),
+                            ingest: self
+                                .store
+                                .ingest(sitemapd_scheduler::Timestamp::from_unix(now))
+                                .with_batch(INGEST_BATCH),
                             next: HashMap::new(),
                             started: now,
                             sites: due,

@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B]`
 
+use sitemapd_scheduler::{LeaseRequest, Timestamp};
+use std::time::Duration;
 use std::time::Instant;
 
 // The binary's allocator, jemalloc: sled allocates a node copy per write.
@@ -13,6 +15,16 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
 use sitemapd_scheduler::{SitemapFetch, Store, StoreOptions};
+
+/// Unix seconds as the store's timestamp.
+fn ts(t: i64) -> Timestamp {
+    Timestamp::from_unix(t)
+}
+
+/// Seconds as a lease time to live.
+fn secs(s: i64) -> Duration {
+    Duration::from_secs(s.unsigned_abs())
+}
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -35,7 +47,7 @@ fn peak_rss_mib() -> f64 {
 
 fn ingest(store: &Store, now: i64, hosts: usize, per_host: usize, batch: usize) -> f64 {
     let started = Instant::now();
-    let mut session = store.ingest(now).with_batch(batch);
+    let mut session = store.ingest(ts(now)).with_batch(batch);
     for h in 0..hosts {
         let sitemap = format!("https://host-{h}.example/sitemap.xml");
         for i in 0..per_host {
@@ -102,7 +114,12 @@ fn main() {
         // Ten seconds apart, as a crawler would come back: politeness lets a
         // host serve one URL a second.
         let t = Instant::now();
-        let leased = store.lease(1000, now + 3600 + 10 * k, 300, 10).unwrap();
+        let leased = store
+            .lease(
+                &LeaseRequest::new(1000).per_host(10).ttl(secs(300)),
+                ts(now + 3600 + 10 * k),
+            )
+            .unwrap();
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(leased.len(), 1000);
     }

@@ -9,6 +9,8 @@ use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
 use crate::sites::SiteRecord;
 use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
+use crate::view::{SitemapView, UrlView};
 
 /// Problems found by [`Store::check`].
 #[derive(Debug, Clone, Default, Serialize)]
@@ -129,7 +131,7 @@ impl Store {
                     .push(String::from_utf8_lossy(&key).into_owned());
                 continue;
             };
-            match self.url(url) {
+            match self.url_record(url) {
                 Ok(Some(rec)) if !rec.retired && rec.schedule.due == due => {}
                 _ => report.dangling_due.push(format!("{url} @ {due}")),
             }
@@ -138,7 +140,8 @@ impl Store {
     }
 
     /// Counts per state and host, rate quartiles, size on disk.
-    pub fn stats(&self, now: i64) -> Result<Stats, StoreError> {
+    pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        let now = now.unix();
         let mut s = Stats::default();
         let mut rates = Vec::new();
         for item in self.records::<UrlRecord>([keys::URL]).filter(intact) {
@@ -181,16 +184,17 @@ impl Store {
         Ok(s)
     }
 
-    /// Every URL record, in URL order (for `sitemapd export`).
-    pub fn export(&self) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + '_ {
-        self.records([keys::URL])
+    /// Every URL the store holds, retired ones included, in URL order
+    /// (for `sitemapd export`).
+    pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
+        self.records::<UrlRecord>([keys::URL])
+            .map(|item| item.map(|(url, r)| UrlView::of(&url, &r)))
     }
 
-    /// Every sitemap record, by URL.
-    pub fn sitemaps(
-        &self,
-    ) -> impl Iterator<Item = Result<(String, SitemapRecord), StoreError>> + '_ {
-        self.records([keys::SITEMAP])
+    /// Every sitemap the store has read, by URL.
+    pub fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
+        self.records::<SitemapRecord>([keys::SITEMAP])
+            .map(|item| item.map(|(url, r)| SitemapView::of(&url, &r)))
     }
 
     /// Every record whose key starts with `prefix` (its first byte the

@@ -17,6 +17,7 @@ use crate::record::{
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
 use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
 
 /// URLs merged in memory before a batch is written (measured: see the
 /// store bench in docs/BENCHMARKS.md).
@@ -134,7 +135,8 @@ pub struct Ingest<'s> {
 
 impl Store {
     /// Starts an ingest session at time `now` (unix seconds).
-    pub fn ingest(&self, now: i64) -> Ingest<'_> {
+    pub fn ingest(&self, now: Timestamp) -> Ingest<'_> {
+        let now = now.unix();
         Ingest {
             store: self,
             now,
@@ -145,16 +147,19 @@ impl Store {
         }
     }
 
-    /// The child sitemaps of `index` (its record, from [`Store::sitemap`]),
-    /// at most [`MAX_CHILDREN`], in URL order: those its last complete read
-    /// listed ([`SitemapFetch::children`]), plus any fetched since with it
-    /// as `parent`. An index never read with its list keeps every child
-    /// ever fetched through it.
-    pub fn children(&self, index: &SitemapRecord) -> Result<Vec<String>, StoreError> {
+    /// The child sitemaps of the index at `index` (as listed), at most
+    /// [`MAX_CHILDREN`], in URL order: those its last complete read listed
+    /// ([`SitemapFetch::children`]), plus any fetched since with it as
+    /// `parent`. An index never read with its list keeps every child ever
+    /// fetched through it; a sitemap never read has none.
+    pub fn children(&self, index: &str) -> Result<Vec<String>, StoreError> {
+        let Some(record) = self.sitemap_record(index)? else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
         for item in self
             .kv
-            .scan_prefix(keys::children_of(index.id))
+            .scan_prefix(keys::children_of(record.id))
             .take(MAX_CHILDREN)
         {
             let (key, _) = item?;
@@ -172,7 +177,7 @@ impl Store {
         };
         let url = String::from_utf8_lossy(&url).into_owned();
         Ok(self
-            .sitemap(&url)?
+            .sitemap_record(&url)?
             .map(|s| s.recent_complete)
             .unwrap_or_default())
     }
@@ -198,7 +203,7 @@ impl<'s> Ingest<'s> {
 
     fn reading(&mut self, sitemap: &str) -> Result<&mut Reading, StoreError> {
         if !self.readings.contains_key(sitemap) {
-            let (record, dirty) = match self.store.sitemap(sitemap)? {
+            let (record, dirty) = match self.store.sitemap_record(sitemap)? {
                 Some(r) => (r, false),
                 None => {
                     let id = self.store.kv.generate_id()? + 1;
@@ -359,14 +364,14 @@ impl<'s> Ingest<'s> {
             batch.insert(keys::refresh(sitemap), encode(&refresh));
             if ok && trust_input.0 > 0 {
                 let host = keys::host_of(sitemap);
-                let mut h = self.store.host(host)?;
+                let mut h = self.store.host_record(host)?;
                 h.trust
                     .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
                 batch.insert(keys::host(host), encode(&h));
             }
             if let Some(parent) = &fetch.parent {
                 // The index remembers its children, one key each.
-                if let Some(p) = self.store.sitemap(parent)? {
+                if let Some(p) = self.store.sitemap_record(parent)? {
                     batch.insert(keys::child(p.id, sitemap), &[]);
                 }
             }
@@ -521,7 +526,7 @@ impl<'s> Ingest<'s> {
             let Some(u) = keys::suffix_url(&key) else {
                 continue;
             };
-            if let Ok(Some(rec)) = self.store.url(u) {
+            if let Ok(Some(rec)) = self.store.url_record(u) {
                 members += u64::from(consider(u, &rec, &mut candidates));
             }
             if candidates.len() >= self.batch {
@@ -531,7 +536,7 @@ impl<'s> Ingest<'s> {
         members -= self.retire_batch(&mut candidates, &mut recent, k)?;
         if members != sitemap.members {
             let _lock = self.store.lock_background();
-            if let Some(mut current) = self.store.sitemap(url)? {
+            if let Some(mut current) = self.store.sitemap_record(url)? {
                 current.members = members;
                 self.store.kv.insert(keys::sitemap(url), encode(&current))?;
             }
@@ -552,7 +557,7 @@ impl<'s> Ingest<'s> {
         let mut batch = crate::kv::Batch::default();
         let mut hosts: HashMap<String, i64> = HashMap::new();
         for url in urls.drain(..) {
-            let Ok(Some(mut rec)) = store.url(&url) else {
+            let Ok(Some(mut rec)) = store.url_record(&url) else {
                 continue;
             };
             if rec.retired {
@@ -578,7 +583,7 @@ impl<'s> Ingest<'s> {
             }
         }
         for (host, delta) in hosts {
-            let mut h = store.host(&host)?;
+            let mut h = store.host_record(&host)?;
             h.urls = h.urls.saturating_add_signed(delta);
             batch.insert(keys::host(&host), encode(&h));
         }
@@ -604,10 +609,13 @@ impl<'s> Ingest<'s> {
         for (url, seen) in self.pending.drain() {
             let host_name = keys::host_of(&url);
             if !hosts.contains_key(host_name) {
-                hosts.insert(host_name.to_string(), (store.host(host_name)?, false));
+                hosts.insert(
+                    host_name.to_string(),
+                    (store.host_record(host_name)?, false),
+                );
             }
             let (host, host_dirty) = hosts.get_mut(host_name).expect("inserted above");
-            let existing = match store.url(&url) {
+            let existing = match store.url_record(&url) {
                 Ok(r) => r,
                 Err(e) => {
                     // A corrupt record is replaced; its old due entry (if

@@ -2,23 +2,31 @@
 #![warn(missing_docs)]
 
 pub mod check;
+mod error;
 pub mod estimate;
+mod hash;
 pub mod ingest;
-pub mod keys;
 mod kv;
 pub mod notify;
 pub mod policy;
 pub mod queue;
-pub mod record;
 pub mod refresh;
 pub mod sites;
 pub mod store;
+mod time;
 pub mod trust;
+mod view;
+
+#[doc(hidden)]
+pub mod internal;
+use internal::{keys, record};
 
 pub use check::{CheckReport, Stats};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use notify::Notified;
-pub use queue::{Completion, Leased, Outcome};
+pub use queue::{Completion, LeaseRequest, Leased, Outcome};
 pub use refresh::{RefreshParams, RefreshState};
 pub use sites::SiteRecord;
 pub use store::{Store, StoreError, StoreOptions};
+pub use time::Timestamp;
+pub use view::{HostView, SitemapView, UrlView};

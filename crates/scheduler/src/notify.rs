@@ -17,6 +17,7 @@
 use crate::keys;
 use crate::record::{Notifications, Schedule, StoredReason, UrlRecord, encode};
 use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
 
 /// What [`Store::notify`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +34,8 @@ impl Store {
     /// docs). `url` is normalised first; one that is not an absolute
     /// http(s) URL is [`StoreError::InvalidUrl`]. One batch under the write
     /// lock.
-    pub fn notify(&self, url: &str, now: i64) -> Result<Notified, StoreError> {
+    pub fn notify(&self, url: &str, now: Timestamp) -> Result<Notified, StoreError> {
+        let now = now.unix();
         let norm =
             sitemapd_parser::NormUrl::parse(url).map_err(|source| StoreError::InvalidUrl {
                 url: url.to_string(),
@@ -41,7 +43,7 @@ impl Store {
             })?;
         let url = norm.as_str();
         let _lock = self.lock();
-        let existing = match self.url(url) {
+        let existing = match self.url_record(url) {
             Ok(r) => r,
             Err(StoreError::Record { key, source }) => {
                 // As ingest does: replaced; `stats --check` names any due
@@ -70,7 +72,7 @@ impl Store {
         });
         rec.retired = false;
         let host_name = keys::host_of(url);
-        let mut host = self.host(host_name)?;
+        let mut host = self.host_record(host_name)?;
         let due = self.schedule(url, &rec, &host, now);
         rec.schedule = Schedule {
             due: now,
@@ -101,18 +103,26 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Completion, Outcome, SitemapFetch, StoreOptions};
+    use crate::{Completion, LeaseRequest, Outcome, SitemapFetch, StoreOptions};
 
     const T0: i64 = 1_700_000_000;
     const DAY: i64 = 86_400;
     const URL: &str = "https://a.example/page";
+
+    fn ts(t: i64) -> Timestamp {
+        Timestamp::from_unix(t)
+    }
+
+    fn secs(s: i64) -> std::time::Duration {
+        std::time::Duration::from_secs(s.unsigned_abs())
+    }
 
     fn store(dir: &tempfile::TempDir) -> Store {
         Store::open(dir.path(), StoreOptions::default()).unwrap()
     }
 
     fn rate(s: &Store, url: &str, now: i64) -> Option<f64> {
-        let rec = s.url(url).unwrap().unwrap();
+        let rec = s.url_record(url).unwrap().unwrap();
         s.url_state(&rec, now).rate
     }
 
@@ -120,27 +130,31 @@ mod tests {
     fn repeated_notifications_give_the_complete_rate() {
         let dir = tempfile::tempdir().unwrap();
         let s = store(&dir);
-        let mut ingest = s.ingest(T0);
+        let mut ingest = s.ingest(ts(T0));
         let entry = sitemapd_parser::UrlEntry::new(sitemapd_parser::NormUrl::parse(URL).unwrap());
         ingest.entry("https://a.example/s.xml", &entry).unwrap();
         ingest.finish().unwrap();
         // Fetches a day apart that found nothing: the estimators say 0, the
         // store plans with half a change over the 3 days watched.
         for d in 1..=4 {
-            s.complete(URL, &Completion::from(Outcome::NotModified), T0 + d * DAY)
-                .unwrap();
+            s.complete(
+                URL,
+                &Completion::from(Outcome::NotModified),
+                ts(T0 + d * DAY),
+            )
+            .unwrap();
         }
         let quiet = Some(0.5 / (3 * DAY) as f64);
         assert_eq!(rate(&s, URL, T0 + 4 * DAY), quiet);
 
         // One notification is no rate yet.
         let n0 = T0 + 5 * DAY;
-        assert_eq!(s.notify(URL, n0).unwrap(), Notified::Known);
+        assert_eq!(s.notify(URL, ts(n0)).unwrap(), Notified::Known);
         assert_eq!(rate(&s, URL, n0), quiet);
         // Then one an hour: the complete estimator over them.
         let mut rates = Vec::new();
         for k in 1..=5 {
-            s.notify(URL, n0 + k * 3600).unwrap();
+            s.notify(URL, ts(n0 + k * 3600)).unwrap();
             let now = n0 + 6 * 3600;
             let r = rate(&s, URL, now).unwrap();
             let want = crate::estimate::complete(k as u64 + 1, (now - n0) as f64);
@@ -149,8 +163,8 @@ mod tests {
         }
         assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
         // Once a second at most.
-        s.notify(URL, n0 + 5 * 3600).unwrap();
-        let n = s.url(URL).unwrap().unwrap().notified.unwrap();
+        s.notify(URL, ts(n0 + 5 * 3600)).unwrap();
+        let n = s.url_record(URL).unwrap().unwrap().notified.unwrap();
         assert_eq!((n.count, n.first, n.last), (6, n0, n0 + 5 * 3600));
         // Silence lowers it again.
         assert!(rate(&s, URL, n0 + 30 * DAY).unwrap() < rates[4]);
@@ -160,16 +174,18 @@ mod tests {
     fn a_notified_url_is_due_now_and_stays_so_through_ingest() {
         let dir = tempfile::tempdir().unwrap();
         let s = store(&dir);
-        assert_eq!(s.notify(URL, T0).unwrap(), Notified::Added);
-        let leased = s.lease(1, T0, 300, 1).unwrap();
-        s.complete(URL, &Completion::from(Outcome::Changed), T0 + 10)
+        assert_eq!(s.notify(URL, ts(T0)).unwrap(), Notified::Added);
+        let leased = s
+            .lease(&LeaseRequest::new(1).per_host(1).ttl(secs(300)), ts(T0))
             .unwrap();
-        assert_eq!(leased[0].reason, "notified");
-        let later = s.url(URL).unwrap().unwrap().schedule.due;
+        s.complete(URL, &Completion::from(Outcome::Changed), ts(T0 + 10))
+            .unwrap();
+        assert_eq!(leased[0].reason.as_str(), "notified");
+        let later = s.url_record(URL).unwrap().unwrap().schedule.due;
         assert!(later > T0 + 10);
-        s.notify(URL, T0 + 100).unwrap();
+        s.notify(URL, ts(T0 + 100)).unwrap();
         // A sitemap read with new hints does not push it later.
-        let mut ingest = s.ingest(T0 + 200);
+        let mut ingest = s.ingest(ts(T0 + 200));
         let mut entry =
             sitemapd_parser::UrlEntry::new(sitemapd_parser::NormUrl::parse(URL).unwrap());
         entry.changefreq = Some(sitemapd_parser::ChangeFreq::Yearly);
@@ -185,7 +201,7 @@ mod tests {
             )
             .unwrap();
         ingest.finish().unwrap();
-        let rec = s.url(URL).unwrap().unwrap();
+        let rec = s.url_record(URL).unwrap().unwrap();
         assert_eq!(rec.schedule.due, T0 + 100);
         assert_eq!(rec.schedule.reason, StoredReason::Notified);
         assert!(s.check().unwrap().is_ok());

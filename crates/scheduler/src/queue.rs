@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -21,30 +22,90 @@ use crate::record::{
     encode,
 };
 use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
+
+/// What a crawler asks of [`Store::lease`]: how many URLs, how many of one
+/// host at most, and for how long.
+///
+/// ```
+/// use std::time::Duration;
+/// use sitemapd_scheduler::LeaseRequest;
+///
+/// let request = LeaseRequest::new(100).per_host(5).ttl(Duration::from_secs(600));
+/// assert_eq!((request.n, request.per_host), (100, 5));
+/// assert_eq!(LeaseRequest::new(100).ttl, LeaseRequest::DEFAULT_TTL);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseRequest {
+    /// URLs at most.
+    pub n: usize,
+    /// URLs of one host at most (0 counts as 1).
+    pub per_host: usize,
+    /// How long the lease holds (under a second counts as a second); a URL
+    /// not completed by then is due again.
+    pub ttl: Duration,
+}
+
+impl LeaseRequest {
+    /// URLs of one host per lease when a request does not say.
+    pub const DEFAULT_PER_HOST: usize = 10;
+    /// A lease's time to live when a request does not say.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+
+    /// Up to `n` URLs, [`DEFAULT_PER_HOST`](Self::DEFAULT_PER_HOST) per
+    /// host, for [`DEFAULT_TTL`](Self::DEFAULT_TTL).
+    pub const fn new(n: usize) -> LeaseRequest {
+        LeaseRequest {
+            n,
+            per_host: Self::DEFAULT_PER_HOST,
+            ttl: Self::DEFAULT_TTL,
+        }
+    }
+
+    /// At most `per_host` URLs of one host.
+    pub const fn per_host(mut self, per_host: usize) -> LeaseRequest {
+        self.per_host = per_host;
+        self
+    }
+
+    /// Held for `ttl`.
+    pub const fn ttl(mut self, ttl: Duration) -> LeaseRequest {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The time to live in whole seconds, at least 1.
+    fn ttl_secs(&self) -> i64 {
+        i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX).max(1)
+    }
+}
 
 /// A URL handed out (or, from `peek`, due).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Leased {
-    /// The URL.
+    /// The URL, normalised.
     pub url: String,
     /// When it became due.
-    pub due: i64,
+    pub due: Timestamp,
     /// Urgency (higher first).
     pub score: f32,
     /// Why it is due.
-    pub reason: &'static str,
+    pub reason: Reason,
     /// The lease id (absent from `peek`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease: Option<u64>,
     /// Until when the lease holds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires: Option<i64>,
+    pub expires: Option<Timestamp>,
     /// Fetch it no earlier than this (host politeness).
-    pub not_before: i64,
+    pub not_before: Timestamp,
 }
 
 /// What a crawler found when it fetched a URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The page changed (a 200 with new content).
     Changed,
@@ -59,6 +120,18 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Its name in reports and metrics: `changed`, `not-modified`, `gone`,
+    /// `error`, `redirected`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Changed => "changed",
+            Outcome::NotModified => "not-modified",
+            Outcome::Gone => "gone",
+            Outcome::Error(_) => "error",
+            Outcome::Redirected(_) => "redirected",
+        }
+    }
+
     fn stored(&self) -> StoredOutcome {
         match self {
             Outcome::Changed => StoredOutcome::Changed,
@@ -102,7 +175,8 @@ impl Store {
     /// There is no cheap count of leased URLs: a lease's entry sits at its
     /// expiry among the URLs due later, and only their records tell which
     /// hold a lease ([`Store::stats`] counts them, over every record).
-    pub fn queue_depth(&self, now: i64) -> Result<u64, StoreError> {
+    pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let now = now.unix();
         let mut n = 0u64;
         for item in self.kv.range(vec![keys::DUE]..keys::due_after(now)) {
             item?;
@@ -112,7 +186,8 @@ impl Store {
     }
 
     /// Up to `n` URLs due at `now`, in policy order, without leasing them.
-    pub fn peek(&self, n: usize, now: i64) -> Result<Vec<Leased>, StoreError> {
+    pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        let now = now.unix();
         let mut out = Vec::new();
         for (url, rec) in self
             .due_candidates(n, now, |_| Ok(usize::MAX))?
@@ -121,12 +196,12 @@ impl Store {
         {
             out.push(Leased {
                 url,
-                due: rec.schedule.due,
+                due: Timestamp::from_unix(rec.schedule.due),
                 score: rec.schedule.score,
                 reason: reason_of(&rec, now),
                 lease: None,
                 expires: None,
-                not_before: now,
+                not_before: Timestamp::from_unix(now),
             });
         }
         Ok(out)
@@ -175,7 +250,7 @@ impl Store {
                     from = next;
                     continue 'scan;
                 }
-                match self.url(url) {
+                match self.url_record(url) {
                     // An entry its record does not place here (left by a
                     // replaced corrupt record; `check` names it) is passed
                     // over: the URL's own entry stands for it.
@@ -205,24 +280,21 @@ impl Store {
         Ok(found)
     }
 
-    /// Leases up to `n` due URLs for `ttl` seconds: at most `per_host` per
-    /// host, and no host faster than its politeness delay.
-    pub fn lease(
-        &self,
-        n: usize,
-        now: i64,
-        ttl: i64,
-        per_host: usize,
-    ) -> Result<Vec<Leased>, StoreError> {
-        let ttl = ttl.max(1);
+    /// Leases up to `request.n` due URLs for `request.ttl`: at most
+    /// `request.per_host` per host, and no host faster than its politeness
+    /// delay.
+    pub fn lease(&self, request: &LeaseRequest, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        let now = now.unix();
+        let n = request.n;
+        let ttl = request.ttl_secs();
         let horizon = now.saturating_add(ttl);
-        let per_host = per_host.max(1);
+        let per_host = request.per_host.max(1);
         let _lock = self.lock();
         // Each host's record (read once) and how many URLs it was given.
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
         // The scan reads no more of a host's URLs than it can be given.
         let candidates = self.due_candidates(n, now, |host| {
-            let record = self.host(host)?;
+            let record = self.host_record(host)?;
             let allowed = allowance(&record, now, ttl).min(per_host);
             hosts.insert(host.to_string(), (record, 0));
             Ok(allowed)
@@ -251,12 +323,12 @@ impl Store {
             batch.insert(keys::url(&url), encode(&rec));
             out.push(Leased {
                 url,
-                due,
+                due: Timestamp::from_unix(due),
                 score: rec.schedule.score,
                 reason,
                 lease: Some(id),
-                expires: Some(expires),
-                not_before,
+                expires: Some(Timestamp::from_unix(expires)),
+                not_before: Timestamp::from_unix(not_before),
             });
         }
         for (name, (host, given)) in hosts {
@@ -270,7 +342,15 @@ impl Store {
 
     /// Records what a fetch of `url` found at `now`, updates the host's
     /// lastmod trust and the URL's estimator history, and reschedules it.
-    pub fn complete(&self, url: &str, completion: &Completion, now: i64) -> Result<(), StoreError> {
+    /// `url` is normalised on the way in ([`NormUrl`](sitemapd_parser::NormUrl)):
+    /// a URL the store does not hold, or that is not an http(s) URL, is
+    /// [`StoreError::UnknownUrl`].
+    pub fn complete(
+        &self,
+        url: &str,
+        completion: &Completion,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         match self.complete_all([(url, completion)], now)?.pop() {
             Some(unknown) => Err(StoreError::UnknownUrl(unknown)),
             None => Ok(()),
@@ -280,25 +360,33 @@ impl Store {
     /// [`Store::complete`] for many fetches at once, in order, as one
     /// atomic write (a crawler reporting a batch pays for one, not one per
     /// URL). Returns the URLs the store does not hold; the others are
-    /// recorded. A URL reported twice is completed twice, in order.
+    /// recorded. A URL reported twice is completed twice, in order. Each
+    /// URL is normalised on the way in; one that does not parse is returned
+    /// as unknown, as given.
     pub fn complete_all<'a>(
         &self,
         completions: impl IntoIterator<Item = (&'a str, &'a Completion)>,
-        now: i64,
+        now: Timestamp,
     ) -> Result<Vec<String>, StoreError> {
+        let now = now.unix();
         let _lock = self.lock();
         let mut batch = crate::kv::Batch::default();
         let mut records: HashMap<String, UrlRecord> = HashMap::new();
         // Each host's record, and whether a completion changed it.
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut unknown = Vec::new();
-        for (url, completion) in completions {
+        for (given, completion) in completions {
+            let Ok(norm) = sitemapd_parser::NormUrl::parse(given) else {
+                unknown.push(given.to_string());
+                continue;
+            };
+            let url = norm.as_str();
             let rec = match records.remove(url) {
                 Some(rec) => rec,
-                None => match self.url(url)? {
+                None => match self.url_record(url)? {
                     Some(rec) => rec,
                     None => {
-                        unknown.push(url.to_string());
+                        unknown.push(given.to_string());
                         continue;
                     }
                 },
@@ -306,7 +394,7 @@ impl Store {
             let host_name = keys::host_of(url);
             let (host, host_changed) = match hosts.entry(host_name.to_string()) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert((self.host(host_name)?, false)),
+                Entry::Vacant(e) => e.insert((self.host_record(host_name)?, false)),
             };
             let rec =
                 self.apply_completion(url, rec, completion, host, host_changed, &mut batch, now);
@@ -431,10 +519,10 @@ fn allowance(host: &HostRecord, now: i64, ttl: i64) -> usize {
 
 /// Why a due record is due now: an expired lease says so, else the
 /// policy's reason.
-fn reason_of(rec: &UrlRecord, now: i64) -> &'static str {
+fn reason_of(rec: &UrlRecord, now: i64) -> Reason {
     match rec.schedule.lease {
-        Some((_, until)) if until <= now => Reason::LeaseExpired.as_str(),
-        _ => Reason::from(rec.schedule.reason).as_str(),
+        Some((_, until)) if until <= now => Reason::LeaseExpired,
+        _ => Reason::from(rec.schedule.reason),
     }
 }
 

@@ -38,8 +38,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::hash::{Fnv1a, fnv1a};
 use crate::keys;
-use crate::store::{Fnv1a, Store, StoreError, fnv1a};
+use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
 
 /// The longest interval of a feed, seconds (a day).
 pub const FEED_MAX_SECS: u32 = 86_400;
@@ -267,7 +269,8 @@ impl Store {
 
     /// Whether the sitemap at `sitemap` is due for a read at `now`: true
     /// when it has no schedule yet.
-    pub fn sitemap_due(&self, sitemap: &str, now: i64) -> Result<bool, StoreError> {
+    pub fn sitemap_due(&self, sitemap: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let now = now.unix();
         Ok(self
             .refresh_state(sitemap)?
             .is_none_or(|s| s.next_at <= now))

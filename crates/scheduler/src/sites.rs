@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::keys;
 use crate::record::encode;
 use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
 
 /// URL records retired per batch by [`Store::retire_host`].
 const RETIRE_BATCH: usize = 2_000;
@@ -37,7 +38,8 @@ impl crate::record::Record for SiteRecord {}
 impl Store {
     /// Follows the site `seed` from `now`: it is due for a walk at once.
     /// Whether it is new (a site already followed is left as it is).
-    pub fn add_site(&self, seed: &str, now: i64) -> Result<bool, StoreError> {
+    pub fn add_site(&self, seed: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let now = now.unix();
         let key = keys::site(seed);
         let site = SiteRecord {
             added_at: now,
@@ -102,7 +104,7 @@ impl Store {
         let mut batch = crate::kv::Batch::default();
         let mut retired = 0u64;
         for url in urls.drain(..) {
-            let Ok(Some(mut rec)) = self.url(&url) else {
+            let Ok(Some(mut rec)) = self.url_record(&url) else {
                 continue;
             };
             if rec.retired {
@@ -114,7 +116,7 @@ impl Store {
             retired += 1;
         }
         if retired > 0 {
-            let mut h = self.host(host)?;
+            let mut h = self.host_record(host)?;
             h.urls = h.urls.saturating_sub(retired);
             batch.insert(keys::host(host), encode(&h));
         }

@@ -6,76 +6,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+pub use crate::error::StoreError;
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::Kv;
-use crate::policy::{self, Due, HostState, Params, Policy, UrlState};
-use crate::record::{HostRecord, Record, RecordError, SitemapRecord, UrlRecord, decode};
+use crate::policy::{self, Due, HostState, Params, Policy, PolicyRegistry, UrlState};
+use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
+use crate::view::{HostView, SitemapView, UrlView};
+use sitemapd_parser::NormUrl;
 
-/// A store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// sled failed (I/O, or the database is corrupt).
-    #[error("store: {0}")]
-    Sled(#[from] sled::Error),
-    /// A record does not decode.
-    #[error("record {key:?} does not decode")]
-    Record {
-        /// The key, printable.
-        key: String,
-        /// Why.
-        source: RecordError,
-    },
-    /// `complete` for a URL the store does not hold.
-    #[error("unknown URL {0:?}: not in the store")]
-    UnknownUrl(String),
-    /// Another process has the store open.
-    #[error("the store at {0} is in use by another process (one at a time)")]
-    InUse(String),
-    /// A policy name that does not exist.
-    #[error(transparent)]
-    Policy(#[from] policy::UnknownPolicy),
-    /// A URL that is not an absolute http(s) URL (from [`Store::notify`]).
-    #[error("invalid URL {url:?}: {source}")]
-    InvalidUrl {
-        /// The URL as given.
-        url: String,
-        /// Why.
-        source: sitemapd_parser::UrlError,
-    },
-}
-
-/// 64-bit FNV-1a: a hash that is the same on every build and platform
-/// (jitter, fingerprints), unlike `DefaultHasher`.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    Fnv1a::default().write(bytes).finish()
-}
-
-/// [`fnv1a`] fed piece by piece: the hash of the concatenation, without
-/// building it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a {
-    /// Feeds `bytes`.
-    pub(crate) fn write(mut self, bytes: &[u8]) -> Self {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self
-    }
-
-    /// The hash so far.
-    pub(crate) fn finish(self) -> u64 {
-        self.0
-    }
+/// The host a URL is filed under in the store (its politeness, lastmod
+/// trust and [`Store::host`] record): `host[:port]` as the URL writes it,
+/// without the scheme.
+///
+/// ```
+/// assert_eq!(sitemapd_scheduler::store::host_key("https://a.example:8443/x"), "a.example:8443");
+/// ```
+pub fn host_key(url: &str) -> &str {
+    keys::host_of(url)
 }
 
 /// The policy of a new store.
@@ -104,6 +53,9 @@ pub struct StoreOptions {
     pub min_delay: f64,
     /// The sitemap refresh schedule ([`crate::refresh`]).
     pub refresh: RefreshParams,
+    /// The policies `policy` may name: the built-in ones, plus any the
+    /// embedder registers ([`PolicyRegistry::register`]).
+    pub policies: PolicyRegistry,
 }
 
 impl Default for StoreOptions {
@@ -116,6 +68,7 @@ impl Default for StoreOptions {
             retire_after: 3,
             min_delay: 1.0,
             refresh: RefreshParams::default(),
+            policies: PolicyRegistry::default(),
         }
     }
 }
@@ -197,7 +150,7 @@ impl Store {
                 params.calibration.multiplier = f64::from_be_bytes(b);
             }
         }
-        let policy = policy::policy(&name, params)?;
+        let policy = options.policies.build(&name, params)?;
         if options.policy.is_some() {
             kv.insert(keys::POLICY, name.as_bytes())?;
         }
@@ -286,19 +239,42 @@ impl Store {
             .filter(crate::check::intact)
     }
 
+    /// What the store knows of `url` (normalised on the way in: a URL that
+    /// does not parse is not in the store), if it holds it.
+    pub fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
+        let Ok(norm) = NormUrl::parse(url) else {
+            return Ok(None);
+        };
+        Ok(self
+            .url_record(norm.as_str())?
+            .map(|r| UrlView::of(norm.as_str(), &r)))
+    }
+
+    /// What the store knows of the sitemap at `url` (as listed), if it was
+    /// read before.
+    pub fn sitemap(&self, url: &str) -> Result<Option<SitemapView>, StoreError> {
+        Ok(self.sitemap_record(url)?.map(|r| SitemapView::of(url, &r)))
+    }
+
+    /// What the store knows of `host` (`host[:port]`, as URLs of the store
+    /// write it); a host it has never seen gets the defaults.
+    pub fn host(&self, host: &str) -> Result<HostView, StoreError> {
+        Ok(HostView::of(host, &self.host_record(host)?))
+    }
+
     /// The record of `url` (normalised), if the store holds it.
-    pub fn url(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
+    pub(crate) fn url_record(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
         self.get(&keys::url(url))
     }
 
     /// The record of the sitemap at `url`, if fetched before.
-    pub fn sitemap(&self, url: &str) -> Result<Option<SitemapRecord>, StoreError> {
+    pub(crate) fn sitemap_record(&self, url: &str) -> Result<Option<SitemapRecord>, StoreError> {
         self.get(&keys::sitemap(url))
     }
 
     /// The record of `host` (`host[:port]`); a fresh one if absent, or if
     /// its record does not decode (politeness and trust start over).
-    pub fn host(&self, host: &str) -> Result<HostRecord, StoreError> {
+    pub(crate) fn host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
         match self.get::<HostRecord>(&keys::host(host)) {
             Ok(Some(mut h)) => {
                 h.min_delay = self.options.min_delay;
@@ -389,14 +365,12 @@ impl Store {
     /// of the latest time its record knows (sighting, fetch or
     /// notification).
     pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
-        let name = self.policy().name();
-        if !matches!(
-            name,
-            "freshness-optimal" | "lambda-crawl" | "uniform" | "proportional"
-        ) {
+        let current = self.policy();
+        let params = &self.options.params;
+        // An empty store first: a policy with nothing to calibrate costs no scan.
+        if current.allocation_multiplier(&[], params).is_none() {
             return Ok(None);
         }
-        let params = &self.options.params;
         let mut pages = Vec::new();
         for item in self
             .records::<UrlRecord>([keys::URL])
@@ -408,17 +382,14 @@ impl Store {
                 pages.push((policy::planning_rate(&state, params), state.importance));
             }
         }
-        let multiplier = match name {
-            "freshness-optimal" => policy::optimal_multiplier(&pages, params.budget),
-            "lambda-crawl" => policy::lambda_crawl_multiplier(&pages, params.budget),
-            "uniform" => policy::uniform_multiplier(pages.len(), params.budget),
-            _ => policy::proportional_multiplier(&pages, params.budget),
+        let Some(multiplier) = current.allocation_multiplier(&pages, params) else {
+            return Ok(None);
         };
         self.kv
             .insert(keys::CALIBRATION, &multiplier.to_be_bytes())?;
         let mut params = self.options.params.clone();
         params.calibration.multiplier = multiplier;
-        let calibrated = policy::policy(name, params)?;
+        let calibrated = self.options.policies.build(current.name(), params)?;
         *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(calibrated);
         Ok(Some(multiplier))
     }

@@ -1,10 +1,23 @@
 //! Regressions from a hostile review of the store and queue: each test
 //! failed on the code before its fix.
+use std::time::Duration;
+
 use sitemapd_parser::{NormUrl, UrlEntry};
 use sitemapd_scheduler::{Completion, Outcome, SitemapFetch, Store, StoreOptions};
+use sitemapd_scheduler::{LeaseRequest, Timestamp};
 
 const T0: i64 = 1_700_000_000;
 const DAY: i64 = 86_400;
+
+/// Unix seconds as the store's timestamp.
+fn ts(t: i64) -> Timestamp {
+    Timestamp::from_unix(t)
+}
+
+/// Seconds as a lease time to live.
+fn secs(s: i64) -> Duration {
+    Duration::from_secs(s.unsigned_abs())
+}
 const SM: &str = "https://a.example/sitemap.xml";
 
 fn store(dir: &tempfile::TempDir) -> Store {
@@ -27,7 +40,7 @@ fn read_as(
     urls: &[&str],
     complete: bool,
 ) -> sitemapd_scheduler::IngestStats {
-    let mut ing = s.ingest(now);
+    let mut ing = s.ingest(ts(now));
     for u in urls {
         ing.entry(sm, &entry(u)).unwrap();
     }
@@ -121,7 +134,10 @@ fn a_host_in_backoff_starves_other_hosts() {
     let now = T0 + 10;
     let mut got = Vec::new();
     for _ in 0..20 {
-        got.extend(s.lease(1, now, 5, 10).unwrap());
+        got.extend(
+            s.lease(&LeaseRequest::new(1).per_host(10).ttl(secs(5)), ts(now))
+                .unwrap(),
+        );
     }
     assert!(
         got.iter().any(|l| l.url.contains("b.example")),
@@ -141,7 +157,7 @@ fn ingest_near_i64_max_does_not_panic() {
         nanos: 0,
         precision: sitemapd_parser::date::Precision::Day,
     });
-    let mut ing = s.ingest(i64::MAX - 10);
+    let mut ing = s.ingest(ts(i64::MAX - 10));
     ing.entry(SM, &e).unwrap();
     ing.finish().unwrap();
 }
@@ -151,7 +167,10 @@ fn lease_near_i64_max_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     read(&s, T0, SM, &[A]);
-    let _ = s.lease(1, i64::MAX - 10, 300, 1);
+    let _ = s.lease(
+        &LeaseRequest::new(1).per_host(1).ttl(secs(300)),
+        ts(i64::MAX - 10),
+    );
 }
 
 #[test]
@@ -159,9 +178,9 @@ fn complete_with_time_going_far_back_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     read(&s, T0, SM, &[A]);
-    s.complete(A, &Completion::from(Outcome::Changed), i64::MAX - 5)
+    s.complete(A, &Completion::from(Outcome::Changed), ts(i64::MAX - 5))
         .unwrap();
-    s.complete(A, &Completion::from(Outcome::Changed), i64::MIN + 5)
+    s.complete(A, &Completion::from(Outcome::Changed), ts(i64::MIN + 5))
         .unwrap();
     assert!(s.check().unwrap().is_ok());
 }
@@ -200,14 +219,17 @@ fn one_corrupt_record_blocks_lease_and_ingest() {
     let s = with_a_corrupt(&dir);
     assert!(!s.check().unwrap().is_ok());
     // stats skips the bad record and counts the others.
-    assert_eq!(s.stats(T0).unwrap().active, 2);
-    let lease = s.lease(10, T0 + 1, 300, 10);
+    assert_eq!(s.stats(ts(T0)).unwrap().active, 2);
+    let lease = s.lease(
+        &LeaseRequest::new(10).per_host(10).ttl(secs(300)),
+        ts(T0 + 1),
+    );
     assert!(
         lease.is_ok() && lease.unwrap().len() == 2,
         "B and C are due but the queue is blocked"
     );
     // Ingest replaces the corrupt record instead of failing on it.
-    let mut ing = s.ingest(T0 + DAY);
+    let mut ing = s.ingest(ts(T0 + DAY));
     for u in [A, B, C] {
         ing.entry(SM, &entry(u)).unwrap();
     }
@@ -223,7 +245,7 @@ fn many_children_of_one_index() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     let n: usize = 3_000;
-    let mut ing = s.ingest(T0);
+    let mut ing = s.ingest(ts(T0));
     ing.sitemap_fetched("https://a.example/sitemap_index.xml", &fetch(true))
         .unwrap();
     for i in 0..n {
@@ -242,13 +264,9 @@ fn many_children_of_one_index() {
     ing.finish().unwrap();
     // One key per child: linear, and all of them remembered.
     assert_eq!(
-        s.children(
-            &s.sitemap("https://a.example/sitemap_index.xml")
-                .unwrap()
-                .unwrap()
-        )
-        .unwrap()
-        .len(),
+        s.children("https://a.example/sitemap_index.xml")
+            .unwrap()
+            .len(),
         n
     );
 }
@@ -259,7 +277,9 @@ fn lease_retire_complete_revive_sequences_stay_consistent() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     read(&s, T0, SM, &[A, B, C]);
-    let l = s.lease(3, T0, 300, 3).unwrap();
+    let l = s
+        .lease(&LeaseRequest::new(3).per_host(3).ttl(secs(300)), ts(T0))
+        .unwrap();
     assert_eq!(l.len(), 3);
     for k in 1..=3 {
         read(&s, T0 + k, SM, &[B, C]);
@@ -268,20 +288,20 @@ fn lease_retire_complete_revive_sequences_stay_consistent() {
     assert!(s.check().unwrap().is_ok());
     read(&s, T0 + 10, SM, &[A, B, C]); // revived while leased
     assert!(s.check().unwrap().is_ok());
-    s.complete(A, &Completion::from(Outcome::Changed), T0 + 400)
+    s.complete(A, &Completion::from(Outcome::Changed), ts(T0 + 400))
         .unwrap();
-    s.complete(A, &Completion::from(Outcome::Changed), T0 + 400)
+    s.complete(A, &Completion::from(Outcome::Changed), ts(T0 + 400))
         .unwrap();
-    s.complete(B, &Completion::from(Outcome::Gone), T0 + 400)
+    s.complete(B, &Completion::from(Outcome::Gone), ts(T0 + 400))
         .unwrap();
     for k in 11..=13 {
         read(&s, T0 + k * DAY, SM, &[A]);
     }
     assert!(retired(&s, B));
-    s.complete(B, &Completion::from(Outcome::Changed), T0 + 14 * DAY)
+    s.complete(B, &Completion::from(Outcome::Changed), ts(T0 + 14 * DAY))
         .unwrap();
     assert!(s.check().unwrap().is_ok());
-    let mut ing = s.ingest(T0 + 15 * DAY);
+    let mut ing = s.ingest(ts(T0 + 15 * DAY));
     let mut e = entry(C);
     e.lastmod = Some(sitemapd_parser::Lastmod {
         unix_seconds: T0 + 15 * DAY - 5,
@@ -293,8 +313,18 @@ fn lease_retire_complete_revive_sequences_stay_consistent() {
     ing.entry("https://a.example/two.xml", &e).unwrap();
     ing.finish().unwrap();
     assert!(s.check().unwrap().is_ok());
-    let _ = s.lease(10, T0 + 15 * DAY, 1, 10).unwrap();
-    let _ = s.lease(10, T0 + 15 * DAY + 5, 1, 10).unwrap();
+    let _ = s
+        .lease(
+            &LeaseRequest::new(10).per_host(10).ttl(secs(1)),
+            ts(T0 + 15 * DAY),
+        )
+        .unwrap();
+    let _ = s
+        .lease(
+            &LeaseRequest::new(10).per_host(10).ttl(secs(1)),
+            ts(T0 + 15 * DAY + 5),
+        )
+        .unwrap();
     assert!(s.check().unwrap().is_ok());
 }
 
@@ -306,7 +336,7 @@ fn nan_priority_breaks_idempotence() {
     let mut e = entry(A);
     e.priority = Some(f32::NAN);
     for k in 0..2 {
-        let mut ing = s.ingest(T0 + k * DAY);
+        let mut ing = s.ingest(ts(T0 + k * DAY));
         ing.entry(SM, &e).unwrap();
         let st = ing.finish().unwrap();
         if k == 1 {
@@ -339,7 +369,7 @@ fn eviction_drops_a_current_lister_and_the_url_is_retired() {
     } // busy dropped x long ago (seq 20)
     read(&s, T0 + 60, &others[7], &[x]); // 9th source: evicts s0 (stamp 1) not busy (stamp 11)
     let r = s.url(x).unwrap().unwrap();
-    assert_eq!(r.sources.len(), 8, "{:?}", r.sources);
+    assert_eq!(r.sources, 8, "{r:?}");
     // busy still lists x; the 8 others drop it, 3 complete reads each.
     // s1..s7 drop x for 3 complete reads; s0 still lists it (not re-read yet).
     for k in 0..3 {
@@ -362,7 +392,7 @@ fn cross_host_sitemap_retires_and_304_does_not_count() {
         ..SitemapFetch::default()
     };
     let go = |now: i64, urls: &[&str], fe: SitemapFetch| {
-        let mut ing = s.ingest(now);
+        let mut ing = s.ingest(ts(now));
         for u in urls {
             ing.entry(sm, &entry(u)).unwrap();
         }
@@ -390,7 +420,7 @@ fn a_lease_fills_up_when_many_hosts_have_allowance_left() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     let hosts = 150;
-    let mut ing = s.ingest(T0);
+    let mut ing = s.ingest(ts(T0));
     for h in 0..hosts {
         let sm = format!("https://host-{h}.example/sitemap.xml");
         for i in 0..12 {
@@ -400,17 +430,24 @@ fn a_lease_fills_up_when_many_hosts_have_allowance_left() {
     }
     ing.finish().unwrap();
     // Two URLs a host, one second apart: each host is next allowed at T0 + 2.
-    let first = s.lease(2 * hosts, T0, 300, 2).unwrap();
+    let first = s
+        .lease(
+            &LeaseRequest::new(2 * hosts).per_host(2).ttl(secs(300)),
+            ts(T0),
+        )
+        .unwrap();
     assert_eq!(first.len(), 2 * hosts);
     // A lease to T0 + 2 leaves each host room for exactly one more URL.
-    let leased = s.lease(100, T0, 2, 10).unwrap();
+    let leased = s
+        .lease(&LeaseRequest::new(100).per_host(10).ttl(secs(2)), ts(T0))
+        .unwrap();
     let distinct: std::collections::HashSet<&str> = leased
         .iter()
         .map(|l| l.url.split('/').nth(2).unwrap())
         .collect();
     assert_eq!(leased.len(), 100, "{} URLs leased", leased.len());
     assert_eq!(distinct.len(), 100, "one URL per host");
-    assert!(leased.iter().all(|l| l.not_before == T0 + 2));
+    assert!(leased.iter().all(|l| l.not_before == ts(T0 + 2)));
     assert!(s.check().unwrap().is_ok());
 }
 
@@ -423,10 +460,17 @@ fn a_dangling_due_entry_does_not_lease_its_url_again() {
     let s = with_a_corrupt(&dir);
     let now = T0 + DAY;
     read(&s, now, SM, &[A, B, C]); // A replaced, due at `now`; T0's entry dangles
-    let first = s.lease(10, now, 300, 10).unwrap();
+    let first = s
+        .lease(&LeaseRequest::new(10).per_host(10).ttl(secs(300)), ts(now))
+        .unwrap();
     let mut urls: Vec<&str> = first.iter().map(|l| l.url.as_str()).collect();
     urls.sort_unstable();
     assert_eq!(urls, [A, B, C], "each URL once");
-    let again = s.lease(10, now + 1, 300, 10).unwrap();
+    let again = s
+        .lease(
+            &LeaseRequest::new(10).per_host(10).ttl(secs(300)),
+            ts(now + 1),
+        )
+        .unwrap();
     assert!(again.is_empty(), "leased again: {again:?}");
 }

@@ -16,14 +16,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use sitemapd_scheduler::estimate::Visit;
 use sitemapd_scheduler::ingest::SitemapFetch;
 use sitemapd_scheduler::policy::Params;
 use sitemapd_scheduler::queue::{Completion, Outcome};
 use sitemapd_scheduler::refresh::RefreshParams;
 use sitemapd_scheduler::store::{Store, StoreOptions};
+use sitemapd_scheduler::{LeaseRequest, Timestamp};
 
 use super::change::Changes;
 use super::config::{DAY, SimConfig};
@@ -235,11 +235,14 @@ impl<'a> Sim<'a> {
             tokens = (tokens + per_tick).min(cap);
             let n = tokens.floor() as usize;
             if n > 0 {
-                let mut leased = self.store.lease(n, t, tick, n)?;
+                let request = LeaseRequest::new(n)
+                    .per_host(n)
+                    .ttl(Duration::from_secs(tick.unsigned_abs()));
+                let mut leased = self.store.lease(&request, Timestamp::from_unix(t))?;
                 tokens -= leased.len() as f64;
                 leased.sort_by_key(|l| l.not_before);
                 for l in leased {
-                    let at = l.not_before.max(t);
+                    let at = l.not_before.unix().max(t);
                     if at >= self.end {
                         break;
                     }
@@ -338,7 +341,7 @@ impl<'a> Sim<'a> {
         let url = self.world.sitemaps[file as usize].url.clone();
         let known = self.store.sitemap(&url)?.and_then(|s| s.etag);
         let etag = self.publisher.generate(file, at);
-        let mut session = self.store.ingest(at);
+        let mut session = self.store.ingest(Timestamp::from_unix(at));
         self.reads += 1;
         if known.as_deref() == Some(etag.as_str()) {
             self.not_modified += 1;
@@ -389,7 +392,8 @@ impl<'a> Sim<'a> {
             Found::First | Found::Changed => Outcome::Changed,
             Found::Unchanged => Outcome::NotModified,
         };
-        self.store.complete(url, &Completion::from(outcome), at)?;
+        self.store
+            .complete(url, &Completion::from(outcome), Timestamp::from_unix(at))?;
         Ok(())
     }
 
@@ -398,17 +402,17 @@ impl<'a> Sim<'a> {
         let mut summary = self.tracker.summary(self.end);
         let mut histories = Vec::new();
         for item in self.store.export() {
-            let (url, rec) = item?;
-            let Some(page) = page_id(&url).and_then(|p| self.world.pages.get(p as usize)) else {
+            let view = item?;
+            let Some(page) = page_id(&view.url).and_then(|p| self.world.pages.get(p as usize))
+            else {
                 continue;
             };
-            let visits: Vec<Visit> = rec.visits.iter().map(|v| Visit::from(*v)).collect();
-            histories.push((page.lambda, visits));
+            histories.push((page.lambda, view.visits));
         }
         summary.estimators = estimator_stats(&histories);
         let mut trusted = 0u32;
         for h in 0..self.world.hosts {
-            trusted += u32::from(self.store.host(&host_name(h))?.trust.is_trusted());
+            trusted += u32::from(self.store.host(&host_name(h))?.lastmod_trusted);
         }
         summary.trusted_hosts = f64::from(trusted) / f64::from(self.world.hosts.max(1));
         summary.sitemap_reads = self.reads;

@@ -37,6 +37,10 @@ impl Policy for Uniform {
         "uniform"
     }
 
+    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+        Some(uniform_multiplier(pages.len(), params.budget))
+    }
+
     fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
         let rate = calibrated(&self.params)
             .unwrap_or_else(|| 1.0 / self.params.clamp_interval(self.params.fixed_interval));
@@ -61,6 +65,10 @@ impl Proportional {
 impl Policy for Proportional {
     fn name(&self) -> &'static str {
         "proportional"
+    }
+
+    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+        Some(proportional_multiplier(pages, params.budget))
     }
 
     fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {

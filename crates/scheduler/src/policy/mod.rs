@@ -55,6 +55,7 @@
 //! always finite and ≥ 0.
 
 use std::fmt;
+use std::sync::Arc;
 
 use sitemapd_parser::ChangeFreq;
 use sitemapd_parser::date::Precision;
@@ -132,7 +133,9 @@ impl Default for UrlState {
 }
 
 /// What a fetch attempt found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum FetchOutcome {
     /// Content differed from the stored copy.
     Changed,
@@ -153,8 +156,11 @@ pub struct HostState {
     pub lastmod_trusted: bool,
 }
 
-/// Why a URL is due: shown to users next to every leased URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Why a URL is due: shown to users next to every leased URL (serialised
+/// as [`Reason::as_str`] gives it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Reason {
     /// Never fetched.
     New,
@@ -317,6 +323,16 @@ pub trait Policy: Send + Sync + fmt::Debug {
     fn next_interval(&self, url: &UrlState, _outcome: FetchOutcome) -> Option<f64> {
         url.interval
     }
+    /// For a policy that allocates a budget over the whole store: its
+    /// allocation multiplier for `pages` (planning rate, importance) of
+    /// every active URL and the budget `params.budget`, which
+    /// [`Store::calibrate`](crate::Store::calibrate) saves and hands back to
+    /// the policy's builder as [`Calibration::multiplier`]. `None` (the
+    /// default): the policy has nothing to calibrate. The store asks with no
+    /// pages first, so a policy that calibrates answers `Some` for those too.
+    fn allocation_multiplier(&self, _pages: &[(f64, f64)], _params: &Params) -> Option<f64> {
+        None
+    }
 }
 
 /// The policies this crate ships, each selectable by its name.
@@ -427,8 +443,103 @@ impl fmt::Display for UnknownPolicy {
 
 impl std::error::Error for UnknownPolicy {}
 
-/// The policy called `name`. `lastmod` builds its fallback from
-/// `params.fallback`, which must name another policy.
+/// Builds a policy from its parameters (for [`PolicyRegistry::register`]).
+pub type PolicyBuilder = Arc<dyn Fn(Params) -> Box<dyn Policy> + Send + Sync>;
+
+/// The policies a store can schedule with, by name: the built-in ones
+/// ([`BuiltinPolicy`]) and any an embedder registers. A store is opened
+/// with one ([`StoreOptions::policies`](crate::StoreOptions::policies)) and
+/// builds its policy from it by name, at open and after
+/// [`Store::calibrate`](crate::Store::calibrate).
+///
+/// ```
+/// use std::sync::Arc;
+/// use sitemapd_scheduler::policy::{Due, Fixed, HostState, Params, Policy, PolicyRegistry, UrlState};
+///
+/// /// Everything due an hour after it was last fetched, at twice the
+/// /// built-in `fixed` score.
+/// #[derive(Debug)]
+/// struct Hourly(Fixed);
+///
+/// impl Policy for Hourly {
+///     fn name(&self) -> &'static str {
+///         "hourly"
+///     }
+///     fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due {
+///         let mut due = self.0.next_due(url, host, now);
+///         due.score *= 2.0;
+///         due
+///     }
+/// }
+///
+/// let mut policies = PolicyRegistry::default();
+/// policies.register("hourly", |mut params: Params| {
+///     params.fixed_interval = 3600.0;
+///     Box::new(Hourly(Fixed::new(params))) as Box<dyn Policy>
+/// });
+/// assert_eq!(policies.build("hourly", Params::default()).unwrap().name(), "hourly");
+/// assert!(policies.build("adaptive", Params::default()).is_ok());
+/// assert!(policies.build("nope", Params::default()).is_err());
+/// ```
+#[derive(Clone, Default)]
+pub struct PolicyRegistry {
+    custom: Vec<(String, PolicyBuilder)>,
+}
+
+impl fmt::Debug for PolicyRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl PolicyRegistry {
+    /// Adds (or replaces) the policy called `name`. A built-in name cannot
+    /// be replaced: the built-in one is always what it names.
+    pub fn register(
+        &mut self,
+        name: impl Into<String>,
+        build: impl Fn(Params) -> Box<dyn Policy> + Send + Sync + 'static,
+    ) {
+        let name = name.into();
+        self.custom.retain(|(n, _)| *n != name);
+        self.custom.push((name, Arc::new(build)));
+    }
+
+    /// Every name it can build: the built-in ones, then the registered ones.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        POLICY_NAMES
+            .iter()
+            .copied()
+            .chain(self.custom.iter().map(|(n, _)| n.as_str()))
+    }
+
+    /// The policy called `name`, with `params`. `lastmod` builds its
+    /// fallback (`params.fallback`, any other name this registry knows) the
+    /// same way.
+    pub fn build(&self, name: &str, params: Params) -> Result<Box<dyn Policy>, UnknownPolicy> {
+        if name == "lastmod" {
+            let fallback_name = params.fallback.clone();
+            if fallback_name == "lastmod" {
+                return Err(UnknownPolicy::Fallback(fallback_name));
+            }
+            let fallback = self
+                .build(&fallback_name, params.clone())
+                .map_err(|_| UnknownPolicy::Fallback(fallback_name))?;
+            return Ok(Box::new(Lastmod::new(params, fallback)));
+        }
+        if BuiltinPolicy::from_name(name).is_some() {
+            return policy(name, params);
+        }
+        match self.custom.iter().find(|(n, _)| n == name) {
+            Some((_, build)) => Ok(build(params)),
+            None => Err(UnknownPolicy::Name(name.to_owned())),
+        }
+    }
+}
+
+/// The built-in policy called `name`. `lastmod` builds its fallback from
+/// `params.fallback`, which must name another built-in policy
+/// ([`PolicyRegistry::build`] also knows registered ones).
 pub fn policy(name: &str, params: Params) -> Result<Box<dyn Policy>, UnknownPolicy> {
     Ok(match name {
         "fixed" => Box::new(Fixed::new(params)),

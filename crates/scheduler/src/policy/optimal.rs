@@ -365,6 +365,10 @@ impl Policy for FreshnessOptimal {
         "freshness-optimal"
     }
 
+    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+        Some(optimal_multiplier(pages, params.budget))
+    }
+
     fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
         let mu = calibrated(&self.params);
         rate_due(url, &self.params, now, |lambda, w| match mu {
@@ -391,6 +395,10 @@ impl LambdaCrawl {
 impl Policy for LambdaCrawl {
     fn name(&self) -> &'static str {
         "lambda-crawl"
+    }
+
+    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+        Some(lambda_crawl_multiplier(pages, params.budget))
     }
 
     fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {

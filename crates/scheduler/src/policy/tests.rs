@@ -1104,6 +1104,9 @@ fn builtin_policies_are_the_policy_names() {
     assert_eq!(names, POLICY_NAMES);
     for p in BuiltinPolicy::ALL {
         assert_eq!(BuiltinPolicy::from_name(p.name()), Some(p));
-        assert_eq!(policy(p.name(), Params::default()).unwrap().name(), p.name());
+        assert_eq!(
+            policy(p.name(), Params::default()).unwrap().name(),
+            p.name()
+        );
     }
 }

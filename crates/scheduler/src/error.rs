@@ -1,0 +1,38 @@
+//! [`StoreError`]: what a store operation can fail with.
+
+use crate::policy;
+use crate::record::RecordError;
+
+/// A store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// sled failed (I/O, or the database is corrupt).
+    #[error("store: {0}")]
+    Sled(#[from] sled::Error),
+    /// A record does not decode.
+    #[error("record {key:?} does not decode")]
+    Record {
+        /// The key, printable.
+        key: String,
+        /// Why.
+        source: RecordError,
+    },
+    /// `complete` for a URL the store does not hold.
+    #[error("unknown URL {0:?}: not in the store")]
+    UnknownUrl(String),
+    /// Another process has the store open.
+    #[error("the store at {0} is in use by another process (one at a time)")]
+    InUse(String),
+    /// A policy name that does not exist.
+    #[error(transparent)]
+    Policy(#[from] policy::UnknownPolicy),
+    /// A URL that is not an absolute http(s) URL (from [`Store::notify`]).
+    #[error("invalid URL {url:?}: {source}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        source: sitemapd_parser::UrlError,
+    },
+}

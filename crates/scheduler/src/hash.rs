@@ -1,0 +1,34 @@
+//! A hash that is the same on every build and platform (jitter,
+//! fingerprints), unlike `DefaultHasher`.
+
+/// 64-bit FNV-1a: a hash that is the same on every build and platform
+/// (jitter, fingerprints), unlike `DefaultHasher`.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    Fnv1a::default().write(bytes).finish()
+}
+
+/// [`fnv1a`] fed piece by piece: the hash of the concatenation, without
+/// building it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    /// Feeds `bytes`.
+    pub(crate) fn write(mut self, bytes: &[u8]) -> Self {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self
+    }
+
+    /// The hash so far.
+    pub(crate) fn finish(self) -> u64 {
+        self.0
+    }
+}

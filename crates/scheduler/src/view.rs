@@ -1,0 +1,231 @@
+//! What the store shows of a URL, a sitemap and a host: views built from
+//! the stored records. The records (with internal ids, sequence numbers and
+//! the disk encoding) stay private, so the disk format can change without
+//! changing this API, and no serde derive serves both.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use sitemapd_parser::ChangeFreq;
+use sitemapd_parser::date::Precision;
+
+use crate::estimate::Visit;
+use crate::policy::{FetchOutcome, Reason};
+use crate::record::{HostRecord, SitemapRecord, UrlRecord};
+use crate::time::Timestamp;
+
+fn ts(secs: i64) -> Timestamp {
+    Timestamp::from_unix(secs)
+}
+
+/// Everything the store knows of one URL ([`Store::url`](crate::Store::url),
+/// [`Store::export`](crate::Store::export)).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct UrlView {
+    /// The normalised URL.
+    pub url: String,
+    /// When a sitemap first listed it.
+    pub first_seen: Timestamp,
+    /// When a sitemap last listed it.
+    pub last_seen: Timestamp,
+    /// The newest believable lastmod (the crate docs' merge rule).
+    pub lastmod: Option<Timestamp>,
+    /// How precisely the sitemap gave that lastmod.
+    #[serde(serialize_with = "precision_name")]
+    pub lastmod_precision: Option<Precision>,
+    /// Distinct lastmod values seen (the last 8 are kept).
+    pub lastmod_changes: usize,
+    /// The most frequent changefreq any sitemap gave.
+    #[serde(serialize_with = "changefreq_name")]
+    pub changefreq: Option<ChangeFreq>,
+    /// The highest priority any sitemap gave; absent stays absent.
+    pub priority: Option<f32>,
+    /// `image:image` entries at the last sighting.
+    pub images: u16,
+    /// `video:video` entries at the last sighting.
+    pub videos: u16,
+    /// A `news:news` block at the last sighting.
+    pub news: bool,
+    /// hreflang alternates at the last sighting.
+    pub alternates: u16,
+    /// Fetches the crawler reported.
+    pub fetches: u32,
+    /// Of which found a change.
+    pub changes: u32,
+    /// The last reported fetch, any outcome.
+    pub last_fetch: Option<Timestamp>,
+    /// The last successful fetch (changed or not modified).
+    pub last_success: Option<Timestamp>,
+    /// The last fetch that found a change.
+    pub last_change: Option<Timestamp>,
+    /// How the last fetch ended.
+    pub last_outcome: Option<FetchOutcome>,
+    /// Failed fetches since the last success.
+    pub errors_in_a_row: u32,
+    /// The last successful fetches as the change-rate estimators see them
+    /// (oldest first, at most 16).
+    #[serde(skip)]
+    pub visits: Vec<Visit>,
+    /// The page's `ETag`, as the crawler last reported it.
+    pub etag: Option<String>,
+    /// The page's `Last-Modified`, as the crawler last reported it.
+    pub last_modified: Option<String>,
+    /// Where it redirected to, the last time it did.
+    pub redirected_to: Option<String>,
+    /// Push notifications received ([`Store::notify`](crate::Store::notify)).
+    pub notifications: u32,
+    /// When it is next due (or when its lease runs out).
+    pub due: Timestamp,
+    /// Its urgency among URLs due at once (higher first).
+    pub score: f32,
+    /// Why it is due.
+    pub reason: Reason,
+    /// Leased until then (a lease that ran out shows too, until completed).
+    pub leased_until: Option<Timestamp>,
+    /// Absent from all its sitemaps long enough: out of the queue.
+    pub retired: bool,
+    /// Sitemaps listing it (the store remembers 8 at most).
+    pub sources: usize,
+}
+
+impl UrlView {
+    pub(crate) fn of(url: &str, r: &UrlRecord) -> UrlView {
+        let f = &r.fetch;
+        UrlView {
+            url: url.to_string(),
+            first_seen: ts(r.first_seen),
+            last_seen: ts(r.last_seen),
+            lastmod: r.lastmod.map(|l| ts(l.at)),
+            lastmod_precision: r.lastmod.map(|l| l.precision.into()),
+            lastmod_changes: r.lastmod_history.len(),
+            changefreq: r.changefreq.map(Into::into),
+            priority: r.priority,
+            images: r.extensions.images,
+            videos: r.extensions.videos,
+            news: r.extensions.news,
+            alternates: r.extensions.alternates,
+            fetches: f.fetches,
+            changes: f.changes,
+            last_fetch: f.last_fetch.map(ts),
+            last_success: f.last_success.map(ts),
+            last_change: f.last_change.map(ts),
+            last_outcome: f.last_outcome.map(|o| o.kind()),
+            errors_in_a_row: f.errors_in_a_row,
+            visits: r.visits.iter().map(|v| Visit::from(*v)).collect(),
+            etag: f.etag.clone(),
+            last_modified: f.last_modified.clone(),
+            redirected_to: f.redirected_to.clone(),
+            notifications: r.notified.map_or(0, |n| n.count),
+            due: ts(r.schedule.due),
+            score: r.schedule.score,
+            reason: r.schedule.reason.into(),
+            leased_until: r.schedule.lease.map(|(_, until)| ts(until)),
+            retired: r.retired,
+            sources: r.sources.len(),
+        }
+    }
+}
+
+/// What the store knows of one sitemap ([`Store::sitemap`](crate::Store::sitemap)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SitemapView {
+    /// Its URL, as listed.
+    pub url: String,
+    /// Successful (2xx) reads so far.
+    pub reads: u64,
+    /// Whether its last successful read was complete: false when that read
+    /// was cut (byte cap, deadline, reset, truncated document), and before
+    /// any read.
+    pub last_read_complete: bool,
+    /// `ETag` of the last response.
+    pub etag: Option<String>,
+    /// `Last-Modified` of the last response.
+    pub last_modified: Option<String>,
+    /// The last fetch, any outcome.
+    pub last_fetch: Option<Timestamp>,
+    /// The last successful fetch.
+    pub last_success: Option<Timestamp>,
+    /// The last HTTP status, or 0 when no response came.
+    pub last_status: u16,
+    /// URL entries in the last read.
+    pub entries: u64,
+    /// Failed fetches in a row.
+    pub errors: u32,
+    /// The index that listed it.
+    pub parent: Option<String>,
+    /// The site whose robots.txt authorised it (SPEC R5).
+    pub authorised_by: Option<String>,
+    /// URLs it lists that are not retired, as of its last retirement pass.
+    pub members: u64,
+}
+
+impl SitemapView {
+    pub(crate) fn of(url: &str, r: &SitemapRecord) -> SitemapView {
+        SitemapView {
+            url: url.to_string(),
+            reads: r.seq,
+            last_read_complete: r.seq > 0 && r.recent_complete.last() == Some(&r.seq),
+            etag: r.etag.clone(),
+            last_modified: r.last_modified.clone(),
+            last_fetch: r.last_fetch.map(ts),
+            last_success: r.last_success.map(ts),
+            last_status: r.last_status,
+            entries: r.entries,
+            errors: r.errors,
+            parent: r.parent.clone(),
+            authorised_by: r.authorised_by.clone(),
+            members: r.members,
+        }
+    }
+}
+
+/// What the store knows of one host ([`Store::host`](crate::Store::host)).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct HostView {
+    /// `host[:port]`.
+    pub host: String,
+    /// Spacing between two of its URLs handed out by leases.
+    pub lease_delay: Duration,
+    /// No URL of the host is handed out for fetching before this.
+    pub next_allowed: Timestamp,
+    /// Its lastmods have earned trust.
+    pub lastmod_trusted: bool,
+    /// Fetches whose result its lastmods predicted, over those observed
+    /// (`None` before the first).
+    pub lastmod_agreement: Option<f64>,
+    /// Fetch observations behind that rate.
+    pub lastmod_observations: u32,
+    /// Its URLs in the store that are not retired.
+    pub urls: u64,
+}
+
+impl HostView {
+    pub(crate) fn of(host: &str, r: &HostRecord) -> HostView {
+        HostView {
+            host: host.to_string(),
+            lease_delay: Duration::try_from_secs_f64(r.min_delay.max(0.0)).unwrap_or_default(),
+            next_allowed: ts(r.next_allowed),
+            lastmod_trusted: r.trust.is_trusted(),
+            lastmod_agreement: r.trust.agreement_rate(),
+            lastmod_observations: r.trust.fetches(),
+            urls: r.urls,
+        }
+    }
+}
+
+fn precision_name<S: serde::Serializer>(p: &Option<Precision>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_some(p.as_str()),
+        None => s.serialize_none(),
+    }
+}
+
+fn changefreq_name<S: serde::Serializer>(c: &Option<ChangeFreq>, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        Some(c) => s.serialize_some(c.as_str()),
+        None => s.serialize_none(),
+    }
+}
