@@ -7,6 +7,9 @@ mod daemon;
 mod output;
 mod settings;
 mod simulate;
+// The walk-to-store glue is the scheduler crate's `walk_into_store`
+// example, so that what embedders copy is what the binary runs.
+#[path = "../crates/scheduler/examples/walk_into_store/glue.rs"]
 mod walk_store;
 
 use std::process::ExitCode;

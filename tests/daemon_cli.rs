@@ -97,7 +97,7 @@ fn serves_the_queue_and_follows_changes() {
     assert_eq!(done["completed"], 3, "{done}");
     let a0 = site.url("/a0");
     let rec = d.get(&format!("/v1/urls?url={a0}"));
-    assert_eq!(rec["record"]["fetch"]["fetches"], 1, "{rec}");
+    assert_eq!(rec["record"]["fetches"], 1, "{rec}");
     assert_eq!(
         d.call("GET", "/v1/urls?url=http://nowhere.test/x", None).0,
         404
@@ -388,14 +388,14 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
     // Restart: the walk resumes, the leases hold until they expire.
     let d = Daemon::start(&store, &["--min-delay", "0"]);
     let rec = d.get(&format!("/v1/urls?url={}", leased[0]));
-    assert!(rec["record"]["schedule"]["lease"].is_array(), "{rec}");
+    assert!(rec["record"]["leased_until"].is_i64(), "{rec}");
     d.wait_for("the whole site", |d| d.active() == 24_000);
     // Each lease expires back into the queue: due at its expiry.
     for url in &leased {
         let rec = d.get(&format!("/v1/urls?url={url}"));
-        let schedule = &rec["record"]["schedule"];
-        assert_eq!(schedule["reason"], "lease-expired", "{rec}");
-        assert_eq!(schedule["due"], schedule["lease"][1], "{rec}");
+        let record = &rec["record"];
+        assert_eq!(record["reason"], "lease-expired", "{rec}");
+        assert_eq!(record["due"], record["leased_until"], "{rec}");
     }
     let (status, _, log) = d.terminate();
     assert!(status.success(), "{log}");

@@ -1,5 +1,9 @@
-//! The walk and the store wired together, for `ingest` and the daemon: the
-//! store as the walk's memory, and walk events recorded into the store.
+//! The walk (sitemapd-discovery) and the store (sitemapd-scheduler) wired
+//! together: the store as the walk's memory, and walk events recorded into
+//! the store. The two libraries never know each other; this module is the
+//! glue every embedder of both writes. The `walk_into_store` example runs
+//! it, and the `sitemapd` binary includes this very file for `ingest` and
+//! the daemon.
 
 use std::sync::Arc;
 use std::time::SystemTime;
