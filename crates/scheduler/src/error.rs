@@ -27,7 +27,7 @@ pub enum StoreError {
     /// A policy name that does not exist.
     #[error(transparent)]
     Policy(#[from] policy::UnknownPolicy),
-    /// A URL that is not an absolute http(s) URL (from [`Store::notify`]).
+    /// A URL that is not an absolute http(s) URL (from [`Store::notify`](crate::Store::notify)).
     #[error("invalid URL {url:?}: {source}")]
     InvalidUrl {
         /// The URL as given.

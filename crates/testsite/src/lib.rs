@@ -1,28 +1,4 @@
-//! A loopback HTTP/1.1 fixture server for the tests and benchmarks of sitemapd's HTTP client,
-//! and [`client`], a minimal client for tests that call a loopback API.
-//!
-//! The responder is hand-written on tokio's `TcpListener` so that a test has exact control over
-//! hostile server behaviour: a `Content-Length` that lies, bodies dripped slowly or sent
-//! forever, connections reset mid-body, and raw bytes with no HTTP framing at all (a head
-//! that never ends, see [`Length::Raw`] and [`Body::Chain`]). It binds `127.0.0.1:0` only and runs on its own thread
-//! with its own runtime, so it serves sync tests, `#[tokio::test]` tests and child processes
-//! alike. Dropping the [`TestSite`] stops it.
-//!
-//! ```
-//! use std::io::{Read, Write};
-//! use sitemapd_testsite::{Reply, TestSite};
-//!
-//! let site = TestSite::start();
-//! site.route("/robots.txt", Reply::ok("User-agent: *\nDisallow:\n"));
-//!
-//! let mut conn = std::net::TcpStream::connect(site.addr()).unwrap();
-//! conn.write_all(b"GET /robots.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-//! let mut response = String::new();
-//! conn.read_to_string(&mut response).unwrap();
-//! assert!(response.starts_with("HTTP/1.1 200 OK\r\n"));
-//! assert!(response.ends_with("\r\n\r\nUser-agent: *\nDisallow:\n"));
-//! assert_eq!(site.hits("/robots.txt"), 1);
-//! ```
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod client;
