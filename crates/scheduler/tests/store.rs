@@ -1014,3 +1014,75 @@ fn queue_depth_counts_what_is_due() {
     assert_eq!(s.retire_host("a.example").unwrap(), 25);
     assert_eq!(s.queue_depth(ts(i64::MAX)).unwrap(), 0);
 }
+
+/// An embedder's own policy: registered by name, remembered by the store,
+/// scheduling its URLs, and calibrated through the trait.
+#[test]
+fn a_registered_policy_schedules_and_calibrates() {
+    use sitemapd_scheduler::policy::{
+        Adaptive, Due, HostState, Params, Policy, PolicyRegistry, Reason, UrlState,
+    };
+
+    /// Adaptive, with every URL's score set by the calibrated multiplier.
+    #[derive(Debug)]
+    struct Scored {
+        inner: Adaptive,
+        multiplier: f64,
+    }
+
+    impl Policy for Scored {
+        fn name(&self) -> &'static str {
+            "scored"
+        }
+        fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due {
+            let mut due = self.inner.next_due(url, host, now);
+            due.score = self.multiplier;
+            due
+        }
+        fn allocation_multiplier(&self, pages: &[(f64, f64)], _: &Params) -> Option<f64> {
+            Some(pages.len() as f64)
+        }
+    }
+
+    let mut policies = PolicyRegistry::default();
+    policies.register("scored", |params: Params| {
+        let multiplier = params.calibration.multiplier;
+        Box::new(Scored {
+            inner: Adaptive::new(params),
+            multiplier,
+        }) as Box<dyn Policy>
+    });
+    let options = || StoreOptions {
+        policy: Some("scored".into()),
+        policies: policies.clone(),
+        ..StoreOptions::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(dir.path(), options()).unwrap();
+    assert_eq!(s.policy().name(), "scored");
+    let entries: Vec<UrlEntry> = (0..4)
+        .map(|i| entry(&format!("https://a.example/p{i}")))
+        .collect();
+    read(&s, T0, SM, &entries);
+    // Uncalibrated: the default multiplier (0) is every score.
+    let due = s.peek(10, ts(T0)).unwrap();
+    assert_eq!(due.len(), 4);
+    assert!(due.iter().all(|d| d.reason == Reason::New), "{due:?}");
+    // Calibration goes through the trait: four active pages.
+    assert_eq!(s.calibrate().unwrap(), Some(4.0));
+    drop(s);
+    // Reopened by name, with the saved multiplier; a store that does not
+    // know the name refuses to open instead of scheduling with another.
+    let s = Store::open(dir.path(), options()).unwrap();
+    let leased = s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();
+    s.complete(
+        &leased[0].url,
+        &Completion::from(Outcome::Changed),
+        ts(T0 + 1),
+    )
+    .unwrap();
+    assert_eq!(s.url(&leased[0].url).unwrap().unwrap().score, 4.0);
+    drop(s);
+    let err = Store::open(dir.path(), StoreOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("scored"), "{err}");
+}
