@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::error::intact;
 use crate::keys;
 use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
@@ -215,8 +216,3 @@ impl Store {
     }
 }
 
-/// False for a record that does not decode: the scans that count or retire
-/// pass over it (`check` names it).
-pub(crate) fn intact<T>(item: &Result<T, StoreError>) -> bool {
-    !matches!(item, Err(StoreError::Record { .. }))
-}

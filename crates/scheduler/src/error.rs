@@ -36,3 +36,9 @@ pub enum StoreError {
         source: sitemapd_parser::UrlError,
     },
 }
+
+/// False for a record that does not decode: the scans that count or retire
+/// pass over it (`check` names it).
+pub(crate) fn intact<T>(item: &Result<T, StoreError>) -> bool {
+    !matches!(item, Err(StoreError::Record { .. }))
+}

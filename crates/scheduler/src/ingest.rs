@@ -838,3 +838,20 @@ fn most_frequent(
         (x, y) => x.or(y),
     }
 }
+
+impl Store {
+    /// The refresh schedule of the sitemap at `sitemap` (its URL as
+    /// listed), if it was ever fetched through an ingest session.
+    pub fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshState>, StoreError> {
+        self.get(&keys::refresh(sitemap))
+    }
+
+    /// Whether the sitemap at `sitemap` is due for a read at `now`: true
+    /// when it has no schedule yet.
+    pub fn sitemap_due(&self, sitemap: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let now = now.unix();
+        Ok(self
+            .refresh_state(sitemap)?
+            .is_none_or(|s| s.next_at <= now))
+    }
+}

@@ -138,7 +138,7 @@ impl Kv {
         &self,
         key: Vec<u8>,
         value: V,
-    ) -> Result<bool, crate::store::StoreError> {
+    ) -> Result<bool, crate::error::StoreError> {
         match self {
             Kv::Sled { tree, .. } => {
                 let swapped = tree.compare_and_swap(&key, None::<&[u8]>, Some(value))?;

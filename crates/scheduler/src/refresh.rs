@@ -39,9 +39,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::hash::{Fnv1a, fnv1a};
-use crate::keys;
-use crate::store::{Store, StoreError};
-use crate::time::Timestamp;
 
 /// The longest interval of a feed, seconds (a day).
 pub const FEED_MAX_SECS: u32 = 86_400;
@@ -260,22 +257,6 @@ fn mix(mut z: u64) -> u64 {
 
 impl crate::record::Record for RefreshState {}
 
-impl Store {
-    /// The refresh schedule of the sitemap at `sitemap` (its URL as
-    /// listed), if it was ever fetched through an ingest session.
-    pub fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshState>, StoreError> {
-        self.get(&keys::refresh(sitemap))
-    }
-
-    /// Whether the sitemap at `sitemap` is due for a read at `now`: true
-    /// when it has no schedule yet.
-    pub fn sitemap_due(&self, sitemap: &str, now: Timestamp) -> Result<bool, StoreError> {
-        let now = now.unix();
-        Ok(self
-            .refresh_state(sitemap)?
-            .is_none_or(|s| s.next_at <= now))
-    }
-}
 
 #[cfg(test)]
 mod tests {

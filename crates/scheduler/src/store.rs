@@ -236,7 +236,7 @@ impl Store {
         schemes
             .iter()
             .flat_map(move |scheme| self.records(keys::url(&format!("{scheme}://{host}/"))))
-            .filter(crate::check::intact)
+            .filter(crate::error::intact)
     }
 
     /// What the store knows of `url` (normalised on the way in: a URL that
@@ -374,7 +374,7 @@ impl Store {
         let mut pages = Vec::new();
         for item in self
             .records::<UrlRecord>([keys::URL])
-            .filter(crate::check::intact)
+            .filter(crate::error::intact)
         {
             let (_, r) = item?;
             if !r.retired {
