@@ -668,9 +668,9 @@ impl<'s> Ingest<'s> {
             let notified = !revived && rec.schedule.reason == StoredReason::Notified;
             if (new || revived || hints_changed) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
-                if !(notified && rec.schedule.due <= due.at) {
+                if !(notified && rec.schedule.due <= due.at.unix()) {
                     rec.schedule = Schedule {
-                        due: due.at,
+                        due: due.at.unix(),
                         score: due.score as f32,
                         reason: due.reason.into(),
                         lease: None,

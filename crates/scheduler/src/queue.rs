@@ -477,7 +477,7 @@ impl Store {
         let due = self.schedule(url, &rec, host, now);
         batch.remove(keys::due(rec.schedule.due, url));
         rec.schedule = Schedule {
-            due: due.at,
+            due: due.at.unix(),
             score: due.score as f32,
             reason: due.reason.into(),
             lease: None,

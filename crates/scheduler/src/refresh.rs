@@ -257,7 +257,6 @@ fn mix(mut z: u64) -> u64 {
 
 impl crate::record::Record for RefreshState {}
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use crate::kv::Kv;
 use crate::policy::{self, Due, HostState, Params, Policy, PolicyRegistry, UrlState};
 use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
+use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView, UrlView};
 use sitemapd_parser::NormUrl;
 
@@ -324,11 +325,11 @@ impl Store {
             }),
         };
         UrlState {
-            first_seen: r.first_seen,
-            last_fetch: r.fetch.last_success,
-            last_attempt: r.fetch.last_fetch,
+            first_seen: Timestamp::from_unix(r.first_seen),
+            last_fetch: r.fetch.last_success.map(Timestamp::from_unix),
+            last_attempt: r.fetch.last_fetch.map(Timestamp::from_unix),
             last_outcome: r.fetch.last_outcome.map(|o| o.kind()),
-            lastmod: r.lastmod.map(|l| l.at),
+            lastmod: r.lastmod.map(|l| Timestamp::from_unix(l.at)),
             lastmod_precision: r.lastmod.map(|l| l.precision.into()),
             changefreq: r.changefreq.map(Into::into),
             priority: r.priority,
@@ -346,11 +347,13 @@ impl Store {
         let host = HostState {
             lastmod_trusted: host.trust.is_trusted(),
         };
-        let mut due = self.policy().next_due(&self.url_state(r, now), &host, now);
-        let wait = due.at.saturating_sub(now);
+        let mut due =
+            self.policy()
+                .next_due(&self.url_state(r, now), &host, Timestamp::from_unix(now));
+        let wait = due.at.unix().saturating_sub(now);
         if wait > 20 {
             let unit = crate::refresh::jitter_unit(url);
-            due.at = due.at.saturating_add((unit * 0.05 * wait as f64) as i64);
+            due.at = due.at.plus_secs((unit * 0.05 * wait as f64) as i64);
         }
         due
     }

@@ -1034,7 +1034,7 @@ fn a_registered_policy_schedules_and_calibrates() {
         fn name(&self) -> &'static str {
             "scored"
         }
-        fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due {
+        fn next_due(&self, url: &UrlState, host: &HostState, now: Timestamp) -> Due {
             let mut due = self.inner.next_due(url, host, now);
             due.score = self.multiplier;
             due

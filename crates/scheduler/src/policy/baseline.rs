@@ -17,6 +17,7 @@
 
 use super::optimal::{calibrated, rate_due};
 use super::{Due, HostState, Params, Policy, UrlState};
+use crate::time::Timestamp;
 
 /// `uniform`: due 1/f after the last fetch, f = the calibrated B/N
 /// (uncalibrated: 1/`fixed_interval`).
@@ -41,7 +42,7 @@ impl Policy for Uniform {
         Some(uniform_multiplier(pages.len(), params.budget))
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, now: Timestamp) -> Due {
         let rate = calibrated(&self.params)
             .unwrap_or_else(|| 1.0 / self.params.clamp_interval(self.params.fixed_interval));
         rate_due(url, &self.params, now, |_, _| rate)
@@ -71,7 +72,7 @@ impl Policy for Proportional {
         Some(proportional_multiplier(pages, params.budget))
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, now: Timestamp) -> Due {
         let c = calibrated(&self.params).unwrap_or(1.0);
         rate_due(url, &self.params, now, |lambda, _| c * lambda)
     }

@@ -3,6 +3,7 @@
 //! (Nutch SitemapProcessor, NUTCH-2976) and `adaptive` (Nutch
 //! AdaptiveFetchSchedule, StormCrawler AdaptiveScheduler).
 
+use crate::time::Timestamp;
 use sitemapd_parser::ChangeFreq;
 
 use super::{
@@ -28,7 +29,7 @@ impl Policy for Fixed {
         "fixed"
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, _now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, _now: Timestamp) -> Due {
         let score = importance(url);
         match common_due(url, &self.params, score) {
             Err(due) => due,
@@ -76,7 +77,7 @@ impl Policy for SitemapHints {
         "sitemap-hints"
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, _now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, _now: Timestamp) -> Due {
         let score = effective_priority(url.priority);
         let last = match common_due(url, &self.params, score) {
             Err(due) => return due,
@@ -129,7 +130,7 @@ impl Policy for Adaptive {
         "adaptive"
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, _now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, _now: Timestamp) -> Due {
         let score = importance(url);
         match common_due(url, &self.params, score) {
             Err(due) => due,

@@ -10,6 +10,7 @@
 //! period (one fetch after the period resolves it) unless the fallback is
 //! due sooner; refetching at once would repeat until the day is over.
 
+use crate::time::Timestamp;
 use sitemapd_parser::date::{self, Precision};
 
 use super::{
@@ -20,18 +21,24 @@ pub use sitemapd_parser::date::precision_span;
 
 /// Whether a lastmod (start of its period, `None` precision = second) may be
 /// after a fetch at `last_fetch`: the latest instant of its period is.
-pub fn lastmod_is_newer(lastmod: i64, precision: Option<Precision>, last_fetch: i64) -> bool {
+pub fn lastmod_is_newer(
+    lastmod: Timestamp,
+    precision: Option<Precision>,
+    last_fetch: Timestamp,
+) -> bool {
     latest(lastmod, precision) > last_fetch
 }
 
 /// The last second of the lastmod's period ([`date::Lastmod::latest`]).
-fn latest(lastmod: i64, precision: Option<Precision>) -> i64 {
-    date::Lastmod {
-        unix_seconds: lastmod,
-        nanos: 0,
-        precision: precision.unwrap_or(Precision::Second),
-    }
-    .latest()
+fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
+    Timestamp::from_unix(
+        date::Lastmod {
+            unix_seconds: lastmod.unix(),
+            nanos: 0,
+            precision: precision.unwrap_or(Precision::Second),
+        }
+        .latest(),
+    )
 }
 
 /// `lastmod`: due when the host is trusted and its lastmod (not in the
@@ -57,7 +64,7 @@ impl Policy for Lastmod {
         "lastmod"
     }
 
-    fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, host: &HostState, now: Timestamp) -> Due {
         let score = importance(url);
         let last = match common_due(url, &self.params, score) {
             Err(due) => return due,
@@ -78,8 +85,8 @@ impl Policy for Lastmod {
             };
         }
         let fallback = self.fallback.next_due(url, host, now);
-        let end = latest(lm, url.lastmod_precision).saturating_add(1);
-        if end > last.saturating_add(1) && end <= fallback.at {
+        let end = latest(lm, url.lastmod_precision).plus_secs(1);
+        if end > last.plus_secs(1) && end <= fallback.at {
             return Due {
                 at: end,
                 score,

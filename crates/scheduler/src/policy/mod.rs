@@ -57,6 +57,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::time::Timestamp;
+
 use sitemapd_parser::ChangeFreq;
 use sitemapd_parser::date::Precision;
 
@@ -83,19 +85,19 @@ pub const DAY: f64 = 86_400.0;
 /// What a policy may know of a URL (the store builds this view from its record).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UrlState {
-    /// When the URL was first seen in a sitemap (unix s).
-    pub first_seen: i64,
-    /// Last successful fetch (unix s).
-    pub last_fetch: Option<i64>,
-    /// Last fetch attempt, successful or not (unix s); `None` = same as
+    /// When the URL was first seen in a sitemap.
+    pub first_seen: Timestamp,
+    /// Last successful fetch.
+    pub last_fetch: Option<Timestamp>,
+    /// Last fetch attempt, successful or not; `None` = same as
     /// `last_fetch`. Retries and gone URLs count from it (without it, a
     /// failure long after the last success would be retried at once, over
     /// and over).
-    pub last_attempt: Option<i64>,
+    pub last_attempt: Option<Timestamp>,
     /// Outcome of the last attempt.
     pub last_outcome: Option<FetchOutcome>,
-    /// Newest believable sitemap lastmod (unix s, start of its period).
-    pub lastmod: Option<i64>,
+    /// Newest believable sitemap lastmod (the start of its period).
+    pub lastmod: Option<Timestamp>,
     /// Precision the lastmod was written with (`None` = to the second).
     pub lastmod_precision: Option<Precision>,
     /// Sitemap changefreq.
@@ -116,7 +118,7 @@ pub struct UrlState {
 impl Default for UrlState {
     fn default() -> Self {
         UrlState {
-            first_seen: 0,
+            first_seen: Timestamp::EPOCH,
             last_fetch: None,
             last_attempt: None,
             last_outcome: None,
@@ -210,7 +212,7 @@ impl fmt::Display for Reason {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Due {
     /// Unix seconds.
-    pub at: i64,
+    pub at: Timestamp,
     /// Higher = more urgent; finite, ≥ 0.
     pub score: f64,
     /// Why.
@@ -317,7 +319,7 @@ pub trait Policy: Send + Sync + fmt::Debug {
     /// Its name (one of [`POLICY_NAMES`]).
     fn name(&self) -> &'static str;
     /// When `url` is next due, at `now`. Pure.
-    fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due;
+    fn next_due(&self, url: &UrlState, host: &HostState, now: Timestamp) -> Due;
     /// The adaptive interval after a fetch outcome (only `adaptive`, also as
     /// `lastmod`'s fallback, changes it; default: unchanged).
     fn next_interval(&self, url: &UrlState, _outcome: FetchOutcome) -> Option<f64> {
@@ -454,6 +456,7 @@ pub type PolicyBuilder = Arc<dyn Fn(Params) -> Box<dyn Policy> + Send + Sync>;
 ///
 /// ```
 /// use std::sync::Arc;
+/// use sitemapd_scheduler::Timestamp;
 /// use sitemapd_scheduler::policy::{Due, Fixed, HostState, Params, Policy, PolicyRegistry, UrlState};
 ///
 /// /// Everything due an hour after it was last fetched, at twice the
@@ -465,7 +468,7 @@ pub type PolicyBuilder = Arc<dyn Fn(Params) -> Box<dyn Policy> + Send + Sync>;
 ///     fn name(&self) -> &'static str {
 ///         "hourly"
 ///     }
-///     fn next_due(&self, url: &UrlState, host: &HostState, now: i64) -> Due {
+///     fn next_due(&self, url: &UrlState, host: &HostState, now: Timestamp) -> Due {
 ///         let mut due = self.0.next_due(url, host, now);
 ///         due.score *= 2.0;
 ///         due
@@ -563,10 +566,10 @@ pub fn policy(name: &str, params: Params) -> Result<Box<dyn Policy>, UnknownPoli
 }
 
 /// `t + secs`, rounded, saturating (NaN counts as 0).
-pub(crate) fn add_secs(t: i64, secs: f64) -> i64 {
+pub(crate) fn add_secs(t: Timestamp, secs: f64) -> Timestamp {
     let s = if secs.is_nan() { 0.0 } else { secs.round() };
     // `as` saturates at the i64 bounds.
-    t.saturating_add(s as i64)
+    t.plus_secs(s as i64)
 }
 
 /// Importance made usable: NaN, infinite or negative → 1.0.
@@ -586,7 +589,7 @@ pub fn effective_priority(priority: Option<f32>) -> f64 {
 
 /// The shared rules 1–3 of the module docs: `Err(due)` when one of them
 /// decides, `Ok(last_fetch)` when the policy's own rule must.
-pub(crate) fn common_due(url: &UrlState, params: &Params, score: f64) -> Result<i64, Due> {
+pub(crate) fn common_due(url: &UrlState, params: &Params, score: f64) -> Result<Timestamp, Due> {
     let base = url
         .last_attempt
         .or(url.last_fetch)

@@ -30,6 +30,7 @@ use super::{
     Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
     importance,
 };
+use crate::time::Timestamp;
 
 /// Bound on every search loop here.
 const MAX_STEPS: u32 = 200;
@@ -322,7 +323,7 @@ pub fn planning_rate(url: &UrlState, params: &Params) -> f64 {
 pub(super) fn rate_due(
     url: &UrlState,
     params: &Params,
-    now: i64,
+    now: Timestamp,
     rate: impl Fn(f64, f64) -> f64,
 ) -> Due {
     let w = importance(url);
@@ -331,7 +332,7 @@ pub(super) fn rate_due(
         Ok(last) => last,
     };
     let lambda = planning_rate(url, params);
-    let elapsed = now.saturating_sub(last).max(0) as f64;
+    let elapsed = now.secs_since(last).max(0) as f64;
     Due {
         at: add_secs(last, params.interval_for_rate(rate(lambda, w))),
         // λ̂ and the elapsed time are finite and ≥ 0, so the probability is
@@ -369,7 +370,7 @@ impl Policy for FreshnessOptimal {
         Some(optimal_multiplier(pages, params.budget))
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, now: Timestamp) -> Due {
         let mu = calibrated(&self.params);
         rate_due(url, &self.params, now, |lambda, w| match mu {
             Some(mu) => optimal_rate(lambda, w, mu),
@@ -401,7 +402,7 @@ impl Policy for LambdaCrawl {
         Some(lambda_crawl_multiplier(pages, params.budget))
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, now: i64) -> Due {
+    fn next_due(&self, url: &UrlState, _host: &HostState, now: Timestamp) -> Due {
         let lagrange = calibrated(&self.params);
         rate_due(url, &self.params, now, |delta, w| match lagrange {
             Some(l) => lambda_crawl_rate(delta, w, l),

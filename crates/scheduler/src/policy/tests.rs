@@ -10,6 +10,10 @@ const MAY1: i64 = 1_714_521_600;
 const H: i64 = 3600;
 const D: i64 = 86_400;
 
+fn ts(t: i64) -> Timestamp {
+    Timestamp::from_unix(t)
+}
+
 fn all_policies(params: &Params) -> Vec<Box<dyn Policy>> {
     POLICY_NAMES
         .iter()
@@ -19,9 +23,9 @@ fn all_policies(params: &Params) -> Vec<Box<dyn Policy>> {
 
 fn fetched(last: i64) -> UrlState {
     UrlState {
-        first_seen: MAY1 - 30 * D,
-        last_fetch: Some(last),
-        last_attempt: Some(last),
+        first_seen: ts(MAY1 - 30 * D),
+        last_fetch: Some(ts(last)),
+        last_attempt: Some(ts(last)),
         last_outcome: Some(FetchOutcome::NotModified),
         ..UrlState::default()
     }
@@ -115,8 +119,8 @@ fn defaults() {
 #[test]
 fn never_fetched_is_new_at_first_seen_everywhere() {
     let url = UrlState {
-        first_seen: MAY1,
-        lastmod: Some(MAY1 + H),
+        first_seen: ts(MAY1),
+        lastmod: Some(ts(MAY1 + H)),
         changefreq: Some(ChangeFreq::Hourly),
         rate: Some(1.0),
         ..UrlState::default()
@@ -127,8 +131,13 @@ fn never_fetched_is_new_at_first_seen_everywhere() {
     };
     for p in all_policies(&params) {
         for host in [TRUSTED, UNTRUSTED] {
-            let due = p.next_due(&url, &host, MAY1 + 10 * D);
-            assert_eq!((due.at, due.reason), (MAY1, Reason::New), "{}", p.name());
+            let due = p.next_due(&url, &host, ts(MAY1 + 10 * D));
+            assert_eq!(
+                (due.at.unix(), due.reason),
+                (MAY1, Reason::New),
+                "{}",
+                p.name()
+            );
             assert!(due.score.is_finite() && due.score > 0.0, "{}", p.name());
         }
     }
@@ -138,36 +147,39 @@ fn never_fetched_is_new_at_first_seen_everywhere() {
 fn errors_retry_with_backoff_everywhere() {
     let params = Params::default();
     let mut url = fetched(MAY1 - 100 * D);
-    url.last_attempt = Some(MAY1);
+    url.last_attempt = Some(ts(MAY1));
     url.last_outcome = Some(FetchOutcome::Error);
-    url.lastmod = Some(MAY1 - D);
+    url.lastmod = Some(ts(MAY1 - D));
     for p in all_policies(&params) {
         for (errors, delay) in [(0, H), (1, H), (2, 2 * H), (4, 8 * H), (9, 256 * H)] {
             url.errors_in_a_row = errors;
-            let due = p.next_due(&url, &TRUSTED, MAY1 + 1);
+            let due = p.next_due(&url, &TRUSTED, ts(MAY1 + 1));
             assert_eq!(
-                (due.at, due.reason),
+                (due.at.unix(), due.reason),
                 (MAY1 + delay, Reason::Retry),
                 "{}",
                 p.name()
             );
         }
         url.errors_in_a_row = u32::MAX;
-        let due = p.next_due(&url, &TRUSTED, MAY1);
-        assert_eq!(due.at, MAY1 + 365 * D, "capped at max_interval");
+        let due = p.next_due(&url, &TRUSTED, ts(MAY1));
+        assert_eq!(due.at.unix(), MAY1 + 365 * D, "capped at max_interval");
     }
     // The base: last attempt, else last success, else first seen.
     let fixed = policy("fixed", params).unwrap();
     url.errors_in_a_row = 1;
     url.last_attempt = None;
     assert_eq!(
-        fixed.next_due(&url, &UNTRUSTED, MAY1).at,
+        fixed.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(),
         MAY1 - 100 * D + H
     );
     url.last_fetch = None;
-    url.first_seen = MAY1 - 5 * D;
-    let due = fixed.next_due(&url, &UNTRUSTED, MAY1);
-    assert_eq!((due.at, due.reason), (MAY1 - 5 * D + H, Reason::Retry));
+    url.first_seen = ts(MAY1 - 5 * D);
+    let due = fixed.next_due(&url, &UNTRUSTED, ts(MAY1));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 - 5 * D + H, Reason::Retry)
+    );
 }
 
 #[test]
@@ -175,9 +187,9 @@ fn gone_waits_max_interval_everywhere() {
     let mut url = fetched(MAY1);
     url.last_outcome = Some(FetchOutcome::Gone);
     for p in all_policies(&Params::default()) {
-        let due = p.next_due(&url, &TRUSTED, MAY1);
+        let due = p.next_due(&url, &TRUSTED, ts(MAY1));
         assert_eq!(
-            (due.at, due.reason),
+            (due.at.unix(), due.reason),
             (MAY1 + 365 * D, Reason::Interval),
             "{}",
             p.name()
@@ -191,9 +203,9 @@ fn gone_waits_max_interval_everywhere() {
 fn fixed_interval_and_clamps() {
     let url = fetched(MAY1);
     let p = policy("fixed", Params::default()).unwrap();
-    let due = p.next_due(&url, &UNTRUSTED, MAY1);
+    let due = p.next_due(&url, &UNTRUSTED, ts(MAY1));
     assert_eq!(
-        (due.at, due.reason, due.score),
+        (due.at.unix(), due.reason, due.score),
         (MAY1 + D, Reason::Interval, 1.0)
     );
     let due_with = |fixed_interval: f64| {
@@ -203,15 +215,16 @@ fn fixed_interval_and_clamps() {
         };
         policy("fixed", params)
             .unwrap()
-            .next_due(&url, &UNTRUSTED, MAY1)
+            .next_due(&url, &UNTRUSTED, ts(MAY1))
             .at
+            .unix()
     };
     assert_eq!(due_with(60.0), MAY1 + H);
     assert_eq!(due_with(f64::NAN), MAY1 + 365 * D);
     // Redirected counts as a plain fetch.
     let mut r = url.clone();
     r.last_outcome = Some(FetchOutcome::Redirected);
-    assert_eq!(p.next_due(&r, &UNTRUSTED, MAY1).at, MAY1 + D);
+    assert_eq!(p.next_due(&r, &UNTRUSTED, ts(MAY1)).at.unix(), MAY1 + D);
 }
 
 // ---- sitemap-hints ----
@@ -231,9 +244,9 @@ fn changefreq_table() {
     for (cf, want) in table {
         let mut url = fetched(MAY1);
         url.changefreq = Some(cf);
-        let due = p.next_due(&url, &UNTRUSTED, MAY1);
+        let due = p.next_due(&url, &UNTRUSTED, ts(MAY1));
         assert_eq!(
-            (due.at, due.reason),
+            (due.at.unix(), due.reason),
             (MAY1 + want, Reason::Changefreq),
             "{cf:?}"
         );
@@ -255,8 +268,8 @@ fn changefreq_table() {
         100.0 * 86_400.0
     );
     // No changefreq: the fixed interval.
-    let due = p.next_due(&fetched(MAY1), &UNTRUSTED, MAY1);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Interval));
+    let due = p.next_due(&fetched(MAY1), &UNTRUSTED, ts(MAY1));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + D, Reason::Interval));
 }
 
 #[test]
@@ -276,9 +289,13 @@ fn priority_orders_hints_and_zero_is_schedulable() {
         let mut url = fetched(MAY1);
         url.priority = prio;
         url.changefreq = Some(ChangeFreq::Daily);
-        let due = p.next_due(&url, &UNTRUSTED, MAY1);
+        let due = p.next_due(&url, &UNTRUSTED, ts(MAY1));
         assert_eq!(due.score, want, "{prio:?}");
-        assert_eq!(due.at, MAY1 + D, "X11: priority {prio:?} still schedules");
+        assert_eq!(
+            due.at.unix(),
+            MAY1 + D,
+            "X11: priority {prio:?} still schedules"
+        );
     }
 }
 
@@ -289,13 +306,16 @@ fn adaptive_updates_and_clamps() {
     let p = policy("adaptive", Params::default()).unwrap();
     let mut url = fetched(MAY1);
     assert_eq!(
-        p.next_due(&url, &UNTRUSTED, MAY1).at,
+        p.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(),
         MAY1 + D,
         "initial interval"
     );
     url.interval = Some(10.0 * 3600.0);
-    let due = p.next_due(&url, &UNTRUSTED, MAY1);
-    assert_eq!((due.at, due.reason), (MAY1 + 10 * H, Reason::Adaptive));
+    let due = p.next_due(&url, &UNTRUSTED, ts(MAY1));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + 10 * H, Reason::Adaptive)
+    );
 
     url.interval = Some(86_400.0);
     assert!(close(
@@ -347,9 +367,9 @@ fn adaptive_updates_and_clamps() {
     assert_eq!(i, Some(365.0 * 86_400.0));
     // A stored interval outside the bounds (params changed) is clamped.
     url.interval = Some(1.0);
-    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + H);
+    assert_eq!(p.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(), MAY1 + H);
     url.interval = Some(f64::NAN);
-    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + D);
+    assert_eq!(p.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(), MAY1 + D);
     // Nonsense factors change nothing.
     let odd = Params {
         adaptive_dec: 1.5,
@@ -385,25 +405,28 @@ fn adaptive_updates_and_clamps() {
 fn lastmod_trusted_newer_is_due_now() {
     let p = policy("lastmod", Params::default()).unwrap();
     let mut url = fetched(MAY1);
-    url.lastmod = Some(MAY1 + 5 * H);
+    url.lastmod = Some(ts(MAY1 + 5 * H));
     let now = MAY1 + 6 * H;
-    let due = p.next_due(&url, &TRUSTED, now);
-    assert_eq!((due.at, due.reason), (MAY1 + 5 * H, Reason::LastmodNewer));
-    assert!(due.at <= now);
-    // Untrusted host: the fallback (adaptive, initial interval 1 day).
-    let due = p.next_due(&url, &UNTRUSTED, now);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Adaptive));
-    // Not newer than the fetch: fallback.
-    url.lastmod = Some(MAY1 - H);
-    assert_eq!(p.next_due(&url, &TRUSTED, now).reason, Reason::Adaptive);
-    url.lastmod = Some(MAY1);
+    let due = p.next_due(&url, &TRUSTED, ts(now));
     assert_eq!(
-        p.next_due(&url, &TRUSTED, now).reason,
+        (due.at.unix(), due.reason),
+        (MAY1 + 5 * H, Reason::LastmodNewer)
+    );
+    assert!(due.at.unix() <= now);
+    // Untrusted host: the fallback (adaptive, initial interval 1 day).
+    let due = p.next_due(&url, &UNTRUSTED, ts(now));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + D, Reason::Adaptive));
+    // Not newer than the fetch: fallback.
+    url.lastmod = Some(ts(MAY1 - H));
+    assert_eq!(p.next_due(&url, &TRUSTED, ts(now)).reason, Reason::Adaptive);
+    url.lastmod = Some(ts(MAY1));
+    assert_eq!(
+        p.next_due(&url, &TRUSTED, ts(now)).reason,
         Reason::Adaptive,
         "equal is not newer"
     );
     url.lastmod = None;
-    assert_eq!(p.next_due(&url, &TRUSTED, now).reason, Reason::Adaptive);
+    assert_eq!(p.next_due(&url, &TRUSTED, ts(now)).reason, Reason::Adaptive);
 }
 
 #[test]
@@ -414,9 +437,12 @@ fn lastmod_newer_never_makes_an_overdue_url_later() {
     // fell below its own fallback under a tight budget).
     let p = policy("lastmod", Params::default()).unwrap();
     let mut url = fetched(MAY1);
-    url.lastmod = Some(MAY1 + 3 * D);
-    let due = p.next_due(&url, &TRUSTED, MAY1 + 4 * D);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
+    url.lastmod = Some(ts(MAY1 + 3 * D));
+    let due = p.next_due(&url, &TRUSTED, ts(MAY1 + 4 * D));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + D, Reason::LastmodNewer)
+    );
 }
 
 #[test]
@@ -424,51 +450,67 @@ fn lastmod_in_the_future_is_not_believed() {
     // SPEC X8.
     let p = policy("lastmod", Params::default()).unwrap();
     let mut url = fetched(MAY1);
-    url.lastmod = Some(MAY1 + 7 * H);
-    let due = p.next_due(&url, &TRUSTED, MAY1 + 6 * H);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Adaptive));
+    url.lastmod = Some(ts(MAY1 + 7 * H));
+    let due = p.next_due(&url, &TRUSTED, ts(MAY1 + 6 * H));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + D, Reason::Adaptive));
     // Once now has caught up, it is.
-    let due = p.next_due(&url, &TRUSTED, MAY1 + 7 * H);
-    assert_eq!((due.at, due.reason), (MAY1 + 7 * H, Reason::LastmodNewer));
+    let due = p.next_due(&url, &TRUSTED, ts(MAY1 + 7 * H));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + 7 * H, Reason::LastmodNewer)
+    );
 }
 
 #[test]
 fn lastmod_day_precision_is_conservative() {
     let p = policy("lastmod", Params::default()).unwrap();
     let mut url = fetched(MAY1 + 10 * H); // fetched 10:00 on May 1
-    url.lastmod = Some(MAY1); // "2024-05-01"
+    url.lastmod = Some(ts(MAY1)); // "2024-05-01"
     url.lastmod_precision = Some(Precision::Day);
-    assert!(lastmod_is_newer(MAY1, Some(Precision::Day), MAY1 + 10 * H));
+    assert!(lastmod_is_newer(
+        ts(MAY1),
+        Some(Precision::Day),
+        ts(MAY1 + 10 * H)
+    ));
     assert!(!lastmod_is_newer(
-        MAY1,
+        ts(MAY1),
         Some(Precision::Second),
-        MAY1 + 10 * H
+        ts(MAY1 + 10 * H)
     ));
     // Read the next day: due (since the end of May 1).
-    let due = p.next_due(&url, &TRUSTED, MAY1 + D + 3 * H);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
-    assert!(due.at <= MAY1 + D + 3 * H);
+    let due = p.next_due(&url, &TRUSTED, ts(MAY1 + D + 3 * H));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + D, Reason::LastmodNewer)
+    );
+    assert!(due.at.unix() <= MAY1 + D + 3 * H);
     // Read the same day: due at the end of the day, not at once and again.
-    let due = p.next_due(&url, &TRUSTED, MAY1 + 10 * H + 300);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::LastmodNewer));
+    let due = p.next_due(&url, &TRUSTED, ts(MAY1 + 10 * H + 300));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + D, Reason::LastmodNewer)
+    );
     // A fetch after the day is over settles it.
     let mut later = url.clone();
-    later.last_fetch = Some(MAY1 + D + 30 * 60);
+    later.last_fetch = Some(ts(MAY1 + D + 30 * 60));
     later.last_attempt = later.last_fetch;
     assert!(!lastmod_is_newer(
-        MAY1,
+        ts(MAY1),
         Some(Precision::Day),
-        MAY1 + D + 30 * 60
+        ts(MAY1 + D + 30 * 60)
     ));
     assert_eq!(
-        p.next_due(&later, &TRUSTED, MAY1 + 2 * D).reason,
+        p.next_due(&later, &TRUSTED, ts(MAY1 + 2 * D)).reason,
         Reason::Adaptive
     );
     // When the fallback is due before the day ends, it wins.
     let mut short = url.clone();
     short.interval = Some(2.0 * 3600.0);
-    let due = p.next_due(&short, &TRUSTED, MAY1 + 11 * H);
-    assert_eq!((due.at, due.reason), (MAY1 + 12 * H, Reason::Adaptive));
+    let due = p.next_due(&short, &TRUSTED, ts(MAY1 + 11 * H));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + 12 * H, Reason::Adaptive)
+    );
 }
 
 #[test]
@@ -493,15 +535,23 @@ fn precision_spans() {
     assert_eq!(precision_span(0, Precision::Year), 365 * D, "1970");
     assert_eq!(precision_span(-D, Precision::Month), 31 * D, "Dec 1969");
     // "2024" is newer than a fetch in March 2024, not than one in 2025.
-    assert!(lastmod_is_newer(jan_2024, Some(Precision::Year), MAY1));
-    assert!(!lastmod_is_newer(
-        jan_2024,
+    assert!(lastmod_is_newer(
+        ts(jan_2024),
         Some(Precision::Year),
-        jan_2024 + 366 * D
+        ts(MAY1)
+    ));
+    assert!(!lastmod_is_newer(
+        ts(jan_2024),
+        Some(Precision::Year),
+        ts(jan_2024 + 366 * D)
     ));
     // Extremes do not overflow.
-    assert!(lastmod_is_newer(i64::MAX, Some(Precision::Year), 0));
-    assert!(!lastmod_is_newer(i64::MIN, Some(Precision::Year), 0));
+    assert!(lastmod_is_newer(ts(i64::MAX), Some(Precision::Year), ts(0)));
+    assert!(!lastmod_is_newer(
+        ts(i64::MIN),
+        Some(Precision::Year),
+        ts(0)
+    ));
 }
 
 #[test]
@@ -512,8 +562,8 @@ fn lastmod_delegates_to_its_fallback() {
     };
     let p = policy("lastmod", params).unwrap();
     let url = fetched(MAY1);
-    let due = p.next_due(&url, &UNTRUSTED, MAY1);
-    assert_eq!((due.at, due.reason), (MAY1 + D, Reason::Interval));
+    let due = p.next_due(&url, &UNTRUSTED, ts(MAY1));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + D, Reason::Interval));
     assert_eq!(p.next_interval(&url, FetchOutcome::Changed), None);
     let adaptive = policy("lastmod", Params::default()).unwrap();
     let with = UrlState {
@@ -751,9 +801,9 @@ fn rate_policies_due_times() {
     for name in ["freshness-optimal", "lambda-crawl"] {
         // Uncalibrated: refresh at the change rate.
         let p = policy(name, Params::default()).unwrap();
-        let due = p.next_due(&url, &UNTRUSTED, MAY1);
+        let due = p.next_due(&url, &UNTRUSTED, ts(MAY1));
         assert_eq!(
-            (due.at, due.reason),
+            (due.at.unix(), due.reason),
             (MAY1 + 3 * D, Reason::Optimal),
             "{name}"
         );
@@ -762,22 +812,26 @@ fn rate_policies_due_times() {
         prior.rate = None;
         prior.changefreq = Some(ChangeFreq::Weekly);
         assert_eq!(
-            p.next_due(&prior, &UNTRUSTED, MAY1).at,
+            p.next_due(&prior, &UNTRUSTED, ts(MAY1)).at.unix(),
             MAY1 + 7 * D,
             "{name}"
         );
         prior.changefreq = None;
-        assert_eq!(p.next_due(&prior, &UNTRUSTED, MAY1).at, MAY1 + D, "{name}");
+        assert_eq!(
+            p.next_due(&prior, &UNTRUSTED, ts(MAY1)).at.unix(),
+            MAY1 + D,
+            "{name}"
+        );
         // Never seen changing: floored, revisited at max_interval, not never.
         prior.rate = Some(0.0);
         assert_eq!(
-            p.next_due(&prior, &UNTRUSTED, MAY1).at,
+            p.next_due(&prior, &UNTRUSTED, ts(MAY1)).at.unix(),
             MAY1 + 365 * D,
             "{name}"
         );
         // Score grows with the time since the last fetch, bounded by w.
-        let s1 = p.next_due(&url, &UNTRUSTED, MAY1 + D).score;
-        let s2 = p.next_due(&url, &UNTRUSTED, MAY1 + 10 * D).score;
+        let s1 = p.next_due(&url, &UNTRUSTED, ts(MAY1 + D)).score;
+        let s2 = p.next_due(&url, &UNTRUSTED, ts(MAY1 + 10 * D)).score;
         assert!(0.0 < s1 && s1 < s2 && s2 <= 1.0, "{name}: {s1} {s2}");
     }
     // Calibrated against a store: the due time is 1/f of the allocation.
@@ -797,14 +851,17 @@ fn rate_policies_due_times() {
         ..fetched(MAY1)
     };
     let want = MAY1 + params.interval_for_rate(f).round() as i64;
-    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, want);
+    assert_eq!(p.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(), want);
     // A page the allocation gives up waits max_interval.
     let fast = UrlState {
         rate: Some(1.0 / 60.0),
         importance: 1e-9,
         ..fetched(MAY1)
     };
-    assert_eq!(p.next_due(&fast, &UNTRUSTED, MAY1).at, MAY1 + 365 * D);
+    assert_eq!(
+        p.next_due(&fast, &UNTRUSTED, ts(MAY1)).at.unix(),
+        MAY1 + 365 * D
+    );
     let lc = policy(
         "lambda-crawl",
         Params {
@@ -815,7 +872,10 @@ fn rate_policies_due_times() {
         },
     )
     .unwrap();
-    assert_eq!(lc.next_due(&url, &UNTRUSTED, MAY1).reason, Reason::Optimal);
+    assert_eq!(
+        lc.next_due(&url, &UNTRUSTED, ts(MAY1)).reason,
+        Reason::Optimal
+    );
 }
 
 #[test]
@@ -837,30 +897,45 @@ fn baseline_allocations() {
     // Uncalibrated: uniform is fixed (fixed_interval), proportional f = λ̂.
     let u = policy("uniform", Params::default()).unwrap();
     let p = policy("proportional", Params::default()).unwrap();
-    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + D);
-    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 3 * D);
-    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).reason, Reason::Optimal);
+    assert_eq!(u.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(), MAY1 + D);
+    assert_eq!(
+        p.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(),
+        MAY1 + 3 * D
+    );
+    assert_eq!(
+        u.next_due(&url, &UNTRUSTED, ts(MAY1)).reason,
+        Reason::Optimal
+    );
     // Calibrated: uniform every 1/(B/N) whatever λ̂; proportional 1/(cλ̂).
     let params = |m: f64| Params {
         calibration: Calibration { multiplier: m },
         ..Params::default()
     };
     let u = policy("uniform", params(1.0 / (2.0 * 86_400.0))).unwrap();
-    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 2 * D);
+    assert_eq!(
+        u.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(),
+        MAY1 + 2 * D
+    );
     url.rate = Some(1.0 / 3600.0);
-    assert_eq!(u.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 2 * D);
+    assert_eq!(
+        u.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(),
+        MAY1 + 2 * D
+    );
     let p = policy("proportional", params(0.25)).unwrap();
-    assert_eq!(p.next_due(&url, &UNTRUSTED, MAY1).at, MAY1 + 4 * H);
+    assert_eq!(
+        p.next_due(&url, &UNTRUSTED, ts(MAY1)).at.unix(),
+        MAY1 + 4 * H
+    );
     // The score is the rate policies' P(changed since the last fetch).
-    let s = p.next_due(&url, &UNTRUSTED, MAY1 + H).score;
+    let s = p.next_due(&url, &UNTRUSTED, ts(MAY1 + H)).score;
     assert!(close(s, 1.0 - (-1.0f64).exp(), 1e-12), "{s}");
     // The rules every policy shares come first.
     let new = UrlState {
-        first_seen: MAY1,
+        first_seen: ts(MAY1),
         ..UrlState::default()
     };
-    assert_eq!(p.next_due(&new, &UNTRUSTED, MAY1).reason, Reason::New);
-    assert_eq!(u.next_due(&new, &UNTRUSTED, MAY1).reason, Reason::New);
+    assert_eq!(p.next_due(&new, &UNTRUSTED, ts(MAY1)).reason, Reason::New);
+    assert_eq!(u.next_due(&new, &UNTRUSTED, ts(MAY1)).reason, Reason::New);
 }
 
 #[test]
@@ -882,8 +957,8 @@ fn discretiser() {
         ..Params::default()
     };
     assert_eq!(inverted.bounds(), (100.0, 100.0));
-    assert_eq!(add_secs(i64::MAX - 1, 1e300), i64::MAX);
-    assert_eq!(add_secs(5, f64::NAN), 5);
+    assert_eq!(add_secs(ts(i64::MAX - 1), 1e300), ts(i64::MAX));
+    assert_eq!(add_secs(ts(5), f64::NAN), ts(5));
 }
 
 // ---- robustness ----
@@ -936,7 +1011,8 @@ prop_compose! {
         errors_in_a_row in any::<u32>(),
     ) -> UrlState {
         UrlState {
-            first_seen, last_fetch, last_attempt, last_outcome, lastmod,
+            first_seen: ts(first_seen), last_fetch: last_fetch.map(ts),
+            last_attempt: last_attempt.map(ts), last_outcome, lastmod: lastmod.map(ts),
             lastmod_precision: precision, changefreq, priority, interval, rate,
             importance, errors_in_a_row,
         }
@@ -969,7 +1045,7 @@ proptest! {
     fn policies_never_panic(url in any_url(), params in any_params(), now in any_instant(), trusted in any::<bool>()) {
         let host = HostState { lastmod_trusted: trusted };
         for p in all_policies(&params) {
-            let due = p.next_due(&url, &host, now);
+            let due = p.next_due(&url, &host, ts(now));
             prop_assert!(due.score.is_finite() && due.score >= 0.0, "{}: {:?}", p.name(), due);
             for o in [FetchOutcome::Changed, FetchOutcome::NotModified, FetchOutcome::Gone, FetchOutcome::Error, FetchOutcome::Redirected] {
                 if let Some(i) = p.next_interval(&url, o) {
