@@ -13,8 +13,10 @@
 use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
 use sitemapd_scheduler::internal::keys;
-use sitemapd_scheduler::internal::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode, encode};
-use sitemapd_scheduler::{RefreshState, SiteRecord};
+use sitemapd_scheduler::internal::record::{
+    HostRecord, Record, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
+};
+use sitemapd_scheduler::RefreshState;
 
 /// Decodes `data` as `T`; if it decodes, checks the round trip.
 fn round_trip<T: Record>(data: &[u8]) -> Option<T> {

@@ -310,19 +310,9 @@ struct SitesRequest {
     sites: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct SiteView {
-    site: String,
-    #[serde(flatten)]
-    record: sitemapd_scheduler::sites::SiteRecord,
-}
-
 async fn list_sites(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
     blocking(&state, |store| {
-        let sites = store
-            .sites()
-            .map(|r| r.map(|(site, record)| SiteView { site, record }))
-            .collect::<Result<Vec<_>, _>>()?;
+        let sites = store.sites().collect::<Result<Vec<_>, _>>()?;
         Ok(Json(json!({ "sites": sites })))
     })
     .await
@@ -377,7 +367,7 @@ async fn remove_sites(
                 let shared = store
                     .sites()
                     .filter_map(Result::ok)
-                    .any(|(other, _)| host_key(&other) == host);
+                    .any(|other| host_key(&other.site) == host);
                 if !shared {
                     retired += store.retire_host(&host)?;
                 }
@@ -427,7 +417,7 @@ struct SitemapNode {
     #[serde(flatten)]
     sitemap: SitemapView,
     #[serde(skip_serializing_if = "Option::is_none")]
-    refresh: Option<sitemapd_scheduler::refresh::RefreshState>,
+    refresh: Option<sitemapd_scheduler::RefreshView>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     children: Vec<SitemapNode>,
 }

@@ -23,6 +23,7 @@ use tracing::{debug, error, info, warn};
 use super::metrics::{Metrics, label};
 use crate::settings::now;
 use crate::walk_store;
+use sitemapd_scheduler::{SiteWalk, Timestamp};
 
 /// URLs merged per ingest batch. Smaller than the store's default: a
 /// batch holds the store's write lock, which leases and completions wait
@@ -166,20 +167,21 @@ impl Refresher {
         let mut due = Vec::new();
         let mut next: Option<i64> = None;
         for item in self.store.sites() {
-            let (site, record) = match item {
-                Ok(x) => x,
+            let site = match item {
+                Ok(site) => site,
                 Err(e) => {
                     warn!(error = %e, "unreadable site record skipped");
                     continue;
                 }
             };
-            if running.contains(&site) {
+            if running.contains(&site.site) {
                 continue;
             }
-            if record.next_walk <= now {
-                due.push(site);
+            let next_walk = site.next_walk.unix();
+            if next_walk <= now {
+                due.push(site.site);
             } else {
-                next = Some(next.map_or(record.next_walk, |n| n.min(record.next_walk)));
+                next = Some(next.map_or(next_walk, |n| n.min(next_walk)));
             }
         }
         Ok((due, next))
@@ -197,7 +199,7 @@ impl Refresher {
                 .refresh_state(url)
                 .ok()
                 .flatten()
-                .map(|s| s.next_at)
+                .map(|s| s.next_at.unix())
         };
         let (site, next) = match &event {
             WalkEvent::Entry { .. } => {
@@ -243,19 +245,17 @@ impl Refresher {
                 // The robots.txt cache expires: walk again by then.
                 let next = next.min(wave.started + self.robots_secs).max(now + 1);
                 info!(%site, sitemaps = t.sitemaps, failed = t.failed, not_due = t.not_due, urls = t.entries, next_in_secs = next - now, "site refreshed");
-                match self.store.site(&site) {
-                    Ok(Some(mut rec)) => {
-                        rec.next_walk = next;
-                        rec.last_walk = Some(now);
-                        rec.last_sitemaps = t.sitemaps;
-                        rec.last_failed = t.failed;
-                        rec.last_entries = t.entries;
-                        if let Err(e) = self.store.put_site(&site, &rec) {
-                            error!(%site, error = %e, "cannot save the site's schedule");
-                        }
-                    }
-                    Ok(None) => debug!(%site, "site removed during its walk"),
-                    Err(e) => error!(%site, error = %e, "unreadable site record"),
+                let walk = SiteWalk {
+                    ended: Timestamp::from_unix(now),
+                    next_walk: Timestamp::from_unix(next),
+                    sitemaps: t.sitemaps,
+                    failed: t.failed,
+                    entries: t.entries,
+                };
+                match self.store.site_walked(&site, &walk) {
+                    Ok(true) => {}
+                    Ok(false) => debug!(%site, "site removed during its walk"),
+                    Err(e) => error!(%site, error = %e, "cannot save the site's schedule"),
                 }
                 return;
             }

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use crate::error::intact;
 use crate::keys;
+use crate::record::SiteRecord;
 use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
-use crate::sites::SiteRecord;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::view::{SitemapView, UrlView};

@@ -18,6 +18,7 @@ use crate::record::{
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
+use crate::view::RefreshView;
 
 /// URLs merged in memory before a batch is written (measured: see the
 /// store bench in docs/BENCHMARKS.md).
@@ -391,7 +392,7 @@ impl<'s> Ingest<'s> {
         fetch: &SitemapFetch,
         fingerprint: u64,
     ) -> Result<RefreshState, StoreError> {
-        let prev = match self.store.refresh_state(sitemap) {
+        let prev = match self.store.refresh_record(sitemap) {
             Ok(prev) => prev,
             Err(StoreError::Record { key, source }) => {
                 tracing::warn!(%key, error = %source, "corrupt refresh schedule: starting over");
@@ -842,7 +843,12 @@ fn most_frequent(
 impl Store {
     /// The refresh schedule of the sitemap at `sitemap` (its URL as
     /// listed), if it was ever fetched through an ingest session.
-    pub fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshState>, StoreError> {
+    pub fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshView>, StoreError> {
+        Ok(self.refresh_record(sitemap)?.as_ref().map(RefreshView::of))
+    }
+
+    /// The stored refresh schedule of `sitemap`.
+    pub(crate) fn refresh_record(&self, sitemap: &str) -> Result<Option<RefreshState>, StoreError> {
         self.get(&keys::refresh(sitemap))
     }
 
@@ -851,7 +857,7 @@ impl Store {
     pub fn sitemap_due(&self, sitemap: &str, now: Timestamp) -> Result<bool, StoreError> {
         let now = now.unix();
         Ok(self
-            .refresh_state(sitemap)?
+            .refresh_record(sitemap)?
             .is_none_or(|s| s.next_at <= now))
     }
 }

@@ -6,34 +6,29 @@
 //! [`Store::retire_host`] takes a host's URLs out of the queue when its site
 //! is no longer followed.
 
-use serde::{Deserialize, Serialize};
-
 use crate::keys;
-use crate::record::encode;
+use crate::record::{SiteRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
+use crate::view::SiteView;
 
 /// URL records retired per batch by [`Store::retire_host`].
 const RETIRE_BATCH: usize = 2_000;
 
-/// A followed site, keyed by its seed as given.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SiteRecord {
-    /// When it was added (unix seconds).
-    pub added_at: i64,
-    /// When it is next to be walked.
-    pub next_walk: i64,
-    /// When its last walk ended, if it was walked.
-    pub last_walk: Option<i64>,
-    /// Sitemaps its last walk read.
-    pub last_sitemaps: u64,
-    /// Sitemaps its last walk failed to read.
-    pub last_failed: u64,
-    /// URL entries its last walk read.
-    pub last_entries: u64,
+/// One walk of a followed site, for [`Store::site_walked`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteWalk {
+    /// When it ended.
+    pub ended: Timestamp,
+    /// When the site is next to be walked.
+    pub next_walk: Timestamp,
+    /// Sitemaps it read.
+    pub sitemaps: u64,
+    /// Sitemaps it failed to read.
+    pub failed: u64,
+    /// URL entries it read.
+    pub entries: u64,
 }
-
-impl crate::record::Record for SiteRecord {}
 
 impl Store {
     /// Follows the site `seed` from `now`: it is due for a walk at once.
@@ -56,19 +51,33 @@ impl Store {
     }
 
     /// The followed site `seed`, if it is one.
-    pub fn site(&self, seed: &str) -> Result<Option<SiteRecord>, StoreError> {
-        self.get(&keys::site(seed))
+    pub fn site(&self, seed: &str) -> Result<Option<SiteView>, StoreError> {
+        Ok(self
+            .get::<SiteRecord>(&keys::site(seed))?
+            .map(|r| SiteView::of(seed, &r)))
     }
 
-    /// Writes the record of `seed` (adding it if it was not followed).
-    pub fn put_site(&self, seed: &str, site: &SiteRecord) -> Result<(), StoreError> {
-        self.kv.insert(keys::site(seed), encode(site))?;
-        Ok(())
+    /// Records a walk of the followed site `seed` that ended at `walk.ended`;
+    /// whether it is still followed (a site removed during its walk is not
+    /// added back).
+    pub fn site_walked(&self, seed: &str, walk: &SiteWalk) -> Result<bool, StoreError> {
+        let key = keys::site(seed);
+        let Some(mut site) = self.get::<SiteRecord>(&key)? else {
+            return Ok(false);
+        };
+        site.next_walk = walk.next_walk.unix();
+        site.last_walk = Some(walk.ended.unix());
+        site.last_sitemaps = walk.sitemaps;
+        site.last_failed = walk.failed;
+        site.last_entries = walk.entries;
+        self.kv.insert(key, encode(&site))?;
+        Ok(true)
     }
 
     /// Every followed site, in seed order.
-    pub fn sites(&self) -> impl Iterator<Item = Result<(String, SiteRecord), StoreError>> + '_ {
-        self.records([keys::SITE])
+    pub fn sites(&self) -> impl Iterator<Item = Result<SiteView, StoreError>> + '_ {
+        self.records::<SiteRecord>([keys::SITE])
+            .map(|item| item.map(|(seed, r)| SiteView::of(&seed, &r)))
     }
 
     /// Retires every active URL of `host` (`host[:port]`, as

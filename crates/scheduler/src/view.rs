@@ -11,7 +11,8 @@ use sitemapd_parser::date::Precision;
 
 use crate::estimate::Visit;
 use crate::policy::{FetchOutcome, Reason};
-use crate::record::{HostRecord, SitemapRecord, UrlRecord};
+use crate::record::{HostRecord, SiteRecord, SitemapRecord, UrlRecord};
+use crate::refresh::RefreshState;
 use crate::time::Timestamp;
 
 fn ts(secs: i64) -> Timestamp {
@@ -214,6 +215,77 @@ impl HostView {
             urls: r.urls,
         }
     }
+}
+
+/// A followed site ([`Store::site`](crate::Store::site),
+/// [`Store::sites`](crate::Store::sites)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SiteView {
+    /// The seed, as it was added.
+    pub site: String,
+    /// When it was added.
+    pub added_at: Timestamp,
+    /// When it is next to be walked.
+    pub next_walk: Timestamp,
+    /// When its last walk ended, if it was walked.
+    pub last_walk: Option<Timestamp>,
+    /// Sitemaps its last walk read.
+    pub last_sitemaps: u64,
+    /// Sitemaps its last walk failed to read.
+    pub last_failed: u64,
+    /// URL entries its last walk read.
+    pub last_entries: u64,
+}
+
+impl SiteView {
+    pub(crate) fn of(seed: &str, r: &SiteRecord) -> SiteView {
+        SiteView {
+            site: seed.to_string(),
+            added_at: ts(r.added_at),
+            next_walk: ts(r.next_walk),
+            last_walk: r.last_walk.map(ts),
+            last_sitemaps: r.last_sitemaps,
+            last_failed: r.last_failed,
+            last_entries: r.last_entries,
+        }
+    }
+}
+
+/// A sitemap's refresh schedule ([`Store::refresh_state`](crate::Store::refresh_state)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RefreshView {
+    /// When it is read next.
+    pub next_at: Timestamp,
+    /// The interval between successful reads now (whole seconds in JSON).
+    #[serde(serialize_with = "whole_seconds")]
+    pub interval: Duration,
+    /// Successful reads that found a change (the first one included).
+    pub changed: u32,
+    /// Successful reads that found none (304 or the same content).
+    pub unchanged: u32,
+    /// Failed reads since the last successful one.
+    pub errors_in_a_row: u32,
+    /// It is an RSS/Atom feed (refreshed more often).
+    pub feed: bool,
+}
+
+impl RefreshView {
+    pub(crate) fn of(r: &RefreshState) -> RefreshView {
+        RefreshView {
+            next_at: ts(r.next_at),
+            interval: Duration::from_secs(u64::from(r.interval)),
+            changed: r.changed,
+            unchanged: r.unchanged,
+            errors_in_a_row: r.errors_in_a_row,
+            feed: r.feed,
+        }
+    }
+}
+
+fn whole_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_secs())
 }
 
 fn precision_name<S: serde::Serializer>(p: &Option<Precision>, s: S) -> Result<S::Ok, S::Error> {

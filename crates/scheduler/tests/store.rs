@@ -666,23 +666,22 @@ fn each_read_advances_the_sitemap_refresh_schedule() {
         s.refresh_state(SM).unwrap().unwrap()
     };
     // The wait to next_at, less the sitemap's jitter.
-    let wait = |state: sitemapd_scheduler::RefreshState, now: i64| {
-        let w = (state.next_at - now) as f64;
+    let wait = |state: sitemapd_scheduler::RefreshView, now: i64| {
+        let w = state.next_at.secs_since(ts(now)) as f64;
         (w / (1.0 + 0.05 * jitter_unit(SM))).round() as i64
     };
     let a = [entry("https://a.example/a"), entry("https://a.example/b")];
     let b = [a[1].clone(), a[0].clone()];
     assert!(s.sitemap_due(SM, ts(T0)).unwrap(), "no schedule: due");
     let first = fetch(T0, &a, complete_read());
-    assert_eq!((first.interval, first.changed), (86_400, 1));
+    assert_eq!((first.interval, first.changed), (secs(86_400), 1));
     assert!((wait(first, T0) - DAY).abs() <= 1);
     assert!(!s.sitemap_due(SM, ts(T0 + 3600)).unwrap());
-    assert!(s.sitemap_due(SM, ts(first.next_at)).unwrap());
+    assert!(s.sitemap_due(SM, first.next_at).unwrap());
 
     // The same entries in another order: unchanged.
     let same = fetch(T0 + DAY, &b, complete_read());
-    assert_eq!((same.interval, same.unchanged), (129_600, 1));
-    assert_eq!(same.fingerprint, first.fingerprint);
+    assert_eq!((same.interval, same.unchanged), (secs(129_600), 1));
     // A 304: unchanged.
     let not_modified = fetch(
         T0 + 3 * DAY,
@@ -694,7 +693,7 @@ fn each_read_advances_the_sitemap_refresh_schedule() {
     );
     assert_eq!(
         (not_modified.interval, not_modified.unchanged),
-        (194_400, 2)
+        (secs(194_400), 2)
     );
     // A new entry: changed, the interval halves.
     let changed = fetch(
@@ -702,8 +701,7 @@ fn each_read_advances_the_sitemap_refresh_schedule() {
         &[a[0].clone(), a[1].clone(), entry("https://a.example/c")],
         complete_read(),
     );
-    assert_eq!((changed.interval, changed.changed), (97_200, 2));
-    assert_ne!(changed.fingerprint, first.fingerprint);
+    assert_eq!((changed.interval, changed.changed), (secs(97_200), 2));
     // A failure: backoff, the interval kept.
     let failed = fetch(
         T0 + 6 * DAY,
@@ -713,7 +711,7 @@ fn each_read_advances_the_sitemap_refresh_schedule() {
             ..SitemapFetch::default()
         },
     );
-    assert_eq!((failed.interval, failed.errors_in_a_row), (97_200, 1));
+    assert_eq!((failed.interval, failed.errors_in_a_row), (secs(97_200), 1));
     assert!((wait(failed, T0 + 6 * DAY) - 900).abs() <= 1);
     assert!(s.check().unwrap().is_ok());
 }
@@ -750,11 +748,11 @@ fn a_failed_fetch_with_a_2xx_status_is_a_failure() {
     let after = s.refresh_state(SM).unwrap().unwrap();
     assert_eq!(after.errors_in_a_row, 1);
     assert_eq!(
-        (after.changed, after.fingerprint),
-        (before.changed, before.fingerprint)
+        (after.changed, after.unchanged),
+        (before.changed, before.unchanged)
     );
     // Retried after the error backoff (15 min, ±5 % jitter), not in a day.
-    let wait = after.next_at - (T0 + DAY);
+    let wait = after.next_at.secs_since(ts(T0 + DAY));
     assert!((855..=945).contains(&wait), "{wait}");
     assert!(s.check().unwrap().is_ok());
 }
@@ -777,7 +775,7 @@ fn a_feed_stays_a_feed_through_bodiless_reads() {
             ..complete_read()
         },
     );
-    assert_eq!(first.interval, 3_600);
+    assert_eq!(first.interval, secs(3_600));
     assert!(first.feed);
     let mut state = first;
     for i in 1..20 {
@@ -790,12 +788,16 @@ fn a_feed_stays_a_feed_through_bodiless_reads() {
         );
     }
     assert!(state.feed);
-    assert_eq!(state.interval, 86_400, "a feed is read at least daily");
+    assert_eq!(
+        state.interval,
+        secs(86_400),
+        "a feed is read at least daily"
+    );
 }
 
 #[test]
 fn followed_sites_are_added_updated_listed_and_removed() {
-    use sitemapd_scheduler::SiteRecord;
+    use sitemapd_scheduler::SiteWalk;
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     assert!(s.add_site("https://b.example/", ts(T0)).unwrap());
@@ -806,29 +808,37 @@ fn followed_sites_are_added_updated_listed_and_removed() {
     );
     let a = s.site("a.example").unwrap().unwrap();
     assert_eq!(
-        a,
-        SiteRecord {
-            added_at: T0 + 1,
-            next_walk: T0 + 1,
-            ..SiteRecord::default()
-        }
+        (a.site.as_str(), a.added_at, a.next_walk, a.last_walk),
+        ("a.example", ts(T0 + 1), ts(T0 + 1), None)
     );
-    let walked = SiteRecord {
-        next_walk: T0 + DAY,
-        last_walk: Some(T0 + 60),
-        last_sitemaps: 3,
-        last_failed: 1,
-        last_entries: 1234,
-        ..a
+    let walk = SiteWalk {
+        ended: ts(T0 + 60),
+        next_walk: ts(T0 + DAY),
+        sitemaps: 3,
+        failed: 1,
+        entries: 1234,
     };
-    s.put_site("a.example", &walked).unwrap();
-    assert_eq!(s.site("a.example").unwrap(), Some(walked.clone()));
-    let all: Vec<(String, SiteRecord)> = s.sites().map(Result::unwrap).collect();
-    assert_eq!(
-        all.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-        ["a.example", "https://b.example/"]
+    assert!(s.site_walked("a.example", &walk).unwrap());
+    assert!(!s.site_walked("c.example", &walk).unwrap(), "not followed");
+    assert!(
+        s.site("c.example").unwrap().is_none(),
+        "not added by a walk"
     );
-    assert_eq!(all[0].1, walked);
+    let walked = s.site("a.example").unwrap().unwrap();
+    assert_eq!(
+        (walked.added_at, walked.next_walk, walked.last_walk),
+        (ts(T0 + 1), ts(T0 + DAY), Some(ts(T0 + 60)))
+    );
+    assert_eq!(
+        (
+            walked.last_sitemaps,
+            walked.last_failed,
+            walked.last_entries
+        ),
+        (3, 1, 1234)
+    );
+    let all: Vec<String> = s.sites().map(|v| v.unwrap().site).collect();
+    assert_eq!(all, ["a.example", "https://b.example/"]);
     // JSON for the daemon's API.
     let json = serde_json::to_value(&walked).unwrap();
     assert_eq!(json["last_entries"], 1234);

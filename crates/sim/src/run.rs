@@ -375,7 +375,7 @@ impl<'a> Sim<'a> {
         let next = self
             .store
             .refresh_state(&url)?
-            .map_or(at + 86_400, |s| s.next_at)
+            .map_or(at + 86_400, |s| s.next_at.unix())
             .max(at + 1);
         if next < self.end {
             self.read_queue.push(Reverse((next, file)));

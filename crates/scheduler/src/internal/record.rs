@@ -475,6 +475,25 @@ pub struct HostRecord {
     pub urls: u64,
 }
 
+/// A followed site, keyed by its seed as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteRecord {
+    /// When it was added (unix seconds).
+    pub added_at: i64,
+    /// When it is next to be walked.
+    pub next_walk: i64,
+    /// When its last walk ended, if it was walked.
+    pub last_walk: Option<i64>,
+    /// Sitemaps its last walk read.
+    pub last_sitemaps: u64,
+    /// Sitemaps its last walk failed to read.
+    pub last_failed: u64,
+    /// URL entries its last walk read.
+    pub last_entries: u64,
+}
+
+impl Record for SiteRecord {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
