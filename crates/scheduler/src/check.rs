@@ -90,7 +90,7 @@ impl Store {
             match decode::<UrlRecord>(&value) {
                 Err(_) => report.corrupt.push(url),
                 Ok(rec) if !rec.retired => {
-                    if !self.kv.contains_key(keys::due(rec.schedule.due, &url))? {
+                    if !self.kv.contains_key(rec.due_key(&url))? {
                         report.missing_due.push(url);
                     }
                 }
@@ -126,15 +126,17 @@ impl Store {
         for item in self.kv.scan_prefix([keys::DUE]) {
             let (key, _) = item?;
             report.due_entries += 1;
-            let Some((due, url)) = keys::parse_due(&key) else {
+            let Some(due) = keys::parse_due(&key) else {
                 report
                     .dangling_due
                     .push(String::from_utf8_lossy(&key).into_owned());
                 continue;
             };
-            match self.url_record(url) {
-                Ok(Some(rec)) if !rec.retired && rec.schedule.due == due => {}
-                _ => report.dangling_due.push(format!("{url} @ {due}")),
+            match self.url_record(due.url) {
+                Ok(Some(rec)) if !rec.retired && rec.due_key(due.url) == key.as_ref() => {}
+                _ => report
+                    .dangling_due
+                    .push(format!("{} @ {} (class {})", due.url, due.at, due.class)),
             }
         }
         Ok(report)
@@ -159,7 +161,7 @@ impl Store {
             s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
             s.due_now += u64::from(rec.schedule.due <= now);
             s.with_lastmod += u64::from(rec.lastmod.is_some());
-            if let Some(rate) = self.url_state(&rec, now).rate {
+            if let Some(rate) = self.url_state(&url, &rec, now).rate {
                 rates.push(rate * 86_400.0);
             }
         }
@@ -189,7 +191,7 @@ impl Store {
     /// (for `sitemapd export`).
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
         self.records::<UrlRecord>([keys::URL])
-            .map(|item| item.map(|(url, r)| UrlView::of(&url, &r)))
+            .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, Timestamp::now())))
     }
 
     /// Every sitemap the store has read, by URL.

@@ -21,6 +21,9 @@ pub enum StoreError {
     /// `complete` for a URL the store does not hold.
     #[error("unknown URL {0:?}: not in the store")]
     UnknownUrl(String),
+    /// The store was written by a newer build (its key layout).
+    #[error("the store's key layout {0} is newer than this build reads: use a newer sitemapd")]
+    NewerLayout(u8),
     /// Another process has the store open.
     #[error("the store at {0} is in use by another process (one at a time)")]
     InUse(String),

@@ -32,3 +32,8 @@ impl Fnv1a {
         self.0
     }
 }
+
+/// A hash as a number in [0, 1): its top 53 bits.
+pub(crate) fn unit(hash: u64) -> f64 {
+    (hash >> 11) as f64 / (1u64 << 53) as f64
+}

@@ -134,6 +134,21 @@ pub struct Ingest<'s> {
     stats: IngestStats,
 }
 
+/// Whether a URL scheduled for `reason` was scheduled under another trust
+/// than its host's now: on a rate schedule although the host is complete
+/// (crawled on change), or waiting for the safety interval or a
+/// validation sample although it no longer is.
+fn schedule_outlived(reason: StoredReason, complete: bool) -> bool {
+    match reason {
+        StoredReason::Interval
+        | StoredReason::Changefreq
+        | StoredReason::Adaptive
+        | StoredReason::Optimal => complete,
+        StoredReason::Safety | StoredReason::Validation => !complete,
+        _ => false,
+    }
+}
+
 impl Store {
     /// Starts an ingest session at time `now` (unix seconds).
     pub fn ingest(&self, now: Timestamp) -> Ingest<'_> {
@@ -575,7 +590,7 @@ impl<'s> Ingest<'s> {
                 }
             }
             if absent_everywhere {
-                batch.remove(keys::due(rec.schedule.due, &url));
+                batch.remove(rec.due_key(&url));
                 rec.retired = true;
                 batch.insert(keys::url(&url), encode(&rec));
                 *hosts.entry(keys::host_of(&url).to_string()).or_default() -= 1;
@@ -627,7 +642,7 @@ impl<'s> Ingest<'s> {
             };
             let new = existing.is_none();
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
-            let old_due = (!new && !rec.retired).then_some(rec.schedule.due);
+            let old_key = (!new && !rec.retired).then(|| rec.due_key(&url));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
             let hints_changed = rec.apply(&seen, now, same_session);
@@ -667,7 +682,12 @@ impl<'s> Ingest<'s> {
             // A push notification's "due now" stands until the URL is
             // fetched: a sitemap's news does not push it later.
             let notified = !revived && rec.schedule.reason == StoredReason::Notified;
-            if (new || revived || hints_changed) && !leased {
+            // A host that became complete (or stopped being) since the URL
+            // was scheduled: out of (or back into) the rate schedule now,
+            // not at its next fetch.
+            let mode_changed = rec.lastmod.is_some()
+                && schedule_outlived(rec.schedule.reason, host.trust.is_complete());
+            if (new || revived || hints_changed || mode_changed) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
                 if !(notified && rec.schedule.due <= due.at.unix()) {
                     rec.schedule = Schedule {
@@ -678,11 +698,12 @@ impl<'s> Ingest<'s> {
                     };
                 }
             }
-            if old_due != Some(rec.schedule.due) {
-                if let Some(old) = old_due {
-                    batch.remove(keys::due(old, &url));
+            let key = rec.due_key(&url);
+            if old_key.as_ref() != Some(&key) {
+                if let Some(old) = old_key {
+                    batch.remove(old);
                 }
-                batch.insert(keys::due(rec.schedule.due, &url), &[]);
+                batch.insert(key, &[]);
             }
             if new || revived {
                 host.urls += 1;

@@ -7,6 +7,7 @@ pub mod estimate;
 mod hash;
 pub mod ingest;
 mod kv;
+mod migrate;
 pub mod notify;
 pub mod policy;
 pub mod queue;

@@ -55,7 +55,7 @@ impl Store {
         };
         let added = existing.is_none();
         let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &[]));
-        let old_due = (!added && !rec.retired).then_some(rec.schedule.due);
+        let old_key = (!added && !rec.retired).then(|| rec.due_key(url));
         let revived = !added && rec.retired;
         rec.notified = Some(match rec.notified {
             None => Notifications {
@@ -81,10 +81,10 @@ impl Store {
             lease: None,
         };
         let mut batch = crate::kv::Batch::default();
-        if let Some(old) = old_due {
-            batch.remove(keys::due(old, url));
+        if let Some(old) = old_key {
+            batch.remove(old);
         }
-        batch.insert(keys::due(now, url), &[]);
+        batch.insert(rec.due_key(url), &[]);
         batch.insert(keys::url(url), encode(&rec));
         if added || revived {
             host.urls = host.urls.saturating_add(1);
@@ -123,7 +123,7 @@ mod tests {
 
     fn rate(s: &Store, url: &str, now: i64) -> Option<f64> {
         let rec = s.url_record(url).unwrap().unwrap();
-        s.url_state(&rec, now).rate
+        s.url_state(url, &rec, now).rate
     }
 
     #[test]

@@ -17,9 +17,10 @@ use serde::Serialize;
 
 use crate::keys;
 use crate::policy::Reason;
+use crate::policy::Urgency;
 use crate::record::{
     HostRecord, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord, VISIT_HISTORY,
-    encode,
+    due_rank, encode,
 };
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
@@ -167,81 +168,80 @@ impl From<Outcome> for Completion {
 /// Candidates read from the due index per URL asked for.
 const OVERSCAN: usize = 2;
 
-impl Store {
-    /// URLs due at `now` (due time at or before it, leases run out
-    /// included): the due index counted, keys only. A scan of that part of
-    /// the index, not a stored counter.
-    ///
-    /// There is no cheap count of leased URLs: a lease's entry sits at its
-    /// expiry among the URLs due later, and only their records tell which
-    /// hold a lease ([`Store::stats`] counts them, over every record).
-    pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let now = now.unix();
-        let mut n = 0u64;
-        for item in self.kv.range(vec![keys::DUE]..keys::due_after(now)) {
-            item?;
-            n += 1;
-        }
-        Ok(n)
-    }
+/// Validation credit a store may bank: a lease never gives more samples
+/// than this at once.
+const MAX_VALIDATION_CREDIT: f64 = 16.0;
 
-    /// Up to `n` URLs due at `now`, in policy order, without leasing them.
-    pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
-        let now = now.unix();
-        let mut out = Vec::new();
-        for (url, rec) in self
-            .due_candidates(n, now, |_| Ok(usize::MAX))?
-            .into_iter()
-            .take(n)
-        {
-            out.push(Leased {
-                url,
-                due: Timestamp::from_unix(rec.schedule.due),
-                score: rec.schedule.score,
-                reason: reason_of(&rec, now),
-                lease: None,
-                expires: None,
-                not_before: Timestamp::from_unix(now),
-            });
-        }
-        Ok(out)
-    }
+/// A due record found by a scan of the due index.
+struct Candidate {
+    url: String,
+    rec: UrlRecord,
+    class: Urgency,
+}
 
-    /// Due records at `now`, most urgent first: by score, then due time.
-    /// `allowance` says, once per host, how many of its URLs may be read
-    /// (0: none): the scan seeks past a host's other URLs due in the same
-    /// second once it has that many, so one busy host neither fills the
-    /// window nor costs a read per URL. Records that do not decode are
-    /// skipped (and logged): one bad record does not stop the queue.
-    fn due_candidates(
-        &self,
-        n: usize,
-        now: i64,
-        mut allowance: impl FnMut(&str) -> Result<usize, StoreError>,
-    ) -> Result<Vec<(String, UrlRecord)>, StoreError> {
-        let want = n.saturating_mul(OVERSCAN).max(n);
-        let end = keys::due_after(now);
-        let mut from = vec![keys::DUE];
-        let mut found = Vec::new();
-        // Per host: (URLs taken, its allowance).
-        let mut per: HashMap<String, (usize, usize)> = HashMap::new();
+impl Candidate {
+    /// Most urgent first: class, the policy's score, due time, then (among
+    /// equals, as the sitemap suggests) the higher priority, the newer
+    /// lastmod, the shorter URL, and the URL itself.
+    fn order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+        let (ra, rb) = (&a.rec, &b.rec);
+        a.class
+            .cmp(&b.class)
+            .then(rb.schedule.score.total_cmp(&ra.schedule.score))
+            .then(ra.schedule.due.cmp(&rb.schedule.due))
+            .then(due_rank(ra.priority).cmp(&due_rank(rb.priority)))
+            .then(rb.lastmod.map(|l| l.at).cmp(&ra.lastmod.map(|l| l.at)))
+            .then(a.url.len().cmp(&b.url.len()))
+            .then(a.url.cmp(&b.url))
+    }
+}
+
+/// One pass over the due index at `now`: per host, how many URLs it may be
+/// given (asked once per host) and how many were taken.
+struct DueScan<'s, F> {
+    store: &'s Store,
+    now: i64,
+    allowance: F,
+    per: HashMap<String, (usize, usize)>,
+}
+
+impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
+    /// Adds up to `limit` due records of `class` to `found`, in due-index
+    /// order. Once a host has its allowance the scan seeks past its other
+    /// URLs due in the same second (and rank), so one busy host neither
+    /// fills the window nor costs a read per URL. Records that do not
+    /// decode are skipped (and logged): one bad record does not stop the
+    /// queue.
+    fn scan(
+        &mut self,
+        class: Urgency,
+        limit: usize,
+        found: &mut Vec<Candidate>,
+    ) -> Result<(), StoreError> {
+        let mut taken_here = 0;
+        let end = keys::due_after(class as u8, self.now);
+        let mut from = keys::due_class(class as u8);
         'scan: loop {
-            for item in self.kv.range(from.clone()..end.clone()) {
+            for item in self.store.kv.range(from.clone()..end.clone()) {
+                if taken_here >= limit {
+                    break 'scan;
+                }
                 let (key, _) = item?;
-                let Some((due, url)) = keys::parse_due(&key) else {
+                let Some(due) = keys::parse_due(&key) else {
                     continue;
                 };
-                let host = keys::host_of(url);
-                if !per.contains_key(host) {
-                    per.insert(host.to_string(), (0, allowance(host)?));
+                let (url, host) = (due.url, keys::host_of(due.url));
+                if !self.per.contains_key(host) {
+                    let cap = (self.allowance)(host)?;
+                    self.per.insert(host.to_string(), (0, cap));
                 }
-                let Some((taken, cap)) = per.get_mut(host) else {
+                let Some((taken, cap)) = self.per.get_mut(host) else {
                     continue;
                 };
                 if *taken >= *cap {
                     // Seek past this host's URLs due in this second.
                     let scheme_end = url.find("://").map_or(0, |i| i + 3);
-                    let mut next = keys::due(due, &url[..scheme_end]);
+                    let mut next = keys::due(due.class, due.at, due.rank, &url[..scheme_end]);
                     next.extend_from_slice(host.as_bytes());
                     next.extend_from_slice(b"/\xff");
                     if next <= key.to_vec() {
@@ -250,14 +250,19 @@ impl Store {
                     from = next;
                     continue 'scan;
                 }
-                match self.url_record(url) {
+                match self.store.url_record(url) {
                     // An entry its record does not place here (left by a
                     // replaced corrupt record; `check` names it) is passed
                     // over: the URL's own entry stands for it.
-                    Ok(Some(rec)) if rec.retired || rec.schedule.due != due => {}
+                    Ok(Some(rec)) if rec.retired || rec.due_key(url) != key.as_ref() => {}
                     Ok(Some(rec)) => {
                         *taken += 1;
-                        found.push((url.to_string(), rec));
+                        taken_here += 1;
+                        found.push(Candidate {
+                            url: url.to_string(),
+                            rec,
+                            class,
+                        });
                     }
                     Ok(None) => {}
                     Err(StoreError::Record { key, .. }) => {
@@ -265,24 +270,83 @@ impl Store {
                     }
                     Err(e) => return Err(e),
                 }
-                if found.len() >= want {
-                    break 'scan;
-                }
             }
             break;
         }
-        found.sort_by(|a, b| {
-            b.1.schedule
-                .score
-                .total_cmp(&a.1.schedule.score)
-                .then(a.1.schedule.due.cmp(&b.1.schedule.due))
-        });
-        Ok(found)
+        Ok(())
+    }
+}
+
+impl Store {
+    /// URLs due at `now` (due time at or before it, leases run out
+    /// included), every class: the due index counted, keys only. A scan of
+    /// that part of the index, not a stored counter.
+    ///
+    /// There is no cheap count of leased URLs: a lease's entry sits at its
+    /// expiry among the URLs due later, and only their records tell which
+    /// hold a lease ([`Store::stats`] counts them, over every record).
+    pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let now = now.unix();
+        let mut n = 0u64;
+        for class in Urgency::ALL {
+            let range = keys::due_class(class as u8)..keys::due_after(class as u8, now);
+            for item in self.kv.range(range) {
+                item?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Up to `n` URLs due at `now`, most urgent first, without leasing
+    /// them: every urgency class in order (validation samples last, all of
+    /// them: only a lease limits them to their share), within a class by
+    /// the policy's score (see [`Store::lease`]).
+    pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        let now = now.unix();
+        let want = n.saturating_mul(OVERSCAN).max(n);
+        let mut scan = DueScan {
+            store: self,
+            now,
+            allowance: |_: &str| Ok(usize::MAX),
+            per: HashMap::new(),
+        };
+        let mut found = Vec::new();
+        for class in Urgency::ALL {
+            let left = want.saturating_sub(found.len());
+            if left == 0 {
+                break;
+            }
+            scan.scan(class, left, &mut found)?;
+        }
+        found.sort_by(Candidate::order);
+        Ok(found
+            .into_iter()
+            .take(n)
+            .map(|c| Leased {
+                due: Timestamp::from_unix(c.rec.schedule.due),
+                score: c.rec.schedule.score,
+                reason: reason_of(&c.rec, now),
+                lease: None,
+                expires: None,
+                not_before: Timestamp::from_unix(now),
+                url: c.url,
+            })
+            .collect())
     }
 
     /// Leases up to `request.n` due URLs for `request.ttl`: at most
     /// `request.per_host` per host, and no host faster than its politeness
     /// delay.
+    ///
+    /// The urgency classes are served in order (changed, new, refresh):
+    /// a class is read only as far as the classes before it leave room,
+    /// and within one the policy's score decides, then the due time, then
+    /// the sitemap's priority, the newest lastmod and the shortest URL.
+    /// Validation samples get their share of the fetches only
+    /// ([`Params::validation_share`](crate::policy::Params::validation_share)):
+    /// each URL leased earns that share of a sample, and the samples a
+    /// lease's credit pays for come first, ahead of the other classes.
     pub fn lease(&self, request: &LeaseRequest, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
         let now = now.unix();
         let n = request.n;
@@ -290,36 +354,88 @@ impl Store {
         let horizon = now.saturating_add(ttl);
         let per_host = request.per_host.max(1);
         let _lock = self.lock();
+        let mut credit = self
+            .validation_credit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         // Each host's record (read once) and how many URLs it was given.
         let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
-        // The scan reads no more of a host's URLs than it can be given.
-        let candidates = self.due_candidates(n, now, |host| {
-            let record = self.host_record(host)?;
-            let allowed = allowance(&record, now, ttl).min(per_host);
-            hosts.insert(host.to_string(), (record, 0));
-            Ok(allowed)
-        })?;
+        let mut scan = DueScan {
+            store: self,
+            now,
+            // The scan reads no more of a host's URLs than it can be given.
+            allowance: |host: &str| {
+                let record = self.host_record(host)?;
+                let allowed = allowance(&record, now, ttl).min(per_host);
+                hosts.insert(host.to_string(), (record, 0));
+                Ok(allowed)
+            },
+            per: HashMap::new(),
+        };
+        let mut samples = Vec::new();
+        let paid = (credit.max(0.0).floor() as usize).min(n);
+        scan.scan(Urgency::Validation, paid, &mut samples)?;
+        let want = n.saturating_mul(OVERSCAN).max(n);
+        let mut found = Vec::new();
+        for class in [Urgency::Changed, Urgency::New, Urgency::Refresh] {
+            let left = want.saturating_sub(found.len());
+            if left == 0 {
+                break;
+            }
+            scan.scan(class, left, &mut found)?;
+        }
+        drop(scan);
+        found.sort_by(Candidate::order);
+        found.truncate(n - samples.len());
+        found.extend(samples);
         let mut batch = crate::kv::Batch::default();
         let mut out = Vec::new();
-        for (url, mut rec) in candidates.into_iter().take(n) {
+        let mut sampled = 0usize;
+        for Candidate {
+            url,
+            mut rec,
+            class,
+        } in found
+        {
             let Some((host, given)) = hosts.get_mut(keys::host_of(&url)) else {
                 continue; // every candidate's host was looked at by the scan
             };
+            if rec.schedule.reason == StoredReason::LastmodNewer
+                && !(host.trust.is_trusted() || host.trust.on_probation())
+            {
+                // Its host lost its trust since the sitemap read that made
+                // it urgent (a generation-time sitemap is caught once read
+                // whole): rescheduled without its lastmod, not handed out.
+                let old = rec.due_key(&url);
+                let due = self.schedule(&url, &rec, host, now);
+                rec.schedule = Schedule {
+                    due: due.at.unix(),
+                    score: due.score as f32,
+                    reason: due.reason.into(),
+                    lease: None,
+                };
+                batch.remove(old);
+                batch.insert(rec.due_key(&url), &[]);
+                batch.insert(keys::url(&url), encode(&rec));
+                continue;
+            }
             let not_before = host.next_allowed.max(now);
             host.next_allowed = not_before.saturating_add(step(host));
             *given += 1;
+            sampled += usize::from(class == Urgency::Validation);
             let id = self.kv.generate_id()?;
             let reason = reason_of(&rec, now);
             let due = rec.schedule.due;
-            batch.remove(keys::due(due, &url));
-            let expires = horizon;
+            batch.remove(rec.due_key(&url));
+            // The reason it was leased for stays: a lease that runs out
+            // is due again in the same class.
             rec.schedule = Schedule {
-                due: expires,
+                due: horizon,
                 score: rec.schedule.score,
-                reason: StoredReason::LeaseExpired,
-                lease: Some((id, expires)),
+                reason: rec.schedule.reason,
+                lease: Some((id, horizon)),
             };
-            batch.insert(keys::due(expires, &url), &[]);
+            batch.insert(rec.due_key(&url), &[]);
             batch.insert(keys::url(&url), encode(&rec));
             out.push(Leased {
                 url,
@@ -327,7 +443,7 @@ impl Store {
                 score: rec.schedule.score,
                 reason,
                 lease: Some(id),
-                expires: Some(Timestamp::from_unix(expires)),
+                expires: Some(Timestamp::from_unix(horizon)),
                 not_before: Timestamp::from_unix(not_before),
             });
         }
@@ -337,6 +453,9 @@ impl Store {
             }
         }
         self.kv.apply_batch(batch)?;
+        *credit = (*credit - sampled as f64
+            + self.options.params.validation_share.clamp(0.0, 1.0) * out.len() as f64)
+            .clamp(0.0, MAX_VALIDATION_CREDIT);
         Ok(out)
     }
 
@@ -469,13 +588,13 @@ impl Store {
         if let Outcome::Redirected(to) = &completion.outcome {
             f.redirected_to = Some(to.clone());
         }
-        let state = self.url_state(&rec, now);
+        let state = self.url_state(url, &rec, now);
         rec.interval = self
             .policy()
             .next_interval(&state, outcome.kind())
             .map(|i| i as f32);
         let due = self.schedule(url, &rec, host, now);
-        batch.remove(keys::due(rec.schedule.due, url));
+        batch.remove(rec.due_key(url));
         rec.schedule = Schedule {
             due: due.at.unix(),
             score: due.score as f32,
@@ -483,7 +602,7 @@ impl Store {
             lease: None,
         };
         if !rec.retired {
-            batch.insert(keys::due(rec.schedule.due, url), &[]);
+            batch.insert(rec.due_key(url), &[]);
         }
         rec
     }

@@ -119,7 +119,7 @@ impl Store {
             if rec.retired {
                 continue;
             }
-            batch.remove(keys::due(rec.schedule.due, &url));
+            batch.remove(rec.due_key(&url));
             rec.retired = true;
             batch.insert(keys::url(&url), encode(&rec));
             retired += 1;

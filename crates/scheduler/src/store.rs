@@ -89,6 +89,8 @@ pub struct Store {
     pub(crate) write: Mutex<()>,
     /// Crawler requests waiting for `write` ([`Store::lock_background`]).
     pub(crate) waiting: AtomicUsize,
+    /// Validation samples the leases so far have paid for ([`Store::lease`]).
+    pub(crate) validation_credit: Mutex<f64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -137,7 +139,8 @@ impl Store {
         Store::with_kv(Kv::memory(), options)
     }
 
-    fn with_kv(kv: Kv, options: StoreOptions) -> Result<Store, StoreError> {
+    pub(crate) fn with_kv(kv: Kv, options: StoreOptions) -> Result<Store, StoreError> {
+        crate::migrate::to_current_layout(&kv)?;
         let name = match &options.policy {
             Some(name) => name.clone(),
             None => kv
@@ -161,6 +164,7 @@ impl Store {
             options,
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
+            validation_credit: Mutex::new(0.0),
         })
     }
 
@@ -248,7 +252,7 @@ impl Store {
         };
         Ok(self
             .url_record(norm.as_str())?
-            .map(|r| UrlView::of(norm.as_str(), &r)))
+            .map(|r| UrlView::of(norm.as_str(), &r, Timestamp::now())))
     }
 
     /// What the store knows of the sitemap at `url` (as listed), if it was
@@ -308,7 +312,7 @@ impl Store {
     /// is no rate: it would be 1.5/T, huge just after it); when no fetch
     /// found a change, [`estimate::unchanged_rate`] instead of the
     /// estimators' 0.
-    pub(crate) fn url_state(&self, r: &UrlRecord, now: i64) -> UrlState {
+    pub(crate) fn url_state(&self, url: &str, r: &UrlRecord, now: i64) -> UrlState {
         let visits: Vec<Visit> = r.visits.iter().map(|v| Visit::from(*v)).collect();
         let rate = match r.notified {
             Some(n) if n.count >= 2 => Some(estimate::complete(
@@ -337,6 +341,12 @@ impl Store {
             rate,
             importance: 1.0,
             errors_in_a_row: r.fetch.errors_in_a_row,
+            sample: crate::hash::unit(
+                crate::hash::Fnv1a::default()
+                    .write(url.as_bytes())
+                    .write(&r.fetch.last_fetch.unwrap_or(0).to_be_bytes())
+                    .finish(),
+            ),
         }
     }
 
@@ -346,10 +356,14 @@ impl Store {
     pub(crate) fn schedule(&self, url: &str, r: &UrlRecord, host: &HostRecord, now: i64) -> Due {
         let host = HostState {
             lastmod_trusted: host.trust.is_trusted(),
+            lastmod_complete: host.trust.is_complete(),
+            lastmod_probation: host.trust.on_probation(),
         };
-        let mut due =
-            self.policy()
-                .next_due(&self.url_state(r, now), &host, Timestamp::from_unix(now));
+        let mut due = self.policy().next_due(
+            &self.url_state(url, r, now),
+            &host,
+            Timestamp::from_unix(now),
+        );
         let wait = due.at.unix().saturating_sub(now);
         if wait > 20 {
             let unit = crate::refresh::jitter_unit(url);
@@ -379,9 +393,9 @@ impl Store {
             .records::<UrlRecord>([keys::URL])
             .filter(crate::error::intact)
         {
-            let (_, r) = item?;
+            let (url, r) = item?;
             if !r.retired {
-                let state = self.url_state(&r, as_of(&r));
+                let state = self.url_state(&url, &r, as_of(&r));
                 pages.push((policy::planning_rate(&state, params), state.importance));
             }
         }

@@ -11,14 +11,25 @@
 //! A host is trusted iff all of:
 //! 1. at least [`PROBATION`] fetch observations (agreements + disagreements)
 //!    are on record;
-//! 2. the agreement rate is at least [`MIN_AGREEMENT`];
+//! 2. its lastmods are precise: of the fetches where lastmod had moved
+//!    since the last fetch, at least [`MIN_AGREEMENT`] found a change
+//!    ([`LastmodTrust::precision`]; a record from before that count was
+//!    kept uses the agreement rate);
 //! 3. no lie signal is on record: no generation-time sitemap
 //!    (`identical_sitemaps == 0`) and no sitemap with future lastmods
 //!    (`future_lastmods == 0`).
 //!
+//! A trusted host is *complete* ([`LastmodTrust::is_complete`]) when its
+//! lastmods also announce nearly every change: of the changes fetches
+//! found, at least [`MIN_RECALL`] had been announced
+//! ([`LastmodTrust::recall`]). A complete host is crawled on change; a
+//! trusted one that misses changes (lastmod reflects only some, or shows
+//! them late) has its moved lastmods fetched first and the rate schedule
+//! fills in the rest; an untrusted one's lastmods are ignored.
+//!
 //! ## Decay
 //! Every observation (fetch or sitemap) counts in `observations`; when it
-//! exceeds [`DECAY_AFTER`] all five counts are halved (rounding down). Old
+//! exceeds [`DECAY_AFTER`] all counts are halved (rounding down). Old
 //! evidence therefore fades: trust earned long ago is lost after a run of
 //! disagreements (about a quarter as many as the agreements on record, i.e.
 //! 9–17 in a row for a host with a long clean record), and one lie signal is
@@ -45,8 +56,12 @@ use serde::{Deserialize, Serialize};
 
 /// Fetch observations needed before a host can be trusted.
 pub const PROBATION: u32 = 5;
-/// Minimum agreement rate of a trusted host.
+/// Minimum agreement rate of a trusted host: the share of its moved
+/// lastmods that were real changes (its precision).
 pub const MIN_AGREEMENT: f64 = 0.8;
+/// Minimum share of the changes found that lastmod had announced, for a
+/// host to be crawled on change ([`LastmodTrust::is_complete`]).
+pub const MIN_RECALL: f64 = 0.9;
 /// All counts are halved when `observations` exceeds this.
 pub const DECAY_AFTER: u32 = 64;
 /// A sitemap needs this many entries with a lastmod to be judged
@@ -71,6 +86,12 @@ pub struct LastmodTrust {
     pub future_lastmods: u32,
     /// Observations (fetches and sitemap reads) since the last halving.
     pub observations: u32,
+    /// Fetches that found a change lastmod had announced (it had moved).
+    pub announced: u32,
+    /// Fetches that found a change lastmod had not announced.
+    pub missed: u32,
+    /// Fetches that found no change although lastmod had moved.
+    pub false_alarms: u32,
 }
 
 impl LastmodTrust {
@@ -81,6 +102,15 @@ impl LastmodTrust {
             self.agreements = self.agreements.saturating_add(1);
         } else {
             self.disagreements = self.disagreements.saturating_add(1);
+        }
+        let count = match (lastmod_said_changed, fetch_found_change) {
+            (true, true) => Some(&mut self.announced),
+            (false, true) => Some(&mut self.missed),
+            (true, false) => Some(&mut self.false_alarms),
+            (false, false) => None,
+        };
+        if let Some(c) = count {
+            *c = c.saturating_add(1);
         }
         self.observed();
     }
@@ -106,10 +136,48 @@ impl LastmodTrust {
     /// least [`MIN_AGREEMENT`], no generation-time sitemap and no sitemap with
     /// future lastmods on record (see the module docs for decay).
     pub fn is_trusted(&self) -> bool {
+        let precise = match self.precision() {
+            Some(p) => p >= MIN_AGREEMENT,
+            // No moved lastmod fetched yet: none contradicted, none proved.
+            // A record from before the split (every count 0) keeps the old
+            // rule: the agreement rate.
+            None if self.announced == 0 && self.missed == 0 => {
+                self.agreement_rate().is_some_and(|r| r >= MIN_AGREEMENT)
+            }
+            None => true,
+        };
         self.fetches() >= PROBATION
-            && self.agreement_rate().is_some_and(|r| r >= MIN_AGREEMENT)
+            && precise
             && self.identical_sitemaps == 0
             && self.future_lastmods == 0
+    }
+
+    /// Trusted, and its lastmods announce (nearly) every change: at least
+    /// [`MIN_RECALL`] of the changes fetches found had been announced. The
+    /// queue crawls such a host on change: a URL whose lastmod has not
+    /// moved is only re-validated and refetched after a long safety
+    /// interval (SCHEDULING.md, "lastmod").
+    pub fn is_complete(&self) -> bool {
+        self.is_trusted() && self.recall().is_none_or(|r| r >= MIN_RECALL)
+    }
+
+    /// Still earning trust: fewer than [`PROBATION`] fetch observations,
+    /// no lie signal. Its moved lastmods are fetched as if trusted, so that
+    /// a host can earn trust even when the budget goes to others first.
+    pub fn on_probation(&self) -> bool {
+        self.fetches() < PROBATION && self.identical_sitemaps == 0 && self.future_lastmods == 0
+    }
+
+    /// Of the fetches where lastmod had moved, the share that found a
+    /// change (`None` before the first).
+    pub fn precision(&self) -> Option<f64> {
+        share(self.announced, self.false_alarms)
+    }
+
+    /// Of the changes fetches found, the share lastmod had announced
+    /// (`None` before the first).
+    pub fn recall(&self) -> Option<f64> {
+        share(self.announced, self.missed)
     }
 
     /// Agreements over fetch observations, `None` before the first one.
@@ -132,11 +200,20 @@ impl LastmodTrust {
                 &mut self.identical_sitemaps,
                 &mut self.future_lastmods,
                 &mut self.observations,
+                &mut self.announced,
+                &mut self.missed,
+                &mut self.false_alarms,
             ] {
                 *c /= 2;
             }
         }
     }
+}
+
+/// `hits / (hits + misses)`, `None` when both are 0.
+fn share(hits: u32, misses: u32) -> Option<f64> {
+    let n = u64::from(hits) + u64::from(misses);
+    (n > 0).then(|| hits as f64 / n as f64)
 }
 
 #[cfg(test)]
@@ -163,14 +240,54 @@ mod tests {
     }
 
     #[test]
-    fn threshold_is_inclusive() {
+    fn precision_threshold_is_inclusive() {
         let mut t = LastmodTrust::default();
-        agree(&mut t, 4);
+        for _ in 0..4 {
+            t.observe_fetch(true, true);
+        }
         t.observe_fetch(true, false);
-        assert_eq!(t.agreement_rate(), Some(0.8));
+        assert_eq!(t.precision(), Some(0.8));
         assert!(t.is_trusted());
+        t.observe_fetch(true, false);
+        assert!(!t.is_trusted(), "precision 4/6");
+    }
+
+    #[test]
+    fn a_missed_change_costs_completeness_not_trust() {
+        let mut t = LastmodTrust::default();
+        for _ in 0..9 {
+            t.observe_fetch(true, true);
+        }
+        t.observe_fetch(false, false);
+        assert!(t.is_complete());
         t.observe_fetch(false, true);
-        assert!(!t.is_trusted());
+        assert_eq!(t.recall(), Some(0.9));
+        assert!(t.is_complete(), "recall 9/10: inclusive");
+        t.observe_fetch(false, true);
+        assert!(t.is_trusted() && !t.is_complete(), "recall 9/11");
+        // Announced changes win completeness back within a few fetches.
+        for _ in 0..9 {
+            t.observe_fetch(true, true);
+        }
+        assert!(t.is_complete(), "recall 18/20");
+    }
+
+    #[test]
+    fn a_host_that_stops_announcing_changes_is_no_longer_complete_within_a_few_fetches() {
+        let mut t = LastmodTrust::default();
+        for i in 0..200 {
+            t.observe_fetch(i % 4 == 0, i % 4 == 0);
+        }
+        assert!(t.is_complete());
+        let mut missed = 0;
+        while t.is_complete() {
+            t.observe_fetch(false, true);
+            missed += 1;
+        }
+        assert!(
+            missed <= 4,
+            "{missed} missed changes before it lost completeness"
+        );
     }
 
     #[test]
@@ -269,6 +386,9 @@ mod tests {
             identical_sitemaps: 0,
             future_lastmods: 0,
             observations: u32::MAX,
+            announced: u32::MAX,
+            missed: u32::MAX,
+            false_alarms: u32::MAX,
         };
         let mut m = max;
         m.observe_fetch(true, true);

@@ -80,7 +80,8 @@ pub struct UrlView {
     pub due: Timestamp,
     /// Its urgency among URLs due at once (higher first).
     pub score: f32,
-    /// Why it is due.
+    /// Why it is due: [`Reason::Leased`] while a lease holds it,
+    /// [`Reason::LeaseExpired`] once that lease ran out without an outcome.
     pub reason: Reason,
     /// Leased until then (a lease that ran out shows too, until completed).
     pub leased_until: Option<Timestamp>,
@@ -91,7 +92,8 @@ pub struct UrlView {
 }
 
 impl UrlView {
-    pub(crate) fn of(url: &str, r: &UrlRecord) -> UrlView {
+    /// The view of `r` at `now` (which tells whether a lease still holds).
+    pub(crate) fn of(url: &str, r: &UrlRecord, now: Timestamp) -> UrlView {
         let f = &r.fetch;
         UrlView {
             url: url.to_string(),
@@ -120,7 +122,11 @@ impl UrlView {
             notifications: r.notified.map_or(0, |n| n.count),
             due: ts(r.schedule.due),
             score: r.schedule.score,
-            reason: r.schedule.reason.into(),
+            reason: match r.schedule.lease {
+                Some((_, until)) if until > now.unix() => Reason::Leased,
+                Some(_) => Reason::LeaseExpired,
+                None => r.schedule.reason.into(),
+            },
             leased_until: r.schedule.lease.map(|(_, until)| ts(until)),
             retired: r.retired,
             sources: r.sources.len(),
@@ -192,8 +198,16 @@ pub struct HostView {
     pub lease_delay: Duration,
     /// No URL of the host is handed out for fetching before this.
     pub next_allowed: Timestamp,
-    /// Its lastmods have earned trust.
+    /// Its lastmods have earned trust: a moved lastmod means a change.
     pub lastmod_trusted: bool,
+    /// Trusted, and its lastmods announce nearly every change: its URLs
+    /// are crawled on change.
+    pub lastmod_complete: bool,
+    /// Of the fetches where its lastmod had moved, the share that found a
+    /// change.
+    pub lastmod_precision: Option<f64>,
+    /// Of the changes fetches found, the share its lastmod had announced.
+    pub lastmod_recall: Option<f64>,
     /// Fetches whose result its lastmods predicted, over those observed
     /// (`None` before the first).
     pub lastmod_agreement: Option<f64>,
@@ -210,6 +224,9 @@ impl HostView {
             lease_delay: Duration::try_from_secs_f64(r.min_delay.max(0.0)).unwrap_or_default(),
             next_allowed: ts(r.next_allowed),
             lastmod_trusted: r.trust.is_trusted(),
+            lastmod_complete: r.trust.is_complete(),
+            lastmod_precision: r.trust.precision(),
+            lastmod_recall: r.trust.recall(),
             lastmod_agreement: r.trust.agreement_rate(),
             lastmod_observations: r.trust.fetches(),
             urls: r.urls,

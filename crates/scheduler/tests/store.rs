@@ -1096,3 +1096,97 @@ fn a_registered_policy_schedules_and_calibrates() {
     let err = Store::open(dir.path(), StoreOptions::default()).unwrap_err();
     assert!(err.to_string().contains("scored"), "{err}");
 }
+
+/// The queue's urgency classes: a lastmod that moved on a host whose
+/// lastmods announce every change comes before new URLs, new ones before
+/// rate-based refreshes; the host's unmoved URLs are not refreshed on a
+/// rate schedule.
+#[test]
+fn leases_serve_changed_then_new_then_refresh() {
+    use sitemapd_scheduler::policy::{Reason, Urgency};
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("lastmod".into()),
+            min_delay: 0.0,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    const A: &str = "https://a.example/sitemap.xml";
+    const B: &str = "https://b.example/sitemap.xml";
+    let a = |i: usize| format!("https://a.example/p{i}");
+    let b = |i: usize| format!("https://b.example/p{i}");
+    let changed = || Completion::from(Outcome::Changed);
+    // Day 0: both hosts read and fetched once.
+    let listed = |lastmod: &dyn Fn(usize) -> i64| -> Vec<UrlEntry> {
+        (0..10)
+            .map(|i| with_lastmod(&a(i), lastmod(i), Precision::Second))
+            .collect()
+    };
+    // Distinct lastmods: ten equal ones would look generated.
+    read(&s, T0, A, &listed(&|i| T0 - DAY - i as i64));
+    read(
+        &s,
+        T0,
+        B,
+        &(0..10).map(|i| entry(&b(i))).collect::<Vec<_>>(),
+    );
+    for i in 0..10 {
+        s.complete(&a(i), &changed(), ts(T0 + 10)).unwrap();
+        s.complete(&b(i), &changed(), ts(T0 + 10)).unwrap();
+    }
+    // Day 1: every lastmod of a.example moved, and every page had changed:
+    // ten announced changes earn the host trust and completeness.
+    read(&s, T0 + DAY, A, &listed(&|i| T0 + DAY - 100 - i as i64));
+    for i in 0..10 {
+        s.complete(&a(i), &changed(), ts(T0 + DAY + 10)).unwrap();
+    }
+    let host = s.host("a.example").unwrap();
+    assert!(host.lastmod_trusted, "{host:?}");
+    // Day 3: one page changed, and a new one appeared.
+    let mut entries = listed(&|i| {
+        if i == 0 {
+            T0 + 3 * DAY - 50
+        } else {
+            T0 + DAY - 100 - i as i64
+        }
+    });
+    entries.push(with_lastmod(&a(99), T0 + 3 * DAY - 60, Precision::Second));
+    read(&s, T0 + 3 * DAY, A, &entries);
+    let now = ts(T0 + 3 * DAY);
+    let leased = s.lease(&LeaseRequest::new(100).per_host(100), now).unwrap();
+    let order: Vec<(String, Reason)> = leased.iter().map(|l| (l.url.clone(), l.reason)).collect();
+    assert_eq!(order[0], (a(0), Reason::LastmodNewer), "{order:?}");
+    assert_eq!(order[1], (a(99), Reason::New), "{order:?}");
+    // The rest: b.example's pages, refreshed on the fallback's schedule;
+    // none of a.example's unmoved pages (due after the safety interval, or
+    // as a validation sample a lease has not paid for yet).
+    assert!(
+        order[2..]
+            .iter()
+            .all(|(u, r)| u.starts_with("https://b.example/") && r.urgency() == Urgency::Refresh),
+        "{order:?}"
+    );
+    assert_eq!(order.len(), 12, "{order:?}");
+    for i in 1..10 {
+        let v = s.url(&a(i)).unwrap().unwrap();
+        assert!(
+            matches!(v.reason, Reason::Safety | Reason::Validation),
+            "{}: {:?}",
+            a(i),
+            v.reason
+        );
+        if v.reason == Reason::Safety {
+            // 30 days after the fetch, with the store's ±5 % jitter.
+            let expected = ts(T0 + DAY + 10 + 30 * DAY);
+            let wait = expected.secs_since(now) as f64;
+            assert!(
+                (v.due.secs_since(expected) as f64).abs() <= 0.05 * wait,
+                "{v:?}"
+            );
+        }
+    }
+    assert!(s.check().unwrap().is_ok());
+}

@@ -5,7 +5,7 @@
 //! | prefix | key | value |
 //! |---|---|---|
 //! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord) |
-//! | `d` | due time (8 bytes, order-preserving) ‖ URL | empty |
+//! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank (1 byte) ‖ URL | empty |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
@@ -15,6 +15,17 @@
 //! | `f` | seed, as given | [`SiteRecord`](crate::sites::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
+//! | `~layout` | | the key layout version ([`LAYOUT_VERSION`]) |
+//!
+//! ## Layout versions
+//!
+//! | version | change |
+//! |---|---|
+//! | 1 (no `~layout` key) | due entries `d` ‖ due ‖ URL |
+//! | 2 | due entries `d` ‖ class ‖ due ‖ rank ‖ URL: a lease reads the urgency classes in order, and within one due second the higher sitemap priority first |
+//!
+//! A store of an older layout is migrated when it is opened (the due
+//! index rebuilt from the URL records).
 
 /// URL records.
 pub const URL: u8 = b'u';
@@ -38,6 +49,10 @@ pub const SITE: u8 = b'f';
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
 pub const CALIBRATION: &[u8] = b"~calibration";
+/// The key layout version (one byte).
+pub const LAYOUT: &[u8] = b"~layout";
+/// The key layout this build writes.
+pub const LAYOUT_VERSION: u8 = 2;
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -85,28 +100,61 @@ fn from_ordered(b: [u8; 8]) -> i64 {
     (u64::from_be_bytes(b) ^ (1 << 63)) as i64
 }
 
-/// `d` ‖ due ‖ url.
-pub fn due(at: i64, url: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9 + url.len());
+/// A due entry's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DueKey<'a> {
+    /// The urgency class (0 first).
+    pub class: u8,
+    /// When it is due (unix seconds).
+    pub at: i64,
+    /// Order within one due second (0 first).
+    pub rank: u8,
+    /// The URL.
+    pub url: &'a str,
+}
+
+/// `d` ‖ class ‖ due ‖ rank ‖ url.
+pub fn due(class: u8, at: i64, rank: u8, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(11 + url.len());
     k.push(DUE);
+    k.push(class);
     k.extend_from_slice(&ordered(at));
+    k.push(rank);
     k.extend_from_slice(url.as_bytes());
     k
 }
 
-/// The first key after every due entry at or before `at`.
-pub fn due_after(at: i64) -> Vec<u8> {
-    let mut k = vec![DUE];
+/// The first due key of `class`.
+pub fn due_class(class: u8) -> Vec<u8> {
+    vec![DUE, class]
+}
+
+/// The first key after every due entry of `class` at or before `at`.
+pub fn due_after(class: u8, at: i64) -> Vec<u8> {
+    let mut k = vec![DUE, class];
     k.extend_from_slice(&ordered(at.saturating_add(1)));
     k
 }
 
-/// Splits a due key into (due, url).
-pub fn parse_due(key: &[u8]) -> Option<(i64, &str)> {
+/// Splits a due key into its parts.
+pub fn parse_due(key: &[u8]) -> Option<DueKey<'_>> {
     let rest = key.strip_prefix(&[DUE])?;
-    let (time, url) = rest.split_at_checked(8)?;
+    let (&class, rest) = rest.split_first()?;
+    let (time, rest) = rest.split_at_checked(8)?;
+    let (&rank, url) = rest.split_first()?;
     let time: [u8; 8] = time.try_into().ok()?;
-    Some((from_ordered(time), std::str::from_utf8(url).ok()?))
+    Some(DueKey {
+        class,
+        at: from_ordered(time),
+        rank,
+        url: std::str::from_utf8(url).ok()?,
+    })
+}
+
+/// Whether a due key is of the first layout (`d` ‖ due ‖ url): its second
+/// byte is the high byte of an order-preserving time, never a class.
+pub fn is_layout1_due(key: &[u8]) -> bool {
+    key.get(1).is_some_and(|&b| b >= 0x40)
 }
 
 fn id_and_url(prefix: u8, id: u64, url: &str) -> Vec<u8> {
@@ -153,15 +201,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn due_keys_sort_by_time_and_parse_back() {
-        let a = due(-5, "http://a/");
-        let b = due(0, "http://a/");
-        let c = due(1_700_000_000, "http://a/");
+    fn due_keys_sort_by_class_time_rank_and_parse_back() {
+        let a = due(0, -5, 9, "http://a/");
+        let b = due(0, 0, 9, "http://a/");
+        let c = due(0, 1_700_000_000, 9, "http://a/");
         assert!(a < b && b < c);
-        assert!(c < due_after(1_700_000_000));
-        assert!(due(1_700_000_001, "") >= due_after(1_700_000_000));
-        assert_eq!(parse_due(&c), Some((1_700_000_000, "http://a/")));
+        assert!(c < due_after(0, 1_700_000_000));
+        assert!(due(0, 1_700_000_001, 0, "") >= due_after(0, 1_700_000_000));
+        // Rank orders within a second, before the URL; class before all.
+        assert!(due(0, 5, 1, "http://z/") < due(0, 5, 2, "http://a/"));
+        assert!(due(0, i64::MAX, 255, "http://z/") < due_class(1));
+        assert!(due(1, i64::MIN, 0, "") > due_after(0, i64::MAX));
+        assert_eq!(
+            parse_due(&c),
+            Some(DueKey {
+                class: 0,
+                at: 1_700_000_000,
+                rank: 9,
+                url: "http://a/"
+            })
+        );
         assert_eq!(parse_due(b"d12"), None);
+        assert!(!is_layout1_due(&c));
+        let mut old = vec![DUE];
+        old.extend_from_slice(&ordered(1_700_000_000));
+        old.extend_from_slice(b"http://a/");
+        assert!(is_layout1_due(&old));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | 1 | first |
 //! | 2 | [`UrlRecord::notified`] appended |
+//! | 3 | [`LastmodTrust`] (in [`HostRecord`]) split by error kind: `announced`, `missed`, `false_alarms` appended |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -21,11 +22,12 @@ use sitemapd_parser::ChangeFreq;
 use sitemapd_parser::date::Precision;
 
 use crate::estimate::Visit;
-use crate::policy::{FetchOutcome, Reason};
+use crate::keys;
+use crate::policy::{FetchOutcome, Reason, Urgency, effective_priority};
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 
 /// Distinct lastmod values remembered per URL.
 pub const LASTMOD_HISTORY: usize = 8;
@@ -61,9 +63,11 @@ pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
 
 /// A record the store writes, and how to read its older format versions.
 pub trait Record: Serialize + DeserializeOwned {
-    /// Reads the body of a version-1 value. The default: the layout has not
-    /// changed since version 1.
-    fn from_v1(body: &[u8]) -> Result<Self, postcard::Error> {
+    /// Reads the body of a value written in the older format `version`
+    /// (1 up to [`FORMAT_VERSION`] − 1). The default: the layout has not
+    /// changed.
+    fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        let _ = version;
         postcard::from_bytes(body)
     }
 }
@@ -74,7 +78,7 @@ pub fn decode<T: Record>(bytes: &[u8]) -> Result<T, RecordError> {
     match bytes.split_first() {
         None => Err(RecordError::Empty),
         Some((&FORMAT_VERSION, body)) => Ok(postcard::from_bytes(body)?),
-        Some((&1, body)) => Ok(T::from_v1(body)?),
+        Some((&v, body)) if (1..FORMAT_VERSION).contains(&v) => Ok(T::from_older(v, body)?),
         Some((&v, _)) => Err(RecordError::Version(v)),
     }
 }
@@ -292,6 +296,17 @@ pub enum StoredReason {
     LeaseExpired,
     /// Appended in format version 2: variants are never reordered.
     Notified,
+    /// Appended with key layout 2.
+    Validation,
+    /// Appended with key layout 2.
+    Safety,
+}
+
+impl StoredReason {
+    /// Its urgency class.
+    pub fn urgency(self) -> Urgency {
+        Reason::from(self).urgency()
+    }
 }
 
 impl From<Reason> for StoredReason {
@@ -304,8 +319,12 @@ impl From<Reason> for StoredReason {
             Reason::Adaptive => Self::Adaptive,
             Reason::Optimal => Self::Optimal,
             Reason::Retry => Self::Retry,
-            Reason::LeaseExpired => Self::LeaseExpired,
+            // A live lease is shown, never stored: the record keeps the
+            // reason it was leased for.
+            Reason::LeaseExpired | Reason::Leased => Self::LeaseExpired,
             Reason::Notified => Self::Notified,
+            Reason::Validation => Self::Validation,
+            Reason::Safety => Self::Safety,
         }
     }
 }
@@ -322,6 +341,8 @@ impl From<StoredReason> for Reason {
             StoredReason::Retry => Self::Retry,
             StoredReason::LeaseExpired => Self::LeaseExpired,
             StoredReason::Notified => Self::Notified,
+            StoredReason::Validation => Self::Validation,
+            StoredReason::Safety => Self::Safety,
         }
     }
 }
@@ -362,6 +383,25 @@ pub struct UrlRecord {
     /// Push notifications that it changed ([`Store::notify`](crate::Store::notify));
     /// `None` before the first (and in version-1 records).
     pub notified: Option<Notifications>,
+}
+
+impl UrlRecord {
+    /// Its entry in the due index: by urgency class, due time, and within
+    /// one second the higher sitemap priority first ([`due_rank`]).
+    pub fn due_key(&self, url: &str) -> Vec<u8> {
+        keys::due(
+            self.schedule.reason.urgency() as u8,
+            self.schedule.due,
+            due_rank(self.priority),
+            url,
+        )
+    }
+}
+
+/// Order within one due second of one class: 5 for priority 1.0, 130 for
+/// the default 0.5, 230 for 0.1 (lower first).
+pub fn due_rank(priority: Option<f32>) -> u8 {
+    255 - (effective_priority(priority) * 250.0).round() as u8
 }
 
 /// Push notifications received for a URL: each one says it changed then.
@@ -417,14 +457,44 @@ impl From<UrlRecordV1> for UrlRecord {
 }
 
 impl Record for UrlRecord {
-    fn from_v1(body: &[u8]) -> Result<Self, postcard::Error> {
-        postcard::from_bytes::<UrlRecordV1>(body).map(Into::into)
+    fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        match version {
+            1 => postcard::from_bytes::<UrlRecordV1>(body).map(Into::into),
+            _ => postcard::from_bytes(body),
+        }
     }
 }
 
 impl Record for SitemapRecord {}
 
-impl Record for HostRecord {}
+impl Record for HostRecord {
+    fn from_older(_version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        // Versions 1 and 2: the trust counts without their split.
+        let v2: HostRecordV2 = postcard::from_bytes(body)?;
+        Ok(HostRecord {
+            min_delay: v2.min_delay,
+            next_allowed: v2.next_allowed,
+            trust: LastmodTrust {
+                agreements: v2.trust.0,
+                disagreements: v2.trust.1,
+                identical_sitemaps: v2.trust.2,
+                future_lastmods: v2.trust.3,
+                observations: v2.trust.4,
+                ..LastmodTrust::default()
+            },
+            urls: v2.urls,
+        })
+    }
+}
+
+/// [`HostRecord`] as versions 1 and 2 wrote it (five trust counts).
+#[derive(Deserialize)]
+struct HostRecordV2 {
+    min_delay: f64,
+    next_allowed: i64,
+    trust: (u32, u32, u32, u32, u32),
+    urls: u64,
+}
 
 /// What the store knows of one sitemap (keyed by its URL as listed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -570,7 +640,7 @@ mod tests {
         assert_eq!(rec.notified, None);
         assert_eq!(rec.sources, v1.sources);
         assert_eq!(rec.schedule, v1.schedule);
-        // Written back as version 2, with notifications, and read again.
+        // Written back in the current version, with notifications, and read again.
         let mut v2 = rec.clone();
         v2.notified = Some(Notifications {
             count: 3,
@@ -579,21 +649,34 @@ mod tests {
         });
         v2.schedule.reason = StoredReason::Notified;
         let bytes2 = encode(&v2);
-        assert_eq!(bytes2[0], 2);
+        assert_eq!(bytes2[0], FORMAT_VERSION);
         assert_eq!(decode::<UrlRecord>(&bytes2).unwrap(), v2);
         // A version-1 body read as version 2 is not silently accepted.
         let mut wrong = bytes.clone();
         wrong[0] = 2;
         assert!(decode::<UrlRecord>(&wrong).is_err());
-        // Records whose layout did not change read from version 1 as is.
+        // A host record of versions 1 and 2: five trust counts.
         let host = HostRecord {
             min_delay: 2.0,
+            next_allowed: 5,
+            trust: LastmodTrust {
+                agreements: 9,
+                disagreements: 1,
+                observations: 10,
+                ..LastmodTrust::default()
+            },
             urls: 7,
-            ..HostRecord::default()
         };
-        let mut old = vec![1];
-        old.extend(postcard::to_allocvec(&host).unwrap());
-        assert_eq!(decode::<HostRecord>(&old).unwrap(), host);
+        for version in [1, 2] {
+            let mut old = vec![version];
+            old.extend(
+                postcard::to_allocvec(&(2.0f64, 5i64, (9u32, 1u32, 0u32, 0u32, 10u32), 7u64))
+                    .unwrap(),
+            );
+            assert_eq!(decode::<HostRecord>(&old).unwrap(), host);
+        }
+        let current = encode(&host);
+        assert_eq!(decode::<HostRecord>(&current).unwrap(), host);
         let sitemap = SitemapRecord {
             id: 4,
             seq: 9,

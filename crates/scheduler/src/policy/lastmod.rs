@@ -14,7 +14,8 @@ use crate::time::Timestamp;
 use sitemapd_parser::date::{self, Precision};
 
 use super::{
-    Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
+    Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, add_secs, common_due,
+    importance,
 };
 
 pub use sitemapd_parser::date::precision_span;
@@ -41,10 +42,25 @@ fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
     )
 }
 
-/// `lastmod`: due when the host is trusted and its lastmod (not in the
-/// future, SPEC X8) is newer than the last successful fetch
-/// ([`Reason::LastmodNewer`]: at the lastmod, or at the fallback's due time
-/// if that is earlier); otherwise whatever the fallback policy says.
+/// `lastmod`: crawl on change where a host's lastmods have earned it, the
+/// fallback policy's schedule where they have not.
+///
+/// - **Trusted host** ([`HostState::lastmod_trusted`], or one still on
+///   [probation](HostState::lastmod_probation)), lastmod (not in
+///   the future, SPEC X8) newer than the last successful fetch: due at
+///   the lastmod ([`Reason::LastmodNewer`], or at the fallback's due time
+///   if that is earlier), or at the end of the lastmod's period when its
+///   precision leaves the order open.
+/// - **Complete host** ([`HostState::lastmod_complete`]: trusted, and its
+///   lastmods announce nearly every change), lastmod not moved: not
+///   refetched on a rate schedule. A [`Params::validation_share`] of such
+///   URLs (chosen by [`UrlState::sample`], a new draw per fetch) are
+///   validation samples due when the fallback would have them
+///   ([`Reason::Validation`]); the others are due after the
+///   [`Params::safety_interval`] ([`Reason::Safety`]).
+/// - Otherwise (untrusted, no lastmod, or a trusted host that misses
+///   changes and whose lastmod has not moved): the fallback's schedule.
+///
 /// Score: the importance. The adaptive interval is the fallback's.
 #[derive(Debug)]
 pub struct Lastmod {
@@ -70,30 +86,46 @@ impl Policy for Lastmod {
             Err(due) => return due,
             Ok(last) => last,
         };
-        let Some(lm) = url.lastmod.filter(|&lm| host.lastmod_trusted && lm <= now) else {
-            return self.fallback.next_due(url, host, now);
+        let fallback = self.fallback.next_due(url, host, now);
+        // A host on probation has its moved lastmods fetched as if it were
+        // trusted: each such fetch is what earns (or denies) the trust.
+        let believed = host.lastmod_trusted || host.lastmod_probation;
+        let Some(lm) = url.lastmod.filter(|&lm| believed && lm <= now) else {
+            return fallback;
+        };
+        let newer = |at: Timestamp| Due {
+            at,
+            score,
+            reason: Reason::LastmodNewer,
         };
         if lm > last {
             // Due at the change, or earlier if the fallback already had it
             // due (an overdue URL in a backlog must not be sent to the back
             // of the queue because the sitemap confirmed it changed).
-            let fallback = self.fallback.next_due(url, host, now);
-            return Due {
-                at: lm.min(fallback.at),
-                score,
-                reason: Reason::LastmodNewer,
-            };
+            return newer(lm.min(fallback.at));
         }
-        let fallback = self.fallback.next_due(url, host, now);
+        // A coarse lastmod whose period ends after the last fetch may be a
+        // change after it: due when the period is over.
         let end = latest(lm, url.lastmod_precision).plus_secs(1);
-        if end > last.plus_secs(1) && end <= fallback.at {
+        if end > last.plus_secs(1) && (host.lastmod_complete || end <= fallback.at) {
+            return newer(end);
+        }
+        if !host.lastmod_complete {
+            return fallback;
+        }
+        let safety = add_secs(last, self.params.safety_interval);
+        if url.sample < self.params.validation_share && fallback.at < safety {
             return Due {
-                at: end,
+                at: fallback.at,
                 score,
-                reason: Reason::LastmodNewer,
+                reason: Reason::Validation,
             };
         }
-        fallback
+        Due {
+            at: safety,
+            score,
+            reason: Reason::Safety,
+        }
     }
 
     fn next_interval(&self, url: &UrlState, outcome: FetchOutcome) -> Option<f64> {

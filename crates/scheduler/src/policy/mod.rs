@@ -113,6 +113,9 @@ pub struct UrlState {
     pub importance: f64,
     /// Failed attempts since the last success.
     pub errors_in_a_row: u32,
+    /// A number in [0, 1) fixed per URL and fetch (the store hashes the URL
+    /// and its last fetch), for policies that sample.
+    pub sample: f64,
 }
 
 impl Default for UrlState {
@@ -130,6 +133,7 @@ impl Default for UrlState {
             rate: None,
             importance: 1.0,
             errors_in_a_row: 0,
+            sample: 0.0,
         }
     }
 }
@@ -154,8 +158,15 @@ pub enum FetchOutcome {
 /// What a policy may know of the URL's host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostState {
-    /// The host's lastmods have earned trust ([`crate::trust::LastmodTrust::is_trusted`]).
+    /// The host's lastmods have earned trust: a moved lastmod means a
+    /// change ([`crate::trust::LastmodTrust::is_trusted`]).
     pub lastmod_trusted: bool,
+    /// Trusted, and its lastmods announce nearly every change: crawl on
+    /// change ([`crate::trust::LastmodTrust::is_complete`]).
+    pub lastmod_complete: bool,
+    /// Not yet judged: too few fetches to earn trust or lose it, no lie
+    /// signal ([`crate::trust::LastmodTrust::on_probation`]).
+    pub lastmod_probation: bool,
 }
 
 /// Why a URL is due: shown to users next to every leased URL (serialised
@@ -183,6 +194,44 @@ pub enum Reason {
     /// A push notification said it changed (set by
     /// [`Store::notify`](crate::Store::notify), not by policies).
     Notified,
+    /// A sample that re-validates a trusted host's lastmods: its lastmod
+    /// has not moved since the last fetch.
+    Validation,
+    /// A trusted host's URL whose lastmod has not moved, refetched after
+    /// the long safety interval.
+    Safety,
+    /// Handed out by a lease that is still live (shown by views, never a
+    /// policy's answer).
+    Leased,
+}
+
+/// The urgency classes a lease serves in order; within a class the
+/// policy's score decides ([`Reason::urgency`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Urgency {
+    /// Known to have changed: a push notification, or a lastmod newer
+    /// than the last fetch on a host whose lastmods have earned trust.
+    Changed = 0,
+    /// Never fetched.
+    New = 1,
+    /// Refreshed on a schedule: rate-based intervals, retries, the safety
+    /// interval.
+    Refresh = 2,
+    /// Samples that keep a trusted host's lastmod trust honest: a lease
+    /// gives them their share of the fetches only.
+    Validation = 3,
+}
+
+impl Urgency {
+    /// Every class, in the order a lease serves them.
+    pub const ALL: [Urgency; 4] = [
+        Urgency::Changed,
+        Urgency::New,
+        Urgency::Refresh,
+        Urgency::Validation,
+    ];
 }
 
 impl Reason {
@@ -198,6 +247,21 @@ impl Reason {
             Reason::Retry => "retry",
             Reason::LeaseExpired => "lease-expired",
             Reason::Notified => "notified",
+            Reason::Validation => "validation",
+            Reason::Safety => "safety",
+            Reason::Leased => "leased",
+        }
+    }
+
+    /// The urgency class of a URL due for this reason. A lease that ran
+    /// out keeps the class it was leased in (the store keeps that reason);
+    /// [`Reason::LeaseExpired`] itself counts as a refresh.
+    pub fn urgency(self) -> Urgency {
+        match self {
+            Reason::Notified | Reason::LastmodNewer => Urgency::Changed,
+            Reason::New => Urgency::New,
+            Reason::Validation => Urgency::Validation,
+            _ => Urgency::Refresh,
         }
     }
 }
@@ -256,6 +320,13 @@ pub struct Params {
     pub budget: f64,
     /// `lastmod`'s fallback policy name (`"adaptive"`).
     pub fallback: String,
+    /// Crawl on change: a URL of a complete host whose lastmod has not
+    /// moved is refetched after this long at the latest (30 days).
+    pub safety_interval: f64,
+    /// Crawl on change: the share of fetches that re-validate complete
+    /// hosts' unmoved lastmods (0.03); the share of such URLs the policy
+    /// makes validation samples, and what a lease gives them.
+    pub validation_share: f64,
     /// Store-wide allocation constants.
     pub calibration: Calibration,
 }
@@ -272,6 +343,8 @@ impl Default for Params {
             retry_after_error: HOUR,
             budget: 1.0,
             fallback: "adaptive".to_owned(),
+            safety_interval: 30.0 * DAY,
+            validation_share: 0.03,
             calibration: Calibration::default(),
         }
     }

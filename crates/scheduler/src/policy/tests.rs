@@ -33,9 +33,18 @@ fn fetched(last: i64) -> UrlState {
 
 const TRUSTED: HostState = HostState {
     lastmod_trusted: true,
+    lastmod_complete: false,
+    lastmod_probation: false,
+};
+const COMPLETE: HostState = HostState {
+    lastmod_trusted: true,
+    lastmod_complete: true,
+    lastmod_probation: false,
 };
 const UNTRUSTED: HostState = HostState {
     lastmod_trusted: false,
+    lastmod_complete: false,
+    lastmod_probation: false,
 };
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -427,6 +436,71 @@ fn lastmod_trusted_newer_is_due_now() {
     );
     url.lastmod = None;
     assert_eq!(p.next_due(&url, &TRUSTED, ts(now)).reason, Reason::Adaptive);
+}
+
+#[test]
+fn complete_hosts_are_crawled_on_change() {
+    let params = Params::default();
+    let p = policy("lastmod", params.clone()).unwrap();
+    let mut url = fetched(MAY1);
+    let now = MAY1 + 6 * H;
+    // Moved since the fetch: due at the change, as on a trusted host.
+    url.lastmod = Some(ts(MAY1 + 5 * H));
+    let due = p.next_due(&url, &COMPLETE, ts(now));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + 5 * H, Reason::LastmodNewer)
+    );
+    // Not moved: no rate schedule; after the safety interval, unless the
+    // fetch's draw makes it a validation sample (due when the fallback
+    // would have it).
+    url.lastmod = Some(ts(MAY1 - H));
+    url.sample = params.validation_share;
+    let due = p.next_due(&url, &COMPLETE, ts(now));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + 30 * D, Reason::Safety));
+    url.sample = params.validation_share / 2.0;
+    let due = p.next_due(&url, &COMPLETE, ts(now));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + D, Reason::Validation));
+    // A trusted host that misses changes: the fallback's schedule.
+    assert_eq!(p.next_due(&url, &TRUSTED, ts(now)).reason, Reason::Adaptive);
+    // A validation sample never waits past the safety interval.
+    url.interval = Some(60.0 * D as f64);
+    let due = p.next_due(&url, &COMPLETE, ts(now));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + 30 * D, Reason::Safety));
+    // No lastmod at all on a complete host: nothing to go by but the rate.
+    url.lastmod = None;
+    assert_eq!(
+        p.next_due(&url, &COMPLETE, ts(now)).reason,
+        Reason::Adaptive
+    );
+    // A coarse lastmod whose day is not over: due when it is, even past
+    // the fallback's time.
+    url.interval = Some(H as f64);
+    url.lastmod = Some(ts(MAY1));
+    url.lastmod_precision = Some(Precision::Day);
+    let due = p.next_due(&url, &COMPLETE, ts(now));
+    assert_eq!(
+        (due.at.unix(), due.reason),
+        (MAY1 + D, Reason::LastmodNewer)
+    );
+}
+
+#[test]
+fn urgency_classes_follow_the_reason() {
+    use Urgency::*;
+    for (reason, class) in [
+        (Reason::Notified, Changed),
+        (Reason::LastmodNewer, Changed),
+        (Reason::New, New),
+        (Reason::Adaptive, Refresh),
+        (Reason::Retry, Refresh),
+        (Reason::Safety, Refresh),
+        (Reason::LeaseExpired, Refresh),
+        (Reason::Validation, Validation),
+    ] {
+        assert_eq!(reason.urgency(), class, "{reason}");
+    }
+    assert!(Changed < New && New < Refresh && Refresh < Validation);
 }
 
 #[test]
@@ -1009,12 +1083,13 @@ prop_compose! {
         rate in proptest::option::of(any_f64()),
         importance in any_f64(),
         errors_in_a_row in any::<u32>(),
+        sample in 0.0..1.0f64,
     ) -> UrlState {
         UrlState {
             first_seen: ts(first_seen), last_fetch: last_fetch.map(ts),
             last_attempt: last_attempt.map(ts), last_outcome, lastmod: lastmod.map(ts),
             lastmod_precision: precision, changefreq, priority, interval, rate,
-            importance, errors_in_a_row,
+            importance, errors_in_a_row, sample,
         }
     }
 }
@@ -1029,10 +1104,13 @@ prop_compose! {
         initial_interval in any_f64(),
         retry_after_error in any_f64(),
         multiplier in any_f64(),
+        safety_interval in any_f64(),
+        validation_share in any_f64(),
     ) -> Params {
         Params {
             fixed_interval, min_interval, max_interval, adaptive_inc, adaptive_dec,
             initial_interval, retry_after_error, budget: 1.0, fallback: "adaptive".into(),
+            safety_interval, validation_share,
             calibration: Calibration { multiplier },
         }
     }
@@ -1042,8 +1120,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn policies_never_panic(url in any_url(), params in any_params(), now in any_instant(), trusted in any::<bool>()) {
-        let host = HostState { lastmod_trusted: trusted };
+    fn policies_never_panic(url in any_url(), params in any_params(), now in any_instant(), trusted in any::<bool>(), complete in any::<bool>()) {
+        let host = HostState { lastmod_trusted: trusted || complete, lastmod_complete: complete, lastmod_probation: !trusted };
         for p in all_policies(&params) {
             let due = p.next_due(&url, &host, ts(now));
             prop_assert!(due.score.is_finite() && due.score >= 0.0, "{}: {:?}", p.name(), due);
