@@ -13,10 +13,10 @@ use crate::settings::now;
 
 /// Runs `queue`.
 pub fn run_queue(args: &QueueArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
+    let store = args.settings.store.open_existing()?;
     let now = now();
     let due = match args.lease {
-        Some(ttl) if ttl > 0 => store.lease(args.n, now, ttl, args.per_host)?,
+        Some(ttl) if ttl > 0 => store.lease(args.n, now, ttl, args.settings.scheduler.per_host)?,
         Some(_) => bail!("--lease takes a positive number of seconds"),
         None => store.peek(args.n, now)?,
     };
