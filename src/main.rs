@@ -43,52 +43,39 @@ fn main() -> ExitCode {
 /// Runs a command, its settings layered first (defaults < file <
 /// environment < flags); `--print-config` prints them instead.
 fn run(command: cli::Command, sub: &ArgMatches) -> anyhow::Result<ExitCode> {
-    use settings::resolve;
-    let printed = Ok(ExitCode::SUCCESS);
+    /// Layers `$args.$settings`, then runs `$run` unless they were printed.
+    macro_rules! layered {
+        ($args:ident . $settings:ident, $run:path) => {{
+            let mut args = $args;
+            if settings::resolve(&args.config, &mut args.$settings, sub)? {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                $run(&args)
+            }
+        }};
+    }
     match command {
-        cli::Command::Parse(mut args) => match resolve(&args.config, &mut args.settings, sub)? {
-            true => printed,
-            false => commands::parse::run(&args),
-        },
-        cli::Command::Robots(mut args) => match resolve(&args.config, &mut args.settings, sub)? {
-            true => printed,
-            false => commands::robots::run(&args),
-        },
-        cli::Command::Discover(mut args) => match resolve(&args.config, &mut args.site, sub)? {
-            true => printed,
-            false => commands::discover::run(&args),
-        },
-        cli::Command::Ingest(mut args) => match resolve(&args.config, &mut args.settings, sub)? {
-            true => printed,
-            false => commands::ingest::run(&args),
-        },
-        cli::Command::Queue(mut args) => match resolve(&args.config, &mut args.settings, sub)? {
-            true => printed,
-            false => commands::queue::run_queue(&args),
-        },
+        cli::Command::Parse(args) => layered!(args.settings, commands::parse::run),
+        cli::Command::Robots(args) => layered!(args.settings, commands::robots::run),
+        cli::Command::Discover(args) => layered!(args.site, commands::discover::run),
+        cli::Command::Ingest(args) => layered!(args.settings, commands::ingest::run),
+        cli::Command::Queue(args) => layered!(args.settings, commands::queue::run_queue),
         cli::Command::Complete(args) => commands::queue::run_complete(&args),
         cli::Command::Stats(args) => commands::stats::run_stats(&args),
         cli::Command::Export(args) => commands::stats::run_export(&args),
         cli::Command::Daemon(mut args) => {
-            let args = &mut *args;
-            let sites = std::mem::take(&mut args.sites);
-            // SITE arguments add to the settings' sites (layered like any other key first).
-            args.settings.sites.clear();
-            let printing = args.config.print_config;
-            args.config.print_config = false;
-            resolve(&args.config, &mut args.settings, sub)?;
-            args.settings.sites.extend(sites);
-            settings::Settings::validate(&args.settings)?;
-            if printing {
+            // SITE arguments add to the layered settings' sites.
+            let mut layered = settings::layer(&args.config, &args.settings, sub)?;
+            layered.sites.append(&mut args.sites);
+            settings::Settings::validate(&layered)?;
+            args.settings = layered;
+            if args.config.print_config {
                 print!("{}", settings::to_toml(&args.settings)?);
-                return printed;
+                return Ok(ExitCode::SUCCESS);
             }
-            daemon::run(args)
+            daemon::run(&args)
         }
-        cli::Command::Simulate(mut args) => match resolve(&args.config, &mut args.settings, sub)? {
-            true => printed,
-            false => simulate::run(&args),
-        },
+        cli::Command::Simulate(args) => layered!(args.settings, simulate::run),
     }
 }
 

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::is_url;
 use crate::cli::IngestArgs;
-use crate::settings::{now, runtime, seeds};
+use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
 /// Runs the command.

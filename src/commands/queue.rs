@@ -13,10 +13,13 @@ use crate::settings::now;
 
 /// Runs `queue`.
 pub fn run_queue(args: &QueueArgs) -> Result<ExitCode> {
-    let store = args.settings.store.open_existing()?;
+    let settings = &args.settings;
+    let store = settings
+        .store
+        .open_existing_with(settings.scheduler.store_options())?;
     let now = now();
     let due = match args.lease {
-        Some(ttl) if ttl > 0 => store.lease(args.n, now, ttl, args.settings.scheduler.per_host)?,
+        Some(ttl) if ttl > 0 => store.lease(args.n, now, ttl, settings.scheduler.per_host)?,
         Some(_) => bail!("--lease takes a positive number of seconds"),
         None => store.peek(args.n, now)?,
     };

@@ -200,21 +200,42 @@ impl ParseSettings {
     }
 }
 
-/// The walker that walk, parse and fetch settings describe, remembering through `memory`.
-pub fn walker(
-    walk: &WalkSettings,
-    parse: &ParseSettings,
-    fetch: &FetchSettings,
-    memory: Option<Arc<dyn SitemapMemory>>,
-) -> Result<Walker> {
-    Ok(Walker::new(
-        Fetcher::new(fetch.config())?,
-        WalkConfig {
-            memory,
-            ..walk.config(parse)
-        },
-    ))
+/// Settings that walk sites: their walk, parse and fetch groups.
+pub trait Site {
+    /// The walk, parse and fetch groups.
+    fn site(&self) -> (&WalkSettings, &ParseSettings, &FetchSettings);
+
+    /// The walker these settings describe, remembering through `memory`.
+    fn walker(&self, memory: Option<Arc<dyn SitemapMemory>>) -> Result<Walker> {
+        let (walk, parse, fetch) = self.site();
+        Ok(Walker::new(
+            Fetcher::new(fetch.config())?,
+            WalkConfig {
+                memory,
+                ..walk.config(parse)
+            },
+        ))
+    }
+
+    /// The range checks of the walk and fetch groups.
+    fn validate_site(&self) -> Result<()> {
+        let (walk, _, fetch) = self.site();
+        fetch.validate()?;
+        walk.validate()
+    }
 }
+
+/// The [`Site`] groups of a settings struct with `walk`, `parse` and `fetch` fields.
+macro_rules! site {
+    ($($t:ty),*) => {$(
+        impl Site for $t {
+            fn site(&self) -> (&WalkSettings, &ParseSettings, &FetchSettings) {
+                (&self.walk, &self.parse, &self.fetch)
+            }
+        }
+    )*};
+}
+site!(SiteSettings, IngestSettings, DaemonSettings);
 
 /// The store's directory (a top-level key, `store`).
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
@@ -240,21 +261,21 @@ impl StoreArgs {
     /// Opens an existing store for reading and the queue (a mistyped
     /// `--store` is an error, not a new empty store).
     pub fn open_existing(&self) -> Result<sitemapd_scheduler::Store> {
+        self.open_existing_with(Default::default())
+    }
+
+    /// Opens an existing store with `options`.
+    pub fn open_existing_with(
+        &self,
+        options: sitemapd_scheduler::StoreOptions,
+    ) -> Result<sitemapd_scheduler::Store> {
         if !self.store.is_dir() {
             bail!(
                 "no store at {} (sitemapd ingest creates one)",
                 self.store.display()
             );
         }
-        self.open(None)
-    }
-
-    /// Opens the store (with `policy`, or the one it remembers).
-    pub fn open(&self, policy: Option<String>) -> Result<sitemapd_scheduler::Store> {
-        self.open_with(sitemapd_scheduler::StoreOptions {
-            policy,
-            ..Default::default()
-        })
+        self.open_with(options)
     }
 
     /// Opens the store with `options`.
@@ -704,17 +725,9 @@ pub struct SiteSettings {
     pub fetch: FetchSettings,
 }
 
-impl SiteSettings {
-    /// The walker these settings describe, remembering through `memory`.
-    pub fn walker(&self, memory: Option<Arc<dyn SitemapMemory>>) -> Result<Walker> {
-        walker(&self.walk, &self.parse, &self.fetch, memory)
-    }
-}
-
 impl Settings for SiteSettings {
     fn validate(&self) -> Result<()> {
-        self.fetch.validate()?;
-        self.walk.validate()
+        self.validate_site()
     }
 }
 
@@ -734,18 +747,10 @@ pub struct IngestSettings {
     pub fetch: FetchSettings,
 }
 
-impl IngestSettings {
-    /// The walker these settings describe, remembering through `memory`.
-    pub fn walker(&self, memory: Option<Arc<dyn SitemapMemory>>) -> Result<Walker> {
-        walker(&self.walk, &self.parse, &self.fetch, memory)
-    }
-}
-
 impl Settings for IngestSettings {
     fn validate(&self) -> Result<()> {
         self.scheduler.validate()?;
-        self.fetch.validate()?;
-        self.walk.validate()
+        self.validate_site()
     }
 }
 
@@ -791,8 +796,7 @@ pub struct DaemonSettings {
 
 impl Settings for DaemonSettings {
     fn validate(&self) -> Result<()> {
-        self.fetch.validate()?;
-        self.walk.validate()?;
+        self.validate_site()?;
         self.refresh.validate()?;
         self.scheduler.validate()?;
         self.api.validate()?;
