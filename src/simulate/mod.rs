@@ -32,11 +32,10 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// The experiment the (layered) settings describe.
+    /// The experiment the (layered and validated) settings describe.
     pub fn from_args(args: &SimulateArgs) -> Result<Experiment> {
         let s = &args.settings;
         let sim = s.sim();
-        sim.validate().context("simulation settings")?;
         let policies: Vec<String> = s.policies.iter().map(|p| p.name().to_string()).collect();
         let seeds = (0..s.seeds).map(|i| s.first_seed.wrapping_add(i)).collect();
         let available = std::thread::available_parallelism().map_or(1, |n| n.get());
