@@ -1,10 +1,12 @@
 //! Command-line interface definitions.
 
-use std::net::IpAddr;
-
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sitemapd_parser::options::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES};
-use sitemapd_parser::{NormUrl, ScopeMode};
+use sitemapd_parser::NormUrl;
+
+use crate::settings::{
+    ConfigArgs, DaemonSettings, IngestSettings, ParseCommandSettings, QueueSettings,
+    RobotsCommandSettings, SimulateSettings, SiteSettings, StoreArgs,
+};
 
 /// Discover, parse, store and schedule sitemaps.
 #[derive(Debug, Parser)]
@@ -13,6 +15,24 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The command line, with an environment variable (`SITEMAPD_<SETTING>`)
+/// on every setting.
+pub fn command() -> clap::Command {
+    use crate::settings::{with_env, *};
+    use clap::CommandFactory as _;
+    Cli::command()
+        .mut_subcommand("parse", with_env::<ParseCommandSettings>)
+        .mut_subcommand("robots", with_env::<RobotsCommandSettings>)
+        .mut_subcommand("discover", with_env::<SiteSettings>)
+        .mut_subcommand("ingest", with_env::<IngestSettings>)
+        .mut_subcommand("queue", with_env::<QueueSettings>)
+        .mut_subcommand("complete", with_env::<StoreArgs>)
+        .mut_subcommand("stats", with_env::<StoreArgs>)
+        .mut_subcommand("export", with_env::<StoreArgs>)
+        .mut_subcommand("daemon", with_env::<DaemonSettings>)
+        .mut_subcommand("simulate", with_env::<SimulateSettings>)
 }
 
 /// The subcommands.
@@ -45,81 +65,22 @@ pub enum Command {
     /// Every URL record, for analysis (pandas, R).
     Export(ExportArgs),
     /// Follow sites' sitemaps continuously and serve the crawl queue over HTTP (lease,
-    /// complete, notify, sites, stats, metrics). Settings from --config FILE, overridden by
-    /// flags; SIGINT/SIGTERM stop it cleanly.
-    Daemon(Box<crate::daemon::config::DaemonArgs>),
+    /// complete, notify, sites, stats, metrics). Settings: defaults < --config FILE <
+    /// SITEMAPD_* environment < flags; SIGINT/SIGTERM stop it cleanly.
+    Daemon(Box<DaemonArgs>),
     /// The research simulator: runs the scheduler's policies on a simulated web (pages that
     /// change, sitemaps that say so, a fetch budget) for several seeds, and writes
-    /// metrics.csv, summary.csv and chart.svg to the output folder. Settings from --config
-    /// FILE (TOML), overridden by flags.
+    /// metrics.csv, summary.csv and chart.svg to the output folder. Settings: defaults <
+    /// --config FILE < SITEMAPD_* environment < flags.
     Simulate(SimulateArgs),
 }
 
 /// `sitemapd simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// Settings file (TOML): `policies`, `seeds`, `first_seed`, `jobs`, `days`, `warmup_days`,
-    /// `sample_hours`, and [world], [sitemap], [crawl] tables (see the README).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<std::path::PathBuf>,
     /// Output folder (created): metrics.csv, summary.csv, chart.svg.
     #[arg(short, long, default_value = "simulate-out")]
     pub out: std::path::PathBuf,
-    /// Policies to compare, comma-separated [default: all eight].
-    #[arg(long, value_delimiter = ',')]
-    pub policies: Option<Vec<String>>,
-    /// Seeds per policy [default: 3].
-    #[arg(long)]
-    pub seeds: Option<u64>,
-    /// The first seed (the others follow it) [default: 1].
-    #[arg(long)]
-    pub first_seed: Option<u64>,
-    /// Pages at the start [default: 10000].
-    #[arg(long)]
-    pub pages: Option<u32>,
-    /// Hosts (pages per host are heavy-tailed) [default: 100].
-    #[arg(long)]
-    pub hosts: Option<u32>,
-    /// Simulated days [default: 30].
-    #[arg(long)]
-    pub days: Option<f64>,
-    /// Fetches per day, all hosts together [default: 2000].
-    #[arg(long)]
-    pub budget: Option<f64>,
-    /// Fetches per day one host allows at most [default: no limit].
-    #[arg(long)]
-    pub host_budget: Option<f64>,
-    /// Pages appearing during the run, as a share of --pages [default: 0.1].
-    #[arg(long)]
-    pub new_pages: Option<f64>,
-    /// Change process: poisson, periodic or bursty [default: poisson].
-    #[arg(long)]
-    pub process: Option<String>,
-    /// lastmod precision in the sitemaps: none, day or second [default: second].
-    #[arg(long)]
-    pub lastmod: Option<String>,
-    /// Share of changes the lastmod reflects [default: 1].
-    #[arg(long)]
-    pub recall: Option<f64>,
-    /// Hours before a change shows in the sitemap [default: 0].
-    #[arg(long)]
-    pub delay_hours: Option<f64>,
-    /// Every lastmod is the sitemap's generation time (a lying site).
-    #[arg(long)]
-    pub liar: bool,
-    /// The estimator the store feeds its policies: naive, bias-reduced, irregular,
-    /// last-modified, complete [default: bias-reduced].
-    #[arg(long)]
-    pub estimator: Option<String>,
-    /// Hours per row of metrics.csv [default: 6].
-    #[arg(long)]
-    pub sample_hours: Option<f64>,
-    /// Days left out of the summary's time averages [default: a quarter of the run].
-    #[arg(long)]
-    pub warmup_days: Option<f64>,
-    /// Runs at once [default: the number of cores].
-    #[arg(long)]
-    pub jobs: Option<usize>,
     /// Keep each run's store on disk in sled (under --work-dir), as the daemon does, instead
     /// of in memory: the same results, several times slower.
     #[arg(long)]
@@ -128,32 +89,41 @@ pub struct SimulateArgs {
     /// temp dir].
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<std::path::PathBuf>,
+    /// The settings file.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The simulation's settings.
+    #[command(flatten)]
+    pub settings: SimulateSettings,
 }
 
-/// Where the store is (shared by every store command).
-#[derive(Debug, Clone, Args)]
-pub struct StoreArgs {
-    /// The store's directory (created if missing).
-    #[arg(long, default_value = "sitemapd-data")]
-    pub store: std::path::PathBuf,
+/// `sitemapd daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Sites to follow (`example.com`, `https://example.com/`, or a sitemap URL), added to
+    /// the settings' `sites` and to those the store already follows.
+    #[arg(id = "site", value_name = "SITE")]
+    pub sites: Vec<String>,
+    /// The settings file.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Every setting of the daemon.
+    #[command(flatten)]
+    pub settings: DaemonSettings,
 }
 
 /// `sitemapd ingest`.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "print_config")]
     pub sites: Vec<String>,
-    /// The store.
+    /// The settings file.
     #[command(flatten)]
-    pub store: StoreArgs,
-    /// Scheduling policy: fixed, sitemap-hints, lastmod, adaptive, freshness-optimal,
-    /// lambda-crawl, uniform, proportional. Remembered by the store [default: the store's, or adaptive].
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// How sites are walked, documents fetched and parsed.
+    pub config: ConfigArgs,
+    /// The store, its scheduler, how sites are walked, documents fetched and parsed.
     #[command(flatten)]
-    pub site: SiteFlags,
+    pub settings: IngestSettings,
 }
 
 /// `sitemapd queue`.
@@ -165,12 +135,12 @@ pub struct QueueArgs {
     /// Lease them for this many seconds (without it, only list).
     #[arg(long, value_name = "SECS")]
     pub lease: Option<i64>,
-    /// At most this many URLs of one host per lease.
-    #[arg(long, default_value_t = 10)]
-    pub per_host: usize,
-    /// The store.
+    /// The settings file.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub config: ConfigArgs,
+    /// The store and its scheduler.
+    #[command(flatten)]
+    pub settings: QueueSettings,
 }
 
 /// `sitemapd complete`.
@@ -206,83 +176,11 @@ pub struct ExportArgs {
     pub store: StoreArgs,
 }
 
-/// How documents are fetched (shared by every command that fetches).
-#[derive(Debug, Clone, Args)]
-pub struct FetchArgs {
-    /// User-Agent header (its first word selects the robots.txt group).
-    #[arg(long, default_value = concat!("sitemapd/", env!("CARGO_PKG_VERSION")))]
-    pub user_agent: String,
-    /// Allow loopback, private, link-local and other non-public addresses (tests, intranets).
-    #[arg(long)]
-    pub allow_private: bool,
-    /// Minimum seconds between two requests to one host (robots.txt Crawl-delay may raise it).
-    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
-    pub min_delay: f64,
-    /// Total seconds allowed per document, retries included; time spent waiting for the
-    /// network only (a slow consumer does not count).
-    #[arg(long, default_value_t = 300.0, value_parser = parse_timeout)]
-    pub timeout: f64,
-    /// Answer HOST with IP instead of DNS (repeatable), like curl's --resolve; the address
-    /// guard still applies.
-    #[arg(long, value_name = "HOST=IP", value_parser = parse_resolve)]
-    pub resolve: Vec<(String, IpAddr)>,
-    /// Send every request through this proxy (the system proxy settings are ignored).
-    #[arg(long)]
-    pub proxy: Option<String>,
-}
-
-/// How every fetched document is parsed (shared by `parse`, `discover` and `ingest`).
-#[derive(Debug, Clone, Args)]
-pub struct ParseFlags {
-    /// Which URLs a sitemap may list: directory (the protocol), host, or none.
-    #[arg(long, default_value = "directory", value_parser = parse_scope)]
-    pub scope: ScopeMode,
-    /// Drop or reject what the protocol does not allow, instead of repairing it.
-    #[arg(long)]
-    pub strict: bool,
-    /// Byte limit per document after decompression.
-    #[arg(long, default_value_t = DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
-    /// Entry limit per document.
-    #[arg(long, default_value_t = DEFAULT_MAX_ENTRIES)]
-    pub max_entries: u64,
-}
-
-/// How a site is walked (shared by `discover` and `ingest`).
-#[derive(Debug, Clone, Args)]
-pub struct WalkArgs {
-    /// Do not probe /sitemap.xml and other well-known paths when robots.txt declares none.
-    #[arg(long)]
-    pub no_probe: bool,
-    /// Index nesting followed at most.
-    #[arg(long, default_value_t = 3)]
-    pub max_depth: u32,
-    /// Sitemaps fetched per site at most.
-    #[arg(long, default_value_t = 5_000)]
-    pub max_sitemaps: usize,
-    /// Sites walked at once.
-    #[arg(long, default_value_t = 16)]
-    pub parallel_sites: usize,
-}
-
-/// Everything a walk of sites takes (shared by `discover` and `ingest`).
-#[derive(Debug, Clone, Args)]
-pub struct SiteFlags {
-    /// Walk settings.
-    #[command(flatten)]
-    pub walk: WalkArgs,
-    /// Parse settings.
-    #[command(flatten)]
-    pub parse: ParseFlags,
-    /// Fetch settings.
-    #[command(flatten)]
-    pub fetch: FetchArgs,
-}
-
 /// `sitemapd robots`.
 #[derive(Debug, Args)]
 pub struct RobotsArgs {
     /// The robots.txt: a file path, `-` for stdin, or an http(s) URL (fetched per RFC 9309).
+    #[arg(required_unless_present = "print_config", default_value = "")]
     pub input: String,
     /// The robots.txt's own URL, to resolve relative Sitemap: values (a file or stdin).
     #[arg(long, value_parser = parse_url)]
@@ -290,16 +188,19 @@ pub struct RobotsArgs {
     /// JSON Lines: one object per sitemap on stdout, diagnostics as JSON on stderr.
     #[arg(long)]
     pub json: bool,
+    /// The settings file.
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Fetch settings (for a URL input).
     #[command(flatten)]
-    pub fetch: FetchArgs,
+    pub settings: RobotsCommandSettings,
 }
 
 /// `sitemapd discover`.
 #[derive(Debug, Args)]
 pub struct DiscoverArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "print_config")]
     pub sites: Vec<String>,
     /// JSON Lines of the walk's events on stdout instead of the tree (the exit code is the same).
     #[arg(long)]
@@ -311,9 +212,12 @@ pub struct DiscoverArgs {
     /// Print at most this many diagnostics per rule (0: all).
     #[arg(long, default_value_t = 100)]
     pub max_diagnostics_per_rule: u64,
+    /// The settings file.
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// How sites are walked, documents fetched and parsed.
     #[command(flatten)]
-    pub site: SiteFlags,
+    pub site: SiteSettings,
 }
 
 /// Entry output format.
@@ -338,6 +242,7 @@ pub enum DiagnosticFormat {
 #[derive(Debug, Args)]
 pub struct ParseArgs {
     /// The document: a file path, `-` for stdin, or an http(s) URL.
+    #[arg(required_unless_present = "print_config", default_value = "")]
     pub input: String,
     /// The document's own URL (base for relative locs, and the scope rule); for a fetched
     /// document, the URL it came from after redirects.
@@ -346,55 +251,20 @@ pub struct ParseArgs {
     /// Entry output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: EntryFormat,
-    /// Parse settings.
-    #[command(flatten)]
-    pub parse: ParseFlags,
-    /// Fetch settings (for a URL input).
-    #[command(flatten)]
-    pub fetch: FetchArgs,
     /// Diagnostic output format (stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub diagnostics: DiagnosticFormat,
     /// Print at most this many diagnostics per rule (0: all); the summary counts them all.
     #[arg(long, default_value_t = 100)]
     pub max_diagnostics_per_rule: u64,
-}
-
-fn parse_scope(s: &str) -> Result<ScopeMode, String> {
-    s.parse()
+    /// The settings file.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Parse and fetch settings (fetch: for a URL input).
+    #[command(flatten)]
+    pub settings: ParseCommandSettings,
 }
 
 fn parse_url(s: &str) -> Result<NormUrl, String> {
     NormUrl::parse(s).map_err(|e| format!("not an http(s) URL: {e}"))
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err("expected seconds between 0 and 86400".into()),
-    }
-}
-
-fn parse_timeout(s: &str) -> Result<f64, String> {
-    match parse_seconds(s)? {
-        0.0 => Err("the timeout must be more than 0 seconds".into()),
-        v => Ok(v),
-    }
-}
-
-/// `HOST=IP`, as `--resolve` takes it.
-pub fn parse_resolve(s: &str) -> Result<(String, IpAddr), String> {
-    let (host, ip) = s.split_once('=').ok_or("expected HOST=IP")?;
-    let valid = !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
-    if !valid {
-        return Err(format!(
-            "{host:?} is not a host name (no port, no brackets)"
-        ));
-    }
-    let literal = ip.trim_start_matches('[').trim_end_matches(']');
-    let ip = literal.parse().map_err(|e| format!("{ip:?}: {e}"))?;
-    Ok((host.to_ascii_lowercase(), ip))
 }

@@ -14,7 +14,7 @@ mod walk_store;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{ArgMatches, FromArgMatches as _};
 
 // jemalloc: sled allocates a copy of a tree node per write, and under the
 // daemon's constant re-ingest mimalloc's RSS grew +168 MiB/h over a flat
@@ -25,7 +25,11 @@ use clap::Parser as _;
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = cli::command().get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let Some((_, sub)) = matches.subcommand() else {
+        return ExitCode::FAILURE;
+    };
     // The daemon sets up its own logs (format, level info).
     if !matches!(cli.command, cli::Command::Daemon(_)) {
         tracing_subscriber::fmt()
@@ -36,19 +40,46 @@ fn main() -> ExitCode {
             )
             .init();
     }
-    let result = match cli.command {
-        cli::Command::Parse(args) => commands::parse::run(&args),
-        cli::Command::Robots(args) => commands::robots::run(&args),
-        cli::Command::Discover(args) => commands::discover::run(&args),
-        cli::Command::Ingest(args) => commands::ingest::run(&args),
-        cli::Command::Queue(args) => commands::queue::run_queue(&args),
+    exit(run(cli.command, sub))
+}
+
+/// Runs a command, its settings layered first (defaults < file <
+/// environment < flags); `--print-config` prints them instead.
+fn run(command: cli::Command, sub: &ArgMatches) -> anyhow::Result<ExitCode> {
+    /// Layers `$args.$settings`, then runs `$run` unless they were printed.
+    macro_rules! layered {
+        ($args:ident . $settings:ident, $run:path) => {{
+            let mut args = $args;
+            if settings::resolve(&args.config, &mut args.$settings, sub)? {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                $run(&args)
+            }
+        }};
+    }
+    match command {
+        cli::Command::Parse(args) => layered!(args.settings, commands::parse::run),
+        cli::Command::Robots(args) => layered!(args.settings, commands::robots::run),
+        cli::Command::Discover(args) => layered!(args.site, commands::discover::run),
+        cli::Command::Ingest(args) => layered!(args.settings, commands::ingest::run),
+        cli::Command::Queue(args) => layered!(args.settings, commands::queue::run_queue),
         cli::Command::Complete(args) => commands::queue::run_complete(&args),
         cli::Command::Stats(args) => commands::stats::run_stats(&args),
         cli::Command::Export(args) => commands::stats::run_export(&args),
-        cli::Command::Daemon(args) => daemon::run(&args),
-        cli::Command::Simulate(args) => simulate::run(&args),
-    };
-    exit(result)
+        cli::Command::Daemon(mut args) => {
+            // SITE arguments add to the layered settings' sites.
+            let mut layered = settings::layer(&args.config, &args.settings, sub)?;
+            layered.sites.append(&mut args.sites);
+            settings::Settings::validate(&layered)?;
+            args.settings = layered;
+            if args.config.print_config {
+                print!("{}", settings::to_toml(&args.settings)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            daemon::run(&args)
+        }
+        cli::Command::Simulate(args) => layered!(args.settings, simulate::run),
+    }
 }
 
 /// The exit code of a command's result; errors on stderr.

@@ -156,7 +156,7 @@ fn settings_come_from_a_file_and_flags_override_it() {
     std::fs::write(
         &file,
         "policies = [\"fixed\", \"adaptive\"]\nseeds = 1\ndays = 1\nsample_hours = 12\n\
-         [world]\npages = 60\nhosts = 3\nnew_pages = 0\n[sitemap]\nlastmod = \"day\"\n[crawl]\nbudget_per_day = 60\n",
+         [world]\npages = 60\nhosts = 3\nnew_pages = 0\n[sitemap]\nlastmod = \"day\"\n[crawl]\nbudget = 60\n",
     )
     .unwrap();
     let out = dir.path().join("out");
@@ -184,17 +184,28 @@ fn bad_settings_fail_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    for (args, says) in [
-        (vec!["--hosts", "2", "--policies", "nope"], "unknown policy"),
-        (vec!["--hosts", "50"], "hosts"),
-        (vec!["--hosts", "2", "--recall", "2"], "recall"),
-        (vec!["--hosts", "2", "--lastmod", "hour"], "--lastmod"),
-        (vec!["--hosts", "2", "--seeds", "0"], "--seeds"),
+    // Out of range: exit 1, naming the setting. Not one of the choices
+    // (policies, lastmod are enums): a usage error, exit 2, listing them.
+    for (args, code, says) in [
+        (
+            vec!["--hosts", "2", "--policies", "nope"],
+            2,
+            "possible values",
+        ),
+        (vec!["--hosts", "50"], 1, "hosts"),
+        (vec!["--hosts", "2", "--recall", "2"], 1, "recall"),
+        (vec!["--hosts", "2", "--lastmod", "hour"], 2, "--lastmod"),
+        (vec!["--hosts", "2", "--seeds", "0"], 1, "--seeds"),
+        (
+            vec!["--hosts", "2", "--policies", "uniform,uniform"],
+            1,
+            "twice",
+        ),
     ] {
         let mut all = vec!["simulate", "--out", out, "--days", "1", "--pages", "20"];
         all.extend(args);
         let o = run(&all);
-        assert_eq!(o.status.code(), Some(1), "{all:?}");
+        assert_eq!(o.status.code(), Some(code), "{all:?}");
         assert!(stderr(&o).contains(says), "{all:?}: {}", stderr(&o));
     }
     let file = dir.path().join("bad.toml");

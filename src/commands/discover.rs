@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::cli::{DiagnosticFormat, DiscoverArgs, EntryFormat};
 use crate::output::{DiagnosticSink, EntrySink, Tree};
-use crate::settings::{runtime, seeds};
+use crate::settings::{Site as _, runtime, seeds};
 
 /// Runs the command.
 pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::is_url;
 use crate::cli::IngestArgs;
-use crate::settings::{now, runtime, seeds};
+use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
 /// Runs the command.
@@ -36,15 +36,18 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         }
     }
     let seeds = seeds(&sites)?;
-    let store = Arc::new(args.store.open(args.policy.clone())?);
+    let settings = &args.settings;
+    let store = Arc::new(
+        settings
+            .store
+            .open_with(settings.scheduler.store_options())?,
+    );
     let started = Instant::now();
     let mut stats = IngestStats::default();
     for file in files {
         stats += ingest_file(&store, file, args)?;
     }
-    let walker = args
-        .site
-        .walker(Some(Arc::new(StoreMemory::new(store.clone()))))?;
+    let walker = settings.walker(Some(Arc::new(StoreMemory::new(store.clone()))))?;
     let progress = Progress::new();
     let session_now = now();
     let mut failed_sites = 0u64;
@@ -76,7 +79,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         stats.retired,
         stats.sitemaps,
         started.elapsed().as_secs_f64(),
-        args.store.store.display()
+        args.settings.store.store.display()
     );
     Ok(if failed_sites == 0 {
         ExitCode::SUCCESS
@@ -106,7 +109,7 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
     let path = std::fs::canonicalize(file).with_context(|| format!("cannot open {file}"))?;
     let key = format!("file://{}", path.display());
     let input = std::fs::File::open(&path).with_context(|| format!("cannot open {file}"))?;
-    let mut parser = sitemapd_parser::Parser::new(input, args.site.parse.options(None));
+    let mut parser = sitemapd_parser::Parser::new(input, args.settings.parse.options(None));
     let mut ingest = store.ingest(sitemapd_scheduler::Timestamp::now());
     for event in parser.by_ref() {
         if let sitemapd_parser::Event::Url(entry) = event {

@@ -38,7 +38,7 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode> {
                 File::open(&args.input).with_context(|| format!("cannot open {}", args.input))?,
             )
         };
-        let mut parser = Parser::new(input, args.parse.options(args.url.clone()));
+        let mut parser = Parser::new(input, args.settings.parse.options(args.url.clone()));
         for event in parser.by_ref() {
             write(event)?;
         }
@@ -59,7 +59,7 @@ fn fetch_and_parse(
     write: &mut impl FnMut(Event) -> Result<()>,
 ) -> Result<Summary> {
     let url = NormUrl::parse(&args.input).context("not an http(s) URL")?;
-    let fetcher = Fetcher::new(args.fetch.config())?;
+    let fetcher = Fetcher::new(args.settings.fetch.config())?;
     runtime()?.block_on(async {
         let fetched = fetcher
             .get(&url, &Validators::default())
@@ -70,7 +70,10 @@ fn fetch_and_parse(
         }
         let document = args.url.clone().unwrap_or_else(|| fetched.url.clone());
         let progress = fetched.progress();
-        let mut events = parse_async(fetched.into_body(), args.parse.options(Some(document)));
+        let mut events = parse_async(
+            fetched.into_body(),
+            args.settings.parse.options(Some(document)),
+        );
         while let Some(event) = events.next().await {
             write(event)?;
         }

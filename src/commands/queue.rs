@@ -14,12 +14,15 @@ use std::time::Duration;
 
 /// Runs `queue`.
 pub fn run_queue(args: &QueueArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
+    let settings = &args.settings;
+    let store = settings
+        .store
+        .open_existing_with(settings.scheduler.store_options())?;
     let now = Timestamp::now();
     let due = match args.lease {
         Some(ttl) if ttl > 0 => {
             let request = LeaseRequest::new(args.n)
-                .per_host(args.per_host)
+                .per_host(settings.scheduler.per_host)
                 .ttl(Duration::from_secs(ttl.unsigned_abs()));
             store.lease(&request, now)?
         }

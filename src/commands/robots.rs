@@ -52,7 +52,7 @@ pub fn run(args: &RobotsArgs) -> Result<ExitCode> {
                 .read_to_end(&mut body)
                 .with_context(|| format!("cannot read {}", args.input))?;
         }
-        RobotsTxt::parse(&body, args.url.as_ref(), &args.fetch.user_agent)
+        RobotsTxt::parse(&body, args.url.as_ref(), &args.settings.fetch.user_agent)
     };
 
     let mut out = io::BufWriter::new(io::stdout().lock());
@@ -129,7 +129,7 @@ enum Fetched {
 /// robots step, so both read it the same way).
 fn fetch(args: &RobotsArgs) -> Result<Fetched> {
     let url = NormUrl::parse(&args.input).context("not an http(s) URL")?;
-    let fetcher = Fetcher::new(args.fetch.config())?;
+    let fetcher = Fetcher::new(args.settings.fetch.config())?;
     let report = runtime()?.block_on(fetch_robots(&fetcher, &url));
     Ok(match report.outcome {
         RobotsOutcome::Parsed { robots } => Fetched::Parsed(robots.as_ref().clone()),

@@ -8,7 +8,6 @@
 //! flushed, exit 0.
 
 mod api;
-pub mod config;
 mod metrics;
 mod refresh;
 
@@ -19,14 +18,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use sitemapd_discovery::Seed;
-use sitemapd_scheduler::{Store, StoreOptions};
+use sitemapd_scheduler::StoreOptions;
 use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
 
-use config::{DaemonArgs, LogFormat, Settings};
 use metrics::Metrics;
 use refresh::Refresher;
 
+use crate::cli::DaemonArgs;
+use crate::settings::LogFormat;
 use crate::walk_store::StoreMemory;
 
 /// After the signal, how long in-flight requests may take.
@@ -44,49 +44,35 @@ pub fn site_key(input: &str) -> Result<String> {
 
 /// Runs the daemon until a signal.
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
-    if args.print_config {
-        print!("{}", config::DEFAULT_FILE);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let settings = Settings::load(args)?;
-    init_logs(settings.log_format);
-    let token = settings.token()?;
-    if token.is_none() && !settings.listen.ip().is_loopback() {
+    let settings = &args.settings;
+    init_logs(settings.api.log_format);
+    let token = settings.api.token()?;
+    if token.is_none() && !settings.api.listen.ip().is_loopback() {
         bail!(
             "listening on {} (not loopback) needs an API token: set SITEMAPD_TOKEN or token_file",
-            settings.listen
+            settings.api.listen
         );
     }
-    let store = Arc::new(
-        Store::open(
-            &settings.store,
-            StoreOptions {
-                policy: settings.scheduler.policy.clone(),
-                retire_after: settings.scheduler.retire_after,
-                min_delay: settings.scheduler.lease_delay_secs,
-                refresh: settings.refresh_params(),
-                ..StoreOptions::default()
-            },
-        )
-        .with_context(|| format!("cannot open the store at {}", settings.store.display()))?,
-    );
+    let store = Arc::new(settings.store.open_with(StoreOptions {
+        refresh: settings.refresh.params(),
+        ..settings.scheduler.store_options()
+    })?);
     for site in &settings.sites {
         store.add_site(&site_key(site)?, sitemapd_scheduler::Timestamp::now())?;
     }
     let walker = {
-        let flags = settings.site_flags()?;
-        let mut walker_config = flags.walk.config(&flags.parse);
+        let mut walker_config = settings.walk.config(&settings.parse);
         walker_config.memory = Some(Arc::new(StoreMemory::scheduled(store.clone())));
         walker_config.robots_ttl = Some(Duration::from_secs(settings.refresh.robots_secs.into()));
         sitemapd_discovery::Walker::new(
-            sitemapd_discovery::Fetcher::new(flags.fetch.config())?,
+            sitemapd_discovery::Fetcher::new(settings.fetch.config())?,
             walker_config,
         )
     };
     let runtime = crate::settings::runtime()?;
     let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(settings.listen))
-        .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        .block_on(tokio::net::TcpListener::bind(settings.api.listen))
+        .with_context(|| format!("cannot listen on {}", settings.api.listen))?;
     let address = listener.local_addr()?;
     // Before "listening" is announced: from then on a signal must stop the
     // daemon cleanly, not kill it (the default action).
@@ -120,7 +106,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         })
         .context("cannot start the refresh thread")?;
 
-    let request_secs = Duration::from_secs(settings.limits.request_body_secs);
+    let request_secs = Duration::from_secs(settings.api.request_body_secs);
     let app = api::router(
         api::ApiState {
             store: store.clone(),
@@ -128,15 +114,15 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             token,
             wake,
             stopping: stopping.clone(),
-            lease_ttl: settings.scheduler.lease_ttl_secs,
+            lease_ttl: settings.scheduler.lease_ttl,
             per_host: settings.scheduler.per_host,
-            max_lease: settings.limits.max_lease,
+            max_lease: settings.api.max_lease,
             body_timeout: request_secs,
         },
-        settings.limits.max_request_bytes,
+        settings.api.max_request_bytes,
     );
     info!(
-        store = %settings.store.display(),
+        store = %settings.store.store.display(),
         policy = store.policy().name(),
         "listening on http://{address}"
     );

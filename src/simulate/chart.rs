@@ -46,7 +46,7 @@ pub fn freshness_chart(path: &Path, experiment: &Experiment, reports: &[RunRepor
         "Freshness over time: {} pages, {} hosts, {} fetches/day, {} seed{}",
         sim.world.pages,
         sim.world.hosts,
-        sim.crawl.budget_per_day,
+        sim.crawl.budget,
         experiment.seeds.len(),
         if experiment.seeds.len() == 1 {
             ""

@@ -14,9 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Deserialize;
-use sitemapd_scheduler::policy::POLICY_NAMES;
-use sitemapd_sim::{self as sim, LastmodPrecision, Process, RunReport, SimConfig};
+use sitemapd_sim::{self as sim, RunReport, SimConfig};
 
 use crate::cli::SimulateArgs;
 
@@ -33,121 +31,15 @@ pub struct Experiment {
     pub jobs: usize,
 }
 
-/// The run matrix a settings file may give next to the simulation's own
-/// settings.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Matrix {
-    policies: Option<Vec<String>>,
-    seeds: Option<u64>,
-    first_seed: Option<u64>,
-    jobs: Option<usize>,
-}
-
-const MATRIX_KEYS: [&str; 4] = ["policies", "seeds", "first_seed", "jobs"];
-
-/// Reads a settings file: the run matrix keys, and the rest as a
-/// [`SimConfig`] (unknown keys are errors).
-fn read_file(path: &Path) -> Result<(Matrix, SimConfig)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut table: toml::Table =
-        toml::from_str(&text).with_context(|| format!("{}: not TOML", path.display()))?;
-    let mut matrix = toml::Table::new();
-    for key in MATRIX_KEYS {
-        if let Some(v) = table.remove(key) {
-            matrix.insert(key.to_string(), v);
-        }
-    }
-    let matrix: Matrix = toml::Value::Table(matrix)
-        .try_into()
-        .with_context(|| format!("{}: policies, seeds, first_seed, jobs", path.display()))?;
-    let sim: SimConfig = toml::Value::Table(table)
-        .try_into()
-        .with_context(|| format!("{}: simulation settings", path.display()))?;
-    Ok((matrix, sim))
-}
-
 impl Experiment {
-    /// The experiment the file (if any) and the flags describe; flags win.
+    /// The experiment the (layered and validated) settings describe.
     pub fn from_args(args: &SimulateArgs) -> Result<Experiment> {
-        let (matrix, mut sim) = match &args.config {
-            Some(path) => read_file(path)?,
-            None => (Matrix::default(), SimConfig::default()),
-        };
-        let set = |slot: &mut f64, v: Option<f64>| {
-            if let Some(v) = v {
-                *slot = v;
-            }
-        };
-        set(&mut sim.days, args.days);
-        set(&mut sim.sample_hours, args.sample_hours);
-        if args.warmup_days.is_some() {
-            sim.warmup_days = args.warmup_days;
-        }
-        if let Some(v) = args.pages {
-            sim.world.pages = v;
-        }
-        if let Some(v) = args.hosts {
-            sim.world.hosts = v;
-        }
-        set(&mut sim.world.new_pages, args.new_pages);
-        if let Some(p) = &args.process {
-            sim.world.process = match p.as_str() {
-                "poisson" => Process::Poisson,
-                "periodic" => Process::Periodic,
-                "bursty" => Process::Bursty,
-                other => bail!("--process {other:?}: expected poisson, periodic or bursty"),
-            };
-        }
-        if let Some(l) = &args.lastmod {
-            sim.sitemap.lastmod = match l.as_str() {
-                "none" => LastmodPrecision::None,
-                "day" => LastmodPrecision::Day,
-                "second" => LastmodPrecision::Second,
-                other => bail!("--lastmod {other:?}: expected none, day or second"),
-            };
-        }
-        set(&mut sim.sitemap.recall, args.recall);
-        set(&mut sim.sitemap.delay_hours, args.delay_hours);
-        if args.liar {
-            sim.sitemap.liar = true;
-        }
-        set(&mut sim.crawl.budget_per_day, args.budget);
-        if args.host_budget.is_some() {
-            sim.crawl.host_budget_per_day = args.host_budget;
-        }
-        if let Some(e) = &args.estimator {
-            sim.crawl.estimator = e.clone();
-        }
-        sim.validate().context("simulation settings")?;
-        let policies = args
-            .policies
-            .clone()
-            .or(matrix.policies)
-            .unwrap_or_else(|| POLICY_NAMES.iter().map(|p| p.to_string()).collect());
-        if policies.is_empty() {
-            bail!("no policy to simulate");
-        }
-        for p in &policies {
-            if !POLICY_NAMES.contains(&p.as_str()) {
-                bail!("unknown policy `{p}` (known: {})", POLICY_NAMES.join(", "));
-            }
-        }
-        let mut unique = policies.clone();
-        unique.sort();
-        unique.dedup();
-        if unique.len() != policies.len() {
-            bail!("a policy is named twice");
-        }
-        let count = args.seeds.or(matrix.seeds).unwrap_or(3);
-        if count == 0 || count > 1_000 {
-            bail!("--seeds {count}: expected 1 to 1000");
-        }
-        let first = args.first_seed.or(matrix.first_seed).unwrap_or(1);
-        let seeds = (0..count).map(|i| first.wrapping_add(i)).collect();
+        let s = &args.settings;
+        let sim = s.sim();
+        let policies: Vec<String> = s.policies.iter().map(|p| p.name().to_string()).collect();
+        let seeds = (0..s.seeds).map(|i| s.first_seed.wrapping_add(i)).collect();
         let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let jobs = args.jobs.or(matrix.jobs).unwrap_or(available).max(1);
+        let jobs = s.jobs.unwrap_or(available).max(1);
         Ok(Experiment {
             sim,
             policies,

@@ -12,7 +12,9 @@ pub const MAX_LOC_CHARS: usize = 2_048;
 pub const MAX_IMAGES_PER_URL: usize = 1_000;
 
 /// Which URLs a sitemap may list (SPEC L6).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
 pub enum ScopeMode {
     /// Same scheme, host and port, and the sitemap's directory or deeper (the protocol's rule).
     #[default]

@@ -43,8 +43,8 @@ fn main() {
     cfg.world.pages = num(&args, "--pages", 10_000);
     cfg.world.hosts = num(&args, "--hosts", 100);
     cfg.days = num(&args, "--days", 30.0);
-    cfg.crawl.budget_per_day = num(&args, "--budget", f64::from(cfg.world.pages) / 2.0);
-    cfg.crawl.host_budget_per_day = arg(&args, "--host-budget").and_then(|v| v.parse().ok());
+    cfg.crawl.budget = num(&args, "--budget", f64::from(cfg.world.pages) / 2.0);
+    cfg.crawl.host_budget = arg(&args, "--host-budget").and_then(|v| v.parse().ok());
     cfg.sitemap.recall = num(&args, "--recall", 1.0);
     cfg.sitemap.delay_hours = num(&args, "--delay-hours", 0.0);
     cfg.sitemap.liar = args.iter().any(|a| a == "--liar");
@@ -62,7 +62,8 @@ fn main() {
         _ => Process::Poisson,
     };
     if let Some(e) = arg(&args, "--estimator") {
-        cfg.crawl.estimator = e;
+        cfg.crawl.estimator = sitemapd_scheduler::estimate::Estimator::from_name(&e)
+            .unwrap_or_else(|| panic!("--estimator {e:?}: unknown"));
     }
     let seed: u64 = num(&args, "--seed", 1);
     let on_disk = args.iter().any(|a| a == "--on-disk");
@@ -72,7 +73,7 @@ fn main() {
         cfg.world.pages,
         cfg.world.hosts,
         cfg.days,
-        cfg.crawl.budget_per_day,
+        cfg.crawl.budget,
         cfg.sitemap.lastmod,
         if cfg.sitemap.liar { " (liar)" } else { "" },
         if on_disk { "sled on disk" } else { "in memory" }
@@ -105,7 +106,7 @@ fn main() {
         let br = s
             .estimators
             .iter()
-            .find(|e| e.estimator == cfg.crawl.estimator)
+            .find(|e| e.estimator == cfg.crawl.estimator.name())
             .map_or(f64::NAN, |e| e.relative_bias);
         println!(
             "  {policy:<18} {wall:>7.1} s  {:>9} fetches ({:>7.0}/s)  {:>10} entries ingested  F {:.4} ({:.3}/fetch)  Fw {:.4}  age {:.3} d  H {:.3}  waste {:.3}  recall {:.3}  trusted {:.2}  est. bias {:+.3}",

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use sitemapd_scheduler::estimate::Estimator;
+use sitemapd_scheduler::policy::BuiltinPolicy;
 
 /// Seconds in a day.
 pub(crate) const DAY: f64 = 86_400.0;
@@ -44,6 +45,7 @@ impl Default for SimConfig {
 
 /// How pages change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Process {
     /// Poisson changes at rate λ (the estimators' model).
@@ -58,33 +60,46 @@ pub enum Process {
 
 /// The simulated web.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct WorldConfig {
     /// Pages at the start.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().pages))]
     pub pages: u32,
     /// Hosts (at most `pages`); pages per host are heavy-tailed.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().hosts))]
     pub hosts: u32,
     /// Pages that appear during the run, as a share of `pages` (born at
     /// uniformly random times; they measure discovery latency).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().new_pages))]
     pub new_pages: f64,
     /// Median change rate of the log-normal prior, changes per day.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().rate_median_per_day))]
     pub rate_median_per_day: f64,
     /// σ of ln λ (0: every page changes at the median rate).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().rate_sigma))]
     pub rate_sigma: f64,
     /// Change rates are clamped to this range, changes per day.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().rate_min_per_day))]
     pub rate_min_per_day: f64,
     /// See `rate_min_per_day`.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().rate_max_per_day))]
     pub rate_max_per_day: f64,
     /// Zipf exponent of importance over a random ranking of the pages
     /// (0: all equal); importance is normalised to mean 1.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().importance_zipf))]
     pub importance_zipf: f64,
     /// Pareto shape of host sizes (smaller: heavier tail).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().host_size_alpha))]
     pub host_size_alpha: f64,
     /// The change process.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = WorldConfig::default().process))]
     pub process: Process,
     /// Mean changes per burst (`bursty`).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().burst_size))]
     pub burst_size: f64,
     /// Mean gap between the changes of one burst, minutes (`bursty`).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WorldConfig::default().burst_gap_minutes))]
     pub burst_gap_minutes: f64,
 }
 
@@ -109,6 +124,7 @@ impl Default for WorldConfig {
 
 /// How precisely the sitemaps write lastmod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum LastmodPrecision {
     /// No lastmod at all.
@@ -121,27 +137,35 @@ pub enum LastmodPrecision {
 
 /// What each host's sitemaps publish.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct SitemapConfig {
     /// lastmod precision (`none` publishes no lastmod).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = SitemapConfig::default().lastmod))]
     pub lastmod: LastmodPrecision,
     /// Share of changes the lastmod reflects (the others leave it as it was).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SitemapConfig::default().recall))]
     pub recall: f64,
     /// Hours between a change (or a new page) and the sitemap showing it.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SitemapConfig::default().delay_hours))]
     pub delay_hours: f64,
     /// lastmod is the sitemap's generation time for every entry (Bing: the
     /// commonest wrong lastmod), whatever the pages did.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub liar: bool,
     /// Publish changefreq (the category nearest the true rate) and priority
     /// (the importance decile).
+    #[cfg_attr(feature = "clap", arg(long, action = clap::ArgAction::Set, default_value_t = SitemapConfig::default().hints))]
     pub hints: bool,
     /// URLs per sitemap file; a host's pages fill its files in order. Every
     /// read of a changed file ingests all of it, so the simulation's cost
     /// grows with this times the change rate.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SitemapConfig::default().urls_per_sitemap))]
     pub urls_per_sitemap: u32,
     /// The store's shortest sitemap refresh interval, hours (the store's
     /// own default is 15 minutes; an hour keeps the re-reads of busy files
     /// affordable).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SitemapConfig::default().min_refresh_hours))]
     pub min_refresh_hours: f64,
 }
 
@@ -161,35 +185,43 @@ impl Default for SitemapConfig {
 
 /// The crawler.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct CrawlConfig {
     /// Fetches per day, all hosts together.
-    pub budget_per_day: f64,
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().budget))]
+    pub budget: f64,
     /// Fetches per day one host allows at most (the store's politeness
     /// delay is set to a day divided by it); absent: no limit.
-    pub host_budget_per_day: Option<f64>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub host_budget: Option<f64>,
     /// Seconds between two leases (the crawler's clock tick); a URL due
     /// within a tick waits for the next one.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().tick_secs))]
     pub tick_secs: u32,
     /// The estimator the store feeds its policies.
-    pub estimator: String,
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = CrawlConfig::default().estimator))]
+    pub estimator: Estimator,
     /// `fixed`'s interval (and uncalibrated `uniform`'s), days.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().fixed_interval_days))]
     pub fixed_interval_days: f64,
     /// `lastmod`'s fallback policy.
-    pub fallback: String,
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = CrawlConfig::default().fallback))]
+    pub fallback: BuiltinPolicy,
     /// Hours between two calibrations of the rate policies.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().calibrate_hours))]
     pub calibrate_hours: f64,
 }
 
 impl Default for CrawlConfig {
     fn default() -> Self {
         CrawlConfig {
-            budget_per_day: 2_000.0,
-            host_budget_per_day: None,
+            budget: 2_000.0,
+            host_budget: None,
             tick_secs: 60,
-            estimator: Estimator::BiasReduced.name().to_string(),
+            estimator: Estimator::BiasReduced,
             fixed_interval_days: 1.0,
-            fallback: "adaptive".to_string(),
+            fallback: BuiltinPolicy::Adaptive,
             calibrate_hours: 24.0,
         }
     }
@@ -322,14 +354,14 @@ impl SimConfig {
             "above 0 and at most a week (168)",
         )?;
         check(
-            positive(c.budget_per_day) && c.budget_per_day <= 1e9,
-            "budget_per_day",
+            positive(c.budget) && c.budget <= 1e9,
+            "budget",
             "above 0 (and at most 1e9)",
         )?;
-        if let Some(h) = c.host_budget_per_day {
+        if let Some(h) = c.host_budget {
             check(
                 positive(h) && h <= 86_400.0,
-                "host_budget_per_day",
+                "host_budget",
                 "above 0 and at most 86400 (one a second)",
             )?;
         }
@@ -337,11 +369,6 @@ impl SimConfig {
             c.tick_secs >= 1 && c.tick_secs <= 86_400,
             "tick_secs",
             "between 1 and 86400",
-        )?;
-        check(
-            Estimator::from_name(&c.estimator).is_some(),
-            "estimator",
-            "one of naive, bias-reduced, irregular, last-modified, complete",
         )?;
         check(
             positive(c.fixed_interval_days) && c.fixed_interval_days <= 3650.0,
@@ -361,9 +388,8 @@ impl SimConfig {
         self.warmup_days.unwrap_or(self.days / 4.0)
     }
 
-    /// The estimator named in [`CrawlConfig::estimator`] (bias-reduced if
-    /// the name is unknown; [`SimConfig::validate`] rejects that).
+    /// The estimator of [`CrawlConfig::estimator`].
     pub fn estimator(&self) -> Estimator {
-        Estimator::from_name(&self.crawl.estimator).unwrap_or(Estimator::BiasReduced)
+        self.crawl.estimator
     }
 }

@@ -12,7 +12,7 @@
 //! cfg.days = 2.0;
 //! cfg.world.pages = 100;
 //! cfg.world.hosts = 4;
-//! cfg.crawl.budget_per_day = 100.0;
+//! cfg.crawl.budget = 100.0;
 //! let report = sim::run_in_memory(&cfg, "adaptive", 1, &mut |_| {}).unwrap();
 //! assert_eq!(report.series.len(), 8); // 6-hour windows
 //! assert!(report.summary.freshness > 0.0 && report.summary.freshness <= 1.0);

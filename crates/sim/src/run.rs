@@ -40,13 +40,13 @@ fn store_options(cfg: &SimConfig, policy: &str) -> StoreOptions {
         policy: Some(policy.to_string()),
         params: Params {
             fixed_interval: c.fixed_interval_days * DAY,
-            budget: c.budget_per_day / DAY,
-            fallback: c.fallback.clone(),
+            budget: c.budget / DAY,
+            fallback: c.fallback.name().to_string(),
             ..Params::default()
         },
         estimator: cfg.estimator(),
         // No day divided by a cap: no politeness delay at all.
-        min_delay: c.host_budget_per_day.map_or(0.0, |b| DAY / b),
+        min_delay: c.host_budget.map_or(0.0, |b| DAY / b),
         refresh: RefreshParams {
             min_secs: (cfg.sitemap.min_refresh_hours * 3600.0).round().max(1.0) as u32,
             ..RefreshParams::default()
@@ -162,7 +162,7 @@ impl<'a> Sim<'a> {
             weights,
             birth_times,
             world.hosts as usize,
-            cfg.crawl.host_budget_per_day,
+            cfg.crawl.host_budget,
         );
         let publisher = Publisher::new(&world, &cfg.sitemap);
         let changes = (0..world.pages.len() as u32)
@@ -221,7 +221,7 @@ impl<'a> Sim<'a> {
         let calibrate_secs = ((cfg.crawl.calibrate_hours * 3600.0).round() as i64).max(1);
         let mut next_calibration = EPOCH + calibrate_secs;
         let tick = i64::from(cfg.crawl.tick_secs);
-        let per_tick = cfg.crawl.budget_per_day * tick as f64 / DAY;
+        let per_tick = cfg.crawl.budget * tick as f64 / DAY;
         let cap = per_tick.max(1.0);
         let mut tokens = 0.0f64;
         let mut t = EPOCH;

@@ -39,7 +39,7 @@ fn uniform_world(per_day: f64, pages: u32, days: f64) -> SimConfig {
     cfg.world.rate_sigma = 0.0;
     cfg.sitemap.lastmod = LastmodPrecision::None;
     cfg.sitemap.hints = false;
-    cfg.crawl.budget_per_day = f64::from(pages) * 4.0;
+    cfg.crawl.budget = f64::from(pages) * 4.0;
     cfg
 }
 
@@ -185,7 +185,7 @@ fn mixed_world() -> SimConfig {
     cfg.sitemap.urls_per_sitemap = 50;
     cfg.sitemap.min_refresh_hours = 1.0;
     cfg.sitemap.lastmod = LastmodPrecision::None;
-    cfg.crawl.budget_per_day = 300.0;
+    cfg.crawl.budget = 300.0;
     cfg
 }
 
@@ -212,7 +212,7 @@ fn truthful_lastmod_beats_sitemap_hints_per_fetch() {
     cfg.world.pages = 500;
     // Tight enough that both spend the whole budget: the same fetches, so
     // freshness per fetch compares what each policy buys with them.
-    cfg.crawl.budget_per_day = 150.0;
+    cfg.crawl.budget = 150.0;
     cfg.sitemap.lastmod = LastmodPrecision::Second;
     cfg.sitemap.urls_per_sitemap = 25;
     cfg.sitemap.min_refresh_hours = 2.0;
@@ -246,13 +246,13 @@ fn the_trust_gate_keeps_liar_lastmod_at_its_fallback() {
     cfg.days = 12.0;
     cfg.warmup_days = Some(3.0);
     cfg.world.pages = 400;
-    cfg.crawl.budget_per_day = 250.0;
+    cfg.crawl.budget = 250.0;
     cfg.sitemap.lastmod = LastmodPrecision::Second;
     cfg.sitemap.liar = true;
     cfg.sitemap.urls_per_sitemap = 25;
     cfg.sitemap.min_refresh_hours = 6.0;
     let lastmod = run(&cfg, "lastmod", 4).summary;
-    let fallback = run(&cfg, &cfg.crawl.fallback, 4).summary;
+    let fallback = run(&cfg, cfg.crawl.fallback.name(), 4).summary;
     println!(
         "liar: lastmod F {}, its fallback {} F {}",
         lastmod.freshness, cfg.crawl.fallback, fallback.freshness
@@ -319,8 +319,8 @@ fn politeness_discovery_and_hosts() {
     cfg.world.pages = 300;
     cfg.world.hosts = 3;
     cfg.world.new_pages = 0.3;
-    cfg.crawl.budget_per_day = 600.0;
-    cfg.crawl.host_budget_per_day = Some(40.0);
+    cfg.crawl.budget = 600.0;
+    cfg.crawl.host_budget = Some(40.0);
     cfg.sitemap.min_refresh_hours = 2.0;
     let s = run(&cfg, "adaptive", 2).summary;
     // Three hosts at 40 a day: the cap binds, and holds.
@@ -359,13 +359,20 @@ fn bad_settings_are_errors_not_panics() {
         |c| c.days = 0.0,
         |c| c.sample_hours = -1.0,
         |c| c.sitemap.recall = 1.5,
-        |c| c.crawl.estimator = "guess".into(),
-        |c| c.crawl.budget_per_day = f64::NAN,
+        |c| c.crawl.tick_secs = 0,
+        |c| c.crawl.budget = f64::NAN,
         |c| c.warmup_days = Some(c.days),
     ];
     for (i, breaks) in broken.iter().enumerate() {
         let mut cfg = SimConfig::default();
         breaks(&mut cfg);
         assert!(cfg.validate().is_err(), "case {i}");
+    }
+    // An unknown estimator or fallback policy is not even a configuration.
+    for bad in [
+        r#"{"crawl":{"estimator":"guess"}}"#,
+        r#"{"crawl":{"fallback":"guess"}}"#,
+    ] {
+        assert!(serde_json::from_str::<SimConfig>(bad).is_err(), "{bad}");
     }
 }

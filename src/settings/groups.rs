@@ -1,0 +1,814 @@
+//! The setting groups. Each is one struct that is at once the flags (clap
+//! `Args`), a table of the TOML file (serde) and, through the field name,
+//! the environment variable (`SITEMAPD_` + the name in capitals). Defaults
+//! come from the libraries' `Default`; the doc comment of a field is its
+//! `--help` text and its comment in `--print-config`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use sitemapd_discovery::{FetchConfig, Fetcher, SitemapMemory, WalkConfig, Walker};
+use sitemapd_parser::{NormUrl, ParseOptions, ScopeMode, Strictness};
+use sitemapd_scheduler::policy::BuiltinPolicy;
+use sitemapd_scheduler::refresh::RefreshParams;
+use sitemapd_sim::{CrawlConfig, SimConfig, SitemapConfig, WorldConfig};
+
+/// `[fetch]`: how documents (robots.txt, sitemaps) are fetched.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchSettings {
+    /// User-Agent header (its first word selects the robots.txt group).
+    #[arg(long, default_value_t = FetchSettings::default().user_agent)]
+    pub user_agent: String,
+    /// Allow loopback, private, link-local and other non-public addresses (tests, intranets).
+    #[arg(long)]
+    pub allow_private: bool,
+    /// Minimum seconds between two requests to one host (robots.txt Crawl-delay may raise
+    /// it, up to 30). The fetcher's spacing, not the crawl queue's (lease_delay).
+    #[arg(long, default_value_t = FetchSettings::default().min_delay, value_parser = parse_seconds)]
+    pub min_delay: f64,
+    /// Total seconds allowed per document, retries included; time spent waiting for the
+    /// network only (a slow consumer does not count).
+    #[arg(long, default_value_t = FetchSettings::default().timeout, value_parser = parse_timeout)]
+    pub timeout: f64,
+    /// Answer HOST with IP instead of DNS (repeatable), like curl's --resolve; the address
+    /// guard still applies.
+    #[arg(long, value_name = "HOST=IP")]
+    pub resolve: Vec<Resolve>,
+    /// Send every request through this proxy (the system proxy settings are ignored).
+    #[arg(long)]
+    pub proxy: Option<String>,
+}
+
+impl Default for FetchSettings {
+    fn default() -> Self {
+        let d = FetchConfig::default();
+        Self {
+            user_agent: d.user_agent,
+            allow_private: d.allow_private,
+            min_delay: d.min_delay.as_secs_f64(),
+            timeout: d.deadline.as_secs_f64(),
+            resolve: Vec::new(),
+            proxy: d.proxy,
+        }
+    }
+}
+
+impl FetchSettings {
+    /// The fetcher configuration these settings describe.
+    pub fn config(&self) -> FetchConfig {
+        let mut resolve: HashMap<String, Vec<_>> = HashMap::new();
+        for Resolve(host, ip) in &self.resolve {
+            resolve.entry(host.clone()).or_default().push(*ip);
+        }
+        FetchConfig {
+            user_agent: self.user_agent.clone(),
+            allow_private: self.allow_private,
+            min_delay: Duration::from_secs_f64(self.min_delay),
+            deadline: Duration::from_secs_f64(self.timeout),
+            proxy: self.proxy.clone(),
+            resolve,
+            ..FetchConfig::default()
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        check(
+            "fetch.min_delay",
+            parse_seconds(&self.min_delay.to_string()).is_ok(),
+            "seconds between 0 and 86400",
+        )?;
+        check(
+            "fetch.timeout",
+            parse_timeout(&self.timeout.to_string()).is_ok(),
+            "seconds above 0, at most 86400",
+        )?;
+        check(
+            "fetch.user_agent",
+            !self.user_agent.trim().is_empty(),
+            "must not be empty",
+        )
+    }
+}
+
+/// `[walk]`: how a site is walked (robots.txt, indexes, sitemaps).
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalkSettings {
+    /// Do not probe /sitemap.xml and other well-known paths when robots.txt declares none.
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Index nesting followed at most.
+    #[arg(long, default_value_t = WalkSettings::default().max_depth)]
+    pub max_depth: u32,
+    /// Sitemaps fetched per site at most.
+    #[arg(long, default_value_t = WalkSettings::default().max_sitemaps)]
+    pub max_sitemaps: usize,
+    /// Sites walked at once.
+    #[arg(long, default_value_t = WalkSettings::default().parallel_sites)]
+    pub parallel_sites: usize,
+}
+
+impl Default for WalkSettings {
+    fn default() -> Self {
+        let d = WalkConfig::default();
+        Self {
+            no_probe: !d.probe,
+            max_depth: d.max_depth,
+            max_sitemaps: d.max_sitemaps_per_site,
+            parallel_sites: d.site_concurrency,
+        }
+    }
+}
+
+impl WalkSettings {
+    /// The walk configuration these settings (and the parse settings) describe.
+    pub fn config(&self, parse: &ParseSettings) -> WalkConfig {
+        WalkConfig {
+            max_depth: self.max_depth,
+            max_sitemaps_per_site: self.max_sitemaps,
+            probe: !self.no_probe,
+            site_concurrency: self.parallel_sites.max(1),
+            parse: parse.options(None),
+            ..WalkConfig::default()
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        check(
+            "walk.parallel_sites",
+            self.parallel_sites >= 1,
+            "at least 1",
+        )?;
+        check("walk.max_sitemaps", self.max_sitemaps >= 1, "at least 1")
+    }
+}
+
+/// `[parse]`: how every fetched document is parsed.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParseSettings {
+    /// Which URLs a sitemap may list: directory (the protocol), host, or none.
+    #[arg(long, value_enum, default_value_t = ParseSettings::default().scope)]
+    pub scope: ScopeMode,
+    /// Drop or reject what the protocol does not allow, instead of repairing it.
+    #[arg(long)]
+    pub strict: bool,
+    /// Byte limit per document after decompression.
+    #[arg(long, default_value_t = ParseSettings::default().max_bytes)]
+    pub max_bytes: u64,
+    /// Entry limit per document.
+    #[arg(long, default_value_t = ParseSettings::default().max_entries)]
+    pub max_entries: u64,
+}
+
+impl Default for ParseSettings {
+    fn default() -> Self {
+        let d = ParseOptions::default();
+        Self {
+            scope: d.scope,
+            strict: d.strictness == Strictness::Strict,
+            max_bytes: d.max_bytes,
+            max_entries: d.max_entries,
+        }
+    }
+}
+
+impl ParseSettings {
+    /// Parser options for a document at `url`.
+    pub fn options(&self, url: Option<NormUrl>) -> ParseOptions {
+        ParseOptions {
+            document_url: url,
+            scope: self.scope,
+            strictness: if self.strict {
+                Strictness::Strict
+            } else {
+                Strictness::Lenient
+            },
+            max_bytes: self.max_bytes,
+            max_entries: self.max_entries,
+            ..ParseOptions::default()
+        }
+    }
+}
+
+/// Settings that walk sites: their walk, parse and fetch groups.
+pub trait Site {
+    /// The walk, parse and fetch groups.
+    fn site(&self) -> (&WalkSettings, &ParseSettings, &FetchSettings);
+
+    /// The walker these settings describe, remembering through `memory`.
+    fn walker(&self, memory: Option<Arc<dyn SitemapMemory>>) -> Result<Walker> {
+        let (walk, parse, fetch) = self.site();
+        Ok(Walker::new(
+            Fetcher::new(fetch.config())?,
+            WalkConfig {
+                memory,
+                ..walk.config(parse)
+            },
+        ))
+    }
+
+    /// The range checks of the walk and fetch groups.
+    fn validate_site(&self) -> Result<()> {
+        let (walk, _, fetch) = self.site();
+        fetch.validate()?;
+        walk.validate()
+    }
+}
+
+/// The [`Site`] groups of a settings struct with `walk`, `parse` and `fetch` fields.
+macro_rules! site {
+    ($($t:ty),*) => {$(
+        impl Site for $t {
+            fn site(&self) -> (&WalkSettings, &ParseSettings, &FetchSettings) {
+                (&self.walk, &self.parse, &self.fetch)
+            }
+        }
+    )*};
+}
+site!(SiteSettings, IngestSettings, DaemonSettings);
+
+/// The store's directory (a top-level key, `store`).
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StoreArgs {
+    /// The store's directory (created if missing).
+    #[arg(long, default_value_os_t = StoreArgs::default().store)]
+    pub store: PathBuf,
+}
+
+/// The store's directory when none is given.
+pub const DEFAULT_STORE: &str = "sitemapd-data";
+
+impl Default for StoreArgs {
+    fn default() -> Self {
+        Self {
+            store: PathBuf::from(DEFAULT_STORE),
+        }
+    }
+}
+
+impl StoreArgs {
+    /// Opens an existing store for reading and the queue (a mistyped
+    /// `--store` is an error, not a new empty store).
+    pub fn open_existing(&self) -> Result<sitemapd_scheduler::Store> {
+        self.open_existing_with(Default::default())
+    }
+
+    /// Opens an existing store with `options`.
+    pub fn open_existing_with(
+        &self,
+        options: sitemapd_scheduler::StoreOptions,
+    ) -> Result<sitemapd_scheduler::Store> {
+        if !self.store.is_dir() {
+            bail!(
+                "no store at {} (sitemapd ingest creates one)",
+                self.store.display()
+            );
+        }
+        self.open_with(options)
+    }
+
+    /// Opens the store with `options`.
+    pub fn open_with(
+        &self,
+        options: sitemapd_scheduler::StoreOptions,
+    ) -> Result<sitemapd_scheduler::Store> {
+        sitemapd_scheduler::Store::open(&self.store, options)
+            .with_context(|| format!("cannot open the store at {}", self.store.display()))
+    }
+}
+
+/// `[scheduler]`: the crawl queue.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedulerSettings {
+    /// Scheduling policy, remembered by the store [default: the store's, or adaptive].
+    #[arg(long, value_enum)]
+    pub policy: Option<BuiltinPolicy>,
+    /// Complete sitemap reads a URL must be absent from before it is retired (1-8).
+    #[arg(long, default_value_t = SchedulerSettings::default().retire_after)]
+    pub retire_after: u64,
+    /// Lease time to live when a lease request gives none, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().lease_ttl)]
+    pub lease_ttl: i64,
+    /// URLs of one host per lease at most (a request may ask for fewer).
+    #[arg(long, default_value_t = SchedulerSettings::default().per_host)]
+    pub per_host: usize,
+    /// Seconds between two URLs of one host that leases hand out (each URL's not_before is
+    /// spaced by it, and a lease gives a host at most ttl / delay URLs); 0: no spacing. The
+    /// crawler's politeness, not the sitemap fetcher's (min_delay).
+    #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().lease_delay)]
+    pub lease_delay: f64,
+}
+
+/// Default lease time to live, seconds (the daemon's; a request may give its own).
+pub const DEFAULT_LEASE_TTL: i64 = 300;
+/// Default most URLs of one host per lease.
+pub const DEFAULT_PER_HOST: usize = 10;
+
+impl Default for SchedulerSettings {
+    fn default() -> Self {
+        let d = sitemapd_scheduler::StoreOptions::default();
+        Self {
+            policy: None,
+            retire_after: d.retire_after,
+            lease_ttl: DEFAULT_LEASE_TTL,
+            per_host: DEFAULT_PER_HOST,
+            lease_delay: d.min_delay,
+        }
+    }
+}
+
+impl SchedulerSettings {
+    /// The store options these settings describe.
+    pub fn store_options(&self) -> sitemapd_scheduler::StoreOptions {
+        sitemapd_scheduler::StoreOptions {
+            policy: self.policy.map(|p| p.name().to_string()),
+            retire_after: self.retire_after,
+            min_delay: self.lease_delay,
+            ..Default::default()
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        check(
+            "scheduler.retire_after",
+            (1..=8).contains(&self.retire_after),
+            "between 1 and 8",
+        )?;
+        check("scheduler.lease_ttl", self.lease_ttl >= 1, "at least 1")?;
+        check("scheduler.per_host", self.per_host >= 1, "at least 1")?;
+        check(
+            "scheduler.lease_delay",
+            parse_seconds(&self.lease_delay.to_string()).is_ok(),
+            "between 0 and 86400",
+        )
+    }
+}
+
+/// `[refresh]`: how often the daemon re-reads robots.txt and sitemaps. A sitemap's interval
+/// halves when a read finds a change and grows 1.5x when it does not, within
+/// [min_refresh_secs, max_refresh_secs]; a failed fetch is retried after
+/// error_backoff_secs, doubling per failure in a row.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RefreshSettings {
+    /// Seconds a robots.txt is cached (RFC 9309: 24 hours at most).
+    #[arg(long, default_value_t = RefreshSettings::default().robots_secs)]
+    pub robots_secs: u32,
+    /// Baseline refresh of a sitemap, seconds.
+    #[arg(long, default_value_t = RefreshSettings::default().sitemap_secs)]
+    pub sitemap_secs: u32,
+    /// Baseline refresh of a feed (RSS/Atom), seconds.
+    #[arg(long, default_value_t = RefreshSettings::default().feed_secs)]
+    pub feed_secs: u32,
+    /// Shortest refresh interval, seconds.
+    #[arg(long, default_value_t = RefreshSettings::default().min_refresh_secs)]
+    pub min_refresh_secs: u32,
+    /// Longest refresh interval, seconds.
+    #[arg(long, default_value_t = RefreshSettings::default().max_refresh_secs)]
+    pub max_refresh_secs: u32,
+    /// First retry after a failed fetch, seconds, doubling.
+    #[arg(long, default_value_t = RefreshSettings::default().error_backoff_secs)]
+    pub error_backoff_secs: u32,
+}
+
+/// How long a robots.txt is cached by default: RFC 9309's longest.
+pub const DEFAULT_ROBOTS_SECS: u32 = 86_400;
+
+impl Default for RefreshSettings {
+    fn default() -> Self {
+        let r = RefreshParams::default();
+        Self {
+            robots_secs: DEFAULT_ROBOTS_SECS,
+            sitemap_secs: r.sitemap_secs,
+            feed_secs: r.feed_secs,
+            min_refresh_secs: r.min_secs,
+            max_refresh_secs: r.max_secs,
+            error_backoff_secs: r.error_backoff_secs,
+        }
+    }
+}
+
+impl RefreshSettings {
+    /// The scheduler's refresh parameters.
+    pub fn params(&self) -> RefreshParams {
+        RefreshParams {
+            sitemap_secs: self.sitemap_secs,
+            feed_secs: self.feed_secs,
+            min_secs: self.min_refresh_secs,
+            max_secs: self.max_refresh_secs,
+            error_backoff_secs: self.error_backoff_secs,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        check(
+            "refresh.min_refresh_secs",
+            self.min_refresh_secs >= 1,
+            "at least 1",
+        )?;
+        check(
+            "refresh.max_refresh_secs",
+            self.max_refresh_secs >= self.min_refresh_secs,
+            "at least refresh.min_refresh_secs",
+        )?;
+        for (key, v) in [
+            ("refresh.robots_secs", self.robots_secs),
+            ("refresh.sitemap_secs", self.sitemap_secs),
+            ("refresh.feed_secs", self.feed_secs),
+            ("refresh.error_backoff_secs", self.error_backoff_secs),
+        ] {
+            check(key, v >= 1, "at least 1 second")?;
+        }
+        check(
+            "refresh.robots_secs",
+            self.robots_secs <= DEFAULT_ROBOTS_SECS,
+            "at most 86400: RFC 9309 caches robots.txt for 24 hours at most",
+        )
+    }
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[api]`: the daemon's HTTP API and its logs.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiSettings {
+    /// Address of the HTTP API. Off loopback an API token is required.
+    #[arg(long, default_value_t = ApiSettings::default().listen)]
+    pub listen: SocketAddr,
+    /// A file whose first line is the API token. The token may also come from the
+    /// SITEMAPD_TOKEN environment variable; never from the command line.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Log format on stderr (the level comes from SITEMAPD_LOG, default info).
+    #[arg(long, value_enum, default_value_t = ApiSettings::default().log_format)]
+    pub log_format: LogFormat,
+    /// URLs one lease request may ask for at most.
+    #[arg(long, default_value_t = ApiSettings::default().max_lease)]
+    pub max_lease: usize,
+    /// Largest API request body, bytes.
+    #[arg(long, default_value_t = ApiSettings::default().max_request_bytes)]
+    pub max_request_bytes: usize,
+    /// Seconds a client may take to send a request head, and again its body (then 408); also
+    /// the longest idle wait for the next request on a kept-alive connection.
+    #[arg(long, value_name = "SECS", default_value_t = ApiSettings::default().request_body_secs)]
+    pub request_body_secs: u64,
+}
+
+impl Default for ApiSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8710)),
+            token_file: None,
+            log_format: LogFormat::Pretty,
+            max_lease: 10_000,
+            max_request_bytes: 4 << 20,
+            request_body_secs: 30,
+        }
+    }
+}
+
+impl ApiSettings {
+    /// The API token: `SITEMAPD_TOKEN`, else the token file's first line.
+    pub fn token(&self) -> Result<Option<String>> {
+        if let Ok(t) = std::env::var("SITEMAPD_TOKEN") {
+            if !t.trim().is_empty() {
+                return Ok(Some(t.trim().to_string()));
+            }
+        }
+        let Some(path) = &self.token_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the token file {}", path.display()))?;
+        let token = text.lines().next().unwrap_or("").trim().to_string();
+        if token.is_empty() {
+            bail!("the token file {} is empty", path.display());
+        }
+        Ok(Some(token))
+    }
+
+    fn validate(&self) -> Result<()> {
+        check("api.max_lease", self.max_lease >= 1, "at least 1")?;
+        check(
+            "api.max_request_bytes",
+            self.max_request_bytes >= 1024,
+            "at least 1024",
+        )?;
+        check(
+            "api.request_body_secs",
+            (1..=3_600).contains(&self.request_body_secs),
+            "between 1 and 3600",
+        )
+    }
+}
+
+/// The simulator's settings: the run matrix (policies × seeds), the run's
+/// length, and the `[world]`, `[sitemap]` and `[crawl]` tables of
+/// [`sitemapd_sim::SimConfig`].
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimulateSettings {
+    /// Policies to compare, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = BuiltinPolicy::ALL.to_vec())]
+    pub policies: Vec<BuiltinPolicy>,
+    /// Seeds per policy (1 to 1000).
+    #[arg(long, default_value_t = SimulateSettings::default().seeds)]
+    pub seeds: u64,
+    /// The first seed (the others follow it).
+    #[arg(long, default_value_t = SimulateSettings::default().first_seed)]
+    pub first_seed: u64,
+    /// Runs at once [default: the number of cores].
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Simulated days.
+    #[arg(long, default_value_t = SimConfig::default().days)]
+    pub days: f64,
+    /// Days left out of the summary's time averages [default: a quarter of the run].
+    #[arg(long)]
+    pub warmup_days: Option<f64>,
+    /// Hours per row of metrics.csv.
+    #[arg(long, default_value_t = SimConfig::default().sample_hours)]
+    pub sample_hours: f64,
+    // The simulated web, what the hosts' sitemaps say, the crawler.
+    #[command(flatten, next_help_heading = "World")]
+    pub world: WorldConfig,
+    #[command(flatten, next_help_heading = "Sitemap")]
+    pub sitemap: SitemapConfig,
+    #[command(flatten, next_help_heading = "Crawl")]
+    pub crawl: CrawlConfig,
+}
+
+impl Default for SimulateSettings {
+    fn default() -> Self {
+        let d = SimConfig::default();
+        Self {
+            policies: BuiltinPolicy::ALL.to_vec(),
+            seeds: 3,
+            first_seed: 1,
+            jobs: None,
+            days: d.days,
+            warmup_days: d.warmup_days,
+            sample_hours: d.sample_hours,
+            world: d.world,
+            sitemap: d.sitemap,
+            crawl: d.crawl,
+        }
+    }
+}
+
+impl SimulateSettings {
+    /// The simulation these settings describe.
+    pub fn sim(&self) -> SimConfig {
+        SimConfig {
+            days: self.days,
+            warmup_days: self.warmup_days,
+            sample_hours: self.sample_hours,
+            world: self.world.clone(),
+            sitemap: self.sitemap.clone(),
+            crawl: self.crawl.clone(),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.sim().validate().context("simulation settings")?;
+        if self.policies.is_empty() {
+            bail!("no policy to simulate");
+        }
+        let mut unique = self.policies.clone();
+        unique.sort_by_key(|p| p.name());
+        unique.dedup();
+        if unique.len() != self.policies.len() {
+            bail!("a policy is named twice");
+        }
+        if self.seeds == 0 || self.seeds > 1_000 {
+            bail!("--seeds {}: expected 1 to 1000", self.seeds);
+        }
+        Ok(())
+    }
+}
+
+/// One `--resolve` entry, `HOST=IP`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolve(pub String, pub IpAddr);
+
+impl FromStr for Resolve {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (host, ip) = s.split_once('=').ok_or("expected HOST=IP")?;
+        let valid = !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
+        if !valid {
+            return Err(format!(
+                "{host:?} is not a host name (no port, no brackets)"
+            ));
+        }
+        let literal = ip.trim_start_matches('[').trim_end_matches(']');
+        let ip = literal.parse().map_err(|e| format!("{ip:?}: {e}"))?;
+        Ok(Resolve(host.to_ascii_lowercase(), ip))
+    }
+}
+
+impl fmt::Display for Resolve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.0, self.1)
+    }
+}
+
+impl Serialize for Resolve {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Resolve {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Seconds between 0 and a day.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err("expected seconds between 0 and 86400".into()),
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match parse_seconds(s)? {
+        0.0 => Err("the timeout must be more than 0 seconds".into()),
+        v => Ok(v),
+    }
+}
+
+fn check(key: &str, ok: bool, expected: &str) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        bail!("{key}: expected {expected}")
+    }
+}
+
+// The settings of each command: the groups it takes, validated together.
+
+/// A command's settings: groups of [`Args`] that are also TOML tables.
+pub trait Settings:
+    Args + Serialize + serde::de::DeserializeOwned + Default + Clone + fmt::Debug
+{
+    /// Range checks the types do not make (the first key out of range is the error).
+    fn validate(&self) -> Result<()>;
+}
+
+/// `parse`: how the document is fetched and parsed.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParseCommandSettings {
+    #[command(flatten, next_help_heading = "Parse")]
+    pub parse: ParseSettings,
+    #[command(flatten, next_help_heading = "Fetch")]
+    pub fetch: FetchSettings,
+}
+
+impl Settings for ParseCommandSettings {
+    fn validate(&self) -> Result<()> {
+        self.fetch.validate()
+    }
+}
+
+/// `robots`: how the robots.txt is fetched.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RobotsCommandSettings {
+    #[command(flatten, next_help_heading = "Fetch")]
+    pub fetch: FetchSettings,
+}
+
+impl Settings for RobotsCommandSettings {
+    fn validate(&self) -> Result<()> {
+        self.fetch.validate()
+    }
+}
+
+/// `discover`: how sites are walked, documents fetched and parsed.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SiteSettings {
+    #[command(flatten, next_help_heading = "Walk")]
+    pub walk: WalkSettings,
+    #[command(flatten, next_help_heading = "Parse")]
+    pub parse: ParseSettings,
+    #[command(flatten, next_help_heading = "Fetch")]
+    pub fetch: FetchSettings,
+}
+
+impl Settings for SiteSettings {
+    fn validate(&self) -> Result<()> {
+        self.validate_site()
+    }
+}
+
+/// `ingest`: the store, its scheduler, and the walk.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestSettings {
+    #[command(flatten, next_help_heading = "Store")]
+    pub store: StoreArgs,
+    #[command(flatten, next_help_heading = "Scheduler")]
+    pub scheduler: SchedulerSettings,
+    #[command(flatten, next_help_heading = "Walk")]
+    pub walk: WalkSettings,
+    #[command(flatten, next_help_heading = "Parse")]
+    pub parse: ParseSettings,
+    #[command(flatten, next_help_heading = "Fetch")]
+    pub fetch: FetchSettings,
+}
+
+impl Settings for IngestSettings {
+    fn validate(&self) -> Result<()> {
+        self.scheduler.validate()?;
+        self.validate_site()
+    }
+}
+
+/// `queue`: the store and its scheduler.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueSettings {
+    #[command(flatten, next_help_heading = "Store")]
+    pub store: StoreArgs,
+    #[command(flatten, next_help_heading = "Scheduler")]
+    pub scheduler: SchedulerSettings,
+}
+
+impl Settings for QueueSettings {
+    fn validate(&self) -> Result<()> {
+        self.scheduler.validate()
+    }
+}
+
+/// `daemon`: everything but the simulator.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonSettings {
+    #[command(flatten, next_help_heading = "Store")]
+    pub store: StoreArgs,
+    /// Sites to follow: "example.com", "https://example.com/", or a sitemap URL. The API
+    /// (POST /v1/sites) adds more; the store remembers them all. SITE arguments add to them.
+    #[arg(skip)]
+    pub sites: Vec<String>,
+    #[command(flatten, next_help_heading = "API")]
+    pub api: ApiSettings,
+    #[command(flatten, next_help_heading = "Scheduler")]
+    pub scheduler: SchedulerSettings,
+    #[command(flatten, next_help_heading = "Refresh")]
+    pub refresh: RefreshSettings,
+    #[command(flatten, next_help_heading = "Walk")]
+    pub walk: WalkSettings,
+    #[command(flatten, next_help_heading = "Parse")]
+    pub parse: ParseSettings,
+    #[command(flatten, next_help_heading = "Fetch")]
+    pub fetch: FetchSettings,
+}
+
+impl Settings for DaemonSettings {
+    fn validate(&self) -> Result<()> {
+        self.validate_site()?;
+        self.refresh.validate()?;
+        self.scheduler.validate()?;
+        self.api.validate()?;
+        for site in &self.sites {
+            crate::daemon::site_key(site).with_context(|| format!("sites: {site:?}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Settings for SimulateSettings {
+    fn validate(&self) -> Result<()> {
+        SimulateSettings::validate(self)
+    }
+}
