@@ -394,8 +394,21 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
     for url in &leased {
         let rec = d.get(&format!("/v1/urls?url={url}"));
         let record = &rec["record"];
-        assert_eq!(record["reason"], "lease-expired", "{rec}");
         assert_eq!(record["due"], record["leased_until"], "{rec}");
+        // "leased" while the lease holds, "lease-expired" once it ran out.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let until = record["leased_until"].as_i64().unwrap();
+        let expected = if until > now {
+            "leased"
+        } else {
+            "lease-expired"
+        };
+        if (until - now).abs() > 1 {
+            assert_eq!(record["reason"], expected, "{rec}");
+        }
     }
     let (status, _, log) = d.terminate();
     assert!(status.success(), "{log}");

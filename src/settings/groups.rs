@@ -309,22 +309,28 @@ pub struct SchedulerSettings {
     /// crawler's politeness, not the sitemap fetcher's (min_delay).
     #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().lease_delay)]
     pub lease_delay: f64,
+    /// Crawl on change (policy lastmod): a URL of a host whose lastmods announce every
+    /// change is refetched after this long at the latest when its lastmod has not moved.
+    #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().safety_interval)]
+    pub safety_interval: f64,
+    /// Crawl on change: the share of fetches that re-validate such hosts' unmoved lastmods
+    /// (0 to 1).
+    #[arg(long, default_value_t = SchedulerSettings::default().validation_share)]
+    pub validation_share: f64,
 }
-
-/// Default lease time to live, seconds (the daemon's; a request may give its own).
-pub const DEFAULT_LEASE_TTL: i64 = 300;
-/// Default most URLs of one host per lease.
-pub const DEFAULT_PER_HOST: usize = 10;
 
 impl Default for SchedulerSettings {
     fn default() -> Self {
         let d = sitemapd_scheduler::StoreOptions::default();
+        let lease = sitemapd_scheduler::LeaseRequest::new(1);
         Self {
             policy: None,
             retire_after: d.retire_after,
-            lease_ttl: DEFAULT_LEASE_TTL,
-            per_host: DEFAULT_PER_HOST,
+            lease_ttl: i64::try_from(lease.ttl.as_secs()).unwrap_or(i64::MAX),
+            per_host: lease.per_host,
             lease_delay: d.min_delay,
+            safety_interval: d.params.safety_interval,
+            validation_share: d.params.validation_share,
         }
     }
 }
@@ -336,6 +342,11 @@ impl SchedulerSettings {
             policy: self.policy.map(|p| p.name().to_string()),
             retire_after: self.retire_after,
             min_delay: self.lease_delay,
+            params: sitemapd_scheduler::policy::Params {
+                safety_interval: self.safety_interval,
+                validation_share: self.validation_share,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -348,6 +359,16 @@ impl SchedulerSettings {
         )?;
         check("scheduler.lease_ttl", self.lease_ttl >= 1, "at least 1")?;
         check("scheduler.per_host", self.per_host >= 1, "at least 1")?;
+        check(
+            "scheduler.safety_interval",
+            self.safety_interval.is_finite() && self.safety_interval >= 3600.0,
+            "at least 3600 seconds",
+        )?;
+        check(
+            "scheduler.validation_share",
+            (0.0..=1.0).contains(&self.validation_share),
+            "between 0 and 1",
+        )?;
         check(
             "scheduler.lease_delay",
             parse_seconds(&self.lease_delay.to_string()).is_ok(),
