@@ -167,6 +167,157 @@ pub struct SitemapConfig {
     /// affordable).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = SitemapConfig::default().min_refresh_hours))]
     pub min_refresh_hours: f64,
+    /// Share of hosts whose sitemaps are noisy instead: lastmod reflects 70 % of the
+    /// changes, 6 hours late.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
+    pub noisy_hosts: f64,
+    /// Share of hosts whose sitemaps lie instead: every lastmod is the generation time.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
+    pub liar_hosts: f64,
+    /// Share of hosts whose sitemaps are silent instead: no lastmod at all.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
+    pub silent_hosts: f64,
+    /// From this day of the run on, every host lies (generation-time lastmods): the
+    /// turncoat's switch.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub liar_from_day: Option<f64>,
+}
+
+/// What one host's sitemaps do with lastmod: [`SitemapConfig`]'s fields, or
+/// a kind of its host mix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct HostSitemaps {
+    /// lastmod precision.
+    pub precision: LastmodPrecision,
+    /// Share of changes its lastmod reflects.
+    pub recall: f64,
+    /// Seconds before a change shows.
+    pub delay_secs: i64,
+    /// It lies (generation-time lastmods) from this many seconds into the
+    /// run on (`Some(0)`: always).
+    pub liar_from_secs: Option<i64>,
+}
+
+impl SitemapConfig {
+    /// What host `host` of `hosts` publishes. The mix's kinds go to hosts
+    /// in an order shuffled by `seed` (not by size): noisy first, then
+    /// liars, then silent, the rest as the fields say.
+    pub(crate) fn host(&self, host: u32, hosts: u32, seed: u64) -> HostSitemaps {
+        let mut kind = HostSitemaps {
+            precision: self.lastmod,
+            recall: self.recall,
+            delay_secs: (self.delay_hours * 3600.0).round() as i64,
+            liar_from_secs: self.liar.then_some(0),
+        };
+        // The host's place in a seeded shuffle of all hosts.
+        let rank = (0..hosts)
+            .filter(|&h| {
+                let (a, b) = (mix(seed, u64::from(h)), mix(seed, u64::from(host)));
+                (a, h) < (b, host)
+            })
+            .count() as f64;
+        let share = rank / f64::from(hosts.max(1));
+        let noisy = self.noisy_hosts;
+        let liar = noisy + self.liar_hosts;
+        let silent = liar + self.silent_hosts;
+        if share < noisy {
+            kind.recall = NOISY_RECALL;
+            kind.delay_secs = NOISY_DELAY_SECS;
+        } else if share < liar {
+            kind.liar_from_secs = Some(0);
+        } else if share < silent {
+            kind.precision = LastmodPrecision::None;
+        }
+        if let Some(day) = self.liar_from_day {
+            let from = (day * DAY).round() as i64;
+            kind.liar_from_secs = Some(kind.liar_from_secs.map_or(from, |t| t.min(from)));
+        }
+        kind
+    }
+}
+
+/// A noisy host's lastmod reflects this share of the changes…
+pub(crate) const NOISY_RECALL: f64 = 0.7;
+/// …this late.
+pub(crate) const NOISY_DELAY_SECS: i64 = 6 * 3600;
+
+fn mix(seed: u64, stream: u64) -> u64 {
+    crate::world::mix(seed ^ 0x5ca1_ab1e, stream)
+}
+
+/// A named world of sitemaps (`sitemapd simulate --scenario NAME`): what
+/// lastmod says, host by host. Budget, size and seeds stay settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Every lastmod true, to the second.
+    Truthful,
+    /// Every lastmod true, to the day.
+    DayPrecision,
+    /// lastmod reflects 70 % of the changes, 6 hours late.
+    Noisy,
+    /// Every lastmod is the sitemap's generation time.
+    Liar,
+    /// No lastmod at all.
+    Silent,
+    /// Hosts split: 50 % truthful, 20 % noisy, 15 % liars, 15 % silent.
+    Mixed,
+    /// Truthful for the first third of the run, liars after.
+    Turncoat,
+}
+
+impl Scenario {
+    /// Every scenario, in documentation order.
+    pub const ALL: [Scenario; 7] = [
+        Scenario::Truthful,
+        Scenario::DayPrecision,
+        Scenario::Noisy,
+        Scenario::Liar,
+        Scenario::Silent,
+        Scenario::Mixed,
+        Scenario::Turncoat,
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Truthful => "truthful",
+            Scenario::DayPrecision => "day-precision",
+            Scenario::Noisy => "noisy",
+            Scenario::Liar => "liar",
+            Scenario::Silent => "silent",
+            Scenario::Mixed => "mixed",
+            Scenario::Turncoat => "turncoat",
+        }
+    }
+
+    /// Sets what the sitemaps say in `cfg` (lastmod, recall, delay, liar,
+    /// the host mix); nothing else.
+    pub fn apply(self, cfg: &mut SimConfig) {
+        let s = &mut cfg.sitemap;
+        s.lastmod = LastmodPrecision::Second;
+        s.recall = 1.0;
+        s.delay_hours = 0.0;
+        s.liar = false;
+        s.noisy_hosts = 0.0;
+        s.liar_hosts = 0.0;
+        s.silent_hosts = 0.0;
+        s.liar_from_day = None;
+        match self {
+            Scenario::Truthful => {}
+            Scenario::DayPrecision => s.lastmod = LastmodPrecision::Day,
+            Scenario::Noisy => s.noisy_hosts = 1.0,
+            Scenario::Liar => s.liar = true,
+            Scenario::Silent => s.lastmod = LastmodPrecision::None,
+            Scenario::Mixed => {
+                s.noisy_hosts = 0.2;
+                s.liar_hosts = 0.15;
+                s.silent_hosts = 0.15;
+            }
+            Scenario::Turncoat => s.liar_from_day = Some(cfg.days / 3.0),
+        }
+    }
 }
 
 impl Default for SitemapConfig {
@@ -179,6 +330,10 @@ impl Default for SitemapConfig {
             hints: true,
             urls_per_sitemap: 50,
             min_refresh_hours: 1.0,
+            noisy_hosts: 0.0,
+            liar_hosts: 0.0,
+            silent_hosts: 0.0,
+            liar_from_day: None,
         }
     }
 }
@@ -211,6 +366,10 @@ pub struct CrawlConfig {
     /// Hours between two calibrations of the rate policies.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().calibrate_hours))]
     pub calibrate_hours: f64,
+    /// Hours of budget a crawler may carry over when a lease gives fewer URLs than it
+    /// could take (nothing due, or hosts at their politeness limit).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().carry_hours))]
+    pub carry_hours: f64,
 }
 
 impl Default for CrawlConfig {
@@ -223,6 +382,7 @@ impl Default for CrawlConfig {
             fixed_interval_days: 1.0,
             fallback: BuiltinPolicy::Adaptive,
             calibrate_hours: 24.0,
+            carry_hours: 6.0,
         }
     }
 }
@@ -348,6 +508,25 @@ impl SimConfig {
             "at least 0",
         )?;
         check(s.urls_per_sitemap >= 1, "urls_per_sitemap", "at least 1")?;
+        for (share, field) in [
+            (s.noisy_hosts, "noisy_hosts"),
+            (s.liar_hosts, "liar_hosts"),
+            (s.silent_hosts, "silent_hosts"),
+        ] {
+            check(
+                non_negative(share) && share <= 1.0,
+                field,
+                "a share between 0 and 1",
+            )?;
+        }
+        check(
+            s.noisy_hosts + s.liar_hosts + s.silent_hosts <= 1.0 + 1e-9,
+            "silent_hosts",
+            "noisy_hosts + liar_hosts + silent_hosts at most 1",
+        )?;
+        if let Some(day) = s.liar_from_day {
+            check(non_negative(day), "liar_from_day", "at least 0")?;
+        }
         check(
             positive(s.min_refresh_hours) && s.min_refresh_hours <= 24.0 * 7.0,
             "min_refresh_hours",
@@ -379,6 +558,11 @@ impl SimConfig {
             positive(c.calibrate_hours) && c.calibrate_hours <= MAX_DAYS * 24.0,
             "calibrate_hours",
             "above 0",
+        )?;
+        check(
+            non_negative(c.carry_hours) && c.carry_hours <= 24.0 * 30.0,
+            "carry_hours",
+            "between 0 and 720",
         )?;
         Ok(())
     }

@@ -50,14 +50,17 @@
 mod change;
 pub mod config;
 pub mod metrics;
+mod oracle;
 mod publisher;
 mod run;
 mod world;
 
 pub use config::{
-    ConfigError, CrawlConfig, LastmodPrecision, Process, SimConfig, SitemapConfig, WorldConfig,
+    ConfigError, CrawlConfig, LastmodPrecision, Process, Scenario, SimConfig, SitemapConfig,
+    WorldConfig,
 };
 pub use metrics::{EstimatorStats, SeriesRow, Summary};
+pub use oracle::ORACLE;
 pub use run::{run, run_in_memory};
 pub use world::EPOCH;
 

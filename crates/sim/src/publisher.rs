@@ -10,6 +10,8 @@
 //!   no lastmod at all.
 //! - Liar mode: every entry's lastmod is the file's generation time (the
 //!   read), whatever the pages did.
+//! - Each host does this its own way ([`SitemapConfig`]'s host mix: noisy,
+//!   liar or silent hosts among the others; a turncoat lies from a day on).
 //! - Each file has a version that moves whenever what it says changes; it
 //!   is the file's ETag, so a crawler that sends the last one gets a 304
 //!   (conditional GET) while the file is unchanged.
@@ -19,8 +21,8 @@ use std::collections::VecDeque;
 use sitemapd_parser::UrlEntry;
 use sitemapd_parser::date::{Lastmod, Precision};
 
-use super::config::{LastmodPrecision, SitemapConfig};
-use super::world::World;
+use super::config::{HostSitemaps, LastmodPrecision, SitemapConfig};
+use super::world::{EPOCH, World};
 
 /// What will show in a file once its delay has passed.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +35,8 @@ enum Pending {
 
 #[derive(Debug, Clone, Default)]
 struct FileState {
+    /// Its host.
+    host: u32,
     /// The ETag's number.
     version: u64,
     /// Pages listed so far (a prefix of the file's pages).
@@ -46,42 +50,61 @@ struct FileState {
 /// Every host's sitemap files.
 #[derive(Debug, Clone)]
 pub(crate) struct Publisher {
-    precision: LastmodPrecision,
-    liar: bool,
-    delay: i64,
+    /// What each host's sitemaps do with lastmod.
+    hosts: Vec<HostSitemaps>,
     files: Vec<FileState>,
     /// The lastmod each page's entry shows, start of its period.
     shown: Vec<Option<i64>>,
 }
 
 impl Publisher {
-    /// The files of `world` before anything is listed.
-    pub(crate) fn new(world: &World, cfg: &SitemapConfig) -> Self {
+    /// The files of `world` (of `seed`) before anything is listed.
+    pub(crate) fn new(world: &World, cfg: &SitemapConfig, seed: u64) -> Self {
         Publisher {
-            precision: cfg.lastmod,
-            liar: cfg.liar,
-            delay: (cfg.delay_hours * 3600.0).round() as i64,
-            files: vec![FileState::default(); world.sitemaps.len()],
+            hosts: (0..world.hosts)
+                .map(|h| cfg.host(h, world.hosts, seed))
+                .collect(),
+            files: world
+                .sitemaps
+                .iter()
+                .map(|f| FileState {
+                    host: f.host,
+                    ..FileState::default()
+                })
+                .collect(),
             shown: vec![None; world.pages.len()],
         }
     }
 
-    fn quantise(&self, t: i64) -> i64 {
-        match self.precision {
-            LastmodPrecision::Day => t.div_euclid(86_400) * 86_400,
-            _ => t,
-        }
+    /// What the host of `file` does.
+    fn host_of(&self, file: u32) -> HostSitemaps {
+        let host = self.files.get(file as usize).map_or(0, |f| f.host);
+        self.hosts
+            .get(host as usize)
+            .copied()
+            .unwrap_or(HostSitemaps {
+                precision: LastmodPrecision::None,
+                recall: 0.0,
+                delay_secs: 0,
+                liar_from_secs: None,
+            })
+    }
+
+    /// What host `host`'s sitemaps do.
+    pub(crate) fn host(&self, host: u32) -> Option<HostSitemaps> {
+        self.hosts.get(host as usize).copied()
     }
 
     /// A page there from the start: listed at once, its lastmod the last
     /// reflected change before the start (`None`: none reflected).
     pub(crate) fn list_initial(&mut self, file: u32, page: u32, lastmod: Option<i64>) {
+        let h = self.host_of(file);
         if let Some(f) = self.files.get_mut(file as usize) {
             f.listed += 1;
         }
-        let shown = match self.precision {
+        let shown = match h.precision {
             LastmodPrecision::None => None,
-            _ => lastmod.map(|t| self.quantise(t)),
+            p => lastmod.map(|t| quantise(p, t)),
         };
         if let Some(slot) = self.shown.get_mut(page as usize) {
             *slot = shown;
@@ -90,7 +113,7 @@ impl Publisher {
 
     /// A page appeared at `t`.
     pub(crate) fn born(&mut self, file: u32, page: u32, t: i64) {
-        let at = t.saturating_add(self.delay);
+        let at = t.saturating_add(self.host_of(file).delay_secs);
         if let Some(f) = self.files.get_mut(file as usize) {
             f.pending.push_back((at, page, Pending::Listed));
             // Its birth is its lastmod.
@@ -100,10 +123,11 @@ impl Publisher {
 
     /// A page changed at `t`, and its lastmod reflects it.
     pub(crate) fn changed(&mut self, file: u32, page: u32, t: i64) {
-        if self.precision == LastmodPrecision::None {
+        let h = self.host_of(file);
+        if h.precision == LastmodPrecision::None {
             return;
         }
-        let at = t.saturating_add(self.delay);
+        let at = t.saturating_add(h.delay_secs);
         if let Some(f) = self.files.get_mut(file as usize) {
             f.pending.push_back((at, page, Pending::Changed(t)));
         }
@@ -112,8 +136,9 @@ impl Publisher {
     /// Generates file `file` at `now` (what changed since the last read
     /// shows, if its delay has passed): its ETag.
     pub(crate) fn generate(&mut self, file: u32, now: i64) -> String {
-        let precision = self.precision;
-        let liar_stamp = self.quantise(now);
+        let h = self.host_of(file);
+        let precision = h.precision;
+        let liar_stamp = quantise(precision, now);
         let Some(state) = self.files.get_mut(file as usize) else {
             return String::new();
         };
@@ -128,10 +153,7 @@ impl Publisher {
                     moved = true;
                 }
                 Pending::Changed(t) if precision != LastmodPrecision::None => {
-                    let q = match precision {
-                        LastmodPrecision::Day => t.div_euclid(86_400) * 86_400,
-                        _ => t,
-                    };
+                    let q = quantise(precision, t);
                     if let Some(slot) = self.shown.get_mut(page as usize) {
                         if slot.is_none_or(|old| q > old) {
                             *slot = Some(q);
@@ -142,7 +164,7 @@ impl Publisher {
                 Pending::Changed(_) => {}
             }
         }
-        if self.liar && precision != LastmodPrecision::None {
+        if h.lies_at(now) && precision != LastmodPrecision::None {
             moved |= state.liar_stamp != Some(liar_stamp);
             state.liar_stamp = Some(liar_stamp);
         }
@@ -161,12 +183,14 @@ impl Publisher {
         now: i64,
         mut emit: impl FnMut(&UrlEntry) -> Result<(), E>,
     ) -> Result<(), E> {
-        let precision = match self.precision {
+        let h = self.host_of(file);
+        let precision = match h.precision {
             LastmodPrecision::Day => Some(Precision::Day),
             LastmodPrecision::Second => Some(Precision::Second),
             LastmodPrecision::None => None,
         };
-        let liar_stamp = self.quantise(now);
+        let liar_stamp = quantise(h.precision, now);
+        let lies = h.lies_at(now);
         let listed = self.files.get(file as usize).map_or(0, |f| f.listed);
         let Some(pages) = world.sitemaps.get(file as usize).map(|f| {
             let n = listed.min(f.pages.len());
@@ -175,7 +199,7 @@ impl Publisher {
             return Ok(());
         };
         for page in pages {
-            let shown = if self.liar {
+            let shown = if lies {
                 Some(liar_stamp)
             } else {
                 self.shown.get(page as usize).copied().flatten()
@@ -194,6 +218,22 @@ impl Publisher {
             emit(&p.entry)?;
         }
         Ok(())
+    }
+}
+
+/// `t` as a lastmod of `precision` writes it (the start of its day).
+fn quantise(precision: LastmodPrecision, t: i64) -> i64 {
+    match precision {
+        LastmodPrecision::Day => t.div_euclid(86_400) * 86_400,
+        _ => t,
+    }
+}
+
+impl HostSitemaps {
+    /// Whether its lastmods are the generation time at `now`.
+    fn lies_at(&self, now: i64) -> bool {
+        self.liar_from_secs
+            .is_some_and(|from| now >= EPOCH.saturating_add(from))
     }
 }
 
@@ -232,7 +272,7 @@ mod tests {
         let (mut cfg, mut w) = world();
         cfg.sitemap.lastmod = LastmodPrecision::Day;
         cfg.sitemap.delay_hours = 1.0;
-        let mut p = Publisher::new(&w, &cfg.sitemap);
+        let mut p = Publisher::new(&w, &cfg.sitemap, 1);
         for i in 0..4 {
             p.list_initial(0, i, Some(EPOCH - 3 * 86_400 + 5));
         }
@@ -261,7 +301,7 @@ mod tests {
     fn liar_and_none() {
         let (mut cfg, mut w) = world();
         cfg.sitemap.liar = true;
-        let mut p = Publisher::new(&w, &cfg.sitemap);
+        let mut p = Publisher::new(&w, &cfg.sitemap, 1);
         for i in 0..4 {
             p.list_initial(0, i, Some(EPOCH - 99));
         }
@@ -273,7 +313,7 @@ mod tests {
 
         cfg.sitemap.liar = false;
         cfg.sitemap.lastmod = LastmodPrecision::None;
-        let mut p = Publisher::new(&w, &cfg.sitemap);
+        let mut p = Publisher::new(&w, &cfg.sitemap, 1);
         for i in 0..4 {
             p.list_initial(0, i, Some(EPOCH - 99));
         }

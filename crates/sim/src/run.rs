@@ -28,9 +28,11 @@ use sitemapd_scheduler::{LeaseRequest, Timestamp};
 use super::change::Changes;
 use super::config::{DAY, SimConfig};
 use super::metrics::{Found, Summary, Tracker, estimator_stats};
+use super::oracle::{ORACLE, Oracle};
 use super::publisher::Publisher;
 use super::world::{EPOCH, World, host_name, page_id};
 use super::{RunReport, SimError};
+use sitemapd_scheduler::StoreError;
 
 /// The store's options for this run and policy.
 fn store_options(cfg: &SimConfig, policy: &str) -> StoreOptions {
@@ -76,6 +78,8 @@ struct Sim<'a> {
     reads: u64,
     not_modified: u64,
     ingested: u64,
+    /// The oracle, when it is the policy (it chooses instead of the queue).
+    oracle: Option<Oracle>,
 }
 
 /// Runs `policy` on the world of `seed` with a fresh store on disk in `dir`
@@ -117,8 +121,10 @@ pub fn run_in_memory(
 /// The settings are valid and the policy exists.
 fn check(cfg: &SimConfig, policy: &str) -> Result<(), SimError> {
     cfg.validate()?;
-    sitemapd_scheduler::policy::policy(policy, store_options(cfg, policy).params)
-        .map_err(sitemapd_scheduler::store::StoreError::from)?;
+    if policy != ORACLE {
+        sitemapd_scheduler::policy::policy(policy, store_options(cfg, policy).params)
+            .map_err(sitemapd_scheduler::store::StoreError::from)?;
+    }
     Ok(())
 }
 
@@ -131,10 +137,16 @@ fn run_on(
 ) -> Result<RunReport, SimError> {
     let started = Instant::now();
     let world = World::generate(cfg, seed)?;
-    let store = open(store_options(cfg, policy))?;
+    // The oracle chooses its own fetches; the store behind it still reads
+    // the sitemaps and records the fetches, scheduling with the default.
+    let store_policy = if policy == ORACLE { "adaptive" } else { policy };
+    let store = open(store_options(cfg, store_policy))?;
     let span = tracing::info_span!("simulate", policy, seed);
     let _enter = span.enter();
+    let spacing = cfg.crawl.host_budget.map_or(0, |b| (DAY / b).ceil() as i64);
+    let oracle = (policy == ORACLE).then(|| Oracle::new(&world, spacing));
     let mut sim = Sim::new(cfg, store, world, seed);
+    sim.oracle = oracle;
     let mut summary = sim.run(progress)?;
     summary.wall_seconds = started.elapsed().as_secs_f64();
     tracing::info!(
@@ -164,7 +176,7 @@ impl<'a> Sim<'a> {
             world.hosts as usize,
             cfg.crawl.host_budget,
         );
-        let publisher = Publisher::new(&world, &cfg.sitemap);
+        let publisher = Publisher::new(&world, &cfg.sitemap, seed);
         let changes = (0..world.pages.len() as u32)
             .map(|i| Changes::new(seed, i))
             .collect();
@@ -194,18 +206,22 @@ impl<'a> Sim<'a> {
             reads: 0,
             not_modified: 0,
             ingested: 0,
+            oracle: None,
         }
     }
 
     fn run(&mut self, progress: &mut dyn FnMut(f64)) -> Result<Summary, SimError> {
         let cfg = self.cfg;
-        let recall = cfg.sitemap.recall;
         // The pages there from the start, with their past.
         let initial: Vec<u32> = self.world.initial().collect();
         for &i in &initial {
             let page = &self.world.pages[i as usize];
             let (lambda, file) = (page.lambda, page.sitemap);
+            let recall = self.recall(page.host);
             self.tracker.born(i, EPOCH);
+            if let Some(o) = &mut self.oracle {
+                o.stale(i, EPOCH);
+            }
             let changes = &mut self.changes[i as usize];
             let history = changes.history(lambda, recall);
             let lastmod = history.map(|ago| EPOCH - ago.round() as i64);
@@ -222,7 +238,11 @@ impl<'a> Sim<'a> {
         let mut next_calibration = EPOCH + calibrate_secs;
         let tick = i64::from(cfg.crawl.tick_secs);
         let per_tick = cfg.crawl.budget * tick as f64 / DAY;
-        let cap = per_tick.max(1.0);
+        // Tokens a lease could not use carry over, up to `carry_hours` of
+        // budget: the crawler spends its budget whenever enough is due.
+        let cap = (cfg.crawl.budget * cfg.crawl.carry_hours / 24.0)
+            .max(per_tick)
+            .max(1.0);
         let mut tokens = 0.0f64;
         let mut t = EPOCH;
         let mut next_report = EPOCH + 86_400;
@@ -235,19 +255,27 @@ impl<'a> Sim<'a> {
             tokens = (tokens + per_tick).min(cap);
             let n = tokens.floor() as usize;
             if n > 0 {
-                let request = LeaseRequest::new(n)
-                    .per_host(n)
-                    .ttl(Duration::from_secs(tick.unsigned_abs()));
-                let mut leased = self.store.lease(&request, Timestamp::from_unix(t))?;
-                tokens -= leased.len() as f64;
-                leased.sort_by_key(|l| l.not_before);
-                for l in leased {
-                    let at = l.not_before.unix().max(t);
+                let mut fetches = match &mut self.oracle {
+                    Some(oracle) => oracle.choose(&self.world, n, t, tick),
+                    None => {
+                        let request = LeaseRequest::new(n)
+                            .per_host(n)
+                            .ttl(Duration::from_secs(tick.unsigned_abs()));
+                        self.store
+                            .lease(&request, Timestamp::from_unix(t))?
+                            .into_iter()
+                            .map(|l| (l.not_before.unix().max(t), l.url))
+                            .collect()
+                    }
+                };
+                tokens -= fetches.len() as f64;
+                fetches.sort();
+                for (at, url) in fetches {
                     if at >= self.end {
                         break;
                     }
                     self.advance(at)?;
-                    self.fetch(&l.url, at)?;
+                    self.fetch(&url, at)?;
                 }
             }
             t = (t + tick).min(self.end);
@@ -310,6 +338,9 @@ impl<'a> Sim<'a> {
         let p = &self.world.pages[page as usize];
         let (lambda, file) = (p.lambda, p.sitemap);
         self.tracker.born(page, at);
+        if let Some(o) = &mut self.oracle {
+            o.stale(page, at);
+        }
         self.publisher.born(file, page, at);
         let first = self.changes[page as usize].first(at, lambda, &self.cfg.world);
         self.change_queue.push(Reverse((first, page)));
@@ -322,9 +353,13 @@ impl<'a> Sim<'a> {
         };
         let p = &self.world.pages[page as usize];
         let (lambda, file) = (p.lambda, p.sitemap);
+        let recall = self.recall(p.host);
         self.tracker.changed(page, at);
+        if let Some(o) = &mut self.oracle {
+            o.stale(page, at);
+        }
         let stream = &mut self.changes[page as usize];
-        if stream.reflected(self.cfg.sitemap.recall) {
+        if stream.reflected(recall) {
             self.publisher.changed(file, page, at);
         }
         let next = stream.next(at, lambda, &self.cfg.world);
@@ -392,9 +427,21 @@ impl<'a> Sim<'a> {
             Found::First | Found::Changed => Outcome::Changed,
             Found::Unchanged => Outcome::NotModified,
         };
-        self.store
-            .complete(url, &Completion::from(outcome), Timestamp::from_unix(at))?;
+        let done = self
+            .store
+            .complete(url, &Completion::from(outcome), Timestamp::from_unix(at));
+        match (&mut self.oracle, done) {
+            // The oracle knows pages before any sitemap lists them.
+            (Some(oracle), Err(StoreError::UnknownUrl(_))) => oracle.fetched(page),
+            (Some(oracle), Ok(())) => oracle.fetched(page),
+            (_, result) => result?,
+        }
         Ok(())
+    }
+
+    /// Share of changes host `host`'s lastmod reflects.
+    fn recall(&self, host: u32) -> f64 {
+        self.publisher.host(host).map_or(0.0, |h| h.recall)
     }
 
     fn finish(&mut self) -> Result<Summary, SimError> {

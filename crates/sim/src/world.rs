@@ -50,6 +50,8 @@ pub(crate) struct Page {
 pub(crate) struct SitemapFile {
     /// Its URL.
     pub url: String,
+    /// Its host's index.
+    pub host: u32,
     /// Its pages, in the order they are listed (births in order).
     pub pages: Vec<u32>,
 }
@@ -169,6 +171,7 @@ impl World {
                 if i % per_file == 0 {
                     sitemaps.push(SitemapFile {
                         url: format!("https://{}/sitemap-{files_of_host}.xml", host_name(host)),
+                        host,
                         pages: Vec::new(),
                     });
                     files_of_host += 1;
