@@ -41,12 +41,13 @@
 //! ```
 //!
 //! - [`robots`]: `Sitemap:` extraction (SPEC R1-R4) and allow/disallow checks
-//!   through the `robotstxt` crate, with two of its defects worked around.
+//!   through the `robotstxt` crate, with two of its defects worked around;
+//!   the RFC 9309 fetch (R7) and the cache of reports the walk keeps.
 //! - [`fetch`]: one reqwest client; redirects hop by hop, retries with
 //!   backoff and `Retry-After`, conditional GET, body streamed to the parser.
 //! - [`guard`]: the address guard against requests into private networks.
-//! - [`politeness`]: per-host in-flight limit and delay (`Crawl-delay`);
-//!   idle hosts are pruned.
+//! - [`politeness`]: per-host in-flight limit and delay (`Crawl-delay`),
+//!   keyed by [`HostKey`](sitemapd_parser::HostKey); idle hosts are pruned.
 //! - [`walk`]: seeds to a stream of [`WalkEvent`]s, with depth, cycle, cap,
 //!   scope, cross-submission (R5), probing (R6) and I3 checks, the caller's
 //!   refresh schedule (not-due sitemaps) and an optional robots.txt cache.
