@@ -2,8 +2,8 @@
 
 mod cli;
 mod commands;
-mod completion;
 mod daemon;
+mod outcome_report;
 mod output;
 mod settings;
 mod simulate;
@@ -38,10 +38,10 @@ fn main() -> ExitCode {
         cli::Command::Robots(args) => commands::robots::run(&args),
         cli::Command::Discover(args) => commands::discover::run(&args),
         cli::Command::Ingest(args) => commands::ingest::run(&args),
-        cli::Command::Queue(args) => commands::queue::run_queue(&args),
-        cli::Command::Complete(args) => commands::queue::run_complete(&args),
-        cli::Command::Stats(args) => commands::stats::run_stats(&args),
-        cli::Command::Export(args) => commands::stats::run_export(&args),
+        cli::Command::Queue(args) => commands::queue::run(&args),
+        cli::Command::Complete(args) => commands::complete::run(&args),
+        cli::Command::Stats(args) => commands::stats::run(&args),
+        cli::Command::Export(args) => commands::export::run(&args),
         cli::Command::Daemon(args) => daemon::run(&args),
         cli::Command::Simulate(args) => simulate::run(&args),
     };

@@ -1,35 +1,16 @@
-//! `sitemapd queue` and `sitemapd complete`: the crawl queue from a shell.
+//! `sitemapd complete`: fetch outcomes a crawler reports, one JSON line
+//! each on stdin, recorded in the store.
 
 use std::collections::HashSet;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, Read};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use sitemapd_scheduler::{Completion, Store, StoreError};
 
-use crate::cli::{CompleteArgs, QueueArgs};
-use crate::completion::Reported;
+use crate::cli::CompleteArgs;
+use crate::outcome_report::Reported;
 use crate::settings::now;
-
-/// Runs `queue`.
-pub fn run_queue(args: &QueueArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
-    let now = now();
-    let due = match args.lease {
-        Some(ttl) if ttl > 0 => store.lease(args.n, now, ttl, args.per_host)?,
-        Some(_) => bail!("--lease takes a positive number of seconds"),
-        None => store.peek(args.n, now)?,
-    };
-    // On disk before the crawler sees the leases.
-    store.flush()?;
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    for item in &due {
-        serde_json::to_writer(&mut out, item)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
 
 /// The longest input line `complete` reads.
 const MAX_LINE: usize = 64 * 1024;
@@ -39,7 +20,7 @@ const BATCH: usize = 1000;
 
 /// Runs `complete`: every line is applied or reported; exit 1 if any failed.
 /// Lines are applied in batches of [`BATCH`], each one atomic write.
-pub fn run_complete(args: &CompleteArgs) -> Result<ExitCode> {
+pub fn run(args: &CompleteArgs) -> Result<ExitCode> {
     let store = args.store.open_existing()?;
     let (mut done, mut failed) = (0u64, 0u64);
     let mut input = io::stdin().lock();

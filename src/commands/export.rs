@@ -1,4 +1,4 @@
-//! `sitemapd stats` and `sitemapd export`: reading the store.
+//! `sitemapd export`: every URL record of the store, as CSV or JSON lines.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -7,100 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 use sitemapd_scheduler::record::UrlRecord;
 
-use crate::cli::{EntryFormat, ExportArgs, StatsArgs};
-use crate::settings::now;
-
-/// Runs `stats`.
-pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
-    let stats = store.stats(now())?;
-    let check = if args.check {
-        Some(store.check()?)
-    } else {
-        None
-    };
-    let mut out = io::stdout().lock();
-    if args.json {
-        #[derive(Serialize)]
-        struct Both<'a> {
-            policy: &'a str,
-            #[serde(flatten)]
-            stats: &'a sitemapd_scheduler::Stats,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            check: Option<&'a sitemapd_scheduler::CheckReport>,
-        }
-        serde_json::to_writer_pretty(
-            &mut out,
-            &Both {
-                policy: store.policy().name(),
-                stats: &stats,
-                check: check.as_ref(),
-            },
-        )?;
-        writeln!(out)?;
-    } else {
-        writeln!(
-            out,
-            "store: {} ({} bytes on disk), policy {}",
-            args.store.store.display(),
-            stats.disk_bytes,
-            store.policy().name()
-        )?;
-        writeln!(
-            out,
-            "urls: {} active ({} due now, {} leased, {} never fetched, {} with lastmod), {} retired; {} sitemaps",
-            stats.active,
-            stats.due_now,
-            stats.leased,
-            stats.never_fetched,
-            stats.with_lastmod,
-            stats.retired,
-            stats.sitemaps
-        )?;
-        if let Some([q1, q2, q3]) = stats.rate_per_day_quartiles {
-            writeln!(
-                out,
-                "estimated changes/day: quartiles {q1:.3} {q2:.3} {q3:.3}"
-            )?;
-        }
-        for (host, h) in &stats.hosts {
-            writeln!(
-                out,
-                "  {host}: {} active, {} retired, lastmod {}",
-                h.active,
-                h.retired,
-                if h.lastmod_trusted {
-                    "trusted"
-                } else {
-                    "not trusted"
-                }
-            )?;
-        }
-        if let Some(c) = &check {
-            writeln!(
-                out,
-                "check: {} records, {} due entries: {}",
-                c.urls,
-                c.due_entries,
-                if c.is_ok() { "ok" } else { "PROBLEMS" }
-            )?;
-            for (what, list) in [
-                ("corrupt record", &c.corrupt),
-                ("due entry without its record", &c.dangling_due),
-                ("record without its due entry", &c.missing_due),
-                ("refresh schedule without its sitemap", &c.orphan_refresh),
-            ] {
-                for item in list.iter().take(20) {
-                    writeln!(out, "  {what}: {item}")?;
-                }
-            }
-        }
-    }
-    Ok(match check {
-        Some(c) if !c.is_ok() => ExitCode::FAILURE,
-        _ => ExitCode::SUCCESS,
-    })
-}
+use crate::cli::{EntryFormat, ExportArgs};
 
 /// The export columns, in [`Row`]'s field order.
 const COLUMNS: [&str; 19] = [
@@ -178,7 +85,7 @@ impl<'a> Row<'a> {
 }
 
 /// Runs `export`.
-pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
+pub fn run(args: &ExportArgs) -> Result<ExitCode> {
     let store = args.store.open_existing()?;
     let stdout = io::stdout().lock();
     match args.format {

@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 
 use super::metrics::{Metrics, label};
 use super::site_key;
-use crate::completion::Reported;
+use crate::outcome_report::{Reported, outcome_name};
 use crate::settings::now;
 
 /// What every handler shares.
@@ -264,17 +264,6 @@ async fn complete(
         Ok(Json(json!({ "completed": done, "unknown": unknown })))
     })
     .await
-}
-
-fn outcome_name(o: &sitemapd_scheduler::Outcome) -> &'static str {
-    use sitemapd_scheduler::Outcome::*;
-    match o {
-        Changed => "changed",
-        NotModified => "not-modified",
-        Gone => "gone",
-        Error(_) => "error",
-        Redirected(_) => "redirected",
-    }
 }
 
 #[derive(Debug, Deserialize)]
