@@ -268,3 +268,55 @@ pub struct ParseArgs {
 fn parse_url(s: &str) -> Result<NormUrl, String> {
     NormUrl::parse(s).map_err(|e| format!("not an http(s) URL: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use figment::value::{Dict, Value};
+
+    use crate::settings::{DaemonSettings, IngestSettings, Settings, SimulateSettings};
+
+    /// Every setting has one name: its arg id is the TOML key, its flag the key
+    /// with `-`, its environment variable `SITEMAPD_` + the key in capitals.
+    #[test]
+    fn one_name_per_setting() {
+        let cmd = super::command();
+        cmd.clone().debug_assert();
+        for (sub, keys) in [
+            ("daemon", keys::<DaemonSettings>()),
+            ("simulate", keys::<SimulateSettings>()),
+            ("ingest", keys::<IngestSettings>()),
+        ] {
+            let sub = cmd.find_subcommand(sub).unwrap();
+            for key in keys {
+                if key == "sites" {
+                    continue; // SITE arguments add to the file's; no flag
+                }
+                let arg = sub
+                    .get_arguments()
+                    .find(|a| a.get_id() == key.as_str())
+                    .unwrap_or_else(|| panic!("{key}: no flag"));
+                assert_eq!(arg.get_long(), Some(key.replace('_', "-").as_str()));
+                let env = arg.get_env().and_then(|e| e.to_str()).unwrap();
+                assert_eq!(env, format!("SITEMAPD_{}", key.to_uppercase()));
+            }
+        }
+    }
+
+    /// The leaf keys of `T`'s TOML form.
+    fn keys<T: Settings>() -> Vec<String> {
+        fn walk(dict: &Dict, out: &mut Vec<String>) {
+            for (k, v) in dict {
+                match v {
+                    Value::Dict(_, inner) => walk(inner, out),
+                    _ => out.push(k.clone()),
+                }
+            }
+        }
+        let Value::Dict(_, dict) = Value::serialize(T::default()).unwrap() else {
+            panic!("not a table");
+        };
+        let mut out = Vec::new();
+        walk(&dict, &mut out);
+        out
+    }
+}

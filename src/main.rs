@@ -2,8 +2,8 @@
 
 mod cli;
 mod commands;
-mod completion;
 mod daemon;
+mod outcome_report;
 mod output;
 mod settings;
 mod simulate;
@@ -62,10 +62,10 @@ fn run(command: cli::Command, sub: &ArgMatches) -> anyhow::Result<ExitCode> {
         cli::Command::Robots(args) => layered!(args.settings, commands::robots::run),
         cli::Command::Discover(args) => layered!(args.site, commands::discover::run),
         cli::Command::Ingest(args) => layered!(args.settings, commands::ingest::run),
-        cli::Command::Queue(args) => layered!(args.settings, commands::queue::run_queue),
-        cli::Command::Complete(args) => commands::queue::run_complete(&args),
-        cli::Command::Stats(args) => commands::stats::run_stats(&args),
-        cli::Command::Export(args) => commands::stats::run_export(&args),
+        cli::Command::Queue(args) => layered!(args.settings, commands::queue::run),
+        cli::Command::Complete(args) => commands::complete::run(&args),
+        cli::Command::Stats(args) => commands::stats::run(&args),
+        cli::Command::Export(args) => commands::export::run(&args),
         cli::Command::Daemon(mut args) => {
             // SITE arguments add to the layered settings' sites.
             let mut layered = settings::layer(&args.config, &args.settings, sub)?;

@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
+pub mod complete;
 pub mod discover;
+pub mod export;
 pub mod ingest;
 pub mod parse;
 pub mod queue;

@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use sitemapd_discovery::robots::MAX_ROBOTS_BYTES;
-use sitemapd_discovery::walk::{RobotsOutcome, fetch_robots};
-use sitemapd_discovery::{Fetcher, RobotsTxt};
+use sitemapd_discovery::Fetcher;
+use sitemapd_discovery::robots::{MAX_ROBOTS_BYTES, RobotsOutcome, RobotsTxt, fetch_robots};
 use sitemapd_parser::NormUrl;
 
 use super::is_url;
@@ -125,8 +124,8 @@ enum Fetched {
     Unreachable(String),
 }
 
-/// Fetches a robots.txt with RFC 9309 semantics (through the walk's own
-/// robots step, so both read it the same way).
+/// Fetches a robots.txt with RFC 9309 semantics (the fetch the walk uses
+/// too, so both read it the same way).
 fn fetch(args: &RobotsArgs) -> Result<Fetched> {
     let url = NormUrl::parse(&args.input).context("not an http(s) URL")?;
     let fetcher = Fetcher::new(args.settings.fetch.config())?;

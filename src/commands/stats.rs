@@ -1,16 +1,16 @@
-//! `sitemapd stats` and `sitemapd export`: reading the store.
+//! `sitemapd stats`: the store's counts, per host, and its consistency
+//! check.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use serde::Serialize;
-use sitemapd_scheduler::{Timestamp, UrlView};
 
-use crate::cli::{EntryFormat, ExportArgs, StatsArgs};
+use crate::cli::StatsArgs;
 
 /// Runs `stats`.
-pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
+pub fn run(args: &StatsArgs) -> Result<ExitCode> {
     let store = args.store.open_existing()?;
     let stats = store.stats(sitemapd_scheduler::Timestamp::now())?;
     let check = if args.check {
@@ -99,105 +99,4 @@ pub fn run_stats(args: &StatsArgs) -> Result<ExitCode> {
         Some(c) if !c.is_ok() => ExitCode::FAILURE,
         _ => ExitCode::SUCCESS,
     })
-}
-
-/// The export columns, in [`Row`]'s field order.
-const COLUMNS: [&str; 19] = [
-    "url",
-    "first_seen",
-    "last_seen",
-    "lastmod",
-    "lastmod_precision",
-    "lastmod_changes",
-    "changefreq",
-    "priority",
-    "images",
-    "videos",
-    "news",
-    "alternates",
-    "fetches",
-    "changes",
-    "last_fetch",
-    "last_change",
-    "due",
-    "reason",
-    "retired",
-];
-
-/// One exported row (CSV and JSON Lines share it).
-#[derive(Serialize)]
-struct Row<'a> {
-    url: &'a str,
-    first_seen: i64,
-    last_seen: i64,
-    lastmod: Option<i64>,
-    lastmod_precision: Option<&'static str>,
-    lastmod_changes: usize,
-    changefreq: Option<&'static str>,
-    priority: Option<f32>,
-    images: u16,
-    videos: u16,
-    news: bool,
-    alternates: u16,
-    fetches: u32,
-    changes: u32,
-    last_fetch: Option<i64>,
-    last_change: Option<i64>,
-    due: i64,
-    reason: &'static str,
-    retired: bool,
-}
-
-impl<'a> Row<'a> {
-    fn of(r: &'a UrlView) -> Self {
-        Row {
-            url: &r.url,
-            first_seen: r.first_seen.unix(),
-            last_seen: r.last_seen.unix(),
-            lastmod: r.lastmod.map(Timestamp::unix),
-            lastmod_precision: r.lastmod_precision.map(|p| p.as_str()),
-            lastmod_changes: r.lastmod_changes,
-            changefreq: r.changefreq.map(|c| c.as_str()),
-            priority: r.priority,
-            images: r.images,
-            videos: r.videos,
-            news: r.news,
-            alternates: r.alternates,
-            fetches: r.fetches,
-            changes: r.changes,
-            last_fetch: r.last_fetch.map(Timestamp::unix),
-            last_change: r.last_change.map(Timestamp::unix),
-            due: r.due.unix(),
-            reason: r.reason.as_str(),
-            retired: r.retired,
-        }
-    }
-}
-
-/// Runs `export`.
-pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
-    let stdout = io::stdout().lock();
-    match args.format {
-        EntryFormat::Jsonl => {
-            let mut out = io::BufWriter::new(stdout);
-            for item in store.export() {
-                serde_json::to_writer(&mut out, &Row::of(&item?))?;
-                out.write_all(b"\n")?;
-            }
-            out.flush()?;
-        }
-        EntryFormat::Csv => {
-            let mut out = csv::WriterBuilder::new()
-                .has_headers(false)
-                .from_writer(stdout);
-            // The header even for an empty store (pandas wants one).
-            out.write_record(COLUMNS)?;
-            for item in store.export() {
-                out.serialize(Row::of(&item?))?;
-            }
-            out.flush()?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -21,8 +21,8 @@ use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
 
 use super::metrics::{Metrics, label};
-use super::site_key;
-use crate::completion::Reported;
+use crate::outcome_report::Reported;
+use crate::settings::site_key;
 
 /// What every handler shares.
 pub struct ApiState {

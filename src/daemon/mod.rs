@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use sitemapd_discovery::Seed;
+
 use sitemapd_scheduler::StoreOptions;
 use tokio::sync::{Notify, watch};
 use tracing::{debug, info, warn};
@@ -26,21 +26,13 @@ use metrics::Metrics;
 use refresh::Refresher;
 
 use crate::cli::DaemonArgs;
-use crate::settings::LogFormat;
+use crate::settings::{LogFormat, site_key};
 use crate::walk_store::StoreMemory;
 
 /// After the signal, how long in-flight requests may take.
 const DRAIN: Duration = Duration::from_secs(5);
 /// After the signal, how long the refresh loop may take to commit.
 const COMMIT: Duration = Duration::from_secs(3);
-
-/// The store key of a site: its seed, normalised.
-pub fn site_key(input: &str) -> Result<String> {
-    Ok(Seed::parse(input)
-        .with_context(|| format!("{input:?} is not a site or a sitemap URL"))?
-        .url()
-        .to_string())
-}
 
 /// Runs the daemon until a signal.
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {

@@ -822,7 +822,7 @@ impl Settings for DaemonSettings {
         self.scheduler.validate()?;
         self.api.validate()?;
         for site in &self.sites {
-            crate::daemon::site_key(site).with_context(|| format!("sites: {site:?}"))?;
+            super::site_key(site).with_context(|| format!("sites: {site:?}"))?;
         }
         Ok(())
     }

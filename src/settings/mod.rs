@@ -261,6 +261,14 @@ fn comment(out: &mut String, text: &str) {
     }
 }
 
+/// The store key of a site: its seed, normalised.
+pub fn site_key(input: &str) -> Result<String> {
+    Ok(Seed::parse(input)
+        .with_context(|| format!("{input:?} is not a site or a sitemap URL"))?
+        .url()
+        .to_string())
+}
+
 /// The seeds of a walk, each a site or a sitemap URL.
 pub fn seeds<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<Seed>> {
     inputs

@@ -549,7 +549,7 @@ impl Fetcher {
             self.check_literal_host(&current)?;
             // Waiting for our own politeness gate is not the server's time.
             let queued = Instant::now();
-            let permit = self.politeness.acquire(&host_key(&current)).await;
+            let permit = self.politeness.acquire(&current.host_key()).await;
             *deadline = deadline.checked_add(queued.elapsed()).unwrap_or(*deadline);
             let deadline = *deadline;
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -662,11 +662,6 @@ impl Fetcher {
 struct Attempt {
     fetched: Fetched,
     retry_after: Option<Duration>,
-}
-
-/// The politeness key of a URL: `host:port`.
-pub fn host_key(url: &NormUrl) -> String {
-    format!("{}:{}", url.host(), url.port_or_default())
 }
 
 /// `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).

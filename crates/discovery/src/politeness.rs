@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sitemapd_parser::HostKey;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -30,7 +31,7 @@ const AUTO_PRUNE_MIN: usize = 1024;
 
 #[derive(Debug)]
 struct Hosts {
-    map: HashMap<String, Arc<Host>>,
+    map: HashMap<HostKey, Arc<Host>>,
     /// Past this many hosts, `host()` prunes: twice the size after the last
     /// prune, at least [`AUTO_PRUNE_MIN`].
     prune_above: usize,
@@ -64,7 +65,7 @@ impl Politeness {
         }
     }
 
-    fn host(&self, key: &str) -> Arc<Host> {
+    fn host(&self, key: &HostKey) -> Arc<Host> {
         let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
         if hosts.map.len() > hosts.prune_above && !hosts.map.contains_key(key) {
             let pruned = prune(
@@ -82,7 +83,7 @@ impl Politeness {
         }
         hosts
             .map
-            .entry(key.to_string())
+            .entry(key.clone())
             .or_insert_with(|| {
                 Arc::new(Host {
                     permits: Arc::new(Semaphore::new(self.in_flight)),
@@ -92,9 +93,9 @@ impl Politeness {
             .clone()
     }
 
-    /// Waits for a free slot on `key` (a `host:port`) and for its delay,
+    /// Waits for a free slot on `key` and for its delay,
     /// then returns the permit that keeps the slot taken.
-    pub async fn acquire(&self, key: &str) -> HostPermit {
+    pub async fn acquire(&self, key: &HostKey) -> HostPermit {
         let host = self.host(key);
         let permit = host
             .permits
@@ -119,7 +120,7 @@ impl Politeness {
     /// ([`Politeness::prune`]), the minimum applies again until this is
     /// called anew. The walk does so on every robots.txt it reads, from
     /// the network or from its cache.
-    pub fn set_crawl_delay(&self, key: &str, seconds: f64) {
+    pub fn set_crawl_delay(&self, key: &HostKey, seconds: f64) {
         let requested = Duration::try_from_secs_f64(seconds).unwrap_or(self.crawl_delay_cap);
         let delay = requested.min(self.crawl_delay_cap).max(self.min_delay);
         let host = self.host(key);
@@ -141,7 +142,7 @@ impl Politeness {
     }
 
     /// The delay between request starts on `key` now.
-    pub fn delay(&self, key: &str) -> Duration {
+    pub fn delay(&self, key: &HostKey) -> Duration {
         self.host(key)
             .schedule
             .lock()
@@ -152,7 +153,7 @@ impl Politeness {
 
 /// Removes the hosts of `map` idle for more than `idle` at `now`.
 fn prune(
-    map: &mut HashMap<String, Arc<Host>>,
+    map: &mut HashMap<HostKey, Arc<Host>>,
     in_flight: usize,
     idle: Duration,
     now: Instant,
@@ -172,6 +173,13 @@ fn prune(
 mod tests {
     use super::*;
 
+    /// The key of `http://{host}/`.
+    fn k(host: &str) -> HostKey {
+        sitemapd_parser::NormUrl::parse(&format!("http://{host}/"))
+            .unwrap()
+            .host_key()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn spaces_starts_and_limits_in_flight() {
         let gate = Arc::new(Politeness::new(
@@ -180,13 +188,13 @@ mod tests {
             Duration::from_secs(30),
         ));
         let t0 = Instant::now();
-        let a = gate.acquire("h:80").await;
-        let b = gate.acquire("h:80").await;
+        let a = gate.acquire(&k("h")).await;
+        let b = gate.acquire(&k("h")).await;
         assert_eq!(t0.elapsed(), Duration::from_secs(1));
         // A third waits for a permit as well as for the delay.
         let g = gate.clone();
         let third = tokio::spawn(async move {
-            let _p = g.acquire("h:80").await;
+            let _p = g.acquire(&k("h")).await;
             Instant::now()
         });
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -201,19 +209,19 @@ mod tests {
         drop(b);
         // Another host is not held up.
         let t1 = Instant::now();
-        let _c = gate.acquire("other:80").await;
+        let _c = gate.acquire(&k("other")).await;
         assert_eq!(t1.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test(start_paused = true)]
     async fn crawl_delay_is_capped_and_never_below_the_minimum() {
         let gate = Politeness::new(2, Duration::from_secs(1), Duration::from_secs(10));
-        gate.set_crawl_delay("h:80", 3600.0);
-        assert_eq!(gate.delay("h:80"), Duration::from_secs(10));
-        gate.set_crawl_delay("h:80", 0.1);
-        assert_eq!(gate.delay("h:80"), Duration::from_secs(1));
-        gate.set_crawl_delay("h:80", f64::NAN);
-        assert_eq!(gate.delay("h:80"), Duration::from_secs(10));
+        gate.set_crawl_delay(&k("h"), 3600.0);
+        assert_eq!(gate.delay(&k("h")), Duration::from_secs(10));
+        gate.set_crawl_delay(&k("h"), 0.1);
+        assert_eq!(gate.delay(&k("h")), Duration::from_secs(1));
+        gate.set_crawl_delay(&k("h"), f64::NAN);
+        assert_eq!(gate.delay(&k("h")), Duration::from_secs(10));
     }
 
     fn hosts(gate: &Politeness) -> usize {
@@ -224,11 +232,11 @@ mod tests {
     async fn prune_forgets_idle_hosts_only() {
         let gate = Politeness::new(2, Duration::from_secs(1), Duration::from_secs(60));
         let t0 = Instant::now();
-        drop(gate.acquire("idle:80").await);
+        drop(gate.acquire(&k("idle")).await);
         // Next start due at t0 + 1 s.
-        let busy = gate.acquire("busy:80").await;
-        gate.set_crawl_delay("slow:80", 60.0);
-        drop(gate.acquire("slow:80").await);
+        let busy = gate.acquire(&k("busy")).await;
+        gate.set_crawl_delay(&k("slow"), 60.0);
+        drop(gate.acquire(&k("slow")).await);
         // Next start due at t0 + 60 s.
         let idle = Duration::from_secs(600);
         tokio::time::advance(idle + Duration::from_secs(1)).await;
@@ -252,15 +260,15 @@ mod tests {
         );
         assert_eq!(hosts(&gate), 0);
         // Its crawl delay went with it.
-        assert_eq!(gate.delay("slow:80"), Duration::from_secs(1));
+        assert_eq!(gate.delay(&k("slow")), Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_waiting_request_keeps_its_host() {
         let gate = Arc::new(Politeness::new(1, Duration::ZERO, Duration::from_secs(60)));
-        let held = gate.acquire("h:80").await;
+        let held = gate.acquire(&k("h")).await;
         let g = gate.clone();
-        let waiter = tokio::spawn(async move { drop(g.acquire("h:80").await) });
+        let waiter = tokio::spawn(async move { drop(g.acquire(&k("h")).await) });
         tokio::task::yield_now().await;
         tokio::time::advance(Duration::from_secs(3600)).await;
         assert_eq!(gate.prune(Duration::from_secs(60)), 0);
@@ -275,17 +283,17 @@ mod tests {
     async fn the_map_prunes_itself_as_it_grows() {
         let gate = Politeness::new(2, Duration::ZERO, Duration::from_secs(60));
         for i in 0..AUTO_PRUNE_MIN {
-            drop(gate.acquire(&format!("old{i}:80")).await);
+            drop(gate.acquire(&k(&format!("old{i}"))).await);
         }
         tokio::time::advance(AUTO_PRUNE_IDLE + Duration::from_secs(1)).await;
         // Up to the threshold plus one, nothing is pruned.
-        drop(gate.acquire("new0:80").await);
+        drop(gate.acquire(&k("new0")).await);
         assert_eq!(hosts(&gate), AUTO_PRUNE_MIN + 1);
         // The next new host finds the map past it: the idle ones go.
-        drop(gate.acquire("new1:80").await);
+        drop(gate.acquire(&k("new1")).await);
         assert_eq!(hosts(&gate), 2);
         // Known hosts never trigger it.
-        drop(gate.acquire("new0:80").await);
+        drop(gate.acquire(&k("new0")).await);
         assert_eq!(hosts(&gate), 2);
         let threshold = gate.hosts.lock().unwrap().prune_above;
         assert_eq!(threshold, AUTO_PRUNE_MIN);

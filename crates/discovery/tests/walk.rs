@@ -1204,7 +1204,7 @@ async fn robots_txt_is_fetched_once_within_its_ttl() {
     assert!(!robots_report(&first).from_cache);
     // The politeness gate forgets the host (as when pruned): the cached
     // report's Crawl-delay is applied again.
-    let host = sitemapd_discovery::fetch::host_key(&url(&site.url("/")));
+    let host = url(&site.url("/")).host_key();
     w.fetcher().politeness().set_crawl_delay(&host, 0.0);
     assert_eq!(w.fetcher().politeness().delay(&host), Duration::ZERO);
     // A clone shares the cache.

@@ -26,4 +26,4 @@ pub use parser::{MAX_TOKEN_BYTES, Parser};
 pub use scope::{OutOfScope, Scope, in_scope, in_scope_with, scope_directory};
 pub use stream::{ParseStream, parse_async};
 pub use summary::{Format, Summary};
-pub use url::{NormUrl, UrlError};
+pub use url::{HostKey, NormUrl, UrlError};

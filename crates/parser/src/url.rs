@@ -102,6 +102,21 @@ impl NormUrl {
         self.port
     }
 
+    /// The host key: `host[:port]`, the port only when it is not the
+    /// scheme's default; see [`HostKey`].
+    ///
+    /// ```
+    /// use sitemapd_parser::NormUrl;
+    /// let key = |u| NormUrl::parse(u).unwrap().host_key();
+    /// assert_eq!(key("https://Example.com:443/a").as_str(), "example.com");
+    /// assert_eq!(key("http://example.com:8080/").as_str(), "example.com:8080");
+    /// assert_eq!(key("http://[::1]:81/").as_str(), "[::1]:81");
+    /// assert_eq!(key("http://example.com/"), key("https://example.com/"));
+    /// ```
+    pub fn host_key(&self) -> HostKey {
+        HostKey(self.s[self.host_start()..self.path_start].to_string())
+    }
+
     /// The port, default included.
     pub fn port_or_default(&self) -> u16 {
         self.port
@@ -135,6 +150,60 @@ impl NormUrl {
             path_start: self.path_start,
             port: self.port,
         }
+    }
+}
+
+/// The key of a host, for politeness and per-host bookkeeping:
+/// `host[:port]` as in a normalised URL ([`NormUrl::host_key`]): the host
+/// lowercase (punycode for an IDN, an IPv6 literal in brackets), then
+/// `:port` only when the port is not the scheme's default. So
+/// `http://example.com/` and `https://example.com/` share the key
+/// `example.com`, and `https://example.com:8443/` has `example.com:8443`.
+///
+/// It is the host format the scheduler's store keeps (its `h` keyspace and
+/// `Stats::hosts`) and the discovery fetcher's politeness gate uses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostKey(String);
+
+impl HostKey {
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Consumes the key, returning its string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for HostKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for HostKey {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for HostKey {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for HostKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl From<&NormUrl> for HostKey {
+    fn from(url: &NormUrl) -> Self {
+        url.host_key()
     }
 }
 

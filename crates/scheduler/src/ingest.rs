@@ -767,7 +767,7 @@ impl Observation {
 impl UrlRecord {
     /// A record first seen at `now` in the first of `sources` (0: none,
     /// a URL first known from a push notification).
-    pub(crate) fn new(now: i64, sources: &[(u64, u64)]) -> Self {
+    pub fn new(now: i64, sources: &[(u64, u64)]) -> Self {
         UrlRecord {
             first_seen: now,
             first_source: sources.first().map_or(0, |s| s.0),

@@ -1190,3 +1190,46 @@ fn leases_serve_changed_then_new_then_refresh() {
     }
     assert!(s.check().unwrap().is_ok());
 }
+
+/// A due key of key layout 1: `d` ‖ due ‖ url.
+fn layout1_due(at: i64, url: &str) -> Vec<u8> {
+    let mut k = vec![b'd'];
+    k.extend_from_slice(&((at as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+/// A store written by a build of key layout 1 (no `~layout` key, due
+/// entries without their class) opens, is migrated, and is consistent.
+#[test]
+fn a_layout_1_store_is_migrated_on_open() {
+    use sitemapd_scheduler::internal::{keys, record};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("sitemapd").unwrap();
+        let active = record::UrlRecord::new(T0, &[]);
+        let mut retired = record::UrlRecord::new(T0, &[]);
+        retired.retired = true;
+        for (url, rec) in [
+            ("https://a.example/x", &active),
+            ("https://a.example/r", &retired),
+        ] {
+            tree.insert(keys::url(url), record::encode(rec)).unwrap();
+            // The retired URL's leftover entry goes too.
+            tree.insert(layout1_due(T0, url), &[]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let s = store(&dir);
+    let report = s.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.due_entries, 1);
+    let due = s.peek(10, ts(T0)).unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].url, "https://a.example/x");
+    drop(s);
+    // Opened again: nothing left to migrate, the same queue.
+    let s = store(&dir);
+    assert_eq!(s.peek(10, ts(T0)).unwrap().len(), 1);
+}

@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Exp, Geometric};
 use rand_pcg::Pcg64Mcg;
 
 use super::config::{Process, WorldConfig};
-use super::world::mix;
+use super::seed::mix;
 
 /// One page's change stream.
 #[derive(Debug, Clone)]

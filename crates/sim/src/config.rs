@@ -242,7 +242,7 @@ pub(crate) const NOISY_RECALL: f64 = 0.7;
 pub(crate) const NOISY_DELAY_SECS: i64 = 6 * 3600;
 
 fn mix(seed: u64, stream: u64) -> u64 {
-    crate::world::mix(seed ^ 0x5ca1_ab1e, stream)
+    crate::seed::mix(seed ^ 0x5ca1_ab1e, stream)
 }
 
 /// A named world of sitemaps (`sitemapd simulate --scenario NAME`): what

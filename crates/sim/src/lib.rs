@@ -53,6 +53,7 @@ pub mod metrics;
 mod oracle;
 mod publisher;
 mod run;
+mod seed;
 mod world;
 
 pub use config::{

@@ -23,6 +23,7 @@ use sitemapd_parser::{ChangeFreq, NormUrl, UrlEntry};
 
 use super::SimError;
 use super::config::{DAY, SimConfig};
+use super::seed::mix;
 
 /// The simulated clock's origin: 2023-11-15T00:00:00Z (a UTC midnight, so
 /// day-precision lastmods fall on simulated day boundaries).
@@ -65,16 +66,6 @@ pub(crate) struct World {
     pub sitemaps: Vec<SitemapFile>,
     /// Hosts.
     pub hosts: u32,
-}
-
-/// splitmix64: independent streams from one seed.
-pub(crate) fn mix(seed: u64, stream: u64) -> u64 {
-    let mut z = seed
-        .wrapping_add(stream.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// The host name of host `h`.

@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 use sitemapd_parser::{Diagnostic, NormUrl, Summary, UrlEntry};
 
 use crate::fetch::{FetchError, Hop, Validators};
-use crate::robots::RobotsTxt;
+use crate::robots::RobotsReport;
 
 /// One item of a walk.
 #[derive(Debug, Clone, Serialize)]
@@ -116,56 +116,6 @@ impl SkipReason {
             SkipReason::NotChanged => "index lastmod not newer than the last fetch (I3)",
         }
     }
-}
-
-/// The outcome of a robots.txt fetch (SPEC R7, RFC 9309 §2.3).
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum RobotsOutcome {
-    /// 2xx: parsed.
-    Parsed {
-        /// The parsed file (allow checks, crawl delay, diagnostics).
-        #[serde(skip)]
-        robots: Arc<RobotsTxt>,
-    },
-    /// 4xx (or too many redirects): no rules and no sitemaps.
-    Unavailable,
-    /// 5xx or no response: try later; nothing is assumed allowed.
-    Unreachable {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// A robots.txt fetch.
-#[derive(Debug, Clone, Serialize)]
-pub struct RobotsReport {
-    /// The site.
-    pub site: NormUrl,
-    /// The robots.txt URL.
-    pub url: NormUrl,
-    /// Final HTTP status, when there was a response.
-    pub status: Option<u16>,
-    /// Parsed, unavailable or unreachable.
-    #[serde(flatten)]
-    pub outcome: RobotsOutcome,
-    /// The sitemaps it declares (de-duplicated).
-    pub sitemaps: Vec<NormUrl>,
-    /// `Crawl-delay` for our agent, seconds.
-    pub crawl_delay: Option<f64>,
-    /// Repairs and drops (R2-R4), with lines.
-    pub diagnostics: Vec<Diagnostic>,
-    /// Redirect hops followed.
-    pub redirects: Vec<Hop>,
-    /// The report is the one kept from an earlier fetch (see
-    /// [`WalkConfig::robots_ttl`](super::WalkConfig::robots_ttl)): either
-    /// still fresh, so robots.txt was not requested, or used because
-    /// robots.txt is unreachable now (RFC 9309 §2.4). Its fields other than
-    /// `duration` describe that earlier fetch.
-    pub from_cache: bool,
-    /// Wall time.
-    #[serde(serialize_with = "millis")]
-    pub duration: Duration,
 }
 
 /// At most this many children are listed in [`SitemapReport::children`]:

@@ -8,7 +8,6 @@
 //! dropping the [`WalkStream`] stops it.
 
 mod event;
-mod robots_cache;
 mod site;
 mod sitemap;
 
@@ -23,13 +22,14 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 pub use event::{
-    MAX_REPORTED_CHILDREN, RobotsOutcome, RobotsReport, SiteTotals, SitemapFailure, SitemapReport,
-    SkipReason, Via, WalkEvent,
+    MAX_REPORTED_CHILDREN, SiteTotals, SitemapFailure, SitemapReport, SkipReason, Via, WalkEvent,
 };
-pub use robots_cache::ROBOTS_MAX_AGE;
-pub use site::fetch_robots;
 
 use crate::fetch::{Fetcher, Validators};
+use crate::robots::RobotsCache;
+// What a walk reports of robots.txt ([`WalkEvent::Robots`]), also here for
+// the walk's users.
+pub use crate::robots::{ROBOTS_MAX_AGE, RobotsOutcome, RobotsReport};
 
 /// The well-known paths probed when robots.txt declares no sitemap (R6).
 pub const DEFAULT_PROBE_PATHS: [&str; 8] = [
@@ -206,7 +206,7 @@ pub struct Walker {
     fetcher: Fetcher,
     config: Arc<WalkConfig>,
     /// Reports of robots.txt kept for [`WalkConfig::robots_ttl`].
-    robots: robots_cache::RobotsCache,
+    robots: RobotsCache,
 }
 
 /// Events buffered between the walk and its consumer.
@@ -218,7 +218,7 @@ impl Walker {
         Self {
             fetcher,
             config: Arc::new(config),
-            robots: robots_cache::RobotsCache::default(),
+            robots: RobotsCache::default(),
         }
     }
 

@@ -1,33 +1,24 @@
 //! One site: robots.txt, then its sitemaps breadth first (or the probes),
 //! children through the depth, cycle, cap and I3 checks.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use sitemapd_parser::{NormUrl, SitemapRef};
-use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, info_span};
 
-use super::event::{RobotsOutcome, RobotsReport, SiteTotals, SkipReason, Via, WalkEvent};
-use super::sitemap::{Outcome, Task, walk_sitemap};
+use super::event::{SiteTotals, SkipReason, Via, WalkEvent};
+use super::sitemap::{Outcome, SiteState, Task, walk_sitemap};
 use super::{Closed, Emit, Remembered, Seed, Walker};
-use crate::fetch::{Fetcher, Validators, host_key};
-use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt};
+use crate::robots::RobotsOutcome;
 
 /// Walks one seed to its end; a closed consumer ends it early.
 pub(super) async fn walk_site(walker: Walker, seed: Seed, emit: Emit) {
     let span = info_span!("site", seed = %seed.url());
     let _ = run(walker, seed, emit).instrument(span).await;
-}
-
-/// The per-site state shared by its sitemap tasks.
-pub(super) struct SiteState {
-    /// Every sitemap URL queued or reached by a redirect.
-    pub visited: Mutex<HashSet<NormUrl>>,
 }
 
 async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
@@ -45,7 +36,10 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
                 .root()
                 .join("/robots.txt")
                 .unwrap_or_else(|_| site.root());
-            let report = super::robots_cache::robots(&walker, &robots_url).await;
+            let report = walker
+                .robots
+                .report(&walker.fetcher, config.robots_ttl, &robots_url)
+                .await;
             let robots = match &report.outcome {
                 RobotsOutcome::Parsed { robots } => Some(robots.clone()),
                 _ => None,
@@ -213,103 +207,4 @@ fn not_changed(remembered: &Remembered, child: &SitemapRef) -> bool {
     // `2024-05-01` says "some time that day": skip only when the whole
     // period the lastmod names ended before our fetch.
     lastmod.latest() < fetched
-}
-
-/// Fetches and parses the robots.txt at `url` (R7: 2xx parse, 4xx nothing,
-/// 429, 5xx or no response: try later), and applies its `Crawl-delay` to the
-/// fetcher's politeness, for the host asked and the host it redirected to.
-pub async fn fetch_robots(fetcher: &Fetcher, url: &NormUrl) -> RobotsReport {
-    let started = Instant::now();
-    let mut report = unanswered(url);
-    report.outcome = match fetcher.get(url, &Validators::default()).await {
-        Err(e @ (crate::FetchError::TooManyRedirects(_) | crate::FetchError::RedirectLoop(_))) => {
-            // RFC 9309 §2.3.1.2: may be treated as unavailable.
-            tracing::debug!(%url, error = %e, "robots.txt redirects too much");
-            RobotsOutcome::Unavailable
-        }
-        Err(e) => RobotsOutcome::Unreachable {
-            reason: e.to_string(),
-        },
-        Ok(fetched) => {
-            report.status = Some(fetched.status);
-            report.redirects = fetched.redirects.clone();
-            if fetched.is_success() {
-                let progress = fetched.progress();
-                let final_url = fetched.url.clone();
-                match read_robots(fetched.into_body()).await {
-                    Ok(body) => {
-                        let robots =
-                            RobotsTxt::parse(&body, Some(&final_url), &fetcher.config().user_agent);
-                        report.sitemaps = robots.sitemaps.iter().map(|s| s.url.clone()).collect();
-                        report.crawl_delay = robots.crawl_delay;
-                        report.diagnostics = robots.diagnostics.clone();
-                        RobotsOutcome::Parsed {
-                            robots: Arc::new(robots),
-                        }
-                    }
-                    Err(e) => RobotsOutcome::Unreachable {
-                        reason: progress
-                            .error()
-                            .map_or_else(|| e.to_string(), |f| f.to_string()),
-                    },
-                }
-            } else if (400..500).contains(&fetched.status) && fetched.status != 429 {
-                // 429 asks for fewer requests: "try later", as a 5xx (Google
-                // reads it so), not "no rules", which would probe the host.
-                RobotsOutcome::Unavailable
-            } else {
-                RobotsOutcome::Unreachable {
-                    reason: format!("HTTP {}", fetched.status),
-                }
-            }
-        }
-    };
-    apply_crawl_delay(fetcher, &report);
-    report.duration = started.elapsed();
-    report
-}
-
-/// The report of the robots.txt at `url` before any answer: no rules, no
-/// sitemaps.
-pub(super) fn unanswered(url: &NormUrl) -> RobotsReport {
-    RobotsReport {
-        site: url.root(),
-        url: url.clone(),
-        status: None,
-        outcome: RobotsOutcome::Unavailable,
-        sitemaps: Vec::new(),
-        crawl_delay: None,
-        diagnostics: Vec::new(),
-        redirects: Vec::new(),
-        from_cache: false,
-        duration: Duration::ZERO,
-    }
-}
-
-/// Applies a robots.txt report's `Crawl-delay`, if it has one, to the host
-/// asked, and to the host a redirect led to, where its sitemaps usually
-/// are. For a fresh report and, again, for one taken from the cache (the
-/// politeness gate may have forgotten the host since).
-pub(super) fn apply_crawl_delay(fetcher: &Fetcher, report: &RobotsReport) {
-    let Some(delay) = report.crawl_delay else {
-        return;
-    };
-    let final_url = report.redirects.last().map_or(&report.url, |h| &h.to);
-    let gate = fetcher.politeness();
-    gate.set_crawl_delay(&host_key(&report.site), delay);
-    gate.set_crawl_delay(&host_key(final_url), delay);
-}
-
-/// Reads at most [`MAX_ROBOTS_BYTES`] + 1 of a robots.txt, inflating gzip.
-async fn read_robots(body: crate::Body) -> std::io::Result<Vec<u8>> {
-    let cap = MAX_ROBOTS_BYTES as u64 + 1;
-    let mut raw = Vec::new();
-    body.take(cap).read_to_end(&mut raw).await?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut inflated = Vec::new();
-        let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
-        std::io::Read::read_to_end(&mut std::io::Read::take(decoder, cap), &mut inflated)?;
-        return Ok(inflated);
-    }
-    Ok(raw)
 }

@@ -2,7 +2,7 @@
 //! entries and diagnostics, report, and hand back its children.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use sitemapd_parser::{Event, NormUrl, ParseOptions, SitemapRef, parse_async};
@@ -10,8 +10,13 @@ use tokio::time::Instant;
 use tracing::{Instrument, debug, info_span};
 
 use super::event::{MAX_REPORTED_CHILDREN, SitemapFailure, SitemapReport, Via, WalkEvent};
-use super::site::SiteState;
 use super::{Closed, Emit, Remembered, Walker};
+
+/// The per-site state shared by its sitemap tasks.
+pub(super) struct SiteState {
+    /// Every sitemap URL queued or reached by a redirect.
+    pub visited: Mutex<HashSet<NormUrl>>,
+}
 
 /// A sitemap to walk.
 #[derive(Debug, Clone)]

@@ -1,5 +1,8 @@
 //! Fetch outcomes as crawlers report them (`sitemapd complete`, the
-//! daemon's `POST /v1/complete`).
+//! daemon's `POST /v1/complete`), both ways: a reported JSON item to the
+//! store's [`Completion`] ([`Reported::completion`]), and an [`Outcome`]
+//! back to its reported name ([`Outcome::name`], the scheduler's, also the
+//! daemon's metric label).
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -46,5 +49,41 @@ impl Reported {
                 last_modified: self.last_modified,
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two directions agree on every outcome's name.
+    #[test]
+    fn names_round_trip() {
+        for (json, outcome) in [
+            (
+                r#"{"url":"http://a/","outcome":"changed"}"#,
+                Outcome::Changed,
+            ),
+            (
+                r#"{"url":"http://a/","outcome":"not-modified"}"#,
+                Outcome::NotModified,
+            ),
+            (r#"{"url":"http://a/","outcome":"gone"}"#, Outcome::Gone),
+            (
+                r#"{"url":"http://a/","outcome":"error","status":503}"#,
+                Outcome::Error(503),
+            ),
+            (
+                r#"{"url":"http://a/","outcome":"redirected","to":"http://b/"}"#,
+                Outcome::Redirected("http://b/".into()),
+            ),
+        ] {
+            let reported: Reported = serde_json::from_str(json).unwrap();
+            let name = reported.outcome.clone();
+            let (url, c) = reported.completion().unwrap();
+            assert_eq!(url, "http://a/");
+            assert_eq!(c.outcome, outcome);
+            assert_eq!(c.outcome.name(), name);
+        }
     }
 }

@@ -1,7 +1,7 @@
-//! The robots.txt reports a [`Walker`] keeps for
-//! [`WalkConfig::robots_ttl`](super::WalkConfig::robots_ttl) (RFC 9309 §2.4):
-//! per robots.txt URL, the last report and when it was fetched, in memory,
-//! shared by the walker's clones.
+//! The robots.txt reports kept for a while (RFC 9309 §2.4; the walk's
+//! [`WalkConfig::robots_ttl`](crate::walk::WalkConfig::robots_ttl)): per
+//! robots.txt URL, the last report and when it was fetched, in memory,
+//! shared by the clones of the cache (a walker's clones share one).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,9 +11,8 @@ use sitemapd_parser::NormUrl;
 use tokio::time::Instant;
 use tracing::{debug, info};
 
-use super::Walker;
-use super::event::{RobotsOutcome, RobotsReport};
-use super::site::{apply_crawl_delay, fetch_robots};
+use super::fetch::{RobotsOutcome, RobotsReport, apply_crawl_delay, fetch_robots};
+use crate::fetch::Fetcher;
 
 /// How long a robots.txt report is kept at most: 30 days. A parsed report
 /// stands in for an unreachable robots.txt (5xx or no response) until then.
@@ -27,9 +26,9 @@ const MAX_ENTRIES: usize = 100_000;
 /// anyway, so a stale entry only lingers in memory that much longer.
 const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 
-/// The cache: shared by the clones of a [`Walker`].
+/// The cache: shared by its clones.
 #[derive(Clone)]
-pub(super) struct RobotsCache(Arc<Mutex<Inner>>);
+pub(crate) struct RobotsCache(Arc<Mutex<Inner>>);
 
 struct Inner {
     reports: HashMap<NormUrl, Cached>,
@@ -126,40 +125,47 @@ impl RobotsCache {
     }
 }
 
-/// The robots.txt report at `url` for this walk: fetched, or taken from the
-/// walker's cache as [`WalkConfig::robots_ttl`](super::WalkConfig::robots_ttl)
-/// says.
-pub(super) async fn robots(walker: &Walker, url: &NormUrl) -> RobotsReport {
-    let Some(ttl) = walker.config.robots_ttl else {
-        return fetch_robots(&walker.fetcher, url).await;
-    };
-    let cache = &walker.robots;
-    let started = Instant::now();
-    if let Some(report) = cache.get(url, ttl, started, false) {
-        debug!(%url, "robots.txt fresh in the cache: not fetched");
-        return reuse(walker, report, started);
-    }
-    let report = fetch_robots(&walker.fetcher, url).await;
-    if let RobotsOutcome::Unreachable { reason } = &report.outcome {
-        // RFC 9309 §2.4: the cached copy may be used while unreachable.
-        return match cache.get(url, ROBOTS_MAX_AGE, Instant::now(), true) {
-            Some(cached) => {
-                info!(%url, %reason, "robots.txt unreachable: using the cached copy");
-                reuse(walker, cached, started)
-            }
-            None => report,
+impl RobotsCache {
+    /// The robots.txt report at `url`: fetched through `fetcher`, or, with
+    /// a `ttl`, taken from the cache while younger than it, and kept. A
+    /// parsed report younger than [`ROBOTS_MAX_AGE`] stands in for an
+    /// unreachable robots.txt. Without a `ttl`, always fetched and not kept.
+    pub(crate) async fn report(
+        &self,
+        fetcher: &Fetcher,
+        ttl: Option<Duration>,
+        url: &NormUrl,
+    ) -> RobotsReport {
+        let Some(ttl) = ttl else {
+            return fetch_robots(fetcher, url).await;
         };
+        let started = Instant::now();
+        if let Some(report) = self.get(url, ttl, started, false) {
+            debug!(%url, "robots.txt fresh in the cache: not fetched");
+            return reuse(fetcher, report, started);
+        }
+        let report = fetch_robots(fetcher, url).await;
+        if let RobotsOutcome::Unreachable { reason } = &report.outcome {
+            // RFC 9309 §2.4: the cached copy may be used while unreachable.
+            return match self.get(url, ROBOTS_MAX_AGE, Instant::now(), true) {
+                Some(cached) => {
+                    info!(%url, %reason, "robots.txt unreachable: using the cached copy");
+                    reuse(fetcher, cached, started)
+                }
+                None => report,
+            };
+        }
+        self.insert(url.clone(), report.clone(), started);
+        report
     }
-    cache.insert(url.clone(), report.clone(), started);
-    report
 }
 
-/// A cached report for this walk: marked, timed, its crawl delay applied
+/// A cached report for this fetch: marked, timed, its crawl delay applied
 /// again (the politeness gate may have forgotten the host since).
-fn reuse(walker: &Walker, mut report: RobotsReport, started: Instant) -> RobotsReport {
+fn reuse(fetcher: &Fetcher, mut report: RobotsReport, started: Instant) -> RobotsReport {
     report.from_cache = true;
     report.duration = started.elapsed();
-    apply_crawl_delay(&walker.fetcher, &report);
+    apply_crawl_delay(fetcher, &report);
     report
 }
 
@@ -170,7 +176,7 @@ mod tests {
     fn report(url: &NormUrl) -> RobotsReport {
         RobotsReport {
             status: Some(404),
-            ..super::super::site::unanswered(url)
+            ..super::super::fetch::unanswered(url)
         }
     }
 
