@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sitemapd_scheduler::store::host_key;
+use sitemapd_parser::{HostKey, NormUrl};
 use sitemapd_scheduler::{SitemapView, Store, StoreError, Timestamp};
 use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
@@ -23,6 +23,11 @@ use tokio::sync::Notify;
 use super::metrics::{Metrics, label};
 use crate::outcome_report::Reported;
 use crate::settings::site_key;
+
+/// The host of a site key or a stored URL (`None`: not an http(s) URL).
+fn host_key(url: &str) -> Option<HostKey> {
+    NormUrl::parse(url).ok().map(|u| u.host_key())
+}
 
 /// What every handler shares.
 pub struct ApiState {
@@ -363,13 +368,13 @@ async fn remove_sites(
             if store.remove_site(&key)? {
                 // Its URLs leave the queue (records kept), unless another
                 // site followed is on the same host.
-                let host = host_key(&key).to_string();
+                let host = host_key(&key);
                 let shared = store
                     .sites()
                     .filter_map(Result::ok)
                     .any(|other| host_key(&other.site) == host);
-                if !shared {
-                    retired += store.retire_host(&host)?;
+                if let (Some(host), false) = (&host, shared) {
+                    retired += store.retire_host(host)?;
                 }
                 removed.push(key);
             } else {
@@ -431,14 +436,14 @@ async fn sitemaps(
 ) -> Result<Json<Value>, ApiError> {
     let site = site_key(&q.site).map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
     blocking(&state, move |store| {
-        let host = host_key(&site).to_string();
+        let host = host_key(&site);
         // The site's sitemaps: those its robots.txt (or an index it
         // vouched for) authorised, and those on its host.
         let mut records = BTreeMap::new();
         for item in store.sitemaps() {
             let sitemap = item?;
             if sitemap.authorised_by.as_deref() == Some(site.as_str())
-                || host_key(&sitemap.url) == host
+                || (host.is_some() && host_key(&sitemap.url) == host)
             {
                 records.insert(sitemap.url.clone(), sitemap);
             }

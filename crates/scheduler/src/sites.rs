@@ -6,6 +6,8 @@
 //! [`Store::retire_host`] takes a host's URLs out of the queue when its site
 //! is no longer followed.
 
+use sitemapd_parser::HostKey;
+
 use crate::keys;
 use crate::record::{SiteRecord, encode};
 use crate::store::{Store, StoreError};
@@ -80,11 +82,12 @@ impl Store {
             .map(|item| item.map(|(seed, r)| SiteView::of(&seed, &r)))
     }
 
-    /// Retires every active URL of `host` (`host[:port]`, as
-    /// [`Store::host`] takes it), http and https: out of the queue, records
-    /// kept (a sitemap listing one again revives it). In batches, each under
-    /// the write lock, with the host's URL count. How many it retired.
-    pub fn retire_host(&self, host: &str) -> Result<u64, StoreError> {
+    /// Retires every active URL of `host`, http and https: out of the
+    /// queue, records kept (a sitemap listing one again revives it). In
+    /// batches, each under the write lock, with the host's URL count. How
+    /// many it retired.
+    pub fn retire_host(&self, host: &HostKey) -> Result<u64, StoreError> {
+        let host = host.as_str();
         let mut retired = 0;
         let mut urls = Vec::new();
         for item in self.host_urls(host) {

@@ -15,18 +15,7 @@ use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
 use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView, UrlView};
-use sitemapd_parser::NormUrl;
-
-/// The host a URL is filed under in the store (its politeness, lastmod
-/// trust and [`Store::host`] record): `host[:port]` as the URL writes it,
-/// without the scheme.
-///
-/// ```
-/// assert_eq!(sitemapd_scheduler::store::host_key("https://a.example:8443/x"), "a.example:8443");
-/// ```
-pub fn host_key(url: &str) -> &str {
-    keys::host_of(url)
-}
+use sitemapd_parser::{HostKey, NormUrl};
 
 /// The policy of a new store.
 pub const DEFAULT_POLICY: &str = "adaptive";
@@ -261,10 +250,10 @@ impl Store {
         Ok(self.sitemap_record(url)?.map(|r| SitemapView::of(url, &r)))
     }
 
-    /// What the store knows of `host` (`host[:port]`, as URLs of the store
-    /// write it); a host it has never seen gets the defaults.
-    pub fn host(&self, host: &str) -> Result<HostView, StoreError> {
-        Ok(HostView::of(host, &self.host_record(host)?))
+    /// What the store knows of `host`; a host it has never seen gets the
+    /// defaults.
+    pub fn host(&self, host: &HostKey) -> Result<HostView, StoreError> {
+        Ok(HostView::of(host, &self.host_record(host.as_str())?))
     }
 
     /// The record of `url` (normalised), if the store holds it.

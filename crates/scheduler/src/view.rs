@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use sitemapd_parser::ChangeFreq;
 use sitemapd_parser::date::Precision;
+use sitemapd_parser::{ChangeFreq, HostKey};
 
 use crate::estimate::Visit;
 use crate::policy::{FetchOutcome, Reason};
@@ -192,8 +192,8 @@ impl SitemapView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct HostView {
-    /// `host[:port]`.
-    pub host: String,
+    /// The host.
+    pub host: HostKey,
     /// Spacing between two of its URLs handed out by leases.
     pub lease_delay: Duration,
     /// No URL of the host is handed out for fetching before this.
@@ -218,9 +218,9 @@ pub struct HostView {
 }
 
 impl HostView {
-    pub(crate) fn of(host: &str, r: &HostRecord) -> HostView {
+    pub(crate) fn of(host: &HostKey, r: &HostRecord) -> HostView {
         HostView {
-            host: host.to_string(),
+            host: host.clone(),
             lease_delay: Duration::try_from_secs_f64(r.min_delay.max(0.0)).unwrap_or_default(),
             next_allowed: ts(r.next_allowed),
             lastmod_trusted: r.trust.is_trusted(),

@@ -30,7 +30,7 @@ use super::config::{DAY, SimConfig};
 use super::metrics::{Found, Summary, Tracker, estimator_stats};
 use super::oracle::{ORACLE, Oracle};
 use super::publisher::Publisher;
-use super::world::{EPOCH, World, host_name, page_id};
+use super::world::{EPOCH, World, host_key, page_id};
 use super::{RunReport, SimError};
 use sitemapd_scheduler::StoreError;
 
@@ -459,7 +459,7 @@ impl<'a> Sim<'a> {
         summary.estimators = estimator_stats(&histories);
         let mut trusted = 0u32;
         for h in 0..self.world.hosts {
-            trusted += u32::from(self.store.host(&host_name(h))?.lastmod_trusted);
+            trusted += u32::from(self.store.host(&host_key(h))?.lastmod_trusted);
         }
         summary.trusted_hosts = f64::from(trusted) / f64::from(self.world.hosts.max(1));
         summary.sitemap_reads = self.reads;

@@ -73,6 +73,13 @@ pub(crate) fn host_name(h: u32) -> String {
     format!("h{h}.sim.example")
 }
 
+/// The store's key of host `h`.
+pub(crate) fn host_key(h: u32) -> sitemapd_parser::HostKey {
+    NormUrl::parse(&format!("https://{}/", host_name(h)))
+        .map(|u| u.host_key())
+        .expect("a simulated host name is a valid host")
+}
+
 /// The URL of page `id` on host `h`.
 fn page_url(h: u32, id: u32) -> String {
     format!("https://{}/p/{id}", host_name(h))

@@ -229,6 +229,24 @@ mod tests {
         assert!(is_layout1_due(&old));
     }
 
+    /// The store files a URL under its parser `HostKey`, read off the
+    /// normalised URL without parsing it again.
+    #[test]
+    fn host_of_is_the_host_key() {
+        for url in [
+            "https://Example.COM/a",
+            "http://example.com:80/",
+            "https://example.com:443/x?y",
+            "https://example.com:8443/x",
+            "http://[::1]:8080/p",
+            "https://bücher.example/",
+            "http://example.com?q",
+        ] {
+            let norm = sitemapd_parser::NormUrl::parse(url).unwrap();
+            assert_eq!(host_of(norm.as_str()), norm.host_key().as_str(), "{url}");
+        }
+    }
+
     #[test]
     fn hosts() {
         assert_eq!(host_of("https://example.com:8080/a?b"), "example.com:8080");
