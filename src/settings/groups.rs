@@ -19,7 +19,7 @@ use sitemapd_discovery::{FetchConfig, Fetcher, SitemapMemory, WalkConfig, Walker
 use sitemapd_parser::{NormUrl, ParseOptions, ScopeMode, Strictness};
 use sitemapd_scheduler::policy::BuiltinPolicy;
 use sitemapd_scheduler::refresh::RefreshParams;
-use sitemapd_sim::{CrawlConfig, SimConfig, SitemapConfig, WorldConfig};
+use sitemapd_sim::{CrawlConfig, Scenario, SimConfig, SimPolicy, SitemapConfig, WorldConfig};
 
 /// `[fetch]`: how documents (robots.txt, sitemaps) are fetched.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
@@ -550,9 +550,14 @@ impl ApiSettings {
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SimulateSettings {
-    /// Policies to compare, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = BuiltinPolicy::ALL.to_vec())]
-    pub policies: Vec<BuiltinPolicy>,
+    /// Policies to compare, comma-separated (`oracle`: the upper bound, which knows the true
+    /// change times).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = SimPolicy::all())]
+    pub policies: Vec<SimPolicy>,
+    /// A named world of sitemaps: sets lastmod, recall, delay_hours, liar and the host mix
+    /// (budget, size and seeds stay as set).
+    #[arg(long, value_enum)]
+    pub scenario: Option<Scenario>,
     /// Seeds per policy (1 to 1000).
     #[arg(long, default_value_t = SimulateSettings::default().seeds)]
     pub seeds: u64,
@@ -584,7 +589,8 @@ impl Default for SimulateSettings {
     fn default() -> Self {
         let d = SimConfig::default();
         Self {
-            policies: BuiltinPolicy::ALL.to_vec(),
+            policies: SimPolicy::all(),
+            scenario: None,
             seeds: 3,
             first_seed: 1,
             jobs: None,
@@ -601,14 +607,18 @@ impl Default for SimulateSettings {
 impl SimulateSettings {
     /// The simulation these settings describe.
     pub fn sim(&self) -> SimConfig {
-        SimConfig {
+        let mut sim = SimConfig {
             days: self.days,
             warmup_days: self.warmup_days,
             sample_hours: self.sample_hours,
             world: self.world.clone(),
             sitemap: self.sitemap.clone(),
             crawl: self.crawl.clone(),
+        };
+        if let Some(scenario) = self.scenario {
+            scenario.apply(&mut sim);
         }
+        sim
     }
 
     fn validate(&self) -> Result<()> {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Command;
 use sitemapd_scheduler::policy::BuiltinPolicy;
+use sitemapd_sim::SimPolicy;
 
 use super::*;
 
@@ -143,7 +144,13 @@ fn simulate_settings_layer_the_same_way() {
          [world]\npages = 60\nhosts = 3\n[sitemap]\nlastmod = \"day\"\n[crawl]\nbudget = 60\n",
     );
     let f: SimulateSettings = load(Some(&path), &[]).unwrap();
-    assert_eq!(f.policies, [BuiltinPolicy::Fixed, BuiltinPolicy::Adaptive]);
+    assert_eq!(
+        f.policies,
+        [
+            SimPolicy::Store(BuiltinPolicy::Fixed),
+            SimPolicy::Store(BuiltinPolicy::Adaptive)
+        ]
+    );
     assert_eq!(f.seeds, 2);
     assert_eq!(f.world.pages, 60);
     assert_eq!(f.sitemap.lastmod, sitemapd_sim::LastmodPrecision::Day);
@@ -165,7 +172,7 @@ fn simulate_settings_layer_the_same_way() {
         ],
     )
     .unwrap();
-    assert_eq!(g.policies, [BuiltinPolicy::Uniform]);
+    assert_eq!(g.policies, [SimPolicy::Store(BuiltinPolicy::Uniform)]);
     assert_eq!(g.seeds, 2);
     assert_eq!(g.world.pages, 70);
     assert_eq!(g.world.hosts, 3);

@@ -51,6 +51,7 @@ mod change;
 pub mod config;
 pub mod metrics;
 mod oracle;
+mod policy;
 mod publisher;
 mod run;
 mod seed;
@@ -62,6 +63,7 @@ pub use config::{
 };
 pub use metrics::{EstimatorStats, SeriesRow, Summary};
 pub use oracle::ORACLE;
+pub use policy::SimPolicy;
 pub use run::{run, run_in_memory};
 pub use world::EPOCH;
 
