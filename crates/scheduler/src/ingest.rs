@@ -144,7 +144,7 @@ fn schedule_outlived(reason: StoredReason, complete: bool) -> bool {
         | StoredReason::Changefreq
         | StoredReason::Adaptive
         | StoredReason::Optimal => complete,
-        StoredReason::Safety | StoredReason::Validation => !complete,
+        StoredReason::Safety | StoredReason::Validation | StoredReason::LastmodPeriod => !complete,
         _ => false,
     }
 }

@@ -563,10 +563,22 @@ impl Store {
                 if rec.visits.len() > VISIT_HISTORY {
                     rec.visits.remove(0);
                 }
-                // Lastmod trust: did the sitemap's lastmod predict this?
+                // Lastmod trust: did the sitemap's lastmod predict this? A
+                // coarse lastmod whose period holds the last fetch said
+                // neither (a day that changed before or after the fetch):
+                // no evidence either way.
                 if let Some(l) = rec.lastmod {
-                    host.trust.observe_fetch(l.at > previous, changed);
-                    *host_changed = true;
+                    let said = l.at > previous;
+                    let latest = sitemapd_parser::date::Lastmod {
+                        unix_seconds: l.at,
+                        nanos: 0,
+                        precision: l.precision.into(),
+                    }
+                    .latest();
+                    if said || latest <= previous {
+                        host.trust.observe_fetch(said, changed);
+                        *host_changed = true;
+                    }
                 }
             }
             f.last_success = Some(now);

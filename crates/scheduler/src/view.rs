@@ -208,6 +208,9 @@ pub struct HostView {
     pub lastmod_precision: Option<f64>,
     /// Of the changes fetches found, the share its lastmod had announced.
     pub lastmod_recall: Option<f64>,
+    /// Of the fetches where its lastmod had not moved, the share that found
+    /// a change all the same.
+    pub lastmod_silent_rate: Option<f64>,
     /// Fetches whose result its lastmods predicted, over those observed
     /// (`None` before the first).
     pub lastmod_agreement: Option<f64>,
@@ -227,6 +230,7 @@ impl HostView {
             lastmod_complete: r.trust.is_complete(),
             lastmod_precision: r.trust.precision(),
             lastmod_recall: r.trust.recall(),
+            lastmod_silent_rate: r.trust.silent_rate(),
             lastmod_agreement: r.trust.agreement_rate(),
             lastmod_observations: r.trust.fetches(),
             urls: r.urls,

@@ -300,6 +300,8 @@ pub enum StoredReason {
     Validation,
     /// Appended with key layout 2.
     Safety,
+    /// Appended with key layout 2.
+    LastmodPeriod,
 }
 
 impl StoredReason {
@@ -325,6 +327,7 @@ impl From<Reason> for StoredReason {
             Reason::Notified => Self::Notified,
             Reason::Validation => Self::Validation,
             Reason::Safety => Self::Safety,
+            Reason::LastmodPeriod => Self::LastmodPeriod,
         }
     }
 }
@@ -343,6 +346,7 @@ impl From<StoredReason> for Reason {
             StoredReason::Notified => Self::Notified,
             StoredReason::Validation => Self::Validation,
             StoredReason::Safety => Self::Safety,
+            StoredReason::LastmodPeriod => Self::LastmodPeriod,
         }
     }
 }

@@ -15,7 +15,7 @@ use sitemapd_parser::date::{self, Precision};
 
 use super::{
     Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, add_secs, common_due,
-    importance,
+    importance, planning_rate,
 };
 
 pub use sitemapd_parser::date::precision_span;
@@ -50,7 +50,9 @@ fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
 ///   the future, SPEC X8) newer than the last successful fetch: due at
 ///   the lastmod ([`Reason::LastmodNewer`], or at the fallback's due time
 ///   if that is earlier), or at the end of the lastmod's period when its
-///   precision leaves the order open.
+///   precision leaves the order open (on a complete host a refresh,
+///   [`Reason::LastmodPeriod`], scored by how likely another change in
+///   that time is).
 /// - **Complete host** ([`HostState::lastmod_complete`]: trusted, and its
 ///   lastmods announce nearly every change), lastmod not moved: not
 ///   refetched on a rate schedule. A [`Params::validation_share`] of such
@@ -105,10 +107,28 @@ impl Policy for Lastmod {
             return newer(lm.min(fallback.at));
         }
         // A coarse lastmod whose period ends after the last fetch may be a
-        // change after it: due when the period is over.
+        // change after it: due when the period is over. A complete host's is
+        // a refresh, not a known change (urgent as likely as another change
+        // in that time is); elsewhere it is, if the fallback would wait longer.
         let end = latest(lm, url.lastmod_precision).plus_secs(1);
-        if end > last.plus_secs(1) && (host.lastmod_complete || end <= fallback.at) {
-            return newer(end);
+        if end > last.plus_secs(1) {
+            if host.lastmod_complete {
+                // A page that changes often within one period is refreshed
+                // on the fallback's schedule meanwhile.
+                if fallback.at < end {
+                    return fallback;
+                }
+                let open_secs = end.secs_since(last) as f64;
+                let likely = -(-planning_rate(url, &self.params) * open_secs).exp_m1();
+                return Due {
+                    at: end,
+                    score: score * likely,
+                    reason: Reason::LastmodPeriod,
+                };
+            }
+            if end <= fallback.at {
+                return newer(end);
+            }
         }
         if !host.lastmod_complete {
             return fallback;
@@ -126,6 +146,11 @@ impl Policy for Lastmod {
             score,
             reason: Reason::Safety,
         }
+    }
+
+    /// The fallback's: a rate fallback is calibrated as it would be alone.
+    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+        self.fallback.allocation_multiplier(pages, params)
     }
 
     fn next_interval(&self, url: &UrlState, outcome: FetchOutcome) -> Option<f64> {

@@ -203,6 +203,10 @@ pub enum Reason {
     /// Handed out by a lease that is still live (shown by views, never a
     /// policy's answer).
     Leased,
+    /// A coarse lastmod (a day, say) whose period held the last fetch: the
+    /// page may have changed again after it; rechecked when the period is
+    /// over.
+    LastmodPeriod,
 }
 
 /// The urgency classes a lease serves in order; within a class the
@@ -250,6 +254,7 @@ impl Reason {
             Reason::Validation => "validation",
             Reason::Safety => "safety",
             Reason::Leased => "leased",
+            Reason::LastmodPeriod => "lastmod-period",
         }
     }
 

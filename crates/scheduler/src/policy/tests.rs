@@ -473,16 +473,24 @@ fn complete_hosts_are_crawled_on_change() {
         p.next_due(&url, &COMPLETE, ts(now)).reason,
         Reason::Adaptive
     );
-    // A coarse lastmod whose day is not over: due when it is, even past
-    // the fallback's time.
-    url.interval = Some(H as f64);
+    // A coarse lastmod whose day holds the last fetch: a refresh when the
+    // day is over (not a known change), scored by how likely another
+    // change in it is; a page that changes faster than that is refreshed on
+    // the fallback's schedule meanwhile.
     url.lastmod = Some(ts(MAY1));
     url.lastmod_precision = Some(Precision::Day);
+    url.interval = Some(2.0 * D as f64);
+    url.rate = Some(1.0 / D as f64);
     let due = p.next_due(&url, &COMPLETE, ts(now));
     assert_eq!(
         (due.at.unix(), due.reason),
-        (MAY1 + D, Reason::LastmodNewer)
+        (MAY1 + D, Reason::LastmodPeriod)
     );
+    assert_eq!(due.reason.urgency(), Urgency::Refresh);
+    assert!((due.score - (1.0 - (-1.0f64).exp())).abs() < 1e-9, "{due:?}");
+    url.interval = Some(H as f64);
+    let due = p.next_due(&url, &COMPLETE, ts(now));
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + H, Reason::Adaptive));
 }
 
 #[test]
