@@ -1,51 +1,5 @@
-//! The research simulator: a seeded, discrete-event simulation of a web of
-//! pages that change, the sitemaps their hosts publish, and a crawler with
-//! a fetch budget, driving the real scheduler ([`Store`](sitemapd_scheduler::Store):
-//! ingest, lease, complete, the policies, the estimators, lastmod trust
-//! and the sitemap refresh schedule) on simulated time. It measures the
-//! metrics of SCHEDULING.md against the truth only a simulation knows.
-//!
-//! ```
-//! use sitemapd_sim::{self as sim, SimConfig};
-//!
-//! let mut cfg = SimConfig::default();
-//! cfg.days = 2.0;
-//! cfg.world.pages = 100;
-//! cfg.world.hosts = 4;
-//! cfg.crawl.budget = 100.0;
-//! let report = sim::run_in_memory(&cfg, "adaptive", 1, &mut |_| {}).unwrap();
-//! assert_eq!(report.series.len(), 8); // 6-hour windows
-//! assert!(report.summary.freshness > 0.0 && report.summary.freshness <= 1.0);
-//! // The same run on a sled store on disk: the same metrics.
-//! let dir = tempfile::tempdir().unwrap();
-//! let on_disk = sim::run(&cfg, "adaptive", 1, dir.path(), &mut |_| {}).unwrap();
-//! assert_eq!(on_disk.series, report.series);
-//! ```
-//!
-//! ## In memory or on disk
-//! [`run_in_memory()`] keeps the store in memory ([`Store::in_memory`](sitemapd_scheduler::Store::in_memory)):
-//! the store's code (ingest, queue, policies, estimators, trust, refresh) is
-//! the same, only the key-value map under it is an ordered map instead of
-//! sled. [`run()`] uses sled on disk, as the daemon does; the reports are
-//! the same, several times slower.
-//!
-//! ## Deterministic
-//! A run is a function of its configuration, policy and seed: the world
-//! (hosts, pages, rates, importance, births) and every page's change stream
-//! come from seeded PCG streams, and the store is driven in one thread in
-//! event order. Every policy of one seed sees the same pages and the same
-//! changes (common random numbers), so differences between policies are
-//! the policies'.
-//!
-//! ## Modules
-//! - [`config`]: the settings ([`SimConfig`]).
-//! - `world`: pages on hosts, rates, importance, sitemap files.
-//! - `change`: Poisson, periodic and bursty change processes.
-//! - `publisher`: what the sitemaps say (lastmod precision, recall, delay,
-//!   liar mode; ETags for conditional reads).
-//! - [`metrics`]: freshness, age, harmonic staleness, waste, recall,
-//!   discovery, politeness, estimator bias.
-//! - `run`: the event loop against the store ([`run()`], [`run_in_memory()`]).
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod change;
 pub mod config;
