@@ -414,3 +414,167 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
     assert!(status.success(), "{log}");
     assert_eq!(stats_json(&store)["active"], 24_000);
 }
+
+/// `t` (unix seconds) as an RFC 3339 UTC time, as sitemaps write lastmod.
+fn rfc3339(t: i64) -> String {
+    let secs = t.rem_euclid(86_400);
+    let days = t.div_euclid(86_400);
+    // The civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Seconds since the epoch, now.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Crawl on change through the daemon (issue 16): once a host's lastmods
+/// have earned trust, a lastmod that moves in a re-read sitemap puts its
+/// URL first in the next lease, ahead of the URLs that are new; the host's
+/// unmoved URLs are not refetched on a rate schedule. (No rate-based
+/// refresh can fall due within a test's seconds: the shortest interval is
+/// an hour.)
+#[test]
+fn a_moved_lastmod_comes_first_in_the_next_lease() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!("Sitemap: {}\n", site.url("/sitemap.xml"))),
+    );
+    // Version 0: p0..p5 with lastmods; 1: every lastmod moved (to the
+    // time of the switch); 2: p3's moved again, and q0..q2 are new.
+    let version = Arc::new(AtomicUsize::new(0));
+    let moved_at: Arc<std::sync::Mutex<[i64; 3]>> = Arc::default();
+    let (v, at, base) = (version.clone(), moved_at.clone(), site.url("/"));
+    site.route_fn("/sitemap.xml", move |_, _| {
+        let v = v.load(Ordering::SeqCst);
+        let at = *at.lock().unwrap();
+        let mut xml =
+            String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+        for i in 0..6 {
+            let lastmod = match (v, i) {
+                (2, 3) => at[2],
+                (1.., _) => at[1],
+                _ => at[0],
+            };
+            xml.push_str(&format!(
+                "<url><loc>{base}p{i}</loc><lastmod>{}</lastmod></url>",
+                rfc3339(lastmod)
+            ));
+        }
+        if v >= 2 {
+            for i in 0..3 {
+                xml.push_str(&format!("<url><loc>{base}q{i}</loc></url>"));
+            }
+        }
+        xml.push_str("</urlset>");
+        Reply::ok(xml).header("ETag", &format!("\"v{v}\""))
+    });
+    let set_moved = |slot: usize| {
+        moved_at.lock().unwrap()[slot] = unix_now();
+    };
+    // Distinct from anything fetched: a day ago.
+    moved_at.lock().unwrap()[0] = unix_now() - 86_400;
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &[
+            "--policy",
+            "lastmod",
+            "--lease-delay",
+            "0",
+            "--sitemap-secs",
+            "1",
+            "--min-refresh-secs",
+            "1",
+            "--max-refresh-secs",
+            "1",
+            &site.url("/"),
+        ],
+    );
+    let lastmod_of = |d: &Daemon, page: &str| {
+        d.get(&format!("/v1/urls?url={}", site.url(page)))["record"]["lastmod"].as_i64()
+    };
+    let lease_all = |d: &Daemon| -> Vec<(String, String)> {
+        let leased = d.post("/v1/lease", json!({"n": 100, "ttl_secs": 600}));
+        leased["urls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                let url = u["url"].as_str().unwrap();
+                let path = url.rsplit('/').next().unwrap().to_string();
+                (path, u["reason"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let complete_changed = |d: &Daemon, leased: &[(String, String)]| {
+        let items: Vec<Value> = leased
+            .iter()
+            .map(|(p, _)| json!({"url": site.url(&format!("/{p}")), "outcome": "changed"}))
+            .collect();
+        let done = d.post("/v1/complete", Value::Array(items));
+        assert_eq!(done["completed"], leased.len(), "{done}");
+    };
+    d.wait_for("the first read", |d| d.active() == 6);
+    let first = lease_all(&d);
+    assert_eq!(first.len(), 6, "{first:?}");
+    assert!(first.iter().all(|(_, r)| r == "new"), "{first:?}");
+    complete_changed(&d, &first);
+
+    // Every lastmod moves after the fetch, and every page had changed: six
+    // announced changes earn the host its trust.
+    std::thread::sleep(Duration::from_millis(1100));
+    set_moved(1);
+    version.store(1, Ordering::SeqCst);
+    let moved = moved_at.lock().unwrap()[1];
+    d.wait_for("the moved lastmods", |d| {
+        lastmod_of(d, "/p5") == Some(moved)
+    });
+    let second = lease_all(&d);
+    assert_eq!(second.len(), 6, "{second:?}");
+    assert!(
+        second.iter().all(|(_, r)| r == "lastmod-newer"),
+        "{second:?}"
+    );
+    complete_changed(&d, &second);
+
+    // p3 changes again, and three pages are new.
+    std::thread::sleep(Duration::from_millis(1100));
+    set_moved(2);
+    version.store(2, Ordering::SeqCst);
+    let again = moved_at.lock().unwrap()[2];
+    d.wait_for("p3's new lastmod and the new pages", |d| {
+        lastmod_of(d, "/p3") == Some(again) && d.active() == 9
+    });
+    let third = lease_all(&d);
+    assert_eq!(
+        third.first(),
+        Some(&("p3".to_string(), "lastmod-newer".to_string())),
+        "{third:?}"
+    );
+    let rest: Vec<&str> = third[1..].iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(rest, ["q0", "q1", "q2"], "{third:?}");
+    assert!(third[1..].iter().all(|(_, r)| r == "new"), "{third:?}");
+    // The other five wait: not refetched on a rate schedule.
+    assert_eq!(third.len(), 4, "{third:?}");
+    let (status, _, log) = d.terminate();
+    assert!(status.success(), "{log}");
+}

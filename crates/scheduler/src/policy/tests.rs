@@ -487,7 +487,10 @@ fn complete_hosts_are_crawled_on_change() {
         (MAY1 + D, Reason::LastmodPeriod)
     );
     assert_eq!(due.reason.urgency(), Urgency::Refresh);
-    assert!((due.score - (1.0 - (-1.0f64).exp())).abs() < 1e-9, "{due:?}");
+    assert!(
+        (due.score - (1.0 - (-1.0f64).exp())).abs() < 1e-9,
+        "{due:?}"
+    );
     url.interval = Some(H as f64);
     let due = p.next_due(&url, &COMPLETE, ts(now));
     assert_eq!((due.at.unix(), due.reason), (MAY1 + H, Reason::Adaptive));
