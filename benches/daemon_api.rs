@@ -216,34 +216,13 @@ fn changing_sitemap(host: &str, epoch: i64, epoch_start: i64) -> String {
         let lastmod = last.map_or(1_704_067_200 + j * 3_600, at); // else 2024-01-01 plus j hours
         s.push_str(&format!(
             "<url><loc>http://{host}/articles/{j}-v{replaced}.html</loc><lastmod>{}</lastmod></url>\n",
-            w3c(lastmod)
+            sitemapd_testsite::w3c(lastmod)
         ));
     }
     s.push_str("</urlset>\n");
     s
 }
 
-/// Unix seconds as a W3C datetime (UTC).
-fn w3c(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00",
-        rem / 3_600,
-        rem % 3_600 / 60,
-        rem % 60
-    )
-}
 
 /// Starts the site process; returns it and its port. It stops when its
 /// stdin closes (this process ending included).

@@ -415,28 +415,6 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
     assert_eq!(stats_json(&store)["active"], 24_000);
 }
 
-/// `t` (unix seconds) as an RFC 3339 UTC time, as sitemaps write lastmod.
-fn rfc3339(t: i64) -> String {
-    let secs = t.rem_euclid(86_400);
-    let days = t.div_euclid(86_400);
-    // The civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
 /// Seconds since the epoch, now.
 fn unix_now() -> i64 {
     std::time::SystemTime::now()
@@ -476,7 +454,7 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
             };
             xml.push_str(&format!(
                 "<url><loc>{base}p{i}</loc><lastmod>{}</lastmod></url>",
-                rfc3339(lastmod)
+                sitemapd_testsite::w3c(lastmod)
             ));
         }
         if v >= 2 {

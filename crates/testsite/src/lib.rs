@@ -344,6 +344,34 @@ impl Reply {
     }
 }
 
+/// Unix seconds as a W3C datetime (UTC), as sitemaps write lastmod.
+///
+/// ```
+/// assert_eq!(sitemapd_testsite::w3c(0), "1970-01-01T00:00:00+00:00");
+/// assert_eq!(sitemapd_testsite::w3c(1_700_000_000), "2023-11-14T22:13:20+00:00");
+/// assert_eq!(sitemapd_testsite::w3c(951_782_400), "2000-02-29T00:00:00+00:00");
+/// ```
+pub fn w3c(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
 /// gzip of `data` (flate2, fast level).
 pub fn gzip(data: &[u8]) -> Vec<u8> {
     let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
