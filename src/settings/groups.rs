@@ -807,7 +807,7 @@ impl Settings for QueueSettings {
 pub struct DaemonSettings {
     #[command(flatten, next_help_heading = "Store")]
     pub store: StoreArgs,
-    /// Sites to follow: "example.com", "https://example.com/", or a sitemap URL. The API
+    /// Sites to follow: `example.com`, `https://example.com/`, or a sitemap URL. The API
     /// (POST /v1/sites) adds more; the store remembers them all. SITE arguments add to them.
     #[arg(skip)]
     pub sites: Vec<String>,

@@ -32,7 +32,7 @@ pub use groups::*;
 #[derive(Debug, Clone, Default, Args)]
 pub struct ConfigArgs {
     /// Settings file (TOML; every key optional, unknown keys refused). Environment variables
-    /// SITEMAPD_<SETTING> override it, flags override both.
+    /// `SITEMAPD_<SETTING>` override it, flags override both.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print the effective settings (defaults < --config file < SITEMAPD_* environment <

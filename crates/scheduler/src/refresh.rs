@@ -122,7 +122,7 @@ pub struct RefreshRead {
 }
 
 /// The jitter unit of a sitemap: a number in `[-1, 1]` from a stable hash
-/// of its URL (the same spread [`Store`] gives URL due times).
+/// of its URL (the same spread [`Store`](crate::Store) gives URL due times).
 pub fn jitter_unit(url: &str) -> f64 {
     (fnv1a(url.as_bytes()) % 2001) as f64 / 1000.0 - 1.0
 }

@@ -12,7 +12,7 @@
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
-//! | `f` | seed, as given | [`SiteRecord`](crate::sites::SiteRecord): a followed site |
+//! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
 //! | `~layout` | | the key layout version ([`LAYOUT_VERSION`]) |
