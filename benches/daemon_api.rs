@@ -223,7 +223,6 @@ fn changing_sitemap(host: &str, epoch: i64, epoch_start: i64) -> String {
     s
 }
 
-
 /// Starts the site process; returns it and its port. It stops when its
 /// stdin closes (this process ending included).
 fn start_site(extra: &[String]) -> (Child, u16) {

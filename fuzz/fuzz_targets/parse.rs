@@ -92,6 +92,7 @@ fn run(bytes: Vec<u8>, options: ParseOptions, chunk: Option<usize>) -> (Vec<Even
                 check_lastmod(&s.lastmod);
             }
             Event::Diagnostic(_) => continue,
+            _ => continue,
         }
         entries.push(event);
     }

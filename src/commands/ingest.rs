@@ -173,6 +173,7 @@ fn walk_into(
                 | WalkEvent::ProbeMissed { .. }
                 | WalkEvent::ChildrenSkipped { .. }
                 | WalkEvent::NotDue { .. } => {}
+                _ => {}
             }
         }
         anyhow::Ok(ingest.finish()?)

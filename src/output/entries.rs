@@ -77,6 +77,7 @@ impl<W: Write> EntrySink<W> {
                         String::new(),
                     ],
                     Event::Diagnostic(_) => return Ok(()),
+                    _ => return Ok(()),
                 };
                 c.write_record(&record)?;
             }

@@ -152,6 +152,7 @@ impl Tree {
                 writeln!(out, "  total: {counts}")?;
             }
             WalkEvent::Entry { .. } | WalkEvent::Diagnostic { .. } => {}
+            _ => {}
         }
         Ok(())
     }

@@ -114,6 +114,7 @@ impl Validators {
 /// Why a fetch produced no usable response, or why a body stopped early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FetchError {
     /// The address guard refused the host.
     #[error("address guard refused {0}")]

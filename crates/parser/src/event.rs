@@ -11,6 +11,7 @@ use crate::url::NormUrl;
 /// One item of the parse stream.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Event {
     /// A page URL (urlset entry, text line or feed item).
     Url(UrlEntry),

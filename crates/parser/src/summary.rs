@@ -11,6 +11,7 @@ use crate::scope::OutOfScope;
 /// The document's format, decided from its content (SPEC C7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Format {
     /// `<urlset>`
     Urlset,

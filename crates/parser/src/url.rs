@@ -18,6 +18,7 @@ use serde::Serialize;
 
 /// Why a string is not an acceptable http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum UrlError {
     /// Nothing left after trimming.
     #[error("empty URL")]

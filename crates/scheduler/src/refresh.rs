@@ -95,6 +95,7 @@ pub struct RefreshState {
 
 /// What one read of a sitemap found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefreshOutcome {
     /// A 2xx read with this fingerprint, different from the last one (or
     /// the first).

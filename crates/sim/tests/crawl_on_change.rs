@@ -39,8 +39,14 @@ fn truthful_lastmods_come_near_the_oracle_with_little_waste() {
         "truthful: lastmod F {:.4} wasted {:.3}, adaptive F {:.4}, oracle F {:.4}",
         lastmod.freshness, lastmod.wasted_share, adaptive.freshness, oracle.freshness
     );
-    assert!(oracle.freshness >= lastmod.freshness, "the oracle is a bound");
-    assert!(oracle.freshness >= adaptive.freshness, "the oracle is a bound");
+    assert!(
+        oracle.freshness >= lastmod.freshness,
+        "the oracle is a bound"
+    );
+    assert!(
+        oracle.freshness >= adaptive.freshness,
+        "the oracle is a bound"
+    );
     // 0.9 of the oracle on this small, short world (trust is still being
     // earned in its first days); the full-size table reaches 0.97.
     assert!(

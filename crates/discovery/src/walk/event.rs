@@ -12,6 +12,7 @@ use crate::robots::RobotsReport;
 /// One item of a walk.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WalkEvent {
     /// A site's robots.txt was fetched (or could not be).
     Robots(RobotsReport),
@@ -81,6 +82,7 @@ pub enum WalkEvent {
 /// How a sitemap was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Via {
     /// Given as a seed.
     Seed,
@@ -95,6 +97,7 @@ pub enum Via {
 /// Why children were not followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SkipReason {
     /// Deeper than the nesting limit (I6).
     Depth,

@@ -39,6 +39,7 @@ pub fn parse_with(bytes: impl Into<Vec<u8>>, options: ParseOptions) -> Parsed {
             Event::Url(u) => out.urls.push(u),
             Event::Sitemap(s) => out.sitemaps.push(s),
             Event::Diagnostic(d) => out.diagnostics.push(d),
+            other => panic!("an event this test does not know: {other:?}"),
         }
     }
     out.summary = parser.summary().clone();

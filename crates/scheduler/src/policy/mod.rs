@@ -492,6 +492,7 @@ pub const POLICY_NAMES: [&str; 8] = [
 
 /// A policy name [`policy`] cannot build.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UnknownPolicy {
     /// No policy has this name.
     Name(String),
