@@ -339,7 +339,7 @@ impl Store {
     /// `request.per_host` per host, and no host faster than its politeness
     /// delay.
     ///
-    /// The urgency classes are served in order (changed, new, refresh):
+    /// The urgency classes are served in order (changed or new, refresh):
     /// a class is read only as far as the classes before it leave room,
     /// and within one the policy's score decides, then the due time, then
     /// the sitemap's priority, the newest lastmod and the shortest URL.
@@ -377,7 +377,7 @@ impl Store {
         scan.scan(Urgency::Validation, paid, &mut samples)?;
         let want = n.saturating_mul(OVERSCAN).max(n);
         let mut found = Vec::new();
-        for class in [Urgency::Changed, Urgency::New, Urgency::Refresh] {
+        for class in [Urgency::Changed, Urgency::Refresh] {
             let left = want.saturating_sub(found.len());
             if left == 0 {
                 break;

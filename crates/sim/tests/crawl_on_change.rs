@@ -124,3 +124,28 @@ fn a_mixed_world_is_led_by_lastmod() {
         assert!(lastmod > f, "{other}: {f} vs lastmod {lastmod}");
     }
 }
+
+#[test]
+fn lastmod_is_never_below_adaptive_on_a_scarce_budget() {
+    // A quarter of the budget: fewer fetches a day than changes, and the
+    // first crawl of every page takes most of the run.
+    for scenario in [Scenario::Truthful, Scenario::Mixed] {
+        let mut cfg = world(scenario);
+        cfg.crawl.budget /= 4.0;
+        let (lastmod, adaptive) = (run(&cfg, "lastmod").summary, run(&cfg, "adaptive").summary);
+        println!(
+            "{} at {} a day: lastmod F {:.4}, adaptive F {:.4}",
+            scenario.name(),
+            cfg.crawl.budget,
+            lastmod.freshness,
+            adaptive.freshness
+        );
+        assert!(
+            lastmod.freshness >= adaptive.freshness,
+            "{}: {} vs {}",
+            scenario.name(),
+            lastmod.freshness,
+            adaptive.freshness
+        );
+    }
+}

@@ -210,32 +210,35 @@ pub enum Reason {
 }
 
 /// The urgency classes a lease serves in order; within a class the
-/// policy's score decides ([`Reason::urgency`]).
+/// policy's score decides, then how long the URL has waited
+/// ([`Reason::urgency`]).
+///
+/// Known changes and new URLs share the first class: both are content
+/// the crawler does not have. Served strictly one before the other, a
+/// scarce budget spent on the changes of pages already fetched starved
+/// the first fetch of new ones (10,000 pages at 500 fetches a day take 20
+/// days to crawl once), and freshness fell below the adaptive schedule's
+/// (0.26 against 0.38 in the simulator's truthful world); one class,
+/// oldest first, gave 0.38 there and 0.987 instead of 0.975 at 2,000 a day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Urgency {
-    /// Known to have changed: a push notification, or a lastmod newer
-    /// than the last fetch on a host whose lastmods have earned trust.
+    /// Content the crawler does not have: a known change (a push
+    /// notification, or a lastmod newer than the last fetch on a host whose
+    /// lastmods have earned trust) or a URL never fetched.
     Changed = 0,
-    /// Never fetched.
-    New = 1,
     /// Refreshed on a schedule: rate-based intervals, retries, the safety
-    /// interval.
-    Refresh = 2,
+    /// interval, the end of a coarse lastmod's period.
+    Refresh = 1,
     /// Samples that keep a trusted host's lastmod trust honest: a lease
     /// gives them their share of the fetches only.
-    Validation = 3,
+    Validation = 2,
 }
 
 impl Urgency {
     /// Every class, in the order a lease serves them.
-    pub const ALL: [Urgency; 4] = [
-        Urgency::Changed,
-        Urgency::New,
-        Urgency::Refresh,
-        Urgency::Validation,
-    ];
+    pub const ALL: [Urgency; 3] = [Urgency::Changed, Urgency::Refresh, Urgency::Validation];
 }
 
 impl Reason {
@@ -263,8 +266,7 @@ impl Reason {
     /// [`Reason::LeaseExpired`] itself counts as a refresh.
     pub fn urgency(self) -> Urgency {
         match self {
-            Reason::Notified | Reason::LastmodNewer => Urgency::Changed,
-            Reason::New => Urgency::New,
+            Reason::Notified | Reason::LastmodNewer | Reason::New => Urgency::Changed,
             Reason::Validation => Urgency::Validation,
             _ => Urgency::Refresh,
         }
