@@ -370,6 +370,14 @@ pub struct CrawlConfig {
     /// could take (nothing due, or hosts at their politeness limit).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().carry_hours))]
     pub carry_hours: f64,
+    /// Crawl on change (policy lastmod): a URL of a complete host whose lastmod has not
+    /// moved is refetched after this many seconds at the latest.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SECS", default_value_t = CrawlConfig::default().safety_interval))]
+    pub safety_interval: f64,
+    /// Crawl on change: the share of fetches that re-validate complete hosts' unmoved
+    /// lastmods (0 to 1).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().validation_share))]
+    pub validation_share: f64,
 }
 
 impl Default for CrawlConfig {
@@ -383,6 +391,8 @@ impl Default for CrawlConfig {
             fallback: BuiltinPolicy::Adaptive,
             calibrate_hours: 24.0,
             carry_hours: 6.0,
+            safety_interval: sitemapd_scheduler::policy::Params::default().safety_interval,
+            validation_share: sitemapd_scheduler::policy::Params::default().validation_share,
         }
     }
 }
@@ -563,6 +573,16 @@ impl SimConfig {
             non_negative(c.carry_hours) && c.carry_hours <= 24.0 * 30.0,
             "carry_hours",
             "between 0 and 720",
+        )?;
+        check(
+            positive(c.safety_interval) && c.safety_interval <= MAX_DAYS * DAY,
+            "safety_interval",
+            "seconds above 0",
+        )?;
+        check(
+            non_negative(c.validation_share) && c.validation_share <= 1.0,
+            "validation_share",
+            "a share between 0 and 1",
         )?;
         Ok(())
     }

@@ -44,6 +44,8 @@ fn store_options(cfg: &SimConfig, policy: &str) -> StoreOptions {
             fixed_interval: c.fixed_interval_days * DAY,
             budget: c.budget / DAY,
             fallback: c.fallback.name().to_string(),
+            safety_interval: c.safety_interval,
+            validation_share: c.validation_share,
             ..Params::default()
         },
         estimator: cfg.estimator(),

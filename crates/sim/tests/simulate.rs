@@ -355,13 +355,21 @@ fn bad_settings_are_errors_not_panics() {
     std::fs::write(dir.path().join("x"), b"x").unwrap();
     let err = sim::run(&cfg, "adaptive", 1, dir.path(), &mut |_| {}).unwrap_err();
     assert!(matches!(err, SimError::DirNotEmpty(_)), "{err}");
-    let broken: [fn(&mut SimConfig); 6] = [
+    let broken: [fn(&mut SimConfig); 11] = [
         |c| c.days = 0.0,
         |c| c.sample_hours = -1.0,
         |c| c.sitemap.recall = 1.5,
         |c| c.crawl.tick_secs = 0,
         |c| c.crawl.budget = f64::NAN,
         |c| c.warmup_days = Some(c.days),
+        |c| c.crawl.validation_share = 1.5,
+        |c| c.crawl.safety_interval = 0.0,
+        |c| c.crawl.carry_hours = -1.0,
+        |c| {
+            c.sitemap.noisy_hosts = 0.7;
+            c.sitemap.liar_hosts = 0.7;
+        },
+        |c| c.sitemap.silent_hosts = -0.1,
     ];
     for (i, breaks) in broken.iter().enumerate() {
         let mut cfg = SimConfig::default();
