@@ -133,7 +133,7 @@ impl Store {
                 continue;
             };
             match self.url_record(due.url) {
-                Ok(Some(rec)) if !rec.retired && rec.due_key(due.url) == key.as_ref() => {}
+                Ok(Some(rec)) if !rec.retired && rec.owns(&due) => {}
                 _ => report
                     .dangling_due
                     .push(format!("{} @ {} (class {})", due.url, due.at, due.class)),

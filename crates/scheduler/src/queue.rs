@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::keys;
 use crate::policy::Reason;
 use crate::policy::Urgency;
+use crate::policy::lastmod_is_newer;
 use crate::record::{
     HostRecord, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord, VISIT_HISTORY,
     due_rank, encode,
@@ -254,7 +255,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                     // An entry its record does not place here (left by a
                     // replaced corrupt record; `check` names it) is passed
                     // over: the URL's own entry stands for it.
-                    Ok(Some(rec)) if rec.retired || rec.due_key(url) != key.as_ref() => {}
+                    Ok(Some(rec)) if rec.retired || !rec.owns(&due) => {}
                     Ok(Some(rec)) => {
                         *taken += 1;
                         taken_here += 1;
@@ -569,13 +570,8 @@ impl Store {
                 // no evidence either way.
                 if let Some(l) = rec.lastmod {
                     let said = l.at > previous;
-                    let latest = sitemapd_parser::date::Lastmod {
-                        unix_seconds: l.at,
-                        nanos: 0,
-                        precision: l.precision.into(),
-                    }
-                    .latest();
-                    if said || latest <= previous {
+                    let (at, since) = (Timestamp::from_unix(l.at), Timestamp::from_unix(previous));
+                    if said || !lastmod_is_newer(at, Some(l.precision.into()), since) {
                         host.trust.observe_fetch(said, changed);
                         *host_changed = true;
                     }

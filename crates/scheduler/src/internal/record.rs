@@ -400,6 +400,17 @@ impl UrlRecord {
             url,
         )
     }
+
+    /// Whether `entry` (a parsed due key) is this record's own entry, without
+    /// building the key.
+    pub fn owns(&self, entry: &keys::DueKey<'_>) -> bool {
+        (entry.class, entry.at, entry.rank)
+            == (
+                self.schedule.reason.urgency() as u8,
+                self.schedule.due,
+                due_rank(self.priority),
+            )
+    }
 }
 
 /// Order within one due second of one class: 5 for priority 1.0, 130 for
