@@ -682,14 +682,19 @@ impl<'s> Ingest<'s> {
             // A push notification's "due now" stands until the URL is
             // fetched: a sitemap's news does not push it later.
             let notified = !revived && rec.schedule.reason == StoredReason::Notified;
+            let changed = new || revived || hints_changed;
             // A host that became complete (or stopped being) since the URL
             // was scheduled: out of (or back into) the rate schedule now,
-            // not at its next fetch.
-            let mode_changed = rec.lastmod.is_some()
+            // not at its next fetch, if the policy says so (a policy that
+            // does not crawl on change answers with the same reason, and
+            // the URL keeps the due time it has).
+            let outlived = !changed
+                && rec.lastmod.is_some()
                 && schedule_outlived(rec.schedule.reason, host.trust.is_complete());
-            if (new || revived || hints_changed || mode_changed) && !leased {
+            if (changed || outlived) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
-                if !(notified && rec.schedule.due <= due.at.unix()) {
+                let same_mode = outlived && StoredReason::from(due.reason) == rec.schedule.reason;
+                if !(notified && rec.schedule.due <= due.at.unix()) && !same_mode {
                     rec.schedule = Schedule {
                         due: due.at.unix(),
                         score: due.score as f32,
