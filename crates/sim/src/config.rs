@@ -199,40 +199,42 @@ pub(crate) struct HostSitemaps {
 }
 
 impl SitemapConfig {
-    /// What host `host` of `hosts` publishes. The mix's kinds go to hosts
-    /// in an order shuffled by `seed` (not by size): noisy first, then
-    /// liars, then silent, the rest as the fields say.
-    pub(crate) fn host(&self, host: u32, hosts: u32, seed: u64) -> HostSitemaps {
-        let mut kind = HostSitemaps {
+    /// What each of `hosts` hosts publishes, by host. The mix's kinds go to
+    /// hosts in an order shuffled by `seed` (not by size): noisy first,
+    /// then liars, then silent, the rest as the fields say.
+    pub(crate) fn hosts(&self, hosts: u32, seed: u64) -> Vec<HostSitemaps> {
+        let base = HostSitemaps {
             precision: self.lastmod,
             recall: self.recall,
             delay_secs: (self.delay_hours * 3600.0).round() as i64,
             liar_from_secs: self.liar.then_some(0),
         };
-        // The host's place in a seeded shuffle of all hosts.
-        let rank = (0..hosts)
-            .filter(|&h| {
-                let (a, b) = (mix(seed, u64::from(h)), mix(seed, u64::from(host)));
-                (a, h) < (b, host)
-            })
-            .count() as f64;
-        let share = rank / f64::from(hosts.max(1));
+        let mut out = vec![base; hosts as usize];
+        // A seeded shuffle of the hosts; a host's place in it picks its kind.
+        let mut order: Vec<u32> = (0..hosts).collect();
+        order.sort_by_key(|&h| (mix(seed, u64::from(h)), h));
         let noisy = self.noisy_hosts;
         let liar = noisy + self.liar_hosts;
         let silent = liar + self.silent_hosts;
-        if share < noisy {
-            kind.recall = NOISY_RECALL;
-            kind.delay_secs = NOISY_DELAY_SECS;
-        } else if share < liar {
-            kind.liar_from_secs = Some(0);
-        } else if share < silent {
-            kind.precision = LastmodPrecision::None;
+        let turncoat_from = self.liar_from_day.map(|day| (day * DAY).round() as i64);
+        for (rank, h) in order.into_iter().enumerate() {
+            let Some(kind) = out.get_mut(h as usize) else {
+                continue;
+            };
+            let share = rank as f64 / f64::from(hosts.max(1));
+            if share < noisy {
+                kind.recall = NOISY_RECALL;
+                kind.delay_secs = NOISY_DELAY_SECS;
+            } else if share < liar {
+                kind.liar_from_secs = Some(0);
+            } else if share < silent {
+                kind.precision = LastmodPrecision::None;
+            }
+            if let Some(from) = turncoat_from {
+                kind.liar_from_secs = Some(kind.liar_from_secs.map_or(from, |t| t.min(from)));
+            }
         }
-        if let Some(day) = self.liar_from_day {
-            let from = (day * DAY).round() as i64;
-            kind.liar_from_secs = Some(kind.liar_from_secs.map_or(from, |t| t.min(from)));
-        }
-        kind
+        out
     }
 }
 
@@ -595,5 +597,42 @@ impl SimConfig {
     /// The estimator of [`CrawlConfig::estimator`].
     pub fn estimator(&self) -> Estimator {
         self.crawl.estimator
+    }
+}
+
+#[cfg(test)]
+mod mix_tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_splits_the_hosts_as_it_says() {
+        let mut cfg = SimConfig::default();
+        Scenario::Mixed.apply(&mut cfg);
+        let hosts = cfg.sitemap.hosts(100, 7);
+        let count = |f: &dyn Fn(&HostSitemaps) -> bool| hosts.iter().filter(|h| f(h)).count();
+        assert_eq!(count(&|h| h.recall == NOISY_RECALL), 20);
+        assert_eq!(count(&|h| h.liar_from_secs == Some(0)), 15);
+        assert_eq!(count(&|h| h.precision == LastmodPrecision::None), 15);
+        assert_eq!(
+            count(&|h| h.recall == 1.0
+                && h.liar_from_secs.is_none()
+                && h.precision == LastmodPrecision::Second),
+            50
+        );
+        // Not by host size: the kinds are spread over the host numbers.
+        assert!(hosts[..50].iter().any(|h| h.recall == NOISY_RECALL));
+        assert!(hosts[50..].iter().any(|h| h.recall == NOISY_RECALL));
+        // Another seed, another split; the same seed, the same one.
+        assert_eq!(hosts, cfg.sitemap.hosts(100, 7));
+        assert_ne!(hosts, cfg.sitemap.hosts(100, 8));
+
+        Scenario::Turncoat.apply(&mut cfg);
+        let switch = (cfg.days / 3.0 * DAY).round() as i64;
+        assert!(
+            cfg.sitemap
+                .hosts(100, 7)
+                .iter()
+                .all(|h| h.liar_from_secs == Some(switch) && h.recall == 1.0)
+        );
     }
 }

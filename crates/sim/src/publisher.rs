@@ -61,9 +61,7 @@ impl Publisher {
     /// The files of `world` (of `seed`) before anything is listed.
     pub(crate) fn new(world: &World, cfg: &SitemapConfig, seed: u64) -> Self {
         Publisher {
-            hosts: (0..world.hosts)
-                .map(|h| cfg.host(h, world.hosts, seed))
-                .collect(),
+            hosts: cfg.hosts(world.hosts, seed),
             files: world
                 .sitemaps
                 .iter()
