@@ -694,7 +694,8 @@ impl<'s> Ingest<'s> {
             if (changed || outlived) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
                 let same_mode = outlived && StoredReason::from(due.reason) == rec.schedule.reason;
-                if !(notified && rec.schedule.due <= due.at.unix()) && !same_mode {
+                let keep = same_mode || (notified && rec.schedule.due <= due.at.unix());
+                if !keep {
                     rec.schedule = Schedule {
                         due: due.at.unix(),
                         score: due.score as f32,
