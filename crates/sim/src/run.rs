@@ -221,9 +221,7 @@ impl<'a> Sim<'a> {
             let (lambda, file) = (page.lambda, page.sitemap);
             let recall = self.recall(page.host);
             self.tracker.born(i, EPOCH);
-            if let Some(o) = &mut self.oracle {
-                o.stale(i, EPOCH);
-            }
+            self.oracle_stale(i, EPOCH);
             let changes = &mut self.changes[i as usize];
             let history = changes.history(lambda, recall);
             let lastmod = history.map(|ago| EPOCH - ago.round() as i64);
@@ -340,9 +338,7 @@ impl<'a> Sim<'a> {
         let p = &self.world.pages[page as usize];
         let (lambda, file) = (p.lambda, p.sitemap);
         self.tracker.born(page, at);
-        if let Some(o) = &mut self.oracle {
-            o.stale(page, at);
-        }
+        self.oracle_stale(page, at);
         self.publisher.born(file, page, at);
         let first = self.changes[page as usize].first(at, lambda, &self.cfg.world);
         self.change_queue.push(Reverse((first, page)));
@@ -357,9 +353,7 @@ impl<'a> Sim<'a> {
         let (lambda, file) = (p.lambda, p.sitemap);
         let recall = self.recall(p.host);
         self.tracker.changed(page, at);
-        if let Some(o) = &mut self.oracle {
-            o.stale(page, at);
-        }
+        self.oracle_stale(page, at);
         let stream = &mut self.changes[page as usize];
         if stream.reflected(recall) {
             self.publisher.changed(file, page, at);
@@ -439,6 +433,14 @@ impl<'a> Sim<'a> {
             (_, result) => result?,
         }
         Ok(())
+    }
+
+    /// Tells the oracle, if it is the policy, that `page`'s copy is stale
+    /// from `at` (it appeared or changed).
+    fn oracle_stale(&mut self, page: u32, at: i64) {
+        if let Some(o) = &mut self.oracle {
+            o.stale(page, at);
+        }
     }
 
     /// Share of changes host `host`'s lastmod reflects.
