@@ -127,11 +127,14 @@ fn a_mixed_world_is_led_by_lastmod() {
 
 #[test]
 fn lastmod_is_never_below_adaptive_on_a_scarce_budget() {
-    // A quarter of the budget: fewer fetches a day than changes, and the
-    // first crawl of every page takes most of the run.
+    // Half the budget: fewer fetches a day than changes, and the first
+    // crawl of every page takes ten of the sixteen days, so known changes
+    // and new pages compete for it. (With new URLs served after known
+    // changes, tried by moving them to the refresh class, lastmod fell to
+    // 0.446 here against adaptive's 0.532: this test fails on that order.)
     for scenario in [Scenario::Truthful, Scenario::Mixed] {
         let mut cfg = world(scenario);
-        cfg.crawl.budget /= 4.0;
+        cfg.crawl.budget /= 2.0;
         let (lastmod, adaptive) = (run(&cfg, "lastmod").summary, run(&cfg, "adaptive").summary);
         println!(
             "{} at {} a day: lastmod F {:.4}, adaptive F {:.4}",
