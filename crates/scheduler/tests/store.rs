@@ -1106,11 +1106,11 @@ fn a_registered_policy_schedules_and_calibrates() {
 }
 
 /// The queue's urgency classes: a lastmod that moved on a host whose
-/// lastmods announce every change comes before new URLs, new ones before
-/// rate-based refreshes; the host's unmoved URLs are not refreshed on a
-/// rate schedule.
+/// lastmods announce every change, and a new URL, share the first class
+/// (the one that waited longer first) and come before rate-based
+/// refreshes; the host's unmoved URLs are not refreshed on a rate schedule.
 #[test]
-fn leases_serve_changed_then_new_then_refresh() {
+fn leases_serve_changes_and_new_urls_before_refreshes() {
     use sitemapd_scheduler::policy::{Reason, Urgency};
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(
