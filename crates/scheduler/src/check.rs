@@ -188,7 +188,8 @@ impl Store {
     }
 
     /// Every URL the store holds, retired ones included, in URL order
-    /// (for `sitemapd export`).
+    /// (for `sitemapd export`); leases judged by the system clock, as
+    /// [`Store::url`] does.
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
         self.records::<UrlRecord>([keys::URL])
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, Timestamp::now())))

@@ -234,7 +234,8 @@ impl Store {
     }
 
     /// What the store knows of `url` (normalised on the way in: a URL that
-    /// does not parse is not in the store), if it holds it.
+    /// does not parse is not in the store), if it holds it. Its `reason`
+    /// tells a live lease from one that ran out by the system clock.
     pub fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
         let Ok(norm) = NormUrl::parse(url) else {
             return Ok(None);
