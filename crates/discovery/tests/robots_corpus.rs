@@ -102,3 +102,83 @@ fn double_encoded_bom_does_not_hide_the_first_group() {
     let r = parse("bharath06__robotstxt__www.gov.cn");
     assert_eq!(r.sitemaps.len(), 4);
 }
+
+/// Paths to check a file's rules against: the patterns of the file (the
+/// first 40, for time: the matcher reads the whole file per check) made
+/// into paths (wildcards and anchors filled in, one byte more and one
+/// less), and a few every site has.
+fn probe_paths(body: &str) -> Vec<String> {
+    let mut paths: Vec<String> = ["/", "/index.html", "/a/b?c=d", "/private/x", "/wp-admin/"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for line in body.lines().filter(|l| l.contains('/')).take(40) {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        if key != "allow" && key != "disallow" {
+            continue;
+        }
+        let value = value.split('#').next().unwrap_or("").trim();
+        if !value.starts_with('/') {
+            continue;
+        }
+        let filled = value.trim_end_matches('$').replace('*', "x");
+        paths.push(filled.clone());
+        paths.push(format!("{filled}z"));
+        let mut shorter = filled.clone();
+        shorter.pop();
+        if !shorter.is_empty() {
+            paths.push(shorter);
+        }
+    }
+    paths
+}
+
+/// The rules handed to the store decide as the `robotstxt` matcher does,
+/// for our agent, for Googlebot and for an agent no file names, on every
+/// corpus robots.txt and every path its own patterns suggest.
+#[test]
+fn extracted_rules_agree_with_the_matcher_on_the_corpus() {
+    let base = NormUrl::parse("https://example.com/robots.txt").unwrap();
+    let mut checked = 0u64;
+    let mut disallowed = 0u64;
+    for (file, _) in robots_files() {
+        let body = std::fs::read(corpus().join("robots").join(&file)).unwrap();
+        let text = String::from_utf8_lossy(&body);
+        for agent in ["sitemapd/0.1", "Googlebot/2.1", "nobody-named-this"] {
+            let robots = RobotsTxt::parse(&body, Some(&base), agent);
+            let rules = robots.rules();
+            assert_eq!(rules.crawl_delay, robots.crawl_delay, "{file}");
+            for path in probe_paths(&text) {
+                let Ok(url) = base.join(&path) else {
+                    continue;
+                };
+                assert_eq!(
+                    rules.allows(&url),
+                    robots.is_allowed(&url),
+                    "{file}, agent {agent}, {url}"
+                );
+                checked += 1;
+                disallowed += u64::from(!robots.is_allowed(&url));
+            }
+        }
+    }
+    assert!(checked > 5_000, "checked {checked}");
+    assert!(disallowed > 500, "disallowed {disallowed} of {checked}");
+}
+
+/// The R1 fix holds for the rules handed over: a `Sitemap:` or
+/// `Crawl-delay:` line inside a group does not end it.
+#[test]
+fn extracted_rules_keep_groups_across_sitemap_lines() {
+    let body = b"User-agent: FooBot\nSitemap: https://example.com/s.xml\nUser-agent: sitemapd\nCrawl-delay: 2\nDisallow: /private/\n";
+    let robots = RobotsTxt::parse(body, None, "FooBot/1.0");
+    let url = NormUrl::parse("https://example.com/private/x").unwrap();
+    assert!(!robots.rules().allows(&url));
+    assert!(!robots.is_allowed(&url));
+    let ours = RobotsTxt::parse(body, None, "sitemapd/0.1").rules();
+    assert_eq!(ours.crawl_delay, Some(2.0));
+    assert!(!ours.allows(&url));
+}

@@ -8,6 +8,7 @@ pub mod event;
 mod input;
 pub mod options;
 mod parser;
+pub mod robots_rules;
 pub mod scope;
 mod sniff;
 mod stream;
@@ -23,6 +24,7 @@ pub use event::{
 };
 pub use options::{ParseOptions, ScopeMode, Strictness};
 pub use parser::{MAX_TOKEN_BYTES, Parser};
+pub use robots_rules::RobotsRules;
 pub use scope::{OutOfScope, Scope, in_scope, in_scope_with, scope_directory};
 pub use stream::{ParseStream, parse_async};
 pub use summary::{Format, Summary};

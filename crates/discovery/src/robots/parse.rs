@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use robotstxt::RobotsParseHandler;
 use robotstxt::matcher::{RobotsMatchStrategy, RobotsMatcher};
-use sitemapd_parser::{Diagnostic, NormUrl, Position, Rule, UrlError};
+use sitemapd_parser::{Diagnostic, NormUrl, Position, RobotsRules, Rule, UrlError};
 
 /// How much of a robots.txt is read (R4: at least 500 KiB; RFC 9309 §2.5).
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
@@ -30,6 +30,7 @@ pub struct DeclaredSitemap {
 pub struct RobotsTxt {
     agent: String,
     matcher_body: String,
+    rules: Vec<(bool, String)>,
     /// The sitemaps declared, de-duplicated (R2), in file order.
     pub sitemaps: Vec<DeclaredSitemap>,
     /// `Sitemap:` records seen, before de-duplication and dropping.
@@ -107,6 +108,7 @@ impl RobotsTxt {
             .join("\n");
         RobotsTxt {
             crawl_delay: collector.crawl_delay(),
+            rules: collector.agent_rules(),
             sitemap_records: collector.sitemaps.len() as u64,
             agent,
             matcher_body,
@@ -114,6 +116,15 @@ impl RobotsTxt {
             diagnostics,
             truncated,
         }
+    }
+
+    /// The allow/disallow rules and crawl delay this file gives the agent
+    /// given to [`RobotsTxt::parse`], as data the store keeps per host:
+    /// the rules of every group naming the agent, else of every `*` group
+    /// (none: everything allowed). [`RobotsRules::allows`] agrees with
+    /// [`RobotsTxt::is_allowed`] (a test checks it over the corpus).
+    pub fn rules(&self) -> RobotsRules {
+        RobotsRules::new(self.rules.clone(), self.crawl_delay)
     }
 
     /// Whether the agent given to [`RobotsTxt::parse`] may fetch `url`.
@@ -143,39 +154,11 @@ impl RobotsMatchStrategy for LinearMatch {
         longest_match(path, pattern)
     }
 
-    /// Whether `path` matches `pattern` from its start: `*` matches any
-    /// run of bytes, a final `$` anchors the end. Patterns and paths are
-    /// percent-encoded ASCII by then, so bytes are compared.
+    /// Whether `path` matches `pattern` from its start
+    /// ([`sitemapd_parser::robots_rules::pattern_matches`], shared with the
+    /// store's checks).
     fn matches(path: &str, pattern: &str) -> bool {
-        let path = path.as_bytes();
-        let pattern = pattern.as_bytes();
-        // The path prefixes (by length) that the pattern so far can match,
-        // ascending.
-        let mut positions: Vec<usize> = vec![0];
-        let mut next: Vec<usize> = Vec::with_capacity(path.len() + 1);
-        for (i, &c) in pattern.iter().enumerate() {
-            if c == b'$' && i + 1 == pattern.len() {
-                return positions.last() == Some(&path.len());
-            }
-            if c == b'*' {
-                let first = positions[0];
-                positions.clear();
-                positions.extend(first..=path.len());
-                continue;
-            }
-            next.clear();
-            next.extend(
-                positions
-                    .iter()
-                    .filter(|&&p| path.get(p) == Some(&c))
-                    .map(|p| p + 1),
-            );
-            std::mem::swap(&mut positions, &mut next);
-            if positions.is_empty() {
-                return false;
-            }
-        }
-        true
+        sitemapd_parser::robots_rules::pattern_matches(path, pattern)
     }
 }
 
@@ -262,6 +245,15 @@ struct Collector {
     group: Vec<String>,
     group_has_rules: bool,
     delays: HashMap<String, f64>,
+    /// The agents of the current group as the matcher sees it: only
+    /// `Allow`/`Disallow` lines end one (a `Crawl-delay` does not, R1).
+    rule_group: Vec<String>,
+    rule_group_has_rules: bool,
+    /// Rules of the groups naming the agent, and of the `*` groups.
+    agent_rules: Vec<(bool, String)>,
+    global_rules: Vec<(bool, String)>,
+    /// A group named the agent (its rules apply, even none).
+    agent_seen: bool,
     /// Line of a `Sitemap:` record with an empty value, whose URL may be on
     /// the next line.
     empty_sitemap_line: Option<u64>,
@@ -276,7 +268,34 @@ impl Collector {
             group: Vec::new(),
             group_has_rules: false,
             delays: HashMap::new(),
+            rule_group: Vec::new(),
+            rule_group_has_rules: false,
+            agent_rules: Vec::new(),
+            global_rules: Vec::new(),
+            agent_seen: false,
             empty_sitemap_line: None,
+        }
+    }
+
+    /// The agent's rules: its own groups', else the `*` groups'.
+    fn agent_rules(&self) -> Vec<(bool, String)> {
+        if self.agent_seen {
+            self.agent_rules.clone()
+        } else {
+            self.global_rules.clone()
+        }
+    }
+
+    /// An `Allow` (`true`) or `Disallow` line in the current group.
+    fn rule(&mut self, allow: bool, value: &str) {
+        self.rule_line();
+        self.rule_group_has_rules = true;
+        let rule = (allow, value.to_string());
+        if self.rule_group.contains(&self.agent) {
+            self.agent_rules.push(rule.clone());
+        }
+        if self.rule_group.iter().any(|a| a == "*") {
+            self.global_rules.push(rule);
         }
     }
 
@@ -302,20 +321,27 @@ impl RobotsParseHandler for Collector {
             self.group.clear();
             self.group_has_rules = false;
         }
-        self.group
-            .push(product_token(user_agent.trim()).to_ascii_lowercase());
+        if self.rule_group_has_rules {
+            self.rule_group.clear();
+            self.rule_group_has_rules = false;
+        }
+        let token = product_token(user_agent.trim()).to_ascii_lowercase();
+        self.agent_seen |= token == self.agent;
+        self.rule_group.push(token.clone());
+        self.group.push(token);
         if user_agent.trim_start().starts_with('*') {
+            self.rule_group.push("*".into());
             self.group.push("*".into());
         }
         self.empty_sitemap_line = None;
     }
 
-    fn handle_allow(&mut self, _line: u32, _value: &str) {
-        self.rule_line();
+    fn handle_allow(&mut self, _line: u32, value: &str) {
+        self.rule(true, value);
     }
 
-    fn handle_disallow(&mut self, _line: u32, _value: &str) {
-        self.rule_line();
+    fn handle_disallow(&mut self, _line: u32, value: &str) {
+        self.rule(false, value);
     }
 
     fn handle_sitemap(&mut self, line: u32, value: &str) {
