@@ -31,9 +31,18 @@ impl Reported {
         let outcome = match self.outcome.as_str() {
             "changed" => Outcome::Changed,
             "not-modified" => Outcome::NotModified,
-            "gone" => Outcome::Gone,
-            "error" => Outcome::Error(self.status.unwrap_or(0)),
-            "redirected" => Outcome::Redirected(self.to.context("\"redirected\" needs \"to\"")?),
+            // Without a status, a 404: retired after repeats, not at once.
+            "gone" => Outcome::Gone(self.status.unwrap_or(404)),
+            // A crawler passing HTTP statuses through: 404 and 410 are gone.
+            "error" => match self.status.unwrap_or(0) {
+                status @ (404 | 410) => Outcome::Gone(status),
+                status => Outcome::Error(status),
+            },
+            "redirected" => Outcome::Redirected {
+                to: self.to.context("\"redirected\" needs \"to\"")?,
+                // Without a status, temporary: never retired for it.
+                status: self.status.unwrap_or(0),
+            },
             other => {
                 bail!("unknown outcome {other:?} (changed, not-modified, gone, error, redirected)")
             }
@@ -68,14 +77,31 @@ mod tests {
                 r#"{"url":"http://a/","outcome":"not-modified"}"#,
                 Outcome::NotModified,
             ),
-            (r#"{"url":"http://a/","outcome":"gone"}"#, Outcome::Gone),
+            (
+                r#"{"url":"http://a/","outcome":"gone"}"#,
+                Outcome::Gone(404),
+            ),
+            (
+                r#"{"url":"http://a/","outcome":"gone","status":410}"#,
+                Outcome::Gone(410),
+            ),
             (
                 r#"{"url":"http://a/","outcome":"error","status":503}"#,
                 Outcome::Error(503),
             ),
             (
                 r#"{"url":"http://a/","outcome":"redirected","to":"http://b/"}"#,
-                Outcome::Redirected("http://b/".into()),
+                Outcome::Redirected {
+                    to: "http://b/".into(),
+                    status: 0,
+                },
+            ),
+            (
+                r#"{"url":"http://a/","outcome":"redirected","to":"http://b/","status":301}"#,
+                Outcome::Redirected {
+                    to: "http://b/".into(),
+                    status: 301,
+                },
             ),
         ] {
             let reported: Reported = serde_json::from_str(json).unwrap();
@@ -84,6 +110,19 @@ mod tests {
             assert_eq!(url, "http://a/");
             assert_eq!(c.outcome, outcome);
             assert_eq!(c.outcome.name(), name);
+        }
+    }
+
+    /// An HTTP 404 or 410 reported as an error is a gone page.
+    #[test]
+    fn error_404_and_410_are_gone() {
+        for status in [404, 410] {
+            let json = format!(r#"{{"url":"http://a/","outcome":"error","status":{status}}}"#);
+            let reported: Reported = serde_json::from_str(&json).unwrap();
+            assert_eq!(
+                reported.completion().unwrap().1.outcome,
+                Outcome::Gone(status)
+            );
         }
     }
 }

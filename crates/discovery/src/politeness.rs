@@ -124,7 +124,17 @@ impl Politeness {
         let requested = Duration::try_from_secs_f64(seconds).unwrap_or(self.crawl_delay_cap);
         let delay = requested.min(self.crawl_delay_cap).max(self.min_delay);
         let host = self.host(key);
-        host.schedule.lock().unwrap_or_else(|e| e.into_inner()).1 = delay;
+        let mut schedule = host.schedule.lock().unwrap_or_else(|e| e.into_inner());
+        let (next, old) = *schedule;
+        // A request started under the old delay (the robots.txt fetch that
+        // brought this one): the next start is that start plus the new
+        // delay, not the old.
+        let next = if next > Instant::now() {
+            next.checked_sub(old).map_or(next, |last| last + delay)
+        } else {
+            next
+        };
+        *schedule = (next, delay);
     }
 
     /// Forgets the hosts idle for more than `idle`: no request in flight or
@@ -222,6 +232,25 @@ mod tests {
         assert_eq!(gate.delay(&k("h")), Duration::from_secs(1));
         gate.set_crawl_delay(&k("h"), f64::NAN);
         assert_eq!(gate.delay(&k("h")), Duration::from_secs(10));
+    }
+
+    /// The request after the robots.txt fetch that gave the delay waits
+    /// the delay, not the minimum the robots.txt fetch was started under;
+    /// a host with no request pending starts at once.
+    #[tokio::test(start_paused = true)]
+    async fn crawl_delay_spaces_the_request_after_the_robots_fetch() {
+        let gate = Politeness::new(1, Duration::from_secs(1), Duration::from_secs(30));
+        let t0 = Instant::now();
+        drop(gate.acquire(&k("h")).await); // robots.txt
+        gate.set_crawl_delay(&k("h"), 5.0);
+        drop(gate.acquire(&k("h")).await); // the first sitemap
+        assert_eq!(t0.elapsed(), Duration::from_secs(5));
+        drop(gate.acquire(&k("h")).await);
+        assert_eq!(t0.elapsed(), Duration::from_secs(10));
+        let t1 = Instant::now();
+        gate.set_crawl_delay(&k("fresh"), 5.0);
+        drop(gate.acquire(&k("fresh")).await);
+        assert_eq!(t1.elapsed(), Duration::ZERO);
     }
 
     fn hosts(gate: &Politeness) -> usize {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::error::intact;
 use crate::keys;
 use crate::record::SiteRecord;
-use crate::record::{HostRecord, SitemapRecord, UrlRecord, decode};
+use crate::record::{HostRecord, RobotsRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
@@ -89,7 +89,7 @@ impl Store {
             let url = String::from_utf8_lossy(&key[1..]).into_owned();
             match decode::<UrlRecord>(&value) {
                 Err(_) => report.corrupt.push(url),
-                Ok(rec) if !rec.retired => {
+                Ok(rec) if rec.queued() => {
                     if !self.kv.contains_key(rec.due_key(&url))? {
                         report.missing_due.push(url);
                     }
@@ -97,12 +97,13 @@ impl Store {
                 Ok(_) => {}
             }
         }
-        for prefix in [keys::HOST, keys::SITEMAP, keys::SITE] {
+        for prefix in [keys::HOST, keys::SITEMAP, keys::SITE, keys::ROBOTS] {
             for item in self.kv.scan_prefix([prefix]) {
                 let (key, value) = item?;
                 let bad = match prefix {
                     keys::HOST => decode::<HostRecord>(&value).is_err(),
                     keys::SITEMAP => decode::<SitemapRecord>(&value).is_err(),
+                    keys::ROBOTS => decode::<RobotsRecord>(&value).is_err(),
                     _ => decode::<SiteRecord>(&value).is_err(),
                 };
                 if bad {
@@ -133,7 +134,7 @@ impl Store {
                 continue;
             };
             match self.url_record(due.url) {
-                Ok(Some(rec)) if !rec.retired && rec.owns(&due) => {}
+                Ok(Some(rec)) if rec.queued() && rec.owns(&due) => {}
                 _ => report
                     .dangling_due
                     .push(format!("{} @ {} (class {})", due.url, due.at, due.class)),

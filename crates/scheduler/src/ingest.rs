@@ -617,6 +617,7 @@ impl<'s> Ingest<'s> {
         let _lock = store.lock_background();
         let mut batch = crate::kv::Batch::default();
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut rules = crate::robots::RulesCache::new(store);
         let mut recent: HashMap<u64, Vec<u64>> = self
             .readings
             .values()
@@ -642,7 +643,7 @@ impl<'s> Ingest<'s> {
             };
             let new = existing.is_none();
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
-            let old_key = (!new && !rec.retired).then(|| rec.due_key(&url));
+            let old_key = (!new && rec.queued()).then(|| rec.due_key(&url));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
             let hints_changed = rec.apply(&seen, now, same_session);
@@ -678,11 +679,15 @@ impl<'s> Ingest<'s> {
             }
             rec.add_sources(&seen.sources, &recent);
             rec.retired = false;
+            let was_blocked = rec.blocked;
+            rules.mark(&url, &mut rec)?;
+            // Back from a block its rules lifted meanwhile: scheduled anew.
+            let unblocked = was_blocked && !rec.blocked;
             let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
             // A push notification's "due now" stands until the URL is
             // fetched: a sitemap's news does not push it later.
             let notified = !revived && rec.schedule.reason == StoredReason::Notified;
-            let changed = new || revived || hints_changed;
+            let changed = new || revived || hints_changed || unblocked;
             // A host that became complete (or stopped being) since the URL
             // was scheduled: out of (or back into) the rate schedule now,
             // not at its next fetch, if the policy says so (a policy that
@@ -704,12 +709,14 @@ impl<'s> Ingest<'s> {
                     };
                 }
             }
-            let key = rec.due_key(&url);
-            if old_key.as_ref() != Some(&key) {
+            let key = rec.queued().then(|| rec.due_key(&url));
+            if old_key != key {
                 if let Some(old) = old_key {
                     batch.remove(old);
                 }
-                batch.insert(key, &[]);
+                if let Some(key) = key {
+                    batch.insert(key, &[]);
+                }
             }
             if new || revived {
                 host.urls += 1;
@@ -795,6 +802,11 @@ impl UrlRecord {
             retired: false,
             sources: Vec::new(),
             notified: None,
+            blocked: false,
+            lapsed: None,
+            repeats: 0,
+            last_status: 0,
+            redirected_from: None,
         }
     }
 

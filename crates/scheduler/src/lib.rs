@@ -12,6 +12,7 @@ pub mod notify;
 pub mod policy;
 pub mod queue;
 pub mod refresh;
+pub mod robots;
 pub mod sites;
 pub mod store;
 mod time;

@@ -61,7 +61,7 @@ fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
         let Ok(rec) = decode::<UrlRecord>(&value) else {
             continue;
         };
-        if !rec.retired {
+        if rec.queued() {
             batch.insert(rec.due_key(url), &[]);
             n += 1;
         }

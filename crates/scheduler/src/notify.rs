@@ -55,7 +55,7 @@ impl Store {
         };
         let added = existing.is_none();
         let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &[]));
-        let old_key = (!added && !rec.retired).then(|| rec.due_key(url));
+        let old_key = (!added && rec.queued()).then(|| rec.due_key(url));
         let revived = !added && rec.retired;
         rec.notified = Some(match rec.notified {
             None => Notifications {
@@ -71,6 +71,8 @@ impl Store {
             Some(n) => n,
         });
         rec.retired = false;
+        // A URL its host's robots.txt disallows stays out of the queue.
+        crate::robots::RulesCache::new(self).mark(url, &mut rec)?;
         let host_name = keys::host_of(url);
         let mut host = self.host_record(host_name)?;
         let due = self.schedule(url, &rec, &host, now);
@@ -84,7 +86,9 @@ impl Store {
         if let Some(old) = old_key {
             batch.remove(old);
         }
-        batch.insert(rec.due_key(url), &[]);
+        if rec.queued() {
+            batch.insert(rec.due_key(url), &[]);
+        }
         batch.insert(keys::url(url), encode(&rec));
         if added || revived {
             host.urls = host.urls.saturating_add(1);

@@ -20,9 +20,10 @@ use crate::policy::Reason;
 use crate::policy::Urgency;
 use crate::policy::lastmod_is_newer;
 use crate::record::{
-    HostRecord, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord, VISIT_HISTORY,
-    due_rank, encode,
+    HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
+    VISIT_HISTORY, due_rank, encode,
 };
+use crate::robots::RulesCache;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 
@@ -113,13 +114,34 @@ pub enum Outcome {
     Changed,
     /// The page did not change (a 304, or the same content).
     NotModified,
-    /// 404 or 410.
-    Gone,
-    /// Any other failure, with its HTTP status (0: no response).
+    /// Not there, with its HTTP status: 410 retires the URL at once, a 404
+    /// (or any other status, 0 when not known) after [`GONE_AFTER`] in a
+    /// row; until then it backs off as an error does.
+    Gone(u16),
+    /// Any other failure, with its HTTP status (0: no response): retried
+    /// with an exponential back-off per URL, and per host after
+    /// [`HOST_FAILURES`] failures of its URLs in a row.
     Error(u16),
-    /// A redirect to this URL.
-    Redirected(String),
+    /// A redirect to `to` (absolute, or relative to the URL), with its
+    /// HTTP status. The target joins the store as a new URL when it is on
+    /// the same host (robots rules applied, its source recorded); a
+    /// permanent redirect (301, 308) retires the URL after [`MOVED_AFTER`]
+    /// in a row, any other backs it off.
+    Redirected {
+        /// Where to.
+        to: String,
+        /// 301, 302, 303, 307, 308 (0: not known, taken as temporary).
+        status: u16,
+    },
 }
+
+/// 404s in a row that retire a URL as gone.
+pub const GONE_AFTER: u32 = 3;
+/// Permanent redirects in a row that retire a URL as moved.
+pub const MOVED_AFTER: u32 = 2;
+/// Failures (errors, 5xx) of one host's URLs in a row after which the
+/// whole host backs off.
+pub const HOST_FAILURES: u32 = 5;
 
 impl Outcome {
     /// Its name in reports and metrics: `changed`, `not-modified`, `gone`,
@@ -128,9 +150,9 @@ impl Outcome {
         match self {
             Outcome::Changed => "changed",
             Outcome::NotModified => "not-modified",
-            Outcome::Gone => "gone",
+            Outcome::Gone(_) => "gone",
             Outcome::Error(_) => "error",
-            Outcome::Redirected(_) => "redirected",
+            Outcome::Redirected { .. } => "redirected",
         }
     }
 
@@ -138,11 +160,34 @@ impl Outcome {
         match self {
             Outcome::Changed => StoredOutcome::Changed,
             Outcome::NotModified => StoredOutcome::NotModified,
-            Outcome::Gone => StoredOutcome::Gone,
+            Outcome::Gone(_) => StoredOutcome::Gone,
             Outcome::Error(s) => StoredOutcome::Error(*s),
-            Outcome::Redirected(_) => StoredOutcome::Redirected,
+            Outcome::Redirected { .. } => StoredOutcome::Redirected,
         }
     }
+
+    /// The HTTP status it carries (0: none).
+    fn status(&self) -> u16 {
+        match self {
+            Outcome::Changed | Outcome::NotModified => 0,
+            Outcome::Gone(s) | Outcome::Error(s) | Outcome::Redirected { status: s, .. } => *s,
+        }
+    }
+}
+
+/// What repeats of an outcome count toward: the outcome, and for a 410 or a
+/// redirect, how final it is.
+fn repeat_class(outcome: StoredOutcome, status: u16) -> (StoredOutcome, bool) {
+    match outcome {
+        StoredOutcome::Gone => (outcome, status == 410),
+        StoredOutcome::Redirected => (outcome, permanent_redirect(status)),
+        StoredOutcome::Error(_) => (StoredOutcome::Error(0), false),
+        other => (other, false),
+    }
+}
+
+fn permanent_redirect(status: u16) -> bool {
+    matches!(status, 301 | 308)
 }
 
 /// A completed fetch: the outcome and the page's validators.
@@ -204,6 +249,10 @@ struct DueScan<'s, F> {
     now: i64,
     allowance: F,
     per: HashMap<String, (usize, usize)>,
+    /// Each host's robots rules.
+    rules: RulesCache<'s>,
+    /// Due URLs the rules disallow, passed over (a lease marks them).
+    blocked: Vec<String>,
 }
 
 impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
@@ -250,6 +299,10 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                     }
                     from = next;
                     continue 'scan;
+                }
+                if !self.rules.allows(url)? {
+                    self.blocked.push(url.to_string());
+                    continue;
                 }
                 match self.store.url_record(url) {
                     // An entry its record does not place here (left by a
@@ -311,6 +364,8 @@ impl Store {
             now,
             allowance: |_: &str| Ok(usize::MAX),
             per: HashMap::new(),
+            rules: RulesCache::new(self),
+            blocked: Vec::new(),
         };
         let mut found = Vec::new();
         for class in Urgency::ALL {
@@ -372,6 +427,8 @@ impl Store {
                 Ok(allowed)
             },
             per: HashMap::new(),
+            rules: RulesCache::new(self),
+            blocked: Vec::new(),
         };
         let mut samples = Vec::new();
         let paid = (credit.max(0.0).floor() as usize).min(n);
@@ -385,11 +442,23 @@ impl Store {
             }
             scan.scan(class, left, &mut found)?;
         }
+        let blocked = std::mem::take(&mut scan.blocked);
         drop(scan);
         found.sort_by(Candidate::order);
         found.truncate(n - samples.len());
         found.extend(samples);
         let mut batch = crate::kv::Batch::default();
+        // Due URLs whose host's rules changed since they were scheduled
+        // (and no `set_robots` pass reached them yet): out of the queue.
+        for url in blocked {
+            if let Ok(Some(mut rec)) = self.url_record(&url) {
+                if rec.queued() {
+                    batch.remove(rec.due_key(&url));
+                    rec.blocked = true;
+                    batch.insert(keys::url(&url), encode(&rec));
+                }
+            }
+        }
         let mut out = Vec::new();
         let mut sampled = 0usize;
         for Candidate {
@@ -495,6 +564,7 @@ impl Store {
         // Each host's record, and whether a completion changed it.
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut unknown = Vec::new();
+        let mut rules = RulesCache::new(self);
         for (given, completion) in completions {
             let Ok(norm) = sitemapd_parser::NormUrl::parse(given) else {
                 unknown.push(given.to_string());
@@ -518,6 +588,34 @@ impl Store {
             };
             let rec =
                 self.apply_completion(url, rec, completion, host, host_changed, &mut batch, now);
+            if let Outcome::Redirected { to, .. } = &completion.outcome {
+                if let Some(target) = redirect_target(&norm, to) {
+                    let target = target.as_str();
+                    let known = records.contains_key(target)
+                        || !matches!(self.url_record(target), Ok(None));
+                    if !known {
+                        let mut new = UrlRecord::new(now, &[]);
+                        new.first_source = rec.first_source;
+                        new.priority = rec.priority;
+                        new.redirected_from = Some(url.to_string());
+                        rules.mark(target, &mut new)?;
+                        let due = self.schedule(target, &new, host, now);
+                        new.schedule = Schedule {
+                            due: due.at.unix(),
+                            score: due.score as f32,
+                            reason: due.reason.into(),
+                            lease: None,
+                        };
+                        if new.queued() {
+                            batch.insert(new.due_key(target), &[]);
+                        }
+                        host.urls = host.urls.saturating_add(1);
+                        *host_changed = true;
+                        tracing::debug!(from = url, to = target, "redirect target added");
+                        records.insert(target.to_string(), new);
+                    }
+                }
+            }
             records.insert(url.to_string(), rec);
         }
         for (url, rec) in &records {
@@ -546,8 +644,20 @@ impl Store {
         now: i64,
     ) -> UrlRecord {
         let outcome = completion.outcome.stored();
+        let status = completion.outcome.status();
         let success = matches!(outcome, StoredOutcome::Changed | StoredOutcome::NotModified);
         let changed = outcome == StoredOutcome::Changed;
+        let class = repeat_class(outcome, status);
+        let previous = rec
+            .fetch
+            .last_outcome
+            .map(|o| repeat_class(o, rec.last_status));
+        rec.repeats = if previous == Some(class) {
+            rec.repeats.saturating_add(1)
+        } else {
+            1
+        };
+        rec.last_status = status;
         let f = &mut rec.fetch;
         if success {
             // The estimators see successful fetches only.
@@ -583,6 +693,8 @@ impl Store {
                 f.last_change = Some(now);
                 f.changes = f.changes.saturating_add(1);
             }
+            // The page answers: whatever retired it is over.
+            rec.lapsed = None;
         } else {
             f.errors_in_a_row = f.errors_in_a_row.saturating_add(1);
         }
@@ -593,8 +705,31 @@ impl Store {
             f.etag = completion.etag.clone();
             f.last_modified = completion.last_modified.clone();
         }
-        if let Outcome::Redirected(to) = &completion.outcome {
+        if let Outcome::Redirected { to, .. } = &completion.outcome {
             f.redirected_to = Some(to.clone());
+        }
+        match class {
+            (StoredOutcome::Gone, true) => rec.lapsed = Some(Lapse::Gone),
+            (StoredOutcome::Gone, false) if rec.repeats >= GONE_AFTER => {
+                rec.lapsed = Some(Lapse::Gone);
+            }
+            (StoredOutcome::Redirected, true) if rec.repeats >= MOVED_AFTER => {
+                rec.lapsed = Some(Lapse::Moved);
+            }
+            _ => {}
+        }
+        // Host back-off: failures of its URLs in a row (a 5xx, no answer).
+        if matches!(outcome, StoredOutcome::Error(_)) {
+            host.errors_in_a_row = host.errors_in_a_row.saturating_add(1);
+            if host.errors_in_a_row >= HOST_FAILURES {
+                let n = host.errors_in_a_row - HOST_FAILURES;
+                let wait = self.host_backoff(n);
+                host.next_allowed = host.next_allowed.max(now.saturating_add(wait));
+            }
+            *host_changed = true;
+        } else if host.errors_in_a_row > 0 {
+            host.errors_in_a_row = 0;
+            *host_changed = true;
         }
         let state = self.url_state(url, &rec, now);
         rec.interval = self
@@ -609,11 +744,40 @@ impl Store {
             reason: due.reason.into(),
             lease: None,
         };
-        if !rec.retired {
+        if rec.queued() {
             batch.insert(rec.due_key(url), &[]);
         }
         rec
     }
+
+    /// How long a host backs off after `n` failures beyond
+    /// [`HOST_FAILURES`]: the first retry delay, doubling, at most a day.
+    fn host_backoff(&self, n: u32) -> i64 {
+        let first = self.options.params.retry_after_error;
+        let first = if first.is_finite() && first > 0.0 {
+            first
+        } else {
+            3600.0
+        };
+        (first * 2f64.powi(n.min(32) as i32)).min(86_400.0) as i64
+    }
+}
+
+/// The URL a redirect of `from` to `to` (absolute, or relative to `from`)
+/// adds to the store: normalised, on `from`'s host (`host[:port]`, either
+/// scheme: a move to https stays), else none (a sitemap vouches for its
+/// own host only; another host's URLs come from that host's sitemaps).
+fn redirect_target(from: &sitemapd_parser::NormUrl, to: &str) -> Option<sitemapd_parser::NormUrl> {
+    let target = from.join(to.trim()).ok()?;
+    if target.host_key() != from.host_key() {
+        tracing::debug!(
+            from = from.as_str(),
+            to,
+            "redirect to another host not stored"
+        );
+        return None;
+    }
+    (target != *from).then_some(target)
 }
 
 /// Seconds between two URLs of `host` handed out: its delay, rounded up

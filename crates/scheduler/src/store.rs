@@ -10,7 +10,7 @@ pub use crate::error::StoreError;
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::Kv;
-use crate::policy::{self, Due, HostState, Params, Policy, PolicyRegistry, UrlState};
+use crate::policy::{self, Due, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState};
 use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
 use crate::time::Timestamp;
@@ -272,23 +272,23 @@ impl Store {
     pub(crate) fn host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
         match self.get::<HostRecord>(&keys::host(host)) {
             Ok(Some(mut h)) => {
-                h.min_delay = self.options.min_delay;
+                h.min_delay = self.lease_delay(host)?;
                 Ok(h)
             }
-            Ok(None) => Ok(self.new_host()),
+            Ok(None) => self.new_host(host),
             Err(StoreError::Record { key, source }) => {
                 tracing::warn!(%key, error = %source, "corrupt host record: starting over");
-                Ok(self.new_host())
+                self.new_host(host)
             }
             Err(e) => Err(e),
         }
     }
 
-    pub(crate) fn new_host(&self) -> HostRecord {
-        HostRecord {
-            min_delay: self.options.min_delay,
+    pub(crate) fn new_host(&self, host: &str) -> Result<HostRecord, StoreError> {
+        Ok(HostRecord {
+            min_delay: self.lease_delay(host)?,
             ..HostRecord::default()
-        }
+        })
     }
 
     /// The policy's view of a record at `now`.
@@ -322,7 +322,13 @@ impl Store {
             first_seen: Timestamp::from_unix(r.first_seen),
             last_fetch: r.fetch.last_success.map(Timestamp::from_unix),
             last_attempt: r.fetch.last_fetch.map(Timestamp::from_unix),
-            last_outcome: r.fetch.last_outcome.map(|o| o.kind()),
+            last_outcome: r.fetch.last_outcome.map(|o| match (r.lapsed, o.kind()) {
+                // Retired by its fetches: probed only.
+                (Some(_), _) => FetchOutcome::Gone,
+                // A 404 that has not retired it yet backs off as an error.
+                (None, FetchOutcome::Gone) => FetchOutcome::Error,
+                (None, kind) => kind,
+            }),
             lastmod: r.lastmod.map(|l| Timestamp::from_unix(l.at)),
             lastmod_precision: r.lastmod.map(|l| l.precision.into()),
             changefreq: r.changefreq.map(Into::into),
@@ -384,7 +390,7 @@ impl Store {
             .filter(crate::error::intact)
         {
             let (url, r) = item?;
-            if !r.retired {
+            if r.queued() {
                 let state = self.url_state(&url, &r, as_of(&r));
                 pages.push((policy::planning_rate(&state, params), state.importance));
             }

@@ -292,7 +292,7 @@ fn lease_retire_complete_revive_sequences_stay_consistent() {
         .unwrap();
     s.complete(A, &Completion::from(Outcome::Changed), ts(T0 + 400))
         .unwrap();
-    s.complete(B, &Completion::from(Outcome::Gone), ts(T0 + 400))
+    s.complete(B, &Completion::from(Outcome::Gone(404)), ts(T0 + 400))
         .unwrap();
     for k in 11..=13 {
         read(&s, T0 + k * DAY, SM, &[A]);

@@ -326,7 +326,7 @@ fn complete_all_is_the_same_as_one_complete_after_another() {
     let reports: Vec<(String, Completion)> = vec![
         (urls[0].clone(), Completion::from(Outcome::Changed)),
         (urls[1].clone(), Completion::from(Outcome::NotModified)),
-        (urls[2].clone(), Completion::from(Outcome::Gone)),
+        (urls[2].clone(), Completion::from(Outcome::Gone(404))),
         (
             "https://a.example/unknown".into(),
             Completion::from(Outcome::Changed),
@@ -334,7 +334,10 @@ fn complete_all_is_the_same_as_one_complete_after_another() {
         (urls[3].clone(), Completion::from(Outcome::Error(503))),
         (
             urls[4].clone(),
-            Completion::from(Outcome::Redirected("https://a.example/new".into())),
+            Completion::from(Outcome::Redirected {
+                to: "https://a.example/new".into(),
+                status: 301,
+            }),
         ),
         (urls[0].clone(), Completion::from(Outcome::NotModified)),
     ];

@@ -11,6 +11,7 @@
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
+//! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
@@ -37,6 +38,8 @@ pub const SITEMAP: u8 = b's';
 pub const SITEMAP_ID: u8 = b'i';
 /// Host records.
 pub const HOST: u8 = b'h';
+/// Robots rules per host.
+pub const ROBOTS: u8 = b'b';
 /// URLs a sitemap lists on another host than its own.
 pub const MEMBER: u8 = b'm';
 /// Children of an index.
@@ -84,6 +87,11 @@ pub fn site(seed: &str) -> Vec<u8> {
 /// `h` ‖ host.
 pub fn host(host: &str) -> Vec<u8> {
     with_prefix(HOST, host.as_bytes())
+}
+
+/// `b` ‖ host.
+pub fn robots(host: &str) -> Vec<u8> {
+    with_prefix(ROBOTS, host.as_bytes())
 }
 
 /// `i` ‖ id.

@@ -9,6 +9,7 @@
 //! | 1 | first |
 //! | 2 | [`UrlRecord::notified`] appended |
 //! | 3 | [`LastmodTrust`] (in [`HostRecord`]) split by error kind: `announced`, `missed`, `false_alarms` appended |
+//! | 4 | [`UrlRecord`]: `blocked`, `lapsed`, `repeats`, `last_status`, `redirected_from` appended; [`HostRecord`]: `errors_in_a_row` appended |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -27,7 +28,7 @@ use crate::policy::{FetchOutcome, Reason, Urgency, effective_priority};
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 3;
+pub const FORMAT_VERSION: u8 = 4;
 
 /// Distinct lastmod values remembered per URL.
 pub const LASTMOD_HISTORY: usize = 8;
@@ -302,6 +303,8 @@ pub enum StoredReason {
     Safety,
     /// Appended with key layout 2.
     LastmodPeriod,
+    /// Appended in format version 4.
+    Probe,
 }
 
 impl StoredReason {
@@ -328,6 +331,7 @@ impl From<Reason> for StoredReason {
             Reason::Validation => Self::Validation,
             Reason::Safety => Self::Safety,
             Reason::LastmodPeriod => Self::LastmodPeriod,
+            Reason::Probe => Self::Probe,
         }
     }
 }
@@ -347,6 +351,7 @@ impl From<StoredReason> for Reason {
             StoredReason::Validation => Self::Validation,
             StoredReason::Safety => Self::Safety,
             StoredReason::LastmodPeriod => Self::LastmodPeriod,
+            StoredReason::Probe => Self::Probe,
         }
     }
 }
@@ -387,9 +392,38 @@ pub struct UrlRecord {
     /// Push notifications that it changed ([`Store::notify`](crate::Store::notify));
     /// `None` before the first (and in version-1 records).
     pub notified: Option<Notifications>,
+    /// Its host's robots.txt disallows it: out of the queue until the
+    /// rules change.
+    pub blocked: bool,
+    /// Retired by what its fetches found (gone, or moved for good): in the
+    /// queue only for a revival probe on a long interval.
+    pub lapsed: Option<Lapse>,
+    /// Fetches in a row that ended the same way ([`StoredOutcome`] and, for
+    /// redirects, permanence): what retires a 404 or a moved page.
+    pub repeats: u32,
+    /// The HTTP status of the last fetch, when the crawler gave one.
+    pub last_status: u16,
+    /// The URL whose redirect brought it into the store.
+    pub redirected_from: Option<String>,
+}
+
+/// Why a URL was retired by its fetches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lapse {
+    /// 410, or 404 repeated.
+    Gone,
+    /// A permanent redirect (301, 308), repeated.
+    Moved,
 }
 
 impl UrlRecord {
+    /// Whether it has an entry in the due index: not retired as absent
+    /// from its sitemaps, not blocked by robots.txt.
+    pub fn queued(&self) -> bool {
+        !self.retired && !self.blocked
+    }
+
     /// Its entry in the due index: by urgency class, due time, and within
     /// one second the higher sitemap priority first ([`due_rank`]).
     pub fn due_key(&self, url: &str) -> Vec<u8> {
@@ -449,6 +483,23 @@ struct UrlRecordV1 {
     sources: Vec<(u64, u64)>,
 }
 
+/// [`UrlRecord`] as format versions 2 and 3 wrote it: without what
+/// version 4 appended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct UrlRecordV3 {
+    v1: UrlRecordV1,
+    notified: Option<Notifications>,
+}
+
+impl From<UrlRecordV3> for UrlRecord {
+    fn from(v: UrlRecordV3) -> Self {
+        UrlRecord {
+            notified: v.notified,
+            ..v.v1.into()
+        }
+    }
+}
+
 impl From<UrlRecordV1> for UrlRecord {
     fn from(v: UrlRecordV1) -> Self {
         UrlRecord {
@@ -467,6 +518,11 @@ impl From<UrlRecordV1> for UrlRecord {
             retired: v.retired,
             sources: v.sources,
             notified: None,
+            blocked: false,
+            lapsed: None,
+            repeats: 0,
+            last_status: 0,
+            redirected_from: None,
         }
     }
 }
@@ -475,7 +531,7 @@ impl Record for UrlRecord {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
         match version {
             1 => postcard::from_bytes::<UrlRecordV1>(body).map(Into::into),
-            _ => postcard::from_bytes(body),
+            _ => postcard::from_bytes::<UrlRecordV3>(body).map(Into::into),
         }
     }
 }
@@ -483,7 +539,17 @@ impl Record for UrlRecord {
 impl Record for SitemapRecord {}
 
 impl Record for HostRecord {
-    fn from_older(_version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+    fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        if version == 3 {
+            let v3: HostRecordV3 = postcard::from_bytes(body)?;
+            return Ok(HostRecord {
+                min_delay: v3.min_delay,
+                next_allowed: v3.next_allowed,
+                trust: v3.trust,
+                urls: v3.urls,
+                errors_in_a_row: 0,
+            });
+        }
         // Versions 1 and 2: the trust counts without their split.
         let v2: HostRecordV2 = postcard::from_bytes(body)?;
         Ok(HostRecord {
@@ -498,8 +564,18 @@ impl Record for HostRecord {
                 ..LastmodTrust::default()
             },
             urls: v2.urls,
+            errors_in_a_row: 0,
         })
     }
+}
+
+/// [`HostRecord`] as version 3 wrote it (no host error count).
+#[derive(Deserialize)]
+struct HostRecordV3 {
+    min_delay: f64,
+    next_allowed: i64,
+    trust: LastmodTrust,
+    urls: u64,
 }
 
 /// [`HostRecord`] as versions 1 and 2 wrote it (five trust counts).
@@ -558,6 +634,9 @@ pub struct HostRecord {
     pub trust: LastmodTrust,
     /// URLs of this host in the store (active).
     pub urls: u64,
+    /// Fetches of its URLs that failed in a row (errors, 5xx): from
+    /// [`HOST_FAILURES`](crate::queue::HOST_FAILURES) on, the host backs off.
+    pub errors_in_a_row: u32,
 }
 
 /// A followed site, keyed by its seed as given.
@@ -578,6 +657,18 @@ pub struct SiteRecord {
 }
 
 impl Record for SiteRecord {}
+
+/// The robots.txt rules a host's URLs are leased under, as its last walk
+/// read them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RobotsRecord {
+    /// The rules for the store's crawler.
+    pub rules: sitemapd_parser::RobotsRules,
+    /// When they were read (unix seconds).
+    pub read_at: i64,
+}
+
+impl Record for RobotsRecord {}
 
 #[cfg(test)]
 mod tests {
@@ -681,6 +772,7 @@ mod tests {
                 ..LastmodTrust::default()
             },
             urls: 7,
+            errors_in_a_row: 0,
         };
         for version in [1, 2] {
             let mut old = vec![version];

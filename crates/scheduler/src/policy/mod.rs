@@ -20,11 +20,15 @@
 //!    attempt + `retry_after_error · 2^(errors_in_a_row − 1)`, at most
 //!    `max_interval` ([`Reason::Retry`]). The base is
 //!    [`UrlState::last_attempt`], else `last_fetch`, else `first_seen`.
-//! 2. The URL is gone ([`FetchOutcome::Gone`]): due `max_interval` after
-//!    the last attempt ([`Reason::Interval`]); the store retires gone URLs.
+//!    A redirect that has not retired the URL ([`FetchOutcome::Redirected`]:
+//!    a temporary one, or a permanent one seen once) backs off the same way:
+//!    it never makes the URL due at once.
+//! 2. The URL is retired by its fetches ([`FetchOutcome::Gone`]: the store
+//!    says so after a 410, repeated 404s or repeated permanent redirects):
+//!    a revival probe `probe_interval` after the last attempt
+//!    ([`Reason::Probe`], score 0).
 //! 3. Never fetched: due at `first_seen` ([`Reason::New`]).
-//! 4. Otherwise the policy's own rule. [`FetchOutcome::Redirected`] counts
-//!    as a fetch that found no change.
+//! 4. Otherwise the policy's own rule.
 //!
 //! ## Discretiser
 //! Rate-based policies turn a rate ρ into `next_due = last_fetch + 1/ρ`, the
@@ -147,11 +151,12 @@ pub enum FetchOutcome {
     Changed,
     /// 304, or the same content.
     NotModified,
-    /// 404/410: the URL is gone.
+    /// Retired by its fetches: gone (410, 404 repeated) or moved for good
+    /// (a permanent redirect repeated). A single 404 is an [`Error`](Self::Error).
     Gone,
     /// Network error, 5xx, timeout.
     Error,
-    /// Redirected elsewhere.
+    /// Redirected elsewhere (and not retired for it).
     Redirected,
 }
 
@@ -207,6 +212,9 @@ pub enum Reason {
     /// page may have changed again after it; rechecked when the period is
     /// over.
     LastmodPeriod,
+    /// Retired by its fetches (gone, or moved for good): re-checked once
+    /// per `probe_interval` in case it answers again.
+    Probe,
 }
 
 /// The urgency classes a lease serves in order; within a class the
@@ -258,6 +266,7 @@ impl Reason {
             Reason::Safety => "safety",
             Reason::Leased => "leased",
             Reason::LastmodPeriod => "lastmod-period",
+            Reason::Probe => "probe",
         }
     }
 
@@ -334,6 +343,9 @@ pub struct Params {
     /// hosts' unmoved lastmods (0.03); the share of such URLs the policy
     /// makes validation samples, and what a lease gives them.
     pub validation_share: f64,
+    /// A URL retired by its fetches (gone, moved) is probed this long after
+    /// its last attempt, in case it answers again (30 days).
+    pub probe_interval: f64,
     /// Store-wide allocation constants.
     pub calibration: Calibration,
 }
@@ -352,6 +364,7 @@ impl Default for Params {
             fallback: "adaptive".to_owned(),
             safety_interval: 30.0 * DAY,
             validation_share: 0.03,
+            probe_interval: 30.0 * DAY,
             calibration: Calibration::default(),
         }
     }
@@ -372,6 +385,15 @@ impl Params {
             365.0 * DAY
         };
         (min, max.max(min))
+    }
+
+    /// `probe_interval` made usable: positive and finite, else 30 days.
+    pub fn probe_interval(&self) -> f64 {
+        if self.probe_interval.is_finite() && self.probe_interval > 0.0 {
+            self.probe_interval
+        } else {
+            30.0 * DAY
+        }
     }
 
     /// `secs` clamped to the bounds; NaN → the max (no evidence, wait long).
@@ -676,7 +698,7 @@ pub(crate) fn common_due(url: &UrlState, params: &Params, score: f64) -> Result<
         .or(url.last_fetch)
         .unwrap_or(url.first_seen);
     match url.last_outcome {
-        Some(FetchOutcome::Error) => {
+        Some(FetchOutcome::Error | FetchOutcome::Redirected) => {
             let n = url.errors_in_a_row.clamp(1, 1024);
             let first = if params.retry_after_error.is_finite() && params.retry_after_error > 0.0 {
                 params.retry_after_error
@@ -691,9 +713,9 @@ pub(crate) fn common_due(url: &UrlState, params: &Params, score: f64) -> Result<
             })
         }
         Some(FetchOutcome::Gone) => Err(Due {
-            at: add_secs(base, params.bounds().1),
-            score,
-            reason: Reason::Interval,
+            at: add_secs(base, params.probe_interval()),
+            score: 0.0,
+            reason: Reason::Probe,
         }),
         _ => match url.last_fetch {
             None => Err(Due {

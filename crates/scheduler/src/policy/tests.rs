@@ -192,17 +192,48 @@ fn errors_retry_with_backoff_everywhere() {
 }
 
 #[test]
-fn gone_waits_max_interval_everywhere() {
+fn retired_by_fetches_is_probed_every_probe_interval_everywhere() {
     let mut url = fetched(MAY1);
     url.last_outcome = Some(FetchOutcome::Gone);
     for p in all_policies(&Params::default()) {
         let due = p.next_due(&url, &TRUSTED, ts(MAY1));
         assert_eq!(
-            (due.at.unix(), due.reason),
-            (MAY1 + 365 * D, Reason::Interval),
+            (due.at.unix(), due.reason, due.score),
+            (MAY1 + 30 * D, Reason::Probe, 0.0),
             "{}",
             p.name()
         );
+    }
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let params = Params {
+            probe_interval: bad,
+            ..Params::default()
+        };
+        let due = policy("fixed", params)
+            .unwrap()
+            .next_due(&url, &TRUSTED, ts(MAY1));
+        assert_eq!(due.at.unix(), MAY1 + 30 * D, "{bad}");
+    }
+}
+
+/// A redirect that did not retire the URL backs off as an error does:
+/// never due at once, doubling per redirect in a row.
+#[test]
+fn redirect_backs_off_everywhere() {
+    let mut url = fetched(MAY1 - D);
+    url.last_attempt = Some(ts(MAY1));
+    url.last_outcome = Some(FetchOutcome::Redirected);
+    for (n, wait) in [(1, H), (2, 2 * H), (3, 4 * H)] {
+        url.errors_in_a_row = n;
+        for p in all_policies(&Params::default()) {
+            let due = p.next_due(&url, &TRUSTED, ts(MAY1));
+            assert_eq!(
+                (due.at.unix(), due.reason),
+                (MAY1 + wait, Reason::Retry),
+                "{} after {n}",
+                p.name()
+            );
+        }
     }
 }
 
@@ -230,10 +261,6 @@ fn fixed_interval_and_clamps() {
     };
     assert_eq!(due_with(60.0), MAY1 + H);
     assert_eq!(due_with(f64::NAN), MAY1 + 365 * D);
-    // Redirected counts as a plain fetch.
-    let mut r = url.clone();
-    r.last_outcome = Some(FetchOutcome::Redirected);
-    assert_eq!(p.next_due(&r, &UNTRUSTED, ts(MAY1)).at.unix(), MAY1 + D);
 }
 
 // ---- sitemap-hints ----
@@ -1117,11 +1144,12 @@ prop_compose! {
         multiplier in any_f64(),
         safety_interval in any_f64(),
         validation_share in any_f64(),
+        probe_interval in any_f64(),
     ) -> Params {
         Params {
             fixed_interval, min_interval, max_interval, adaptive_inc, adaptive_dec,
             initial_interval, retry_after_error, budget: 1.0, fallback: "adaptive".into(),
-            safety_interval, validation_share,
+            safety_interval, validation_share, probe_interval,
             calibration: Calibration { multiplier },
         }
     }

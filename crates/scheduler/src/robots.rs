@@ -1,0 +1,219 @@
+//! robots.txt at lease time: each host's rules as its last walk read them
+//! ([`Store::set_robots`]), the URLs they disallow marked `blocked` and
+//! kept out of the queue until the rules change, and the host's
+//! `Crawl-delay` spacing its leases.
+//!
+//! The rules are kept per host (`host[:port]`), as politeness is: the
+//! robots.txt of the scheme the walk read stands for both.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use sitemapd_parser::{HostKey, NormUrl, RobotsRules};
+
+use crate::keys;
+use crate::record::{RobotsRecord, Schedule, UrlRecord, encode};
+use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
+
+/// The longest `Crawl-delay` honoured, seconds: the sitemap fetcher's cap
+/// too (`fetch.min_delay`'s help), so one robots.txt cannot park a host's
+/// queue for hours.
+pub const MAX_CRAWL_DELAY: f64 = 30.0;
+
+/// What [`Store::set_robots`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RobotsUpdate {
+    /// The rules differ from those stored (or none were): the host's URLs
+    /// were checked against them.
+    pub changed: bool,
+    /// URLs newly blocked (out of the queue).
+    pub blocked: u64,
+    /// URLs no longer blocked (back in the queue).
+    pub unblocked: u64,
+}
+
+impl Store {
+    /// Records the robots.txt rules `host`'s URLs are leased under, read at
+    /// `now`: a URL they disallow is marked blocked and leaves the queue
+    /// (it stays in the store, counted and exported as blocked); a blocked
+    /// URL they allow again is scheduled anew. Their `Crawl-delay` (at most
+    /// [`MAX_CRAWL_DELAY`]) spaces the host's leases when longer than the
+    /// store's lease delay. Rules equal to those stored cost one write.
+    ///
+    /// Call it with [`RobotsRules::allow_all`] for a robots.txt that is
+    /// missing (4xx, RFC 9309 §2.3.1.3); leave the stored rules as they are
+    /// when it is unreachable (5xx, network): the last known rules stand.
+    pub fn set_robots(
+        &self,
+        host: &HostKey,
+        rules: &RobotsRules,
+        now: Timestamp,
+    ) -> Result<RobotsUpdate, StoreError> {
+        let name = host.as_str();
+        let previous = self.robots_record(name).unwrap_or_else(|e| {
+            tracing::warn!(host = name, error = %e, "corrupt robots record replaced");
+            None
+        });
+        let changed = previous.as_ref().map(|p| &p.rules) != Some(rules);
+        let record = RobotsRecord {
+            rules: rules.clone(),
+            read_at: now.unix(),
+        };
+        {
+            let _lock = self.lock_background();
+            self.kv.insert(keys::robots(name), encode(&record))?;
+        }
+        let mut update = RobotsUpdate {
+            changed,
+            ..RobotsUpdate::default()
+        };
+        if changed {
+            self.reblock(name, rules, now.unix(), &mut update)?;
+            tracing::info!(
+                host = name,
+                blocked = update.blocked,
+                unblocked = update.unblocked,
+                "robots rules changed"
+            );
+        }
+        Ok(update)
+    }
+
+    /// The robots.txt rules `host`'s URLs are leased under, if a walk read
+    /// them.
+    pub fn robots(&self, host: &HostKey) -> Result<Option<RobotsRules>, StoreError> {
+        Ok(self.robots_record(host.as_str())?.map(|r| r.rules))
+    }
+
+    pub(crate) fn robots_record(&self, host: &str) -> Result<Option<RobotsRecord>, StoreError> {
+        self.get(&keys::robots(host))
+    }
+
+    /// Seconds between two of `host`'s URLs handed out: the store's lease
+    /// delay, or its robots `Crawl-delay` (capped) when longer.
+    pub(crate) fn lease_delay(&self, host: &str) -> Result<f64, StoreError> {
+        let configured = self.options.min_delay;
+        let crawl_delay = match self.robots_record(host) {
+            Ok(record) => record.and_then(|r| r.rules.crawl_delay),
+            Err(StoreError::Record { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(match crawl_delay {
+            Some(d) if d.is_finite() && d > configured => d.min(MAX_CRAWL_DELAY).max(configured),
+            _ => configured,
+        })
+    }
+
+    /// Checks every URL of `host` against `rules`, in batches: the ones
+    /// whose standing changes are rewritten (due entry removed or added).
+    fn reblock(
+        &self,
+        host: &str,
+        rules: &RobotsRules,
+        now: i64,
+        update: &mut RobotsUpdate,
+    ) -> Result<(), StoreError> {
+        const BATCH: usize = 1000;
+        let mut flips: Vec<String> = Vec::new();
+        let flush = |flips: &mut Vec<String>, update: &mut RobotsUpdate| {
+            if flips.is_empty() {
+                return Ok::<(), StoreError>(());
+            }
+            let _lock = self.lock_background();
+            let host_record = self.host_record(host)?;
+            let mut batch = crate::kv::Batch::default();
+            for url in flips.drain(..) {
+                // Read again under the lock: a lease or a completion may
+                // have moved it since the scan.
+                let Ok(Some(mut rec)) = self.url_record(&url) else {
+                    continue;
+                };
+                let blocked = !allowed(rules, &url);
+                if blocked == rec.blocked {
+                    continue;
+                }
+                if rec.queued() {
+                    batch.remove(rec.due_key(&url));
+                }
+                rec.blocked = blocked;
+                if blocked {
+                    update.blocked += 1;
+                } else {
+                    update.unblocked += 1;
+                    if rec.queued() {
+                        let due = self.schedule(&url, &rec, &host_record, now);
+                        rec.schedule = Schedule {
+                            due: due.at.unix(),
+                            score: due.score as f32,
+                            reason: due.reason.into(),
+                            lease: None,
+                        };
+                        batch.insert(rec.due_key(&url), &[]);
+                    }
+                }
+                batch.insert(keys::url(&url), encode(&rec));
+            }
+            self.kv.apply_batch(batch)?;
+            Ok(())
+        };
+        for item in self.host_urls(host) {
+            let (url, rec) = item?;
+            if rec.blocked == !allowed(rules, &url) {
+                continue;
+            }
+            flips.push(url);
+            if flips.len() >= BATCH {
+                flush(&mut flips, update)?;
+            }
+        }
+        flush(&mut flips, update)
+    }
+}
+
+/// Whether `rules` allow `url` (a stored, normalised URL; one that does not
+/// parse is allowed: the rules cannot speak of it).
+pub(crate) fn allowed(rules: &RobotsRules, url: &str) -> bool {
+    NormUrl::parse(url).map_or(true, |u| rules.allows(&u))
+}
+
+/// Each host's rules, read once per operation (a lease, an ingest batch).
+pub(crate) struct RulesCache<'s> {
+    store: &'s Store,
+    hosts: HashMap<String, Option<Arc<RobotsRules>>>,
+}
+
+impl<'s> RulesCache<'s> {
+    pub(crate) fn new(store: &'s Store) -> Self {
+        RulesCache {
+            store,
+            hosts: HashMap::new(),
+        }
+    }
+
+    /// Whether the rules of `url`'s host allow it (no rules: allowed; a
+    /// rules record that does not decode counts as none).
+    pub(crate) fn allows(&mut self, url: &str) -> Result<bool, StoreError> {
+        let host = keys::host_of(url);
+        if !self.hosts.contains_key(host) {
+            let rules = match self.store.robots_record(host) {
+                Ok(r) => r.map(|r| Arc::new(r.rules)),
+                Err(StoreError::Record { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            self.hosts.insert(host.to_string(), rules);
+        }
+        Ok(match self.hosts.get(host) {
+            Some(Some(rules)) => allowed(rules, url),
+            _ => true,
+        })
+    }
+
+    /// Marks `rec` blocked or not by its host's rules; whether it is.
+    pub(crate) fn mark(&mut self, url: &str, rec: &mut UrlRecord) -> Result<bool, StoreError> {
+        rec.blocked = !self.allows(url)?;
+        Ok(rec.blocked)
+    }
+}
