@@ -220,20 +220,19 @@ fn c5_whitespace_comments_stylesheets_and_junk_before_the_root() {
 
 #[test]
 fn c6_no_xxe_and_no_entity_expansion() {
-    let xxe = r#"<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd"><!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://example.com/&xxe;&lol2;</loc></url></urlset>"#;
+    let xxe = r#"<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd"><!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://example.com/&xxe;&lol2;</loc></url><url><loc>https://example.com/ok</loc></url></urlset>"#;
     let p = parse_at(xxe, DOC);
-    // Undefined entities are kept as written, never expanded and never silently removed.
-    assert_eq!(p.locs(), ["https://example.com/&xxe;&lol2;"]);
+    // Undefined entities are never expanded: a loc holding one names no real
+    // URL, so its entry is dropped (flagged), and the rest of the document kept.
+    assert_eq!(p.locs(), ["https://example.com/ok"]);
     assert!(!p.diagnostics.iter().any(|d| d.message.contains("root:")));
     let c6: Vec<_> = p
         .diagnostics
         .iter()
         .filter(|d| d.rule == Rule::C6)
         .collect();
-    assert!(
-        c6.len() >= 3,
-        "DTD ignored, and each undefined entity flagged: {c6:?}"
-    );
+    assert_eq!(c6.len(), 2, "DTD ignored, and the entry dropped: {c6:?}");
+    assert!(c6[1].message.contains("undefined entity &xxe;"), "{c6:?}");
 }
 
 #[test]
@@ -1015,15 +1014,18 @@ fn c8_content_after_the_root_is_flagged() {
 
 #[test]
 fn c6_undefined_entities_in_attributes_keep_the_rest_decoded() {
+    // In an attribute that is not a URL, an undefined entity is kept as written (flagged).
     let xml = urlset(
-        r#"<url><loc>https://example.com/en</loc><xhtml:link rel="alternate" hreflang="de" href="https://example.com/de?a=1&amp;b=2&foo;"/></url>"#,
+        r#"<url><loc>https://example.com/en</loc><xhtml:link rel="alternate" hreflang="de&foo;" href="https://example.com/de?a=1&amp;b=2"/></url>"#,
     );
     let p = parse_at(xml, DOC);
+    assert_eq!(p.urls[0].alternates[0].hreflang, "de&foo;");
     assert_eq!(
         p.urls[0].alternates[0].href.as_str(),
-        "https://example.com/de?a=1&b=2&foo;"
+        "https://example.com/de?a=1&b=2"
     );
     assert_eq!(p.rules(), [Rule::C6]);
+    assert!(p.diagnostics[0].message.contains("kept as written"));
 }
 
 #[test]
@@ -1075,15 +1077,27 @@ fn c8_feed_items_open_at_a_break_are_kept_when_their_link_is_complete() {
 }
 
 #[test]
-fn f1_permalink_guids_only_and_strict_falls_back_from_a_relative_link() {
+fn f1_strict_falls_back_from_a_relative_link_to_the_guid() {
     let rss = r#"<rss version="2.0"><channel>
-      <item><guid isPermaLink="false">https://example.com/not-a-page</guid></item>
+      <item><guid isPermaLink="false">https://example.com/not-a-permalink</guid></item>
       <item><link>/relative</link><guid>https://example.com/absolute</guid></item>
     </channel></rss>"#;
     let lenient = parse_at(rss, "https://example.com/rss.xml");
-    assert_eq!(lenient.locs(), ["https://example.com/relative"]);
+    assert_eq!(
+        lenient.locs(),
+        [
+            "https://example.com/not-a-permalink",
+            "https://example.com/relative"
+        ]
+    );
     let strict = parse_strict_at(rss, "https://example.com/rss.xml");
-    assert_eq!(strict.locs(), ["https://example.com/absolute"]);
+    assert_eq!(
+        strict.locs(),
+        [
+            "https://example.com/not-a-permalink",
+            "https://example.com/absolute"
+        ]
+    );
 }
 
 #[test]
@@ -1260,5 +1274,312 @@ fn c8_read_errors_are_reported_as_read_errors() {
         c8.message.contains("reset") && !c8.message.contains("gzip"),
         "{}",
         c8.message
+    );
+}
+
+// ------------------------------------------------------ issue 15: guid, entities
+
+#[test]
+fn f1_a_guid_marked_not_permalink_is_the_fallback_url_and_flagged() {
+    let rss = r#"<rss version="2.0"><channel>
+      <item><guid isPermaLink="false">https://example.com/a</guid></item>
+      <item><link>https://example.com/b</link><guid isPermaLink="false">https://example.com/b-id</guid></item>
+      <item><link>javascript:void(0)</link><guid isPermaLink="false"> https://example.com/c </guid></item>
+      <item><guid isPermaLink="false">tag:example.com,2002:d</guid></item>
+      <item><guid isPermaLink="false">/e</guid></item>
+      <item><guid isPermaLink="false">ftp://example.com/f</guid></item>
+      <item><link>https://example.com/g</link></item>
+    </channel></rss>"#;
+    let p = parse_at(rss, "https://example.com/rss.xml");
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/a",
+            "https://example.com/b",
+            "https://example.com/c",
+            "https://example.com/g"
+        ]
+    );
+    let found: Vec<_> = p
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.severity, d.position.line, d.message.as_str()))
+        .collect();
+    let flagged = |url: &str| {
+        format!(
+            "item URL {url} taken from a <guid> marked isPermaLink=\"false\": the item has no usable <link>"
+        )
+    };
+    let (a, c) = (
+        flagged("https://example.com/a"),
+        flagged("https://example.com/c"),
+    );
+    let skipped = "item without a link or permalink guid skipped";
+    assert_eq!(
+        found,
+        [
+            (Rule::F1, Severity::Warning, 2, a.as_str()),
+            (
+                Rule::F1,
+                Severity::Warning,
+                4,
+                "item link \"javascript:void(0)\" dropped: unsupported scheme \"javascript\" (only http and https)"
+            ),
+            (Rule::F1, Severity::Warning, 4, c.as_str()),
+            (Rule::F1, Severity::Warning, 5, skipped),
+            (Rule::F1, Severity::Warning, 6, skipped),
+            (Rule::F1, Severity::Warning, 7, skipped),
+        ]
+    );
+}
+
+#[test]
+fn f2_an_atom_id_is_never_the_entry_url() {
+    // F2 names no fallback: an entry whose only URL is its <id> is skipped.
+    let atom = r#"<feed xmlns="http://www.w3.org/2005/Atom">
+      <entry><id>https://example.com/a</id></entry>
+      <entry><id>https://example.com/b-id</id><link href="https://example.com/b"/></entry>
+    </feed>"#;
+    let p = parse_at(atom, "https://example.com/atom.xml");
+    assert_eq!(p.locs(), ["https://example.com/b"]);
+    assert_eq!(p.rules(), [Rule::F2]);
+    assert_eq!(p.diagnostics[0].message, "entry without a link skipped");
+}
+
+#[test]
+fn c6_an_undefined_entity_in_a_loc_drops_that_entry_only() {
+    let xml = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">
+<url><loc>https://example.com/a</loc></url>
+<url><loc>https://example.com/a&nbsp;b</loc></url>
+<url><loc>https://example.com/c?x=1&amp;y=&#50;&#x33;&apos;</loc></url>
+<url><loc>https://example.com/&foo;</loc><lastmod>2020-01-01</lastmod></url>
+<url><loc>https://example.com/d</loc></url>
+</urlset>";
+    for p in [parse_at(xml, DOC), parse_strict_at(xml, DOC)] {
+        assert_eq!(
+            p.locs(),
+            [
+                "https://example.com/a",
+                "https://example.com/c?x=1&y=23'",
+                "https://example.com/d"
+            ]
+        );
+        let found: Vec<_> = p
+            .diagnostics
+            .iter()
+            .map(|d| {
+                (
+                    d.rule,
+                    d.severity,
+                    (d.position.line, d.position.column),
+                    d.message.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    Rule::C6,
+                    Severity::Warning,
+                    (3, 32),
+                    "loc \"https://example.com/a&nbsp;b\" dropped: undefined entity &nbsp; (entities are never expanded)"
+                ),
+                (
+                    Rule::C6,
+                    Severity::Warning,
+                    (5, 31),
+                    "loc \"https://example.com/&foo;\" dropped: undefined entity &foo; (entities are never expanded)"
+                ),
+            ]
+        );
+        assert!(p.summary.complete);
+    }
+}
+
+#[test]
+fn c6_an_undefined_entity_drops_only_the_url_value_it_is_in() {
+    let xml = urlset(
+        r#"<url><loc>https://example.com/p</loc>
+  <image:image><image:loc>https://example.com/i&x;.jpg</image:loc></image:image>
+  <image:image><image:loc>https://example.com/ok.jpg</image:loc></image:image>
+  <xhtml:link rel="alternate" hreflang="de" href="https://example.com/de&foo;"/>
+  <xhtml:link rel="alternate" hreflang="fr" href="https://example.com/fr?a=1&amp;b=2"/>
+  <news:news><news:publication><news:name>N</news:name><news:language>en</news:language></news:publication>
+    <news:publication_date>2020-01-01</news:publication_date><news:title>A&nbsp;B</news:title></news:news>
+</url>
+<url>https://example.com/own&x;</url>
+<url>https://example.com/own</url>
+<url><loc>https://example.com/q</loc><loc>https://example.com/q2&x;</loc></url>"#,
+    );
+    let p = parse_at(xml, DOC);
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/p",
+            "https://example.com/own",
+            "https://example.com/q"
+        ]
+    );
+    let u = &p.urls[0];
+    let images: Vec<_> = u.images.iter().map(|i| i.loc.as_str()).collect();
+    assert_eq!(images, ["https://example.com/ok.jpg"]);
+    let hrefs: Vec<_> = u.alternates.iter().map(|a| a.href.as_str()).collect();
+    assert_eq!(hrefs, ["https://example.com/fr?a=1&b=2"]);
+    // Not a URL: kept as written, flagged.
+    assert_eq!(u.news.as_ref().unwrap().title.as_deref(), Some("A&nbsp;B"));
+    let found: Vec<_> = p
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Rule::C6,
+                "image loc \"https://example.com/i&x;.jpg\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                "hreflang href \"https://example.com/de&foo;\" dropped: undefined entity &foo; (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                "undefined entity &nbsp; kept as written (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                "entry text \"https://example.com/own&x;\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+            (
+                Rule::X2,
+                "entry without <loc>: its text \"https://example.com/own\" used as the loc"
+            ),
+            (
+                Rule::X2,
+                "second <loc> \"https://example.com/q2&x;\" ignored: the first is kept"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn c6_an_undefined_entity_in_an_index_child_drops_that_child() {
+    let xml = r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>https://example.com/s&x;.xml</loc></sitemap><sitemap><loc>https://example.com/s2.xml</loc></sitemap></sitemapindex>"#;
+    let p = parse_at(xml, DOC);
+    let children: Vec<_> = p.sitemaps.iter().map(|s| s.loc.as_str()).collect();
+    assert_eq!(children, ["https://example.com/s2.xml"]);
+    assert_eq!(p.rules(), [Rule::C6]);
+}
+
+#[test]
+fn c6_an_undefined_entity_in_a_feed_link_or_guid_makes_it_unusable() {
+    let rss = r#"<rss version="2.0"><channel>
+      <item><link>https://example.com/a&nbsp;</link></item>
+      <item><link>https://example.com/b&x;</link><guid>https://example.com/b-guid</guid></item>
+      <item><link>https://example.com/c</link></item>
+      <item><guid>https://example.com/d&x;</guid></item>
+      <item><link>https://example.com/e?a=1&amp;b=&#50;</link></item>
+    </channel></rss>"#;
+    let p = parse_at(rss, "https://example.com/rss.xml");
+    assert_eq!(
+        p.locs(),
+        [
+            "https://example.com/b-guid",
+            "https://example.com/c",
+            "https://example.com/e?a=1&b=2"
+        ]
+    );
+    let found: Vec<_> = p
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.position.line, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Rule::C6,
+                2,
+                "item link \"https://example.com/a&nbsp;\" dropped: undefined entity &nbsp; (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                3,
+                "item link \"https://example.com/b&x;\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                5,
+                "item guid \"https://example.com/d&x;\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+        ]
+    );
+
+    let atom = r#"<feed xmlns="http://www.w3.org/2005/Atom">
+      <entry><link href="https://example.com/a&x;"/></entry>
+      <entry xml:base="https://example.com/dir&x;/"><link href="c"/></entry>
+      <entry><link href="https://example.com/d"/></entry>
+    </feed>"#;
+    let p = parse_at(atom, "https://example.com/atom.xml");
+    assert_eq!(p.locs(), ["https://example.com/c", "https://example.com/d"]);
+    let found: Vec<_> = p
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Rule::C6,
+                "entry link \"https://example.com/a&x;\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                "xml:base \"https://example.com/dir&x;/\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn c6_an_undefined_entity_in_a_video_url_drops_that_field() {
+    let xml = urlset(
+        r#"<url><loc>https://example.com/v</loc><video:video>
+  <video:thumbnail_loc>https://example.com/t&x;.jpg</video:thumbnail_loc>
+  <video:title>T</video:title><video:description>D</video:description>
+  <video:content_loc>https://example.com/v.mp4</video:content_loc>
+  <video:uploader info="https://example.com/u&x;">U</video:uploader>
+</video:video></url>"#,
+    );
+    let p = parse_at(xml, DOC);
+    assert_eq!(p.locs(), ["https://example.com/v"]);
+    let v = &p.urls[0].videos[0];
+    assert_eq!(v.thumbnail_loc, None);
+    assert_eq!(v.uploader_info, None);
+    assert_eq!(
+        v.content_loc.as_ref().map(|u| u.as_str()),
+        Some("https://example.com/v.mp4")
+    );
+    let found: Vec<_> = p
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Rule::C6,
+                "video thumbnail_loc \"https://example.com/t&x;.jpg\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+            (
+                Rule::C6,
+                "video uploader info \"https://example.com/u&x;\" dropped: undefined entity &x; (entities are never expanded)"
+            ),
+            (Rule::E2, "video without thumbnail_loc"),
+        ]
     );
 }

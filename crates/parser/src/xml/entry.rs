@@ -10,6 +10,7 @@ use crate::url::{Base, has_scheme};
 
 use super::ns::{Dialect, Field, NewsField, VideoField};
 use super::values::{self, Read};
+use super::{undefined_entity_in_url, undefined_entity_kept};
 
 /// Longest video description kept, in characters (E2).
 const MAX_DESCRIPTION_CHARS: usize = 2_048;
@@ -34,6 +35,11 @@ pub struct EntryBuilder {
     seen: u32,
     /// Direct text of the entry element (X2's lenient fallback).
     pub own_text: String,
+    /// The first undefined entity in `own_text`, and where (C6).
+    own_undefined: Option<(String, At)>,
+    /// A URL of the feed item or entry (link, guid, href) was dropped and
+    /// flagged already: its absence needs no second diagnostic.
+    url_rejected: bool,
     lastmod: Option<Lastmod>,
     changefreq: Option<crate::event::ChangeFreq>,
     priority: Option<f32>,
@@ -49,8 +55,10 @@ pub struct EntryBuilder {
     alternates: Vec<Alternate>,
     link: Option<Written>,
     guid: Option<Written>,
-    /// `isPermaLink="false"`: the guid is an identifier, not the item's URL.
-    guid_not_url: bool,
+    /// `isPermaLink="false"`: the guid is an identifier, used as the item's
+    /// URL only when there is no usable link and it is an absolute http(s)
+    /// URL (flagged, F1).
+    guid_not_permalink: bool,
     pub_date: Option<Written>,
     dc_date: Option<Written>,
     updated: Option<Written>,
@@ -114,6 +122,13 @@ fn keep_first(slot: &mut Option<Written>, text: &str, pos: At) {
     slot.get_or_insert_with(|| (text.to_string(), pos));
 }
 
+/// Whether `text` is an absolute http(s) URL (case-insensitive scheme).
+fn is_http_url(text: &str) -> bool {
+    let t = text.trim();
+    let prefix = |p: &str| t.get(..p.len()).is_some_and(|s| s.eq_ignore_ascii_case(p));
+    prefix("http://") || prefix("https://")
+}
+
 fn non_empty(text: &str) -> Option<String> {
     let t = text.trim();
     (!t.is_empty()).then(|| t.to_string())
@@ -153,7 +168,56 @@ impl EntryBuilder {
 
     /// The `isPermaLink` of an RSS `<guid>` (absent means true).
     pub fn guid_is_permalink(&mut self, permalink: bool) {
-        self.guid_not_url = !permalink;
+        self.guid_not_permalink = !permalink;
+    }
+
+    /// An undefined entity `name` at `at` in the entry's own text (C6),
+    /// decided on when the entry ends.
+    pub fn own_text_entity(&mut self, name: &str, at: At) {
+        self.own_undefined
+            .get_or_insert_with(|| (name.to_string(), at));
+    }
+
+    /// A URL of the feed item or entry was dropped and flagged already.
+    pub fn reject_url(&mut self) {
+        self.url_rejected = true;
+    }
+
+    /// A URL field's end tag when its text holds the undefined entity `name`
+    /// (at `at`): the value is dropped and flagged (C6), and with it what
+    /// cannot be without it (a `<loc>`'s entry; a link or guid is no longer a
+    /// candidate for the item's URL). A field that would be ignored anyway
+    /// (a second `<loc>`, an image over the cap) goes the usual way.
+    pub fn reject_url_field(
+        &mut self,
+        ctx: &mut Ctx,
+        field: Field,
+        text: &mut String,
+        pos: At,
+        name: &str,
+        at: At,
+    ) {
+        let what = match field {
+            Field::Loc if !self.has_loc => "loc",
+            Field::ImageLoc if self.images.len() < MAX_IMAGES_PER_URL => "image loc",
+            Field::Link if self.link.is_none() => "item link",
+            Field::Guid if self.guid.is_none() => "item guid",
+            Field::Video(f) if self.video_open => match f {
+                VideoField::ThumbnailLoc => "video thumbnail_loc",
+                VideoField::ContentLoc => "video content_loc",
+                VideoField::PlayerLoc => "video player_loc",
+                _ => return self.finish_field(ctx, field, text, pos),
+            },
+            // Link and guid: the first is kept, a later one is not read.
+            Field::Link | Field::Guid => return,
+            _ => return self.finish_field(ctx, field, text, pos),
+        };
+        undefined_entity_in_url(ctx, what, text, name, at);
+        match field {
+            Field::Loc => self.reject_loc(),
+            Field::Link | Field::Guid => self.url_rejected = true,
+            _ => {}
+        }
     }
 
     /// A `<video:video>` starts.
@@ -512,6 +576,18 @@ impl EntryBuilder {
 
     /// The entry's end tag: the entry is checked and yielded (or dropped with a diagnostic).
     pub fn finish(&mut self, ctx: &mut Ctx, dialect: Dialect) {
+        if let Some((name, at)) = self.own_undefined.take() {
+            let own_is_loc = matches!(dialect, Dialect::Urlset | Dialect::Index)
+                && !self.has_loc
+                && !ctx.opts.is_strict()
+                && has_scheme(&self.own_text);
+            if own_is_loc {
+                // X2's fallback would make it the loc: the entry is dropped.
+                undefined_entity_in_url(ctx, "entry text", &self.own_text, &name, at);
+                return;
+            }
+            undefined_entity_kept(ctx, &name, at);
+        }
         match dialect {
             Dialect::Urlset | Dialect::Index => self.finish_sitemap_entry(ctx, dialect),
             Dialect::Rss | Dialect::Rdf => self.finish_rss_item(ctx),
@@ -578,27 +654,41 @@ impl EntryBuilder {
     }
 
     fn finish_rss_item(&mut self, ctx: &mut Ctx) {
-        // The link, or else a guid that is a permalink URL (F1).
+        // The link, or else a guid that is an absolute URL (F1). A guid marked
+        // isPermaLink="false" qualifies only as an absolute http(s) URL, and
+        // is flagged when used.
+        let not_permalink = self.guid_not_permalink;
         let link = self.link.take().filter(|(l, _)| !l.trim().is_empty());
-        let guid = self
-            .guid
-            .take()
-            .filter(|(g, _)| !self.guid_not_url && has_scheme(g));
+        let guid = self.guid.take().filter(|(g, _)| {
+            if not_permalink {
+                is_http_url(g)
+            } else {
+                has_scheme(g)
+            }
+        });
         if link.is_none() && guid.is_none() {
-            ctx.warn(
-                Rule::F1,
-                self.pos,
-                "item without a link or permalink guid skipped",
-            );
+            if !self.url_rejected {
+                ctx.warn(
+                    Rule::F1,
+                    self.pos,
+                    "item without a link or permalink guid skipped",
+                );
+            }
             return;
         }
         let from_link = link.and_then(|(l, pos)| {
             ctx.resolve(&l, Rule::F1, pos, "item link", None, Relative::Flagged)
         });
         let loc = from_link.or_else(|| {
-            guid.and_then(|(g, pos)| {
-                ctx.resolve(&g, Rule::F1, pos, "item guid", None, Relative::Flagged)
-            })
+            let (g, pos) = guid?;
+            let url = ctx.resolve(&g, Rule::F1, pos, "item guid", None, Relative::Flagged)?;
+            if not_permalink {
+                let message = format!(
+                    "item URL {url} taken from a <guid> marked isPermaLink=\"false\": the item has no usable <link>"
+                );
+                ctx.warn(Rule::F1, pos, message);
+            }
+            Some(url)
         });
         let Some(loc) = loc else {
             return;
@@ -614,7 +704,9 @@ impl EntryBuilder {
 
     fn finish_atom_entry(&mut self, ctx: &mut Ctx) {
         let Some((rank, rel, href, pos)) = self.atom_link.take() else {
-            ctx.warn(Rule::F2, self.pos, "entry without a link skipped");
+            if !self.url_rejected {
+                ctx.warn(Rule::F2, self.pos, "entry without a link skipped");
+            }
             return;
         };
         if rank > 0 {

@@ -51,6 +51,8 @@ pub struct XmlReader {
     stack: Vec<Elem>,
     text: String,
     text_overflow: bool,
+    /// The first undefined entity in the URL field being read, and where (C6).
+    field_undefined: Option<(String, At)>,
     field_pos: At,
     entry: EntryBuilder,
     in_entry: bool,
@@ -77,12 +79,12 @@ fn overflow_rule(field: Field) -> Rule {
 }
 
 /// What decoding an attribute value found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Refs {
     /// Every reference decoded.
     Clean,
-    /// An undefined entity, kept as written (C6).
-    Undefined,
+    /// An undefined entity (the first one's name), kept as written (C6).
+    Undefined(String),
     /// A character reference to a character XML does not allow, or not a number (X5).
     Invalid,
 }
@@ -153,7 +155,7 @@ fn attribute_value<'a>(a: &quick_xml::events::attributes::Attribute<'a>) -> (Cow
             },
             (None, false) => {
                 if refs == Refs::Clean {
-                    refs = Refs::Undefined;
+                    refs = Refs::Undefined(name.to_string());
                 }
                 out.push('&');
                 out.push_str(name);
@@ -177,6 +179,40 @@ fn attributes<'a>(
     })
 }
 
+/// Longest entity name quoted in a diagnostic, in characters.
+const ENTITY_NAME_CHARS: usize = 64;
+
+/// `&name;` for a diagnostic, shortened.
+fn entity(name: &str) -> String {
+    match name.char_indices().nth(ENTITY_NAME_CHARS) {
+        Some((end, _)) => format!("&{}…;", &name[..end]),
+        None => format!("&{name};"),
+    }
+}
+
+/// Flags an undefined entity kept as written in a value that is not a URL (C6).
+fn undefined_entity_kept(ctx: &mut Ctx, name: &str, pos: At) {
+    let message = format!(
+        "undefined entity {} kept as written (entities are never expanded)",
+        entity(name)
+    );
+    ctx.warn(Rule::C6, pos, message);
+}
+
+/// Drops a URL value (`what`: "loc", "item link", "hreflang href" …) that
+/// holds the undefined entity `name` at `pos` (C6): entities are never
+/// expanded, and kept as written the reference would name a URL that does
+/// not exist. The one place where this is decided and worded, for element
+/// text and attributes alike.
+fn undefined_entity_in_url(ctx: &mut Ctx, what: &str, value: &str, name: &str, pos: At) {
+    let message = format!(
+        "{what} {} dropped: undefined entity {} (entities are never expanded)",
+        quote(value.trim()),
+        entity(name)
+    );
+    ctx.warn(Rule::C6, pos, message);
+}
+
 /// One attribute's value. An undefined entity in it is kept and flagged (C6);
 /// an invalid character reference makes the whole value unusable (X5).
 fn attribute<'a>(
@@ -188,7 +224,7 @@ fn attribute<'a>(
     let (_, value, refs) = attributes(e).find(|(k, ..)| *k == name)?;
     match refs {
         Refs::Clean => Some(value),
-        Refs::Undefined => {
+        Refs::Undefined(_) => {
             let message = format!(
                 "undefined entity in attribute {name}={} kept as written",
                 quote(&value)
@@ -201,6 +237,36 @@ fn attribute<'a>(
                 format!("invalid character reference in attribute {name}: attribute ignored");
             ctx.warn(Rule::X5, pos, message);
             None
+        }
+    }
+}
+
+/// A URL attribute that held an undefined entity: dropped and flagged (C6).
+struct Dropped;
+
+/// One attribute whose value is a URL (`what` names it in diagnostics): like
+/// [`attribute`], except that an undefined entity drops the value (C6).
+fn url_attribute<'a>(
+    ctx: &mut Ctx,
+    e: &'a BytesStart<'a>,
+    name: &str,
+    what: &str,
+    pos: At,
+) -> Result<Option<Cow<'a, str>>, Dropped> {
+    let Some((_, value, refs)) = attributes(e).find(|(k, ..)| *k == name) else {
+        return Ok(None);
+    };
+    match refs {
+        Refs::Clean => Ok(Some(value)),
+        Refs::Undefined(first) => {
+            undefined_entity_in_url(ctx, what, &value, &first, pos);
+            Err(Dropped)
+        }
+        Refs::Invalid => {
+            let message =
+                format!("invalid character reference in attribute {name}: attribute ignored");
+            ctx.warn(Rule::X5, pos, message);
+            Ok(None)
         }
     }
 }
@@ -221,6 +287,7 @@ impl XmlReader {
             stack: Vec::with_capacity(16),
             text: String::with_capacity(256),
             text_overflow: false,
+            field_undefined: None,
             field_pos: 0,
             entry: EntryBuilder::default(),
             in_entry: false,
@@ -366,10 +433,16 @@ impl XmlReader {
                 None
             }),
             (None, false) => {
-                let message = format!(
-                    "undefined entity &{name}; kept as written (entities are never expanded)"
-                );
-                ctx.warn(Rule::C6, start, message);
+                // In a URL (a field, or the entry's own text that may stand in
+                // for its loc) it is decided when the value is used (C6).
+                match self.stack.last() {
+                    Some(Elem::Field(f)) if f.is_url() => {
+                        self.field_undefined
+                            .get_or_insert_with(|| (name.to_string(), start));
+                    }
+                    Some(Elem::Entry) => self.entry.own_text_entity(name, start),
+                    _ => undefined_entity_kept(ctx, name, start),
+                }
                 self.append("&");
                 self.append(name);
                 Some(';')
@@ -465,14 +538,21 @@ impl XmlReader {
             Elem::Field(field) => {
                 self.text.clear();
                 self.text_overflow = false;
+                self.field_undefined = None;
                 self.field_pos = start;
                 if let Field::Video(
                     vf @ (VideoField::Restriction | VideoField::Platform | VideoField::Uploader),
                 ) = field
                 {
-                    for name in ["relationship", "info"] {
-                        if let Some(value) = attribute(ctx, e, name, start) {
-                            self.entry.video_attribute(ctx, vf, name, &value, start);
+                    if let Some(value) = attribute(ctx, e, "relationship", start) {
+                        self.entry
+                            .video_attribute(ctx, vf, "relationship", &value, start);
+                    }
+                    if vf == VideoField::Uploader {
+                        if let Ok(Some(value)) =
+                            url_attribute(ctx, e, "info", "video uploader info", start)
+                        {
+                            self.entry.video_attribute(ctx, vf, "info", &value, start);
                         }
                     }
                 }
@@ -511,13 +591,25 @@ impl XmlReader {
         if local != "link" {
             return;
         }
+        let hreflang = ns == Ns::Xhtml && matches!(dialect, Dialect::Urlset | Dialect::Index);
+        let atom = dialect == Dialect::Atom && matches!(ns, Ns::Atom | Ns::None);
+        if !hreflang && !atom {
+            return;
+        }
         let rel = attribute(ctx, e, "rel", pos);
-        let href = attribute(ctx, e, "href", pos);
-        if ns == Ns::Xhtml && matches!(dialect, Dialect::Urlset | Dialect::Index) {
+        let what = if atom { "entry link" } else { "hreflang href" };
+        let Ok(href) = url_attribute(ctx, e, "href", what, pos) else {
+            // Dropped and flagged: the link is not there.
+            if atom {
+                self.entry.reject_url();
+            }
+            return;
+        };
+        if hreflang {
             let lang = attribute(ctx, e, "hreflang", pos);
             self.entry
                 .alternate(ctx, rel.as_deref(), lang.as_deref(), href.as_deref(), pos);
-        } else if dialect == Dialect::Atom && matches!(ns, Ns::Atom | Ns::None) {
+        } else if atom {
             self.entry.atom_link(rel.as_deref(), href.as_deref(), pos);
         }
     }
@@ -530,7 +622,7 @@ impl XmlReader {
         pos: At,
         parent: Option<Base>,
     ) -> Option<Base> {
-        let Some(value) = attribute(ctx, e, "xml:base", pos) else {
+        let Ok(Some(value)) = url_attribute(ctx, e, "xml:base", "xml:base", pos) else {
             return parent;
         };
         let resolved = ctx.resolve(
@@ -633,6 +725,15 @@ impl XmlReader {
                     if field == Field::Loc {
                         self.entry.reject_loc();
                     }
+                } else if let Some((name, at)) = self.field_undefined.take() {
+                    self.entry.reject_url_field(
+                        ctx,
+                        field,
+                        &mut self.text,
+                        self.field_pos,
+                        &name,
+                        at,
+                    );
                 } else {
                     self.entry
                         .finish_field(ctx, field, &mut self.text, self.field_pos);

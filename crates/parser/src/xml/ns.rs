@@ -213,6 +213,22 @@ pub enum Field {
     Published,
 }
 
+impl Field {
+    /// Whether the field's text is a URL (or, for an RSS guid, used only as one).
+    pub fn is_url(self) -> bool {
+        matches!(
+            self,
+            Field::Loc
+                | Field::ImageLoc
+                | Field::Link
+                | Field::Guid
+                | Field::Video(
+                    VideoField::ThumbnailLoc | VideoField::ContentLoc | VideoField::PlayerLoc
+                )
+        )
+    }
+}
+
 /// What an open element is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Elem {
