@@ -56,6 +56,27 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
             stats.retired,
             stats.sitemaps
         )?;
+        writeln!(
+            out,
+            "standing: {} blocked by robots.txt, {} gone, {} moved (probed only); {} sitemaps failing",
+            stats.blocked, stats.gone, stats.moved, stats.sitemap_failures
+        )?;
+        if !stats.last_outcomes.is_empty() {
+            let outcomes: Vec<String> = stats
+                .last_outcomes
+                .iter()
+                .map(|(name, n)| format!("{n} {name}"))
+                .collect();
+            writeln!(out, "last fetch: {}", outcomes.join(", "))?;
+        }
+        if let Some(next) = stats.next_due {
+            let wait = next.unix() - sitemapd_scheduler::Timestamp::now().unix();
+            writeln!(
+                out,
+                "nothing due now; next due at {} (unix; in {wait} s)",
+                next.unix()
+            )?;
+        }
         if let Some([q1, q2, q3]) = stats.rate_per_day_quartiles {
             writeln!(
                 out,
@@ -65,9 +86,10 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
         for (host, h) in &stats.hosts {
             writeln!(
                 out,
-                "  {host}: {} active, {} retired, lastmod {}",
+                "  {host}: {} active, {} retired, {} blocked, lastmod {}",
                 h.active,
                 h.retired,
+                h.blocked,
                 if h.lastmod_trusted {
                     "trusted"
                 } else {

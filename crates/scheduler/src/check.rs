@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::error::intact;
 use crate::keys;
 use crate::record::SiteRecord;
-use crate::record::{HostRecord, RobotsRecord, SitemapRecord, UrlRecord, decode};
+use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
@@ -44,10 +44,26 @@ impl CheckReport {
 /// Counts over the whole store.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Stats {
-    /// URLs in the queue.
+    /// URLs in the queue (gone and moved ones, probed now and then,
+    /// included).
     pub active: u64,
-    /// URLs retired.
+    /// URLs retired (absent from their sitemaps).
     pub retired: u64,
+    /// URLs their host's robots.txt disallows: out of the queue.
+    pub blocked: u64,
+    /// URLs gone (410, 404 repeated): probed only.
+    pub gone: u64,
+    /// URLs moved for good (permanent redirect repeated): probed only.
+    pub moved: u64,
+    /// How the last fetch of each URL ended, by outcome name (`changed`,
+    /// `not-modified`, `gone`, `error`, `redirected`; never fetched ones
+    /// are `never_fetched`).
+    pub last_outcomes: BTreeMap<String, u64>,
+    /// When the next URL falls due (none is due now, none is leased),
+    /// over the URLs in the queue.
+    pub next_due: Option<Timestamp>,
+    /// Sitemaps whose last fetch failed.
+    pub sitemap_failures: u64,
     /// Active URLs never fetched.
     pub never_fetched: u64,
     /// Active URLs leased now.
@@ -73,6 +89,8 @@ pub struct HostStats {
     pub active: u64,
     /// URLs retired.
     pub retired: u64,
+    /// URLs robots.txt disallows.
+    pub blocked: u64,
     /// Lastmod trusted for this host.
     pub lastmod_trusted: bool,
 }
@@ -148,16 +166,37 @@ impl Store {
         let now = now.unix();
         let mut s = Stats::default();
         let mut rates = Vec::new();
+        let mut next_due: Option<i64> = None;
         for item in self.records::<UrlRecord>([keys::URL]).filter(intact) {
             let (url, rec) = item?;
             let host = s.hosts.entry(keys::host_of(&url).to_string()).or_default();
+            if let Some(outcome) = rec.fetch.last_outcome {
+                *s.last_outcomes
+                    .entry(outcome.name().to_string())
+                    .or_default() += 1;
+            }
             if rec.retired {
                 s.retired += 1;
                 host.retired += 1;
                 continue;
             }
+            if rec.blocked {
+                s.blocked += 1;
+                host.blocked += 1;
+                continue;
+            }
             s.active += 1;
             host.active += 1;
+            match rec.lapsed {
+                Some(Lapse::Gone) => s.gone += 1,
+                Some(Lapse::Moved) => s.moved += 1,
+                None => {}
+            }
+            let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
+            if !leased {
+                let due = rec.schedule.due;
+                next_due = Some(next_due.map_or(due, |n| n.min(due)));
+            }
             s.never_fetched += u64::from(rec.fetch.last_fetch.is_none());
             s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
             s.due_now += u64::from(rec.schedule.due <= now);
@@ -176,9 +215,13 @@ impl Store {
             .records::<SitemapRecord>([keys::SITEMAP])
             .filter(intact)
         {
-            item?;
+            let (_, sitemap) = item?;
             s.sitemaps += 1;
+            s.sitemap_failures += u64::from(sitemap.errors > 0);
         }
+        s.next_due = next_due
+            .filter(|_| s.due_now == 0)
+            .map(Timestamp::from_unix);
         if !rates.is_empty() {
             rates.sort_by(f64::total_cmp);
             let q = |p: f64| rates[((rates.len() - 1) as f64 * p).round() as usize];

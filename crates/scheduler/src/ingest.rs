@@ -252,6 +252,19 @@ impl<'s> Ingest<'s> {
         Ok(self.readings.get_mut(sitemap).expect("inserted above"))
     }
 
+    /// The robots.txt rules of `host` as a walk read them now
+    /// ([`Store::set_robots`]): what is pending is written first, so every
+    /// URL is checked against the new rules.
+    pub fn robots_read(
+        &mut self,
+        host: &sitemapd_parser::HostKey,
+        rules: &sitemapd_parser::RobotsRules,
+    ) -> Result<crate::robots::RobotsUpdate, StoreError> {
+        self.commit()?;
+        self.store
+            .set_robots(host, rules, crate::time::Timestamp::from_unix(self.now))
+    }
+
     /// One URL entry of the sitemap at `sitemap` (its URL as listed).
     pub fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
         let now = self.now;

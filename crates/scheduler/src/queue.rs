@@ -147,13 +147,7 @@ impl Outcome {
     /// Its name in reports and metrics: `changed`, `not-modified`, `gone`,
     /// `error`, `redirected`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::Changed => "changed",
-            Outcome::NotModified => "not-modified",
-            Outcome::Gone(_) => "gone",
-            Outcome::Error(_) => "error",
-            Outcome::Redirected { .. } => "redirected",
-        }
+        self.stored().name()
     }
 
     fn stored(&self) -> StoredOutcome {

@@ -11,7 +11,7 @@ use sitemapd_parser::{ChangeFreq, HostKey};
 
 use crate::estimate::Visit;
 use crate::policy::{FetchOutcome, Reason};
-use crate::record::{HostRecord, SiteRecord, SitemapRecord, UrlRecord};
+use crate::record::{HostRecord, Lapse, SiteRecord, SitemapRecord, UrlRecord};
 use crate::refresh::RefreshState;
 use crate::time::Timestamp;
 
@@ -87,8 +87,47 @@ pub struct UrlView {
     pub leased_until: Option<Timestamp>,
     /// Absent from all its sitemaps long enough: out of the queue.
     pub retired: bool,
+    /// Where it stands: queued, blocked by robots.txt, retired (absent),
+    /// gone or moved (probed only).
+    pub status: UrlStatus,
+    /// The HTTP status of the last fetch, when the crawler gave one.
+    pub last_status: Option<u16>,
+    /// The URL whose redirect brought it into the store.
+    pub redirected_from: Option<String>,
     /// Sitemaps listing it (the store remembers 8 at most).
     pub sources: usize,
+}
+
+/// Where a URL stands in the queue ([`UrlView::status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum UrlStatus {
+    /// In the queue.
+    Queued,
+    /// Its host's robots.txt disallows it: out of the queue until the
+    /// rules change.
+    Blocked,
+    /// Absent from all its sitemaps long enough: out of the queue until a
+    /// sitemap lists it again.
+    Retired,
+    /// Gone (410, or 404 repeated): only a revival probe now and then.
+    Gone,
+    /// Moved for good (a permanent redirect, repeated): only a revival
+    /// probe now and then.
+    Moved,
+}
+
+impl UrlStatus {
+    pub(crate) fn of(r: &UrlRecord) -> UrlStatus {
+        match (r.retired, r.blocked, r.lapsed) {
+            (true, _, _) => UrlStatus::Retired,
+            (_, true, _) => UrlStatus::Blocked,
+            (_, _, Some(Lapse::Gone)) => UrlStatus::Gone,
+            (_, _, Some(Lapse::Moved)) => UrlStatus::Moved,
+            _ => UrlStatus::Queued,
+        }
+    }
 }
 
 impl UrlView {
@@ -129,6 +168,9 @@ impl UrlView {
             },
             leased_until: r.schedule.lease.map(|(_, until)| ts(until)),
             retired: r.retired,
+            status: UrlStatus::of(r),
+            last_status: (r.last_status != 0).then_some(r.last_status),
+            redirected_from: r.redirected_from.clone(),
             sources: r.sources.len(),
         }
     }

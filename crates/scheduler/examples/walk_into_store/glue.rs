@@ -8,9 +8,11 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use sitemapd_discovery::walk::{Remembered, SitemapFailure, SitemapReport, Via};
+use sitemapd_discovery::walk::{
+    Remembered, RobotsOutcome, RobotsReport, SitemapFailure, SitemapReport, Via,
+};
 use sitemapd_discovery::{SitemapMemory, Validators, WalkEvent};
-use sitemapd_parser::{Format, NormUrl};
+use sitemapd_parser::{Format, NormUrl, RobotsRules};
 use sitemapd_scheduler::{Ingest, SitemapFetch, Store, StoreError, Timestamp};
 
 /// The store as the walk's memory: validators for conditional GET, the last
@@ -74,8 +76,21 @@ pub fn record(ingest: &mut Ingest<'_>, event: &WalkEvent) -> Result<(), StoreErr
         WalkEvent::Entry { sitemap, entry } => ingest.entry(sitemap.as_str(), entry),
         WalkEvent::SitemapFetched(r) => ingest.sitemap_fetched(r.url.as_str(), &fetched(r)),
         WalkEvent::SitemapFailed(f) => ingest.sitemap_fetched(f.url.as_str(), &failed(f)),
+        WalkEvent::Robots(r) => robots(ingest, r),
         _ => Ok(()),
     }
+}
+
+/// A robots.txt read: its rules for our agent become the ones the site's
+/// URLs are leased under; a missing one (4xx) allows everything; an
+/// unreachable one leaves the last known rules in force (RFC 9309 §2.4).
+fn robots(ingest: &mut Ingest<'_>, r: &RobotsReport) -> Result<(), StoreError> {
+    let rules = match &r.outcome {
+        RobotsOutcome::Parsed { robots } => robots.rules(),
+        RobotsOutcome::Unavailable => RobotsRules::allow_all(),
+        RobotsOutcome::Unreachable { .. } => return Ok(()),
+    };
+    ingest.robots_read(&r.site.host_key(), &rules).map(|_| ())
 }
 
 /// A sitemap read (or 304), as the store records it.

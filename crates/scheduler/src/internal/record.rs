@@ -210,6 +210,17 @@ pub enum StoredOutcome {
 }
 
 impl StoredOutcome {
+    /// Its name, as [`Outcome::name`](crate::Outcome::name) gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoredOutcome::Changed => "changed",
+            StoredOutcome::NotModified => "not-modified",
+            StoredOutcome::Gone => "gone",
+            StoredOutcome::Error(_) => "error",
+            StoredOutcome::Redirected => "redirected",
+        }
+    }
+
     /// The policy's view.
     pub fn kind(self) -> FetchOutcome {
         match self {
@@ -794,6 +805,42 @@ mod tests {
         assert_eq!(decode::<SitemapRecord>(&old).unwrap(), sitemap);
     }
 
+    /// Versions 2 and 3 wrote URL records without what version 4 appended,
+    /// and version 3 host records without the host error count: both read
+    /// with those fields empty.
+    #[test]
+    fn version_3_records_decode_without_what_version_4_appended() {
+        let notified = Some(Notifications {
+            count: 2,
+            first: 1,
+            last: 2,
+        });
+        let v3 = UrlRecordV3 {
+            v1: url_record_v1(),
+            notified,
+        };
+        for version in [2, 3] {
+            let mut bytes = vec![version];
+            bytes.extend(postcard::to_allocvec(&v3).unwrap());
+            let rec: UrlRecord = decode(&bytes).unwrap();
+            assert_eq!(rec.notified, notified);
+            assert_eq!(rec.sources, v3.v1.sources);
+            assert!(!rec.blocked && rec.lapsed.is_none() && rec.redirected_from.is_none());
+            assert_eq!((rec.repeats, rec.last_status), (0, 0));
+        }
+        let trust = LastmodTrust {
+            agreements: 4,
+            ..LastmodTrust::default()
+        };
+        let mut bytes = vec![3];
+        bytes.extend(postcard::to_allocvec(&(1.5f64, 9i64, trust, 3u64)).unwrap());
+        let host: HostRecord = decode(&bytes).unwrap();
+        assert_eq!(
+            (host.urls, host.errors_in_a_row, host.trust.agreements),
+            (3, 0, 4)
+        );
+    }
+
     #[test]
     fn stored_reasons_keep_their_encoding() {
         // postcard writes the variant index: appending keeps old records.
@@ -807,6 +854,10 @@ mod tests {
             StoredReason::Retry,
             StoredReason::LeaseExpired,
             StoredReason::Notified,
+            StoredReason::Validation,
+            StoredReason::Safety,
+            StoredReason::LastmodPeriod,
+            StoredReason::Probe,
         ];
         for (i, r) in all.into_iter().enumerate() {
             assert_eq!(postcard::to_allocvec(&r).unwrap(), [i as u8]);

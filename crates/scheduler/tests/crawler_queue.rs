@@ -1,0 +1,420 @@
+//! A queue a crawler can follow as it is (issue 15): robots.txt rules at
+//! lease time, Crawl-delay spacing, redirects, gone pages and errors, and
+//! the order among URLs of equal urgency. On a sled store on disk.
+
+use std::time::Duration;
+
+use sitemapd_parser::date::Precision;
+use sitemapd_parser::{HostKey, Lastmod, NormUrl, RobotsRules, UrlEntry};
+use sitemapd_scheduler::policy::Reason;
+use sitemapd_scheduler::{
+    Completion, LeaseRequest, Outcome, SitemapFetch, Store, StoreOptions, Timestamp, UrlStatus,
+};
+
+const T0: i64 = 1_700_000_000;
+const DAY: i64 = 86_400;
+const SM: &str = "https://a.example/sitemap.xml";
+
+fn ts(t: i64) -> Timestamp {
+    Timestamp::from_unix(t)
+}
+
+fn host() -> HostKey {
+    NormUrl::parse("https://a.example/").unwrap().host_key()
+}
+
+fn url(path: &str) -> String {
+    format!("https://a.example{path}")
+}
+
+fn store(dir: &tempfile::TempDir) -> Store {
+    Store::open(dir.path(), StoreOptions::default()).unwrap()
+}
+
+fn entry(path: &str, priority: Option<f32>, lastmod: Option<i64>) -> UrlEntry {
+    let mut e = UrlEntry::new(NormUrl::parse(&url(path)).unwrap());
+    e.priority = priority;
+    e.lastmod = lastmod.map(|at| Lastmod {
+        unix_seconds: at,
+        nanos: 0,
+        precision: Precision::Day,
+    });
+    e
+}
+
+fn read(store: &Store, now: i64, entries: &[UrlEntry]) {
+    let mut ingest = store.ingest(ts(now));
+    for e in entries {
+        ingest.entry(SM, e).unwrap();
+    }
+    let fetch = SitemapFetch {
+        status: 200,
+        complete: true,
+        ..SitemapFetch::default()
+    };
+    ingest.sitemap_fetched(SM, &fetch).unwrap();
+    ingest.finish().unwrap();
+}
+
+fn disallow(patterns: &[&str], crawl_delay: Option<f64>) -> RobotsRules {
+    RobotsRules::new(
+        patterns.iter().map(|p| (false, p.to_string())).collect(),
+        crawl_delay,
+    )
+}
+
+fn due_paths(store: &Store, now: i64) -> Vec<String> {
+    store
+        .peek(100, ts(now))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url.trim_start_matches("https://a.example").to_string())
+        .collect()
+}
+
+fn status(store: &Store, path: &str) -> UrlStatus {
+    store.url(&url(path)).unwrap().unwrap().status
+}
+
+/// `due` is `wait` seconds after `from`, give or take the queue's ±5 %
+/// jitter.
+fn assert_due(due: Timestamp, from: i64, wait: i64) {
+    let off = (due.unix() - (from + wait)).abs();
+    assert!(
+        off <= wait / 20 + 1,
+        "due {} is not {wait} s after {from}",
+        due.unix()
+    );
+}
+
+fn complete(store: &Store, path: &str, outcome: Outcome, now: i64) {
+    store
+        .complete(&url(path), &Completion::from(outcome), ts(now))
+        .unwrap();
+}
+
+/// The issue's site: among six new URLs, the home page (priority 1.0)
+/// first, then by priority, then the newest lastmod, then the shortest
+/// path; never alphabetical.
+#[test]
+fn equal_urgency_goes_by_priority_then_newest_lastmod_then_shortest_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    read(
+        &s,
+        T0,
+        &[
+            entry("/aaa-old", Some(0.1), Some(T0 - 2000 * DAY)),
+            entry("/bbb", Some(0.5), None),
+            entry("/zzz-home", Some(1.0), Some(T0 - 5 * DAY)),
+            entry("/moved", None, None),
+            entry("/dead", None, None),
+            entry("/ccc-newer", Some(0.5), Some(T0 - DAY)),
+        ],
+    );
+    assert_eq!(
+        due_paths(&s, T0),
+        [
+            "/zzz-home",
+            "/ccc-newer",
+            "/bbb",
+            "/dead",
+            "/moved",
+            "/aaa-old"
+        ]
+    );
+    let leased: Vec<String> = s
+        .lease(&LeaseRequest::new(6).per_host(6), ts(T0))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url)
+        .collect();
+    assert_eq!(leased[0], url("/zzz-home"));
+    assert_eq!(leased[5], url("/aaa-old"));
+}
+
+/// Disallowed URLs are never due nor leased, stay in the store marked
+/// blocked, and come back when the rules change; a URL first seen under the
+/// rules is blocked from the start.
+#[test]
+fn robots_rules_block_at_lease_time_and_lift() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    read(
+        &s,
+        T0,
+        &[
+            entry("/", None, None),
+            entry("/private/secret", Some(0.9), None),
+        ],
+    );
+    let update = s
+        .set_robots(&host(), &disallow(&["/private/"], None), ts(T0))
+        .unwrap();
+    assert_eq!(
+        (update.changed, update.blocked, update.unblocked),
+        (true, 1, 0)
+    );
+    assert_eq!(due_paths(&s, T0), ["/"]);
+    assert_eq!(status(&s, "/private/secret"), UrlStatus::Blocked);
+    let leased = s.lease(&LeaseRequest::new(10), ts(T0)).unwrap();
+    assert_eq!(leased.len(), 1);
+    assert_eq!(leased[0].url, url("/"));
+    let stats = s.stats(ts(T0)).unwrap();
+    assert_eq!((stats.active, stats.blocked), (1, 1));
+    assert!(s.check().unwrap().is_ok());
+
+    // A URL a later read brings in is blocked from the start.
+    read(
+        &s,
+        T0 + 10,
+        &[
+            entry("/", None, None),
+            entry("/private/secret", Some(0.9), None),
+            entry("/private/new", None, None),
+        ],
+    );
+    assert_eq!(status(&s, "/private/new"), UrlStatus::Blocked);
+    assert!(s.check().unwrap().is_ok());
+
+    // The same rules again: nothing to do.
+    let same = s
+        .set_robots(&host(), &disallow(&["/private/"], None), ts(T0 + 20))
+        .unwrap();
+    assert!(!same.changed);
+
+    // The rules lift: both back, due now.
+    let lifted = s
+        .set_robots(&host(), &RobotsRules::allow_all(), ts(T0 + 30))
+        .unwrap();
+    assert_eq!((lifted.blocked, lifted.unblocked), (0, 2));
+    assert_eq!(status(&s, "/private/secret"), UrlStatus::Queued);
+    assert_eq!(due_paths(&s, T0 + 30), ["/private/secret", "/private/new"]);
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// A URL a sitemap brings in under rules that disallow it is blocked from
+/// its first sighting: never due, never leased.
+#[test]
+fn a_url_first_seen_under_the_rules_is_blocked_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    s.set_robots(&host(), &disallow(&["/*.pdf$"], None), ts(T0))
+        .unwrap();
+    read(
+        &s,
+        T0,
+        &[entry("/a.pdf", None, None), entry("/b", None, None)],
+    );
+    assert_eq!(status(&s, "/a.pdf"), UrlStatus::Blocked);
+    let leased = s.lease(&LeaseRequest::new(10), ts(T0)).unwrap();
+    assert_eq!(
+        leased.iter().map(|l| l.url.as_str()).collect::<Vec<_>>(),
+        [url("/b")]
+    );
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// A host's lease spacing is the longer of the lease delay and its
+/// Crawl-delay, capped at 30 s.
+#[test]
+fn crawl_delay_spaces_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let entries: Vec<UrlEntry> = (0..4)
+        .map(|i| entry(&format!("/p{i}"), None, None))
+        .collect();
+    read(&s, T0, &entries);
+    s.set_robots(&host(), &disallow(&[], Some(2.0)), ts(T0))
+        .unwrap();
+    let leased = s
+        .lease(
+            &LeaseRequest::new(3)
+                .per_host(3)
+                .ttl(Duration::from_secs(60)),
+            ts(T0),
+        )
+        .unwrap();
+    let starts: Vec<i64> = leased.iter().map(|l| l.not_before.unix()).collect();
+    assert_eq!(starts, [T0, T0 + 2, T0 + 4]);
+    assert_eq!(s.host(&host()).unwrap().lease_delay, Duration::from_secs(2));
+    s.set_robots(&host(), &disallow(&[], Some(3600.0)), ts(T0))
+        .unwrap();
+    assert_eq!(
+        s.host(&host()).unwrap().lease_delay,
+        Duration::from_secs(30)
+    );
+}
+
+/// A redirect stores its target (same host, robots applied, source
+/// recorded), never makes the source due at once, and a permanent one
+/// retires the source the second time; a temporary one only backs off.
+#[test]
+fn redirects_store_the_target_and_retire_a_permanent_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    read(
+        &s,
+        T0,
+        &[entry("/moved", Some(0.8), None), entry("/temp", None, None)],
+    );
+    s.set_robots(&host(), &disallow(&["/private/"], None), ts(T0))
+        .unwrap();
+    let permanent = |to: &str| Outcome::Redirected {
+        to: to.into(),
+        status: 301,
+    };
+    complete(&s, "/moved", permanent("/new-home"), T0 + 10);
+    let moved = s.url(&url("/moved")).unwrap().unwrap();
+    assert!(moved.due.unix() > T0 + 10, "not due at once: {moved:?}");
+    assert_eq!(moved.reason, Reason::Retry);
+    assert_eq!(moved.status, UrlStatus::Queued);
+    let target = s.url(&url("/new-home")).unwrap().unwrap();
+    assert_eq!(
+        target.redirected_from.as_deref(),
+        Some(url("/moved").as_str())
+    );
+    assert_eq!((target.reason, target.priority), (Reason::New, Some(0.8)));
+    assert_eq!(due_paths(&s, T0 + 10), ["/temp", "/new-home"]);
+
+    // The second permanent redirect retires it: probed in 30 days.
+    complete(
+        &s,
+        "/moved",
+        permanent("https://a.example/new-home"),
+        moved.due.unix(),
+    );
+    let retired = s.url(&url("/moved")).unwrap().unwrap();
+    assert_eq!(retired.status, UrlStatus::Moved);
+    assert_eq!(retired.reason, Reason::Probe);
+    assert_due(retired.due, moved.due.unix(), 30 * DAY);
+
+    // Temporary redirects back off, doubling, and never retire.
+    let mut last_wait = 0;
+    for k in 0..4 {
+        let now = T0 + 100 + k * DAY;
+        let temporary = Outcome::Redirected {
+            to: "/private/x".into(),
+            status: 302,
+        };
+        complete(&s, "/temp", temporary, now);
+        let v = s.url(&url("/temp")).unwrap().unwrap();
+        assert_eq!((v.status, v.reason), (UrlStatus::Queued, Reason::Retry));
+        let wait = v.due.unix() - now;
+        assert!(wait > last_wait, "backs off: {wait} after {last_wait}");
+        last_wait = wait;
+    }
+    // Its target is stored, blocked by the rules.
+    assert_eq!(status(&s, "/private/x"), UrlStatus::Blocked);
+    // Another host's target is not stored.
+    complete(
+        &s,
+        "/temp",
+        Outcome::Redirected {
+            to: "https://elsewhere.example/x".into(),
+            status: 301,
+        },
+        T0 + 10 * DAY,
+    );
+    assert!(s.url("https://elsewhere.example/x").unwrap().is_none());
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// 410 retires at once, 404 on the third in a row; a sitemap still listing
+/// a gone URL does not revive it; a probe that answers does.
+#[test]
+fn gone_retires_and_only_an_answer_revives() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let entries = [entry("/dead", None, None), entry("/missing", None, None)];
+    read(&s, T0, &entries);
+    complete(&s, "/dead", Outcome::Gone(410), T0 + 10);
+    let dead = s.url(&url("/dead")).unwrap().unwrap();
+    assert_eq!((dead.status, dead.reason), (UrlStatus::Gone, Reason::Probe));
+    assert_due(dead.due, T0 + 10, 30 * DAY);
+
+    for k in 1..=3 {
+        let now = T0 + k * DAY;
+        complete(&s, "/missing", Outcome::Gone(404), now);
+        let v = s.url(&url("/missing")).unwrap().unwrap();
+        if k < 3 {
+            assert_eq!(
+                (v.status, v.reason),
+                (UrlStatus::Queued, Reason::Retry),
+                "404 #{k}"
+            );
+        } else {
+            assert_eq!(
+                (v.status, v.reason),
+                (UrlStatus::Gone, Reason::Probe),
+                "404 #{k}"
+            );
+        }
+    }
+
+    // Listed again, with a new lastmod even: still gone, still probed only.
+    let mut again = entries.clone();
+    again[0].lastmod = Some(Lastmod {
+        unix_seconds: T0 + 5 * DAY,
+        nanos: 0,
+        precision: Precision::Second,
+    });
+    read(&s, T0 + 5 * DAY, &again);
+    let dead = s.url(&url("/dead")).unwrap().unwrap();
+    assert_eq!((dead.status, dead.reason), (UrlStatus::Gone, Reason::Probe));
+    assert!(due_paths(&s, T0 + 5 * DAY).is_empty());
+    let stats = s.stats(ts(T0 + 5 * DAY)).unwrap();
+    assert_eq!((stats.gone, stats.last_outcomes["gone"]), (2, 2));
+    assert!(stats.next_due.is_some());
+
+    // The probe answers: back in the queue on its normal schedule.
+    let probe_at = dead.due.unix();
+    assert_eq!(due_paths(&s, probe_at), ["/dead"]);
+    complete(&s, "/dead", Outcome::Changed, probe_at);
+    let revived = s.url(&url("/dead")).unwrap().unwrap();
+    assert_eq!(revived.status, UrlStatus::Queued);
+    assert_ne!(revived.reason, Reason::Probe);
+    assert!(s.check().unwrap().is_ok());
+}
+
+/// Errors back off per URL; five failures of one host's URLs in a row
+/// back the whole host off; a success ends it.
+#[test]
+fn errors_back_off_per_url_and_per_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let entries: Vec<UrlEntry> = (0..8)
+        .map(|i| entry(&format!("/p{i}"), None, None))
+        .collect();
+    read(&s, T0, &entries);
+    for i in 0..5 {
+        complete(&s, &format!("/p{i}"), Outcome::Error(503), T0 + 10);
+    }
+    let v = s.url(&url("/p0")).unwrap().unwrap();
+    assert_eq!(v.reason, Reason::Retry);
+    assert_due(v.due, T0 + 10, 3600);
+    // The host is held back: its other URLs, due now, are not leased.
+    assert!(s.host(&host()).unwrap().next_allowed.unix() >= T0 + 10 + 3600);
+    assert!(
+        s.lease(&LeaseRequest::new(10), ts(T0 + 20))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        due_paths(&s, T0 + 20).len(),
+        3,
+        "still due, held by politeness"
+    );
+    // After the back-off the host is leased again; a success resets it.
+    let later = s.host(&host()).unwrap().next_allowed.unix();
+    let leased = s.lease(&LeaseRequest::new(1), ts(later)).unwrap();
+    assert_eq!(leased.len(), 1);
+    complete(
+        &s,
+        leased[0].url.trim_start_matches("https://a.example"),
+        Outcome::Changed,
+        later,
+    );
+    complete(&s, "/p5", Outcome::Error(500), later + 1);
+    assert!(s.host(&host()).unwrap().next_allowed.unix() < later + 3600);
+}
