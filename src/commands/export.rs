@@ -5,12 +5,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde::Serialize;
-use sitemapd_scheduler::{Timestamp, UrlView};
+use sitemapd_scheduler::policy::FetchOutcome;
+use sitemapd_scheduler::{Timestamp, UrlStatus, UrlView};
 
 use crate::cli::{EntryFormat, ExportArgs};
 
 /// The export columns, in [`Row`]'s field order.
-const COLUMNS: [&str; 19] = [
+const COLUMNS: [&str; 23] = [
     "url",
     "first_seen",
     "last_seen",
@@ -30,6 +31,10 @@ const COLUMNS: [&str; 19] = [
     "due",
     "reason",
     "retired",
+    "status",
+    "last_outcome",
+    "last_status",
+    "redirected_from",
 ];
 
 /// One exported row (CSV and JSON Lines share it).
@@ -54,6 +59,10 @@ struct Row<'a> {
     due: i64,
     reason: &'static str,
     retired: bool,
+    status: UrlStatus,
+    last_outcome: Option<FetchOutcome>,
+    last_status: Option<u16>,
+    redirected_from: Option<&'a str>,
 }
 
 impl<'a> Row<'a> {
@@ -78,6 +87,10 @@ impl<'a> Row<'a> {
             due: r.due.unix(),
             reason: r.reason.as_str(),
             retired: r.retired,
+            status: r.status,
+            last_outcome: r.last_outcome,
+            last_status: r.last_status,
+            redirected_from: r.redirected_from.as_deref(),
         }
     }
 }

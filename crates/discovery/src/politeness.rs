@@ -41,7 +41,8 @@ struct Hosts {
 struct Host {
     permits: Arc<Semaphore>,
     /// Earliest start of the next request, and the delay after it.
-    schedule: Mutex<(Instant, Duration)>,
+    /// Earliest next start, delay between starts, and the last start.
+    schedule: Mutex<(Instant, Duration, Option<Instant>)>,
 }
 
 /// Held while a request to a host is in flight (until its body is dropped).
@@ -87,7 +88,7 @@ impl Politeness {
             .or_insert_with(|| {
                 Arc::new(Host {
                     permits: Arc::new(Semaphore::new(self.in_flight)),
-                    schedule: Mutex::new((Instant::now(), self.min_delay)),
+                    schedule: Mutex::new((Instant::now(), self.min_delay, None)),
                 })
             })
             .clone()
@@ -107,6 +108,7 @@ impl Politeness {
             let mut schedule = host.schedule.lock().unwrap_or_else(|e| e.into_inner());
             let start = schedule.0.max(Instant::now());
             schedule.0 = start + schedule.1;
+            schedule.2 = Some(start);
             start
         };
         tokio::time::sleep_until(start).await;
@@ -125,16 +127,11 @@ impl Politeness {
         let delay = requested.min(self.crawl_delay_cap).max(self.min_delay);
         let host = self.host(key);
         let mut schedule = host.schedule.lock().unwrap_or_else(|e| e.into_inner());
-        let (next, old) = *schedule;
         // A request started under the old delay (the robots.txt fetch that
         // brought this one): the next start is that start plus the new
         // delay, not the old.
-        let next = if next > Instant::now() {
-            next.checked_sub(old).map_or(next, |last| last + delay)
-        } else {
-            next
-        };
-        *schedule = (next, delay);
+        let (next, _, last) = *schedule;
+        *schedule = (last.map_or(next, |l| l + delay), delay, last);
     }
 
     /// Forgets the hosts idle for more than `idle`: no request in flight or
