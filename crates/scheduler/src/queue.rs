@@ -814,3 +814,41 @@ fn reason_of(rec: &UrlRecord, now: i64) -> Reason {
 fn clamp_u32(seconds: i64) -> u32 {
     u32::try_from(seconds.max(0)).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RobotsRecord;
+    use crate::store::StoreOptions;
+    use sitemapd_parser::{NormUrl, RobotsRules};
+
+    /// Rules written without the pass over the host's URLs (as a crash
+    /// between the two would leave them): the lease checks every URL
+    /// itself, passes the disallowed one over and marks it.
+    #[test]
+    fn a_lease_passes_over_and_marks_what_the_rules_disallow() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(1_700_000_000);
+        let mut ingest = s.ingest(now);
+        for u in ["https://a.example/private/x", "https://a.example/b"] {
+            let entry = sitemapd_parser::UrlEntry::new(NormUrl::parse(u).unwrap());
+            ingest
+                .entry("https://a.example/sitemap.xml", &entry)
+                .unwrap();
+        }
+        ingest.finish().unwrap();
+        let record = RobotsRecord {
+            rules: RobotsRules::new(vec![(false, "/private/".into())], None),
+            read_at: now.unix(),
+        };
+        s.kv.insert(keys::robots("a.example"), encode(&record))
+            .unwrap();
+        assert_eq!(s.peek(10, now).unwrap().len(), 1);
+        let leased = s.lease(&LeaseRequest::new(10), now).unwrap();
+        assert_eq!(leased.len(), 1);
+        assert_eq!(leased[0].url, "https://a.example/b");
+        let private = s.url("https://a.example/private/x").unwrap().unwrap();
+        assert_eq!(private.status, crate::view::UrlStatus::Blocked);
+        assert!(s.check().unwrap().is_ok());
+    }
+}
