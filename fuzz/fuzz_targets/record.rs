@@ -1,7 +1,7 @@
 //! The store's record decoder on any bytes: a corrupt or hostile store value
 //! must give an error, never a panic or a huge allocation. Every record
 //! type the store writes is tried (URL, sitemap, host, followed site,
-//! refresh schedule), and so are the key parsers.
+//! refresh schedule, robots rules), and so are the key parsers.
 //!
 //! Checked: what decodes re-encodes to bytes that decode to the same bytes
 //! again (compared as bytes: a NaN priority is not equal to itself); what
@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
 use sitemapd_scheduler::internal::keys;
 use sitemapd_scheduler::internal::record::{
-    HostRecord, Record, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
+    HostRecord, Record, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
 };
 use sitemapd_scheduler::RefreshState;
 
@@ -45,6 +45,11 @@ fuzz_target!(|data: &[u8]| {
         let _ = h.trust.is_trusted();
     }
     let _ = round_trip::<SiteRecord>(data);
+    if let Some(r) = round_trip::<RobotsRecord>(data) {
+        // Stored rules are matched against every leased URL: no pattern
+        // may panic the matcher.
+        let _ = r.rules.allows_path("/a/b?c");
+    }
     let _ = round_trip::<RefreshState>(data);
     let _ = keys::parse_due(data);
     let _ = keys::suffix_url(data);

@@ -317,6 +317,10 @@ pub struct SchedulerSettings {
     /// (0 to 1).
     #[arg(long, default_value_t = SchedulerSettings::default().validation_share)]
     pub validation_share: f64,
+    /// A URL retired by its fetches (gone: 410 or 404 three times; moved: 301/308 twice) is
+    /// probed this long after its last attempt, in case it answers again.
+    #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().probe_interval)]
+    pub probe_interval: f64,
 }
 
 impl Default for SchedulerSettings {
@@ -331,6 +335,7 @@ impl Default for SchedulerSettings {
             lease_delay: d.min_delay,
             safety_interval: d.params.safety_interval,
             validation_share: d.params.validation_share,
+            probe_interval: d.params.probe_interval,
         }
     }
 }
@@ -345,6 +350,7 @@ impl SchedulerSettings {
             params: sitemapd_scheduler::policy::Params {
                 safety_interval: self.safety_interval,
                 validation_share: self.validation_share,
+                probe_interval: self.probe_interval,
                 ..Default::default()
             },
             ..Default::default()
@@ -362,6 +368,11 @@ impl SchedulerSettings {
         check(
             "scheduler.safety_interval",
             self.safety_interval.is_finite() && self.safety_interval >= 3600.0,
+            "at least 3600 seconds",
+        )?;
+        check(
+            "scheduler.probe_interval",
+            self.probe_interval.is_finite() && self.probe_interval >= 3600.0,
             "at least 3600 seconds",
         )?;
         check(

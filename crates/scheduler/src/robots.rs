@@ -161,7 +161,7 @@ impl Store {
         };
         for item in self.host_urls(host) {
             let (url, rec) = item?;
-            if rec.blocked == !allowed(rules, &url) {
+            if rec.blocked != allowed(rules, &url) {
                 continue;
             }
             flips.push(url);
