@@ -2,7 +2,8 @@
 //! ([`keys::LAYOUT_VERSION`]) when it is opened.
 //!
 //! Layout 1 kept due entries as `d` ‖ due ‖ URL; layout 2 adds the urgency
-//! class and the priority rank. The migration rebuilds the due index from
+//! class and the priority rank; layout 3 widens the rank (lastmod and URL
+//! length after the priority). The migration rebuilds the due index from
 //! the URL records: every `d` key is removed, then each active record's
 //! entry is written, in batches, and the layout key last. A crash in the
 //! middle leaves the layout key unwritten, so the next open starts over:

@@ -64,8 +64,12 @@ fn disallow(patterns: &[&str], crawl_delay: Option<f64>) -> RobotsRules {
 }
 
 fn due_paths(store: &Store, now: i64) -> Vec<String> {
+    due_paths_n(store, now, 100)
+}
+
+fn due_paths_n(store: &Store, now: i64, n: usize) -> Vec<String> {
     store
-        .peek(100, ts(now))
+        .peek(n, ts(now))
         .unwrap()
         .into_iter()
         .map(|l| l.url.trim_start_matches("https://a.example").to_string())
@@ -131,6 +135,40 @@ fn equal_urgency_goes_by_priority_then_newest_lastmod_then_shortest_path() {
         .collect();
     assert_eq!(leased[0], url("/zzz-home"));
     assert_eq!(leased[5], url("/aaa-old"));
+}
+
+/// A big site's first queue: of 500 new URLs due in the same second, the
+/// five with the newest lastmods, newest first; not the first five by URL.
+#[test]
+fn many_urls_due_at_once_come_newest_first_not_alphabetically() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    // /post-000 is the oldest post, /post-499 the newest.
+    let entries: Vec<UrlEntry> = (0..500)
+        .map(|i| entry(&format!("/post-{i:03}"), None, Some(T0 - (500 - i) * DAY)))
+        .collect();
+    read(&s, T0, &entries);
+    assert_eq!(
+        due_paths_n(&s, T0, 5),
+        [
+            "/post-499",
+            "/post-498",
+            "/post-497",
+            "/post-496",
+            "/post-495"
+        ]
+    );
+    let leased = s.lease(&LeaseRequest::new(3).per_host(3), ts(T0)).unwrap();
+    assert_eq!(leased[0].url, url("/post-499"));
+    // Without lastmods: the shortest URL first.
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut entries: Vec<UrlEntry> = (0..300)
+        .map(|i| entry(&format!("/a/{i:03}/deep"), None, None))
+        .collect();
+    entries.push(entry("/zz", None, None));
+    read(&s, T0, &entries);
+    assert_eq!(due_paths_n(&s, T0, 1), ["/zz"]);
 }
 
 /// Disallowed URLs are never due nor leased, stay in the store marked

@@ -5,7 +5,7 @@
 //! | prefix | key | value |
 //! |---|---|---|
 //! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord) |
-//! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank (1 byte) ‖ URL | empty |
+//! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank ([`RANK_BYTES`]: priority, lastmod, URL length) ‖ URL | empty |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
@@ -24,6 +24,7 @@
 //! |---|---|
 //! | 1 (no `~layout` key) | due entries `d` ‖ due ‖ URL |
 //! | 2 | due entries `d` ‖ class ‖ due ‖ rank ‖ URL: a lease reads the urgency classes in order, and within one due second the higher sitemap priority first |
+//! | 3 | the rank is 11 bytes: the priority, then the newest lastmod, then the shortest URL, so that a site's many URLs due in one second are read in that order (not alphabetically) |
 //!
 //! A store of an older layout is migrated when it is opened (the due
 //! index rebuilt from the URL records).
@@ -55,7 +56,7 @@ pub const CALIBRATION: &[u8] = b"~calibration";
 /// The key layout version (one byte).
 pub const LAYOUT: &[u8] = b"~layout";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 2;
+pub const LAYOUT_VERSION: u8 = 3;
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -115,19 +116,38 @@ pub struct DueKey<'a> {
     pub class: u8,
     /// When it is due (unix seconds).
     pub at: i64,
-    /// Order within one due second (0 first).
-    pub rank: u8,
+    /// Order within one due second (lowest first).
+    pub rank: Rank,
     /// The URL.
     pub url: &'a str,
 }
 
+/// Bytes of a due entry's rank.
+pub const RANK_BYTES: usize = 11;
+
+/// The order of due entries within one second of one class (lowest
+/// first): the sitemap priority (1 byte, higher first), the lastmod (8
+/// bytes, newest first, none last), the URL's length (2 bytes, shortest
+/// first).
+pub type Rank = [u8; RANK_BYTES];
+
+/// The [`Rank`] of a URL of `url_len` bytes with this priority rank (0:
+/// first) and lastmod.
+pub fn rank(priority: u8, lastmod: Option<i64>, url_len: usize) -> Rank {
+    let mut r = [0u8; RANK_BYTES];
+    r[0] = priority;
+    r[1..9].copy_from_slice(&lastmod.map_or([0xff; 8], |at| ordered(at.saturating_neg())));
+    r[9..].copy_from_slice(&u16::try_from(url_len).unwrap_or(u16::MAX).to_be_bytes());
+    r
+}
+
 /// `d` ‖ class ‖ due ‖ rank ‖ url.
-pub fn due(class: u8, at: i64, rank: u8, url: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(11 + url.len());
+pub fn due(class: u8, at: i64, rank: Rank, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(10 + RANK_BYTES + url.len());
     k.push(DUE);
     k.push(class);
     k.extend_from_slice(&ordered(at));
-    k.push(rank);
+    k.extend_from_slice(&rank);
     k.extend_from_slice(url.as_bytes());
     k
 }
@@ -149,12 +169,12 @@ pub fn parse_due(key: &[u8]) -> Option<DueKey<'_>> {
     let rest = key.strip_prefix(&[DUE])?;
     let (&class, rest) = rest.split_first()?;
     let (time, rest) = rest.split_at_checked(8)?;
-    let (&rank, url) = rest.split_first()?;
+    let (rank, url) = rest.split_at_checked(RANK_BYTES)?;
     let time: [u8; 8] = time.try_into().ok()?;
     Some(DueKey {
         class,
         at: from_ordered(time),
-        rank,
+        rank: rank.try_into().ok()?,
         url: std::str::from_utf8(url).ok()?,
     })
 }
@@ -210,22 +230,25 @@ mod tests {
 
     #[test]
     fn due_keys_sort_by_class_time_rank_and_parse_back() {
-        let a = due(0, -5, 9, "http://a/");
-        let b = due(0, 0, 9, "http://a/");
-        let c = due(0, 1_700_000_000, 9, "http://a/");
+        let r9 = rank(9, None, 9);
+        let a = due(0, -5, r9, "http://a/");
+        let b = due(0, 0, r9, "http://a/");
+        let c = due(0, 1_700_000_000, r9, "http://a/");
         assert!(a < b && b < c);
         assert!(c < due_after(0, 1_700_000_000));
-        assert!(due(0, 1_700_000_001, 0, "") >= due_after(0, 1_700_000_000));
+        assert!(due(0, 1_700_000_001, rank(0, None, 0), "") >= due_after(0, 1_700_000_000));
         // Rank orders within a second, before the URL; class before all.
-        assert!(due(0, 5, 1, "http://z/") < due(0, 5, 2, "http://a/"));
-        assert!(due(0, i64::MAX, 255, "http://z/") < due_class(1));
-        assert!(due(1, i64::MIN, 0, "") > due_after(0, i64::MAX));
+        assert!(
+            due(0, 5, rank(1, None, 9), "http://z/") < due(0, 5, rank(2, None, 9), "http://a/")
+        );
+        assert!(due(0, i64::MAX, [0xff; RANK_BYTES], "http://z/") < due_class(1));
+        assert!(due(1, i64::MIN, [0; RANK_BYTES], "") > due_after(0, i64::MAX));
         assert_eq!(
             parse_due(&c),
             Some(DueKey {
                 class: 0,
                 at: 1_700_000_000,
-                rank: 9,
+                rank: r9,
                 url: "http://a/"
             })
         );
@@ -235,6 +258,24 @@ mod tests {
         old.extend_from_slice(&ordered(1_700_000_000));
         old.extend_from_slice(b"http://a/");
         assert!(is_layout1_due(&old));
+    }
+
+    /// Within one priority: the newest lastmod first (none last), then the
+    /// shortest URL, then the URL.
+    #[test]
+    fn rank_orders_by_priority_then_newest_lastmod_then_length() {
+        let ordered = [
+            rank(5, Some(100), 30),
+            rank(130, Some(i64::MAX), 40),
+            rank(130, Some(200), 40),
+            rank(130, Some(-50), 10),
+            rank(130, None, 10),
+            rank(130, None, 11),
+            rank(230, Some(300), 5),
+        ];
+        for pair in ordered.windows(2) {
+            assert!(pair[0] < pair[1], "{pair:?}");
+        }
     }
 
     /// The store files a URL under its parser `HostKey`, read off the

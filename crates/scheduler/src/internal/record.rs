@@ -436,12 +436,12 @@ impl UrlRecord {
     }
 
     /// Its entry in the due index: by urgency class, due time, and within
-    /// one second the higher sitemap priority first ([`due_rank`]).
+    /// one second by [`due_rank`].
     pub fn due_key(&self, url: &str) -> Vec<u8> {
         keys::due(
             self.schedule.reason.urgency() as u8,
             self.schedule.due,
-            due_rank(self.priority),
+            self.rank(url),
             url,
         )
     }
@@ -453,13 +453,23 @@ impl UrlRecord {
             == (
                 self.schedule.reason.urgency() as u8,
                 self.schedule.due,
-                due_rank(self.priority),
+                self.rank(entry.url),
             )
+    }
+
+    /// Its order among URLs due in the same second: [`due_rank`].
+    fn rank(&self, url: &str) -> keys::Rank {
+        keys::rank(
+            due_rank(self.priority),
+            self.lastmod.map(|l| l.at),
+            url.len(),
+        )
     }
 }
 
-/// Order within one due second of one class: 5 for priority 1.0, 130 for
-/// the default 0.5, 230 for 0.1 (lower first).
+/// The priority byte of a due entry's rank, lower first: 5 for priority
+/// 1.0, 130 for the default 0.5, 230 for 0.1. The rank goes on with the
+/// newest lastmod and the shortest URL ([`keys::rank`]).
 pub fn due_rank(priority: Option<f32>) -> u8 {
     255 - (effective_priority(priority) * 250.0).round() as u8
 }
