@@ -24,7 +24,7 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
     };
     let mut diagnostics = DiagnosticSink::new(format, args.max_diagnostics_per_rule);
     let mut stdout = EntrySink::new(io::stdout().lock(), EntryFormat::Jsonl)?;
-    let mut tree = Tree::default();
+    let mut tree = Tree::for_seeds(&args.sites, &seeds);
     // The tree goes where the entries are not.
     let mut tree_out: Box<dyn Write> = if args.entries {
         Box::new(io::stderr())

@@ -9,7 +9,7 @@ use std::io;
 
 pub use diagnostics::DiagnosticSink;
 pub use entries::EntrySink;
-pub use tree::Tree;
+pub use tree::{Tree, robots_unreachable};
 
 /// Whether `e` is a closed stdout (`sitemapd parse … | head`).
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
