@@ -51,7 +51,9 @@ pub enum Command {
     /// Exit 0 when every site yielded a sitemap, 1 otherwise.
     Discover(DiscoverArgs),
     /// Walk sites and store every URL with its metadata, then schedule it: the main job.
-    /// Re-running it re-fetches conditionally and updates the store.
+    /// Re-running it re-fetches conditionally and updates the store. Reports as discover
+    /// does (the sitemap tree of each site, failures with their reason, diagnostics); exit 1
+    /// when a site yielded no sitemap.
     Ingest(IngestArgs),
     /// The due URLs, most urgent first, as JSON Lines (url, due, score, reason, not_before);
     /// with --lease, hand them out (lease id and expiry added).
@@ -118,6 +120,9 @@ pub struct IngestArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
     #[arg(required_unless_present = "print_config")]
     pub sites: Vec<String>,
+    /// Print at most this many diagnostics per rule (0: all).
+    #[arg(long, default_value_t = 100)]
+    pub max_diagnostics_per_rule: u64,
     /// The settings file.
     #[command(flatten)]
     pub config: ConfigArgs,

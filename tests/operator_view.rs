@@ -85,6 +85,63 @@ fn is_rfc3339(v: &Value) -> bool {
 }
 
 #[test]
+fn ingest_reports_failures_as_discover_does() {
+    let site = failing_site();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let seed = site.url("/");
+    let discover = walk("discover", None, &seed);
+    let ingest = walk("ingest", Some(&store), &seed);
+    let (tree, ingest_err) = (stdout(&discover), stderr(&ingest));
+    for what in [
+        format!("{}  FAILED: HTTP 410", site.url("/gone.xml")),
+        format!("{}  FAILED: HTTP 503", site.url("/down.xml")),
+        format!("{}  200 urlset", site.url("/short.xml")),
+        "INCOMPLETE".to_string(),
+        "cut: ".to_string(),
+        "2 failed".to_string(),
+    ] {
+        assert!(tree.contains(&what), "discover: {what}:\n{tree}");
+        assert!(ingest_err.contains(&what), "ingest: {what}:\n{ingest_err}");
+    }
+    // The truncated document's diagnostic, with its rule id, in both.
+    let rule = |err: &str| {
+        err.lines()
+            .find(|l| l.contains(&site.url("/short.xml")) && l.contains("[C8]"))
+            .map(str::to_string)
+    };
+    assert!(rule(&stderr(&discover)).is_some(), "{}", stderr(&discover));
+    assert!(rule(&ingest_err).is_some(), "{ingest_err}");
+    assert!(!ingest_err.contains(" 0 failed"), "{ingest_err}");
+    assert!(ingest_err.contains("ingest: "), "{ingest_err}");
+
+    // The guard's refusal: named, with the flag that lifts it, in both.
+    let connections = site.connections();
+    let guarded = |command: &str, store: Option<&Path>| {
+        let mut args = vec![command, "--min-delay", "0", "--no-probe"];
+        if let Some(store) = store {
+            args.extend(["--store", store.to_str().unwrap()]);
+        }
+        args.push(&seed);
+        run(&args)
+    };
+    let discover = guarded("discover", None);
+    let ingest = guarded("ingest", Some(&dir.path().join("guarded")));
+    assert_eq!(discover.status.code(), Some(1));
+    assert_eq!(ingest.status.code(), Some(1));
+    for text in [stdout(&discover), stderr(&ingest)] {
+        assert!(
+            text.contains("robots.txt not fetched: address guard refused"),
+            "{text}"
+        );
+        assert!(text.contains("--allow-private"), "{text}");
+        assert!(!text.contains("try later"), "{text}");
+        assert!(!text.contains("0 failed"), "{text}");
+    }
+    assert_eq!(site.connections(), connections);
+}
+
+#[test]
 fn errors_say_what_to_do() {
     // A bare host is tried as https://; a plain-HTTP server answers the
     // TLS hello with an HTTP 400, and the handshake fails.
