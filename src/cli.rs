@@ -22,7 +22,7 @@ pub struct Cli {
 pub fn command() -> clap::Command {
     use crate::settings::{with_env, *};
     use clap::CommandFactory as _;
-    Cli::command()
+    let mut cmd = Cli::command()
         .mut_subcommand("parse", with_env::<ParseCommandSettings>)
         .mut_subcommand("robots", with_env::<RobotsCommandSettings>)
         .mut_subcommand("discover", with_env::<SiteSettings>)
@@ -32,8 +32,30 @@ pub fn command() -> clap::Command {
         .mut_subcommand("stats", with_env::<StoreArgs>)
         .mut_subcommand("export", with_env::<StoreArgs>)
         .mut_subcommand("daemon", with_env::<DaemonSettings>)
-        .mut_subcommand("simulate", with_env::<SimulateSettings>)
+        .mut_subcommand("simulate", with_env::<SimulateSettings>);
+    // `--store` says per command whether a missing store is created.
+    for (sub, help) in STORE_HELP {
+        cmd = cmd.mut_subcommand(sub, |c| {
+            c.mut_arg("store", |a| a.help(help).long_help(None::<&str>))
+        });
+    }
+    cmd
 }
+
+/// `--store`'s help per command: the commands that write a store create it,
+/// the others refuse a missing one (a mistyped path is not a new empty store).
+const STORE_HELP: [(&str, &str); 6] = [
+    ("ingest", "The store's directory (created if missing)"),
+    ("daemon", "The store's directory (created if missing)"),
+    ("queue", MUST_EXIST),
+    ("complete", MUST_EXIST),
+    ("stats", MUST_EXIST),
+    ("export", MUST_EXIST),
+];
+
+/// `--store`'s help for the commands that need an existing store.
+const MUST_EXIST: &str =
+    "The store's directory (it must exist: `sitemapd ingest` or `sitemapd daemon` creates it)";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]

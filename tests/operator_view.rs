@@ -142,6 +142,28 @@ fn ingest_reports_failures_as_discover_does() {
 }
 
 #[test]
+fn read_commands_say_what_to_do_while_the_daemon_runs() {
+    let site = indexed_site(1, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let d = Daemon::start(&store, &[&site.url("/")]);
+    d.wait_for("the first ingest", |d| d.active() == 3);
+    for (args, route) in [
+        (&["stats"][..], "GET /v1/stats"),
+        (&["export"][..], "GET /v1/urls?url="),
+        (&["queue"][..], "POST /v1/lease"),
+        (&["queue", "--lease", "60"][..], "POST /v1/lease"),
+    ] {
+        let o = run(&with_store(&store, args));
+        assert_ne!(o.status.code(), Some(0), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains("in use"), "{args:?}: {err}");
+        assert!(err.contains(route), "{args:?}: {err}");
+        assert!(err.contains("stop the daemon"), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn errors_say_what_to_do() {
     // A bare host is tried as https://; a plain-HTTP server answers the
     // TLS hello with an HTTP 400, and the handshake fails.
@@ -188,3 +210,15 @@ fn errors_say_what_to_do() {
     assert!(!stderr(&o).contains("try later"), "{}", stderr(&o));
 }
 
+#[test]
+fn store_help_says_which_commands_create_it() {
+    for command in ["stats", "export", "queue", "complete"] {
+        let help = stdout(&run(&[command, "--help"]));
+        assert!(!help.contains("created if missing"), "{command}:\n{help}");
+        assert!(help.contains("it must exist"), "{command}:\n{help}");
+    }
+    for command in ["ingest", "daemon"] {
+        let help = stdout(&run(&[command, "--help"]));
+        assert!(help.contains("created if missing"), "{command}:\n{help}");
+    }
+}

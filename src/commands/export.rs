@@ -8,6 +8,7 @@ use serde::Serialize;
 use sitemapd_scheduler::{Timestamp, UrlView};
 
 use crate::cli::{EntryFormat, ExportArgs};
+use crate::settings::StoreUse;
 
 /// The export columns, in [`Row`]'s field order.
 const COLUMNS: [&str; 19] = [
@@ -84,7 +85,7 @@ impl<'a> Row<'a> {
 
 /// Runs `export`.
 pub fn run(args: &ExportArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
+    let store = args.store.open_existing(StoreUse::Export)?;
     let stdout = io::stdout().lock();
     match args.format {
         EntryFormat::Jsonl => {

@@ -9,13 +9,19 @@ use sitemapd_scheduler::{LeaseRequest, Timestamp};
 use std::time::Duration;
 
 use crate::cli::QueueArgs;
+use crate::settings::StoreUse;
 
 /// Runs `queue`.
 pub fn run(args: &QueueArgs) -> Result<ExitCode> {
     let settings = &args.settings;
+    let what = if args.lease.is_some() {
+        StoreUse::Lease
+    } else {
+        StoreUse::Peek
+    };
     let store = settings
         .store
-        .open_existing_with(settings.scheduler.store_options())?;
+        .open_existing_with(what, settings.scheduler.store_options())?;
     let now = Timestamp::now();
     let due = match args.lease {
         Some(ttl) if ttl > 0 => {
