@@ -7,6 +7,7 @@ use crate::settings::{
     ConfigArgs, DaemonSettings, IngestSettings, ParseCommandSettings, QueueSettings,
     RobotsCommandSettings, SimulateSettings, SiteSettings, StoreArgs,
 };
+use crate::times::TimeFormat;
 
 /// Discover, parse, store and schedule sitemaps.
 #[derive(Debug, Parser)]
@@ -162,6 +163,9 @@ pub struct QueueArgs {
     /// Lease them for this many seconds (without it, only list).
     #[arg(long, value_name = "SECS")]
     pub lease: Option<i64>,
+    /// How times print: Unix seconds (numbers) or RFC 3339 in UTC (strings).
+    #[arg(long, value_enum, default_value = "unix")]
+    pub time: TimeFormat,
     /// The settings file.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -198,6 +202,9 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: EntryFormat,
+    /// How times print: Unix seconds (numbers) or RFC 3339 in UTC (strings).
+    #[arg(long, value_enum, default_value = "unix")]
+    pub time: TimeFormat,
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,

@@ -37,7 +37,9 @@ pub fn run(args: &QueueArgs) -> Result<ExitCode> {
     store.flush()?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     for item in &due {
-        serde_json::to_writer(&mut out, item)?;
+        let mut line = serde_json::to_value(item)?;
+        args.time.rewrite(&mut line);
+        serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;
