@@ -79,7 +79,7 @@ pub enum Command {
     /// when a site yielded no sitemap.
     Ingest(IngestArgs),
     /// The due URLs, most urgent first, as JSON Lines (url, due, score, reason, not_before);
-    /// with --lease, hand them out (lease id and expiry added).
+    /// with --lease, hand them out (lease id, expiry and due_reason added; reason "leased").
     Queue(QueueArgs),
     /// Report fetch outcomes: JSON Lines on stdin, one per URL:
     /// {"url":…,"outcome":"changed|not-modified|gone|error|redirected","status":…,"to":…,"etag":…,"last_modified":…}

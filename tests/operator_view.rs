@@ -164,6 +164,149 @@ fn read_commands_say_what_to_do_while_the_daemon_runs() {
 }
 
 #[test]
+fn times_print_as_rfc3339_on_request() {
+    let site = indexed_site(1, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let o = walk("ingest", Some(&store), &site.url("/"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let o = run(&with_store(&store, &["queue", "-n", "2"]));
+    let unix = json_lines(&stdout(&o));
+    assert!(unix[0]["due"].is_i64(), "{}", unix[0]);
+    let o = run(&with_store(
+        &store,
+        &["queue", "-n", "2", "--time", "rfc3339"],
+    ));
+    let lines = json_lines(&stdout(&o));
+    assert_eq!(lines.len(), 2);
+    assert!(is_rfc3339(&lines[0]["due"]), "{}", lines[0]);
+    assert!(is_rfc3339(&lines[0]["not_before"]), "{}", lines[0]);
+
+    let o = run(&with_store(&store, &["export", "--time", "rfc3339"]));
+    let rows = json_lines(&stdout(&o));
+    assert_eq!(rows.len(), 3);
+    for field in ["first_seen", "last_seen", "lastmod", "due"] {
+        assert!(is_rfc3339(&rows[0][field]), "{field}: {}", rows[0]);
+    }
+    assert!(rows[0]["last_fetch"].is_null());
+    let o = run(&with_store(
+        &store,
+        &["export", "--format", "csv", "--time", "rfc3339"],
+    ));
+    let csv = stdout(&o);
+    let row = csv.lines().nth(1).unwrap();
+    assert!(row.contains("2024-05-"), "{csv}");
+    assert!(row.contains('T') && row.contains("Z,"), "{csv}");
+    // Leased: the lease id is a string, the reason `leased`.
+    let o = run(&with_store(
+        &store,
+        &["queue", "-n", "1", "--lease", "60", "--time", "rfc3339"],
+    ));
+    let leased = json_lines(&stdout(&o));
+    assert!(leased[0]["lease"].is_string(), "{}", leased[0]);
+    assert_eq!(leased[0]["reason"], "leased");
+    assert_eq!(leased[0]["due_reason"], "new");
+    assert!(is_rfc3339(&leased[0]["expires"]), "{}", leased[0]);
+}
+
+#[test]
+fn the_api_answers_errors_ranges_ids_and_times_plainly() {
+    let site = indexed_site(1, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let d = Daemon::start(
+        &store,
+        &["--per-host", "5", "--max-lease", "50", &site.url("/")],
+    );
+    d.wait_for("the first ingest", |d| d.active() == 3);
+    let error = |status: u16, v: &Value| {
+        assert!(v["error"].is_string(), "{status}: {v}");
+        v["error"].as_str().unwrap().to_string()
+    };
+
+    // Every error is JSON.
+    let (status, v) = d.call("GET", "/v1/lease", None);
+    assert_eq!(status, 405, "{v}");
+    assert!(error(status, &v).contains("GET"), "{v}");
+    let (status, v) = d.call("DELETE", "/v1/stats", None);
+    assert_eq!(status, 405, "{v}");
+    error(status, &v);
+    let (status, v) = d.call("GET", "/v1/urls", None);
+    assert_eq!(status, 400, "{v}");
+    assert!(error(status, &v).contains("url"), "{v}");
+    let (status, v) = d.call("GET", "/v1/sitemaps?sight=x", None);
+    assert_eq!(status, 400, "{v}");
+    assert!(error(status, &v).contains("site"), "{v}");
+    let (status, text) = http(d.addr, "POST", "/v1/lease", Some(TOKEN), Some("{\"n\":"));
+    assert_eq!(status, 400, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(error(status, &v).contains("invalid JSON"), "{v}");
+
+    // Out of range: 400 with the range, never a clamp.
+    for (body, says) in [
+        (json!({"per_host": 6}), "per_host must be between 1 and 5"),
+        (json!({"per_host": 0}), "per_host must be between 1 and 5"),
+        (json!({"n": 51}), "n must be between 1 and 50"),
+        (
+            json!({"ttl_secs": 0}),
+            "ttl_secs must be between 1 and 604800",
+        ),
+    ] {
+        let (status, v) = d.call("POST", "/v1/lease", Some(body.clone()));
+        assert_eq!(status, 400, "{body}: {v}");
+        assert!(error(status, &v).contains(says), "{body}: {v}");
+    }
+
+    // No body is all defaults, as `{}` is.
+    let (status, text) = http(d.addr, "POST", "/v1/lease", Some(TOKEN), None);
+    assert_eq!(status, 200, "{text}");
+    let leased: Value = serde_json::from_str(&text).unwrap();
+    let urls = leased["urls"].as_array().unwrap();
+    assert_eq!(urls.len(), 3, "{leased}");
+    let first = &urls[0];
+    assert!(first["lease"].is_string(), "{first}");
+    assert!(
+        first["lease"].as_str().unwrap().parse::<u64>().is_ok(),
+        "{first}"
+    );
+    assert_eq!(first["reason"], "leased", "{first}");
+    assert_eq!(first["due_reason"], "new", "{first}");
+    assert!(first["due"].is_i64(), "{first}");
+    assert!(is_rfc3339(&first["due_rfc3339"]), "{first}");
+    assert!(is_rfc3339(&first["expires_rfc3339"]), "{first}");
+    assert!(is_rfc3339(&first["not_before_rfc3339"]), "{first}");
+    let (status, v) = d.call("POST", "/v1/lease", Some(json!({})));
+    assert_eq!(status, 200, "{v}");
+
+    // A URL under a live lease says so, and names its sitemaps by URL.
+    let url = first["url"].as_str().unwrap();
+    let rec = d.get(&format!("/v1/urls?url={url}"));
+    let record = &rec["record"];
+    assert_eq!(record["reason"], "leased", "{rec}");
+    assert!(is_rfc3339(&record["leased_until_rfc3339"]), "{rec}");
+    assert!(is_rfc3339(&record["first_seen_rfc3339"]), "{rec}");
+    assert!(record["last_fetch_rfc3339"].is_null(), "{rec}");
+    assert_eq!(
+        record["sitemaps"],
+        json!([site.url("/sitemaps/0.xml")]),
+        "{rec}"
+    );
+
+    // Sites and sitemaps carry the twins too.
+    let sites = d.get("/v1/sites");
+    assert!(
+        is_rfc3339(&sites["sites"][0]["added_at_rfc3339"]),
+        "{sites}"
+    );
+    let seed = site.url("/");
+    let tree = d.get(&format!("/v1/sitemaps?site={seed}"));
+    let index = &tree["sitemaps"][0];
+    assert!(is_rfc3339(&index["last_fetch_rfc3339"]), "{tree}");
+    assert!(is_rfc3339(&index["refresh"]["next_at_rfc3339"]), "{tree}");
+}
+
+#[test]
 fn errors_say_what_to_do() {
     // A bare host is tried as https://; a plain-HTTP server answers the
     // TLS hello with an HTTP 400, and the handshake fails.

@@ -9,6 +9,7 @@ use sitemapd_scheduler::{LeaseRequest, Timestamp};
 use std::time::Duration;
 
 use crate::cli::QueueArgs;
+use crate::output::leased_json;
 use crate::settings::StoreUse;
 
 /// Runs `queue`.
@@ -37,7 +38,7 @@ pub fn run(args: &QueueArgs) -> Result<ExitCode> {
     store.flush()?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     for item in &due {
-        let mut line = serde_json::to_value(item)?;
+        let mut line = leased_json(item);
         args.time.rewrite(&mut line);
         serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;

@@ -3,12 +3,14 @@
 
 mod diagnostics;
 mod entries;
+mod leased;
 mod tree;
 
 use std::io;
 
 pub use diagnostics::DiagnosticSink;
 pub use entries::EntrySink;
+pub use leased::leased_json;
 pub use tree::{Tree, robots_unreachable};
 
 /// Whether `e` is a closed stdout (`sitemapd parse … | head`).
