@@ -7,6 +7,7 @@ use crate::settings::{
     ConfigArgs, DaemonSettings, IngestSettings, ParseCommandSettings, QueueSettings,
     RobotsCommandSettings, SimulateSettings, SiteSettings, StoreArgs,
 };
+use crate::times::TimeFormat;
 
 /// Discover, parse, store and schedule sitemaps.
 #[derive(Debug, Parser)]
@@ -22,7 +23,7 @@ pub struct Cli {
 pub fn command() -> clap::Command {
     use crate::settings::{with_env, *};
     use clap::CommandFactory as _;
-    Cli::command()
+    let mut cmd = Cli::command()
         .mut_subcommand("parse", with_env::<ParseCommandSettings>)
         .mut_subcommand("robots", with_env::<RobotsCommandSettings>)
         .mut_subcommand("discover", with_env::<SiteSettings>)
@@ -32,8 +33,30 @@ pub fn command() -> clap::Command {
         .mut_subcommand("stats", with_env::<StoreArgs>)
         .mut_subcommand("export", with_env::<StoreArgs>)
         .mut_subcommand("daemon", with_env::<DaemonSettings>)
-        .mut_subcommand("simulate", with_env::<SimulateSettings>)
+        .mut_subcommand("simulate", with_env::<SimulateSettings>);
+    // `--store` says per command whether a missing store is created.
+    for (sub, help) in STORE_HELP {
+        cmd = cmd.mut_subcommand(sub, |c| {
+            c.mut_arg("store", |a| a.help(help).long_help(None::<&str>))
+        });
+    }
+    cmd
 }
+
+/// `--store`'s help per command: the commands that write a store create it,
+/// the others refuse a missing one (a mistyped path is not a new empty store).
+const STORE_HELP: [(&str, &str); 6] = [
+    ("ingest", "The store's directory (created if missing)"),
+    ("daemon", "The store's directory (created if missing)"),
+    ("queue", MUST_EXIST),
+    ("complete", MUST_EXIST),
+    ("stats", MUST_EXIST),
+    ("export", MUST_EXIST),
+];
+
+/// `--store`'s help for the commands that need an existing store.
+const MUST_EXIST: &str =
+    "The store's directory (it must exist: `sitemapd ingest` or `sitemapd daemon` creates it)";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -51,10 +74,12 @@ pub enum Command {
     /// Exit 0 when every site yielded a sitemap, 1 otherwise.
     Discover(DiscoverArgs),
     /// Walk sites and store every URL with its metadata, then schedule it: the main job.
-    /// Re-running it re-fetches conditionally and updates the store.
+    /// Re-running it re-fetches conditionally and updates the store. Reports as discover
+    /// does (the sitemap tree of each site, failures with their reason, diagnostics); exit 1
+    /// when a site yielded no sitemap.
     Ingest(IngestArgs),
     /// The due URLs, most urgent first, as JSON Lines (url, due, score, reason, not_before);
-    /// with --lease, hand them out (lease id and expiry added).
+    /// with --lease, hand them out (lease id, expiry and due_reason added; reason "leased").
     Queue(QueueArgs),
     /// Report fetch outcomes: JSON Lines on stdin, one per URL:
     /// {"url":…,"outcome":"changed|not-modified|gone|error|redirected","status":…,"to":…,"etag":…,"last_modified":…}
@@ -118,6 +143,9 @@ pub struct IngestArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
     #[arg(required_unless_present = "print_config")]
     pub sites: Vec<String>,
+    /// Print at most this many diagnostics per rule (0: all).
+    #[arg(long, default_value_t = 100)]
+    pub max_diagnostics_per_rule: u64,
     /// The settings file.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -135,6 +163,9 @@ pub struct QueueArgs {
     /// Lease them for this many seconds (without it, only list).
     #[arg(long, value_name = "SECS")]
     pub lease: Option<i64>,
+    /// How times print: Unix seconds (numbers) or RFC 3339 in UTC (strings).
+    #[arg(long, value_enum, default_value = "unix")]
+    pub time: TimeFormat,
     /// The settings file.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -171,6 +202,9 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: EntryFormat,
+    /// How times print: Unix seconds (numbers) or RFC 3339 in UTC (strings).
+    #[arg(long, value_enum, default_value = "unix")]
+    pub time: TimeFormat,
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,

@@ -7,6 +7,7 @@ mod outcome_report;
 mod output;
 mod settings;
 mod simulate;
+mod times;
 // The walk-to-store glue is the scheduler crate's `walk_into_store`
 // example, so that what embedders copy is what the binary runs.
 #[path = "../crates/scheduler/examples/walk_into_store/glue.rs"]

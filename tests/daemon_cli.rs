@@ -81,7 +81,7 @@ fn serves_the_queue_and_follows_changes() {
     assert_eq!(urls.len(), 3, "{leased}");
     assert!(
         urls.iter()
-            .all(|u| u["reason"] == "new" && u["lease"].is_u64())
+            .all(|u| u["reason"] == "leased" && u["due_reason"] == "new" && u["lease"].is_string())
     );
     let again = d.post("/v1/lease", json!({"n": 10}));
     assert_eq!(
@@ -110,7 +110,7 @@ fn serves_the_queue_and_follows_changes() {
     let urls = leased["urls"].as_array().unwrap();
     assert_eq!(urls.len(), 1, "{leased}");
     assert_eq!(urls[0]["url"], a0.as_str());
-    assert_eq!(urls[0]["reason"], "notified");
+    assert_eq!(urls[0]["due_reason"], "notified");
 
     // Unchanged: the refresh costs a 304. Changed: the new URL comes in.
     d.wait_for("a 304 refresh", |_| {
@@ -499,7 +499,7 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
             .map(|u| {
                 let url = u["url"].as_str().unwrap();
                 let path = url.rsplit('/').next().unwrap().to_string();
-                (path, u["reason"].as_str().unwrap().to_string())
+                (path, u["due_reason"].as_str().unwrap().to_string())
             })
             .collect()
     };

@@ -208,11 +208,12 @@ fn discover_refuses_loopback_without_allow_private() {
     let o = run(&["discover", "--min-delay", "0", &site.url("/")]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(
-        stdout(&o).contains("robots.txt unreachable"),
+        stdout(&o).contains("robots.txt not fetched: address guard refused"),
         "{}",
         stdout(&o)
     );
-    assert!(stdout(&o).contains("address guard"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("--allow-private"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("try later"), "{}", stdout(&o));
     assert_eq!(site.connections(), 0);
 }
 

@@ -63,7 +63,7 @@ fn ingest_queue_complete_stats_export() {
     assert!(
         leased
             .iter()
-            .all(|l| l["reason"] == "new" && l["lease"].is_u64())
+            .all(|l| l["reason"] == "leased" && l["due_reason"] == "new" && l["lease"].is_string())
     );
 
     let mut input = String::new();

@@ -10,6 +10,7 @@ use sitemapd_scheduler::{Completion, Store, StoreError};
 
 use crate::cli::CompleteArgs;
 use crate::outcome_report::Reported;
+use crate::settings::StoreUse;
 
 /// The longest input line `complete` reads.
 const MAX_LINE: usize = 64 * 1024;
@@ -20,7 +21,7 @@ const BATCH: usize = 1000;
 /// Runs `complete`: every line is applied or reported; exit 1 if any failed.
 /// Lines are applied in batches of [`BATCH`], each one atomic write.
 pub fn run(args: &CompleteArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
+    let store = args.store.open_existing(StoreUse::Complete)?;
     let (mut done, mut failed) = (0u64, 0u64);
     let mut input = io::stdin().lock();
     let mut raw = Vec::new();

@@ -24,7 +24,7 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
     };
     let mut diagnostics = DiagnosticSink::new(format, args.max_diagnostics_per_rule);
     let mut stdout = EntrySink::new(io::stdout().lock(), EntryFormat::Jsonl)?;
-    let mut tree = Tree::default();
+    let mut tree = Tree::for_seeds(&args.sites, &seeds);
     // The tree goes where the entries are not.
     let mut tree_out: Box<dyn Write> = if args.entries {
         Box::new(io::stderr())
@@ -35,6 +35,7 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
     runtime()?.block_on(async {
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
+            diagnostics.walk_event(&event)?;
             match &event {
                 WalkEvent::Entry { sitemap, entry } => {
                     if args.entries {
@@ -42,18 +43,7 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
                     }
                     continue;
                 }
-                WalkEvent::Diagnostic {
-                    sitemap,
-                    diagnostic,
-                } => {
-                    diagnostics.write(sitemap.as_str(), diagnostic)?;
-                    continue;
-                }
-                WalkEvent::Robots(report) => {
-                    for d in &report.diagnostics {
-                        diagnostics.write(report.url.as_str(), d)?;
-                    }
-                }
+                WalkEvent::Diagnostic { .. } => continue,
                 _ => {}
             }
             if args.json {

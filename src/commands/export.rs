@@ -9,6 +9,8 @@ use sitemapd_scheduler::policy::FetchOutcome;
 use sitemapd_scheduler::{Timestamp, UrlStatus, UrlView};
 
 use crate::cli::{EntryFormat, ExportArgs};
+use crate::settings::StoreUse;
+use crate::times::{TimeFormat, TimeValue};
 
 /// The export columns, in [`Row`]'s field order.
 const COLUMNS: [&str; 23] = [
@@ -41,9 +43,9 @@ const COLUMNS: [&str; 23] = [
 #[derive(Serialize)]
 struct Row<'a> {
     url: &'a str,
-    first_seen: i64,
-    last_seen: i64,
-    lastmod: Option<i64>,
+    first_seen: TimeValue,
+    last_seen: TimeValue,
+    lastmod: Option<TimeValue>,
     lastmod_precision: Option<&'static str>,
     lastmod_changes: usize,
     changefreq: Option<&'static str>,
@@ -54,9 +56,9 @@ struct Row<'a> {
     alternates: u16,
     fetches: u32,
     changes: u32,
-    last_fetch: Option<i64>,
-    last_change: Option<i64>,
-    due: i64,
+    last_fetch: Option<TimeValue>,
+    last_change: Option<TimeValue>,
+    due: TimeValue,
     reason: &'static str,
     retired: bool,
     status: UrlStatus,
@@ -66,12 +68,13 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn of(r: &'a UrlView) -> Self {
+    fn of(r: &'a UrlView, time: TimeFormat) -> Self {
+        let t = |t: Timestamp| time.value(t);
         Row {
             url: &r.url,
-            first_seen: r.first_seen.unix(),
-            last_seen: r.last_seen.unix(),
-            lastmod: r.lastmod.map(Timestamp::unix),
+            first_seen: t(r.first_seen),
+            last_seen: t(r.last_seen),
+            lastmod: r.lastmod.map(t),
             lastmod_precision: r.lastmod_precision.map(|p| p.as_str()),
             lastmod_changes: r.lastmod_changes,
             changefreq: r.changefreq.map(|c| c.as_str()),
@@ -82,9 +85,9 @@ impl<'a> Row<'a> {
             alternates: r.alternates,
             fetches: r.fetches,
             changes: r.changes,
-            last_fetch: r.last_fetch.map(Timestamp::unix),
-            last_change: r.last_change.map(Timestamp::unix),
-            due: r.due.unix(),
+            last_fetch: r.last_fetch.map(t),
+            last_change: r.last_change.map(t),
+            due: t(r.due),
             reason: r.reason.as_str(),
             retired: r.retired,
             status: r.status,
@@ -97,13 +100,13 @@ impl<'a> Row<'a> {
 
 /// Runs `export`.
 pub fn run(args: &ExportArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
+    let store = args.store.open_existing(StoreUse::Export)?;
     let stdout = io::stdout().lock();
     match args.format {
         EntryFormat::Jsonl => {
             let mut out = io::BufWriter::new(stdout);
             for item in store.export() {
-                serde_json::to_writer(&mut out, &Row::of(&item?))?;
+                serde_json::to_writer(&mut out, &Row::of(&item?, args.time))?;
                 out.write_all(b"\n")?;
             }
             out.flush()?;
@@ -115,7 +118,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode> {
             // The header even for an empty store (pandas wants one).
             out.write_record(COLUMNS)?;
             for item in store.export() {
-                out.serialize(Row::of(&item?))?;
+                out.serialize(Row::of(&item?, args.time))?;
             }
             out.flush()?;
         }

@@ -13,7 +13,8 @@ use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
 use super::is_url;
-use crate::cli::IngestArgs;
+use crate::cli::{DiagnosticFormat, IngestArgs};
+use crate::output::{DiagnosticSink, Tree};
 use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
@@ -36,6 +37,12 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         }
     }
     let seeds = seeds(&sites)?;
+    // Failures are reported as `discover` reports them: the sitemap tree of
+    // each site, the diagnostics (with their rule ids) and the totals.
+    let mut report = Report {
+        tree: Tree::for_seeds(&sites, &seeds),
+        diagnostics: DiagnosticSink::new(DiagnosticFormat::Text, args.max_diagnostics_per_rule),
+    };
     let settings = &args.settings;
     let store = Arc::new(
         settings
@@ -57,9 +64,15 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
             &walker,
             seeds,
             &progress,
+            &mut report,
             session_now,
             &mut failed_sites,
         )?;
+        report.diagnostics.hidden_note()?;
+        report.diagnostics.flush()?;
+        let mut totals = Vec::new();
+        report.tree.finish(started.elapsed(), &mut totals)?;
+        progress.lines(&totals);
     }
     if let Some(m) = store.calibrate()? {
         progress.line(&format!(
@@ -134,6 +147,7 @@ fn walk_into(
     walker: &Walker,
     seeds: Vec<Seed>,
     progress: &Progress,
+    report: &mut Report,
     session_now: i64,
     failed_sites: &mut u64,
 ) -> Result<IngestStats> {
@@ -142,34 +156,14 @@ fn walk_into(
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
             walk_store::record(&mut ingest, &event)?;
+            report.event(&event, progress)?;
             match event {
                 WalkEvent::Entry { .. } => progress.url(),
-                WalkEvent::SitemapFetched(r) => {
-                    let what = match (&r.summary, r.not_modified) {
-                        (_, true) => "not modified".to_string(),
-                        (Some(s), _) => format!("{} urls", s.urls),
-                        (None, _) => String::new(),
-                    };
-                    progress.sitemap(&format!("{} {} {what}", r.url, r.status));
-                }
-                WalkEvent::SitemapFailed(f) => {
-                    progress.sitemap(&format!("{} FAILED: {}", f.url, f.error));
-                }
-                WalkEvent::SiteDone(t) => {
-                    if t.sitemaps == 0 {
-                        *failed_sites += 1;
-                    }
-                    progress.line(&format!(
-                        "{}: {} sitemaps read, {} failed, {} urls",
-                        t.site, t.sitemaps, t.failed, t.entries
-                    ));
-                }
-                WalkEvent::Robots(r) => progress.line(&format!(
-                    "{}: {} sitemaps declared",
-                    r.url,
-                    r.sitemaps.len()
-                )),
-                WalkEvent::Diagnostic { .. }
+                WalkEvent::SitemapFetched(_) | WalkEvent::SitemapFailed(_) => progress.sitemap(),
+                WalkEvent::SiteDone(t) if t.sitemaps == 0 => *failed_sites += 1,
+                WalkEvent::SiteDone(_) => {}
+                WalkEvent::Robots(_)
+                | WalkEvent::Diagnostic { .. }
                 | WalkEvent::ProbeMissed { .. }
                 | WalkEvent::ChildrenSkipped { .. }
                 | WalkEvent::NotDue { .. } => {}
@@ -178,6 +172,27 @@ fn walk_into(
         }
         anyhow::Ok(ingest.finish()?)
     })
+}
+
+/// What the walk reports, as `discover` shows it: each site's sitemap tree
+/// when the site is done (failures with their reason: a guard refusal,
+/// an HTTP status, a cut read), and the diagnostics with their rule ids.
+struct Report {
+    tree: Tree,
+    diagnostics: DiagnosticSink,
+}
+
+impl Report {
+    fn event(&mut self, event: &WalkEvent, progress: &Progress) -> Result<()> {
+        self.diagnostics.walk_event(event)?;
+        let mut out = Vec::new();
+        self.tree.record(event, &mut out)?;
+        if !out.is_empty() {
+            self.diagnostics.flush()?;
+            progress.lines(&out);
+        }
+        Ok(())
+    }
 }
 
 /// A progress bar on a terminal; plain log lines otherwise.
@@ -214,10 +229,17 @@ impl Progress {
         }
     }
 
-    fn sitemap(&self, line: &str) {
+    fn sitemap(&self) {
         self.sitemaps
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.line(line);
+        self.refresh();
+    }
+
+    /// Each line of `text`.
+    fn lines(&self, text: &[u8]) {
+        for line in String::from_utf8_lossy(text).lines() {
+            self.line(line);
+        }
     }
 
     fn line(&self, line: &str) {

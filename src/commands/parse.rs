@@ -34,9 +34,7 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode> {
         let input: Box<dyn Read + Send> = if args.input == "-" {
             Box::new(io::stdin())
         } else {
-            Box::new(
-                File::open(&args.input).with_context(|| format!("cannot open {}", args.input))?,
-            )
+            Box::new(open(&args.input)?)
         };
         let mut parser = Parser::new(input, args.settings.parse.options(args.url.clone()));
         for event in parser.by_ref() {
@@ -51,6 +49,31 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Opens the file `input`; a missing one that reads as a URL without its
+/// scheme (`example.com/sitemap.xml`) suggests the URL.
+fn open(input: &str) -> Result<File> {
+    match File::open(input) {
+        Ok(file) => Ok(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match url_meant(input) {
+            Some(url) => {
+                bail!("cannot open {input}: no such file; to fetch it, give the URL: {url}")
+            }
+            None => Err(e).with_context(|| format!("cannot open {input}")),
+        },
+        Err(e) => Err(e).with_context(|| format!("cannot open {input}")),
+    }
+}
+
+/// The URL `input` names, when it reads as one without its scheme: a host
+/// with a dot or a port, then a path (`example.com/sitemap.xml`).
+fn url_meant(input: &str) -> Option<NormUrl> {
+    let (host, _) = input.split_once('/')?;
+    if host.is_empty() || !host.contains(['.', ':']) || host.starts_with('.') {
+        return None;
+    }
+    NormUrl::parse(&format!("https://{input}")).ok()
 }
 
 /// Fetches the document and parses it as it streams in.

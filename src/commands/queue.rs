@@ -9,13 +9,20 @@ use sitemapd_scheduler::{LeaseRequest, Timestamp};
 use std::time::Duration;
 
 use crate::cli::QueueArgs;
+use crate::output::leased_json;
+use crate::settings::StoreUse;
 
 /// Runs `queue`.
 pub fn run(args: &QueueArgs) -> Result<ExitCode> {
     let settings = &args.settings;
+    let what = if args.lease.is_some() {
+        StoreUse::Lease
+    } else {
+        StoreUse::Peek
+    };
     let store = settings
         .store
-        .open_existing_with(settings.scheduler.store_options())?;
+        .open_existing_with(what, settings.scheduler.store_options())?;
     let now = Timestamp::now();
     let due = match args.lease {
         Some(ttl) if ttl > 0 => {
@@ -31,7 +38,9 @@ pub fn run(args: &QueueArgs) -> Result<ExitCode> {
     store.flush()?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     for item in &due {
-        serde_json::to_writer(&mut out, item)?;
+        let mut line = leased_json(item);
+        args.time.rewrite(&mut line);
+        serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;

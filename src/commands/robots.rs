@@ -11,7 +11,7 @@ use sitemapd_parser::NormUrl;
 
 use super::is_url;
 use crate::cli::{DiagnosticFormat, RobotsArgs};
-use crate::output::DiagnosticSink;
+use crate::output::{DiagnosticSink, robots_unreachable};
 use crate::settings::runtime;
 
 /// Runs the command.
@@ -33,9 +33,7 @@ pub fn run(args: &RobotsArgs) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             Fetched::Unreachable(reason) => {
-                diagnostics.text(&format!(
-                    "{label}: unreachable, try later (RFC 9309: assume nothing allowed): {reason}"
-                ))?;
+                diagnostics.text(&format!("{label}: {}", robots_unreachable(&reason)))?;
                 return Ok(ExitCode::FAILURE);
             }
         }

@@ -8,10 +8,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::StatsArgs;
+use crate::settings::StoreUse;
 
 /// Runs `stats`.
 pub fn run(args: &StatsArgs) -> Result<ExitCode> {
-    let store = args.store.open_existing()?;
+    let store = args.store.open_existing(StoreUse::Stats)?;
     let stats = store.stats(sitemapd_scheduler::Timestamp::now())?;
     let check = if args.check {
         Some(store.check()?)

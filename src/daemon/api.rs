@@ -1,12 +1,15 @@
 //! The HTTP API (axum, JSON). Every route but `/healthz` needs the bearer
-//! token when one is configured. Shapes are documented in docs/daemon.md.
+//! token when one is configured. Shapes are documented in docs/daemon.md:
+//! every error is `{"error": …}`, every time in Unix seconds has its RFC
+//! 3339 twin (`due` and `due_rfc3339`), 64-bit ids are strings.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -22,7 +25,15 @@ use tokio::sync::Notify;
 
 use super::metrics::{Metrics, label};
 use crate::outcome_report::Reported;
+use crate::output::leased_json;
 use crate::settings::site_key;
+use crate::times::add_rfc3339;
+
+/// A JSON answer, each time field with its RFC 3339 twin.
+fn answer(mut value: Value) -> Json<Value> {
+    add_rfc3339(&mut value);
+    Json(value)
+}
 
 /// The host of a site key or a stored URL (`None`: not an http(s) URL).
 fn host_key(url: &str) -> Option<HostKey> {
@@ -53,6 +64,9 @@ pub struct ApiState {
 
 type Shared = Arc<ApiState>;
 
+/// The longest lease a request may ask for.
+const MAX_TTL_SECS: i64 = 7 * 86_400;
+
 /// The router, with auth and the body limit.
 pub fn router(state: ApiState, max_body: usize) -> Router {
     let state = Arc::new(state);
@@ -72,6 +86,12 @@ pub fn router(state: ApiState, max_body: usize) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .merge(v1)
+        .method_not_allowed_fallback(|req: Request| async move {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("{} is not allowed on {}", req.method(), req.uri().path()),
+            )
+        })
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
@@ -124,14 +144,53 @@ impl<T: DeserializeOwned> FromRequest<Shared> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &Shared) -> Result<Self, ApiError> {
-        // A client that stalls mid-body does not hold a connection forever.
-        let bytes = tokio::time::timeout(state.body_timeout, Bytes::from_request(req, state))
+        let bytes = body_bytes(req, state).await?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// [`JsonBody`] for a request whose every field is optional: no body (or
+/// one of only white space) is `T::default()`, as `{}` is.
+pub struct OptionalJsonBody<T>(T);
+
+impl<T: DeserializeOwned + Default> FromRequest<Shared> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &Shared) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        parse_json(&bytes).map(OptionalJsonBody)
+    }
+}
+
+/// The body, within the time limit.
+async fn body_bytes(req: Request, state: &Shared) -> Result<Bytes, ApiError> {
+    // A client that stalls mid-body does not hold a connection forever.
+    tokio::time::timeout(state.body_timeout, Bytes::from_request(req, state))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body too slow"))?
+        .map_err(|e| ApiError::new(e.status(), e.body_text()))
+}
+
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+}
+
+/// A query string, with its errors (a missing or malformed field) as
+/// [`ApiError`]s.
+pub struct JsonQuery<T>(T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for JsonQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
             .await
-            .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body too slow"))?
-            .map_err(|e| ApiError::new(e.status(), e.body_text()))?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+            .map(|Query(q)| JsonQuery(q))
+            .map_err(|e| ApiError::bad_request(e.body_text()))
     }
 }
 
@@ -192,22 +251,21 @@ async fn healthz(State(state): State<Shared>) -> impl IntoResponse {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// A lease request; every field optional (no body at all is all defaults).
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LeaseRequest {
-    #[serde(default = "default_n")]
-    n: usize,
+    n: Option<usize>,
     ttl_secs: Option<i64>,
     per_host: Option<usize>,
 }
 
-fn default_n() -> usize {
-    100
-}
+/// URLs per lease when a request gives no `n` (fewer if `api.max_lease` is lower).
+const DEFAULT_N: usize = 100;
 
 async fn lease(
     State(state): State<Shared>,
-    JsonBody(req): JsonBody<LeaseRequest>,
+    OptionalJsonBody(req): OptionalJsonBody<LeaseRequest>,
 ) -> Result<Json<Value>, ApiError> {
     if state.stopping.load(Ordering::Relaxed) {
         return Err(ApiError::new(
@@ -215,31 +273,37 @@ async fn lease(
             "shutting down: no more leases",
         ));
     }
-    if req.n == 0 || req.n > state.max_lease {
+    // Out of range is refused with the range, never clamped.
+    let n = req.n.unwrap_or(DEFAULT_N.min(state.max_lease));
+    if !(1..=state.max_lease).contains(&n) {
         return Err(ApiError::bad_request(format!(
-            "n must be between 1 and {}",
+            "n must be between 1 and {} (api.max_lease), not {n}",
             state.max_lease
         )));
     }
     let ttl = req.ttl_secs.unwrap_or(state.lease_ttl);
-    if !(1..=7 * 86_400).contains(&ttl) {
-        return Err(ApiError::bad_request(
-            "ttl_secs must be between 1 and 604800",
-        ));
+    if !(1..=MAX_TTL_SECS).contains(&ttl) {
+        return Err(ApiError::bad_request(format!(
+            "ttl_secs must be between 1 and {MAX_TTL_SECS} (7 days), not {ttl}"
+        )));
     }
-    let per_host = req
-        .per_host
-        .unwrap_or(state.per_host)
-        .clamp(1, state.per_host);
+    let per_host = req.per_host.unwrap_or(state.per_host);
+    if !(1..=state.per_host).contains(&per_host) {
+        return Err(ApiError::bad_request(format!(
+            "per_host must be between 1 and {} (scheduler.per_host), not {per_host}",
+            state.per_host
+        )));
+    }
     let leased = durable(&state, move |store| {
-        let request = sitemapd_scheduler::LeaseRequest::new(req.n)
+        let request = sitemapd_scheduler::LeaseRequest::new(n)
             .per_host(per_host)
             .ttl(std::time::Duration::from_secs(ttl.unsigned_abs()));
         Ok(store.lease(&request, Timestamp::now())?)
     })
     .await?;
     state.metrics.leased.inc_by(leased.len() as u64);
-    Ok(Json(json!({ "urls": leased })))
+    let urls: Vec<Value> = leased.iter().map(leased_json).collect();
+    Ok(answer(json!({ "urls": urls })))
 }
 
 async fn complete(
@@ -318,7 +382,7 @@ struct SitesRequest {
 async fn list_sites(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
     blocking(&state, |store| {
         let sites = store.sites().collect::<Result<Vec<_>, _>>()?;
-        Ok(Json(json!({ "sites": sites })))
+        Ok(answer(json!({ "sites": sites })))
     })
     .await
 }
@@ -395,13 +459,18 @@ struct UrlQuery {
 
 async fn url_record(
     State(state): State<Shared>,
-    Query(q): Query<UrlQuery>,
+    JsonQuery(q): JsonQuery<UrlQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let url = sitemapd_parser::NormUrl::parse(&q.url)
         .map_err(|e| ApiError::bad_request(format!("{:?} is not an http(s) URL: {e}", q.url)))?
         .into_string();
     blocking(&state, move |store| match store.url(&url)? {
-        Some(record) => Ok(Json(json!({ "url": url, "record": record }))),
+        Some(record) => {
+            // The sitemaps listing it, by URL (the record keeps internal ids).
+            let mut record = json!(record);
+            record["sitemaps"] = json!(store.url_sitemaps(&url)?);
+            Ok(answer(json!({ "url": url, "record": record })))
+        }
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("{url} is not in the store"),
@@ -432,7 +501,7 @@ const MAX_TREE_DEPTH: usize = 8;
 
 async fn sitemaps(
     State(state): State<Shared>,
-    Query(q): Query<SiteQuery>,
+    JsonQuery(q): JsonQuery<SiteQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let site = site_key(&q.site).map_err(|e| ApiError::bad_request(format!("{e:#}")))?;
     blocking(&state, move |store| {
@@ -468,7 +537,7 @@ async fn sitemaps(
             .into_iter()
             .filter_map(|url| node(store, &url, &records, &children, &mut placed, 0))
             .collect::<Vec<_>>();
-        Ok(Json(json!({ "site": site, "sitemaps": tree })))
+        Ok(answer(json!({ "site": site, "sitemaps": tree })))
     })
     .await
 }
@@ -506,7 +575,7 @@ async fn stats(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
     blocking(&state, |store| {
         let stats = store.stats(Timestamp::now())?;
         let sites = store.sites().count();
-        Ok(Json(json!({
+        Ok(answer(json!({
             "policy": store.policy().name(),
             "sites": sites,
             "stats": stats,

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use serde::Serialize;
+use sitemapd_discovery::WalkEvent;
 use sitemapd_parser::{Diagnostic, Rule, Summary};
 
 use crate::cli::DiagnosticFormat;
@@ -44,6 +45,24 @@ impl DiagnosticSink {
             DiagnosticFormat::Json => self.json_line("diagnostic", input, d)?,
         }
         Ok(())
+    }
+
+    /// Writes the diagnostics a walk event carries (a sitemap's, a
+    /// robots.txt's), as `discover` and `ingest` show them.
+    pub fn walk_event(&mut self, event: &WalkEvent) -> Result<()> {
+        match event {
+            WalkEvent::Diagnostic {
+                sitemap,
+                diagnostic,
+            } => self.write(sitemap.as_str(), diagnostic),
+            WalkEvent::Robots(report) => {
+                for d in &report.diagnostics {
+                    self.write(report.url.as_str(), d)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether diagnostics are written as JSON.

@@ -3,13 +3,15 @@
 
 mod diagnostics;
 mod entries;
+mod leased;
 mod tree;
 
 use std::io;
 
 pub use diagnostics::DiagnosticSink;
 pub use entries::EntrySink;
-pub use tree::Tree;
+pub use leased::leased_json;
+pub use tree::{Tree, robots_unreachable};
 
 /// Whether `e` is a closed stdout (`sitemapd parse … | head`).
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {

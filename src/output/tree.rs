@@ -2,13 +2,14 @@
 //! sitemap under the index that listed it, with status, entries, bytes and
 //! time; probes and skipped children; totals per site and overall.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
-use sitemapd_discovery::WalkEvent;
+use sitemapd_discovery::fetch::{is_refusal, is_tls_failure};
 use sitemapd_discovery::walk::{RobotsOutcome, SitemapFailure, SitemapReport, SkipReason};
+use sitemapd_discovery::{Seed, WalkEvent};
 use sitemapd_parser::NormUrl;
 
 /// Collects a site's events and prints its tree when the site is done.
@@ -16,6 +17,8 @@ use sitemapd_parser::NormUrl;
 pub struct Tree {
     sites: HashMap<NormUrl, SiteTree>,
     totals: Totals,
+    /// Seeds given without a scheme (tried as `https://`).
+    schemeless: HashSet<NormUrl>,
 }
 
 #[derive(Default)]
@@ -23,6 +26,18 @@ struct SiteTree {
     robots: Option<String>,
     nodes: Vec<Node>,
     notes: Vec<String>,
+    /// A fetch of the site failed its TLS handshake.
+    tls_failed: bool,
+}
+
+/// What a robots.txt that could not be read means: a refusal by the
+/// address guard (nothing to wait for), or unreachable (try later).
+pub fn robots_unreachable(reason: &str) -> String {
+    if is_refusal(reason) {
+        format!("not fetched: {reason}")
+    } else {
+        format!("unreachable, try later (RFC 9309: assume nothing allowed): {reason}")
+    }
 }
 
 enum Node {
@@ -63,6 +78,22 @@ struct Totals {
 }
 
 impl Tree {
+    /// A tree for a walk of `seeds`, given as `inputs` (to tell the seeds
+    /// given without a scheme, tried as `https://`, whose TLS failure
+    /// suggests `http://`).
+    pub fn for_seeds<S: AsRef<str>>(inputs: &[S], seeds: &[Seed]) -> Tree {
+        let schemeless = inputs
+            .iter()
+            .zip(seeds)
+            .filter(|(input, _)| !input.as_ref().contains("://"))
+            .map(|(_, seed)| seed.url().clone())
+            .collect();
+        Tree {
+            schemeless,
+            ..Tree::default()
+        }
+    }
+
     /// Records one event; prints a site's tree to `out` when it is done.
     pub fn record(&mut self, event: &WalkEvent, out: &mut impl Write) -> Result<()> {
         match event {
@@ -86,7 +117,8 @@ impl Tree {
                         r.status.map_or("-".into(), |s| s.to_string())
                     ),
                     RobotsOutcome::Unreachable { reason } => {
-                        format!("robots.txt unreachable, try later: {reason}")
+                        self.site(&r.site).tls_failed |= is_tls_failure(reason);
+                        format!("robots.txt {}", robots_unreachable(reason))
                     }
                 };
                 self.site(&r.site).robots = Some(line);
@@ -97,7 +129,9 @@ impl Tree {
                     .push(Node::Read(Box::new(r.clone())));
             }
             WalkEvent::SitemapFailed(f) => {
-                self.site(&f.site).nodes.push(Node::Failed(f.clone()));
+                let site = self.site(&f.site);
+                site.tls_failed |= is_tls_failure(&f.error);
+                site.nodes.push(Node::Failed(f.clone()));
             }
             WalkEvent::NotDue {
                 site, url, parent, ..
@@ -108,7 +142,9 @@ impl Tree {
                 });
             }
             WalkEvent::ProbeMissed { site, url, reason } => {
-                self.site(site).notes.push(format!("probe {url}: {reason}"));
+                let site = self.site(site);
+                site.tls_failed |= is_tls_failure(reason);
+                site.notes.push(format!("probe {url}: {reason}"));
             }
             WalkEvent::ChildrenSkipped {
                 site,
@@ -147,6 +183,13 @@ impl Tree {
                 }
                 for note in &tree.notes {
                     writeln!(out, "  {note}")?;
+                }
+                if tree.tls_failed && self.schemeless.contains(&t.site) {
+                    let http = t.site.as_str().replacen("https://", "http://", 1);
+                    writeln!(
+                        out,
+                        "  hint: given without a scheme, it was tried as https:// and TLS failed; if the site serves plain HTTP, give {http}"
+                    )?;
                 }
                 let counts = counts(t.sitemaps, t.failed, t.entries, t.bytes, t.duration);
                 writeln!(out, "  total: {counts}")?;

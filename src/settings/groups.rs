@@ -241,7 +241,8 @@ site!(SiteSettings, IngestSettings, DaemonSettings);
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct StoreArgs {
-    /// The store's directory (created if missing).
+    /// The store's directory. `ingest` and `daemon` create it if missing; the other commands
+    /// need it to exist.
     #[arg(long, default_value_os_t = StoreArgs::default().store)]
     pub store: PathBuf,
 }
@@ -258,15 +259,16 @@ impl Default for StoreArgs {
 }
 
 impl StoreArgs {
-    /// Opens an existing store for reading and the queue (a mistyped
-    /// `--store` is an error, not a new empty store).
-    pub fn open_existing(&self) -> Result<sitemapd_scheduler::Store> {
-        self.open_existing_with(Default::default())
+    /// Opens an existing store for `what` (a mistyped `--store` is an
+    /// error, not a new empty store).
+    pub fn open_existing(&self, what: StoreUse) -> Result<sitemapd_scheduler::Store> {
+        self.open_existing_with(what, Default::default())
     }
 
-    /// Opens an existing store with `options`.
+    /// Opens an existing store with `options`, for `what`.
     pub fn open_existing_with(
         &self,
+        what: StoreUse,
         options: sitemapd_scheduler::StoreOptions,
     ) -> Result<sitemapd_scheduler::Store> {
         if !self.store.is_dir() {
@@ -275,16 +277,81 @@ impl StoreArgs {
                 self.store.display()
             );
         }
-        self.open_with(options)
+        self.open(what, options)
     }
 
-    /// Opens the store with `options`.
+    /// Opens the store with `options` (created if missing).
     pub fn open_with(
         &self,
         options: sitemapd_scheduler::StoreOptions,
     ) -> Result<sitemapd_scheduler::Store> {
-        sitemapd_scheduler::Store::open(&self.store, options)
-            .with_context(|| format!("cannot open the store at {}", self.store.display()))
+        self.open(StoreUse::Write, options)
+    }
+
+    fn open(
+        &self,
+        what: StoreUse,
+        options: sitemapd_scheduler::StoreOptions,
+    ) -> Result<sitemapd_scheduler::Store> {
+        let dir = self.store.display();
+        match sitemapd_scheduler::Store::open(&self.store, options) {
+            Ok(store) => Ok(store),
+            Err(sitemapd_scheduler::StoreError::InUse(_)) => bail!(
+                "the store at {dir} is in use by another process, most likely a running \
+                 `sitemapd daemon` (a store is open in one process at a time). {} Or stop the \
+                 daemon (SIGINT or SIGTERM) and run the command again.",
+                what.instead()
+            ),
+            Err(e) => Err(e).with_context(|| format!("cannot open the store at {dir}")),
+        }
+    }
+}
+
+/// What a command opens the store for: says, when a daemon holds the store,
+/// which of the daemon's routes give the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreUse {
+    /// `sitemapd stats`.
+    Stats,
+    /// `sitemapd export`.
+    Export,
+    /// `sitemapd queue` without `--lease`.
+    Peek,
+    /// `sitemapd queue --lease`.
+    Lease,
+    /// `sitemapd complete`.
+    Complete,
+    /// `ingest`, `daemon`: the commands that create a store.
+    Write,
+}
+
+impl StoreUse {
+    /// What to do instead while the daemon runs: its HTTP routes (docs/daemon.md).
+    pub fn instead(self) -> &'static str {
+        match self {
+            StoreUse::Stats => {
+                "While it runs, ask the daemon over HTTP: `GET /v1/stats` answers what \
+                 `sitemapd stats --json` prints, `GET /v1/sites` the sites it follows."
+            }
+            StoreUse::Export => {
+                "While it runs, ask the daemon over HTTP, one record at a time: \
+                 `GET /v1/urls?url=URL` answers a URL's record, `GET /v1/sitemaps?site=SITE` a \
+                 site's sitemaps, `GET /v1/stats` the counts (the daemon has no bulk export)."
+            }
+            StoreUse::Peek => {
+                "While it runs, ask the daemon over HTTP: `POST /v1/lease` hands out the due \
+                 URLs (leasing them; the daemon has no route that lists them without leasing), \
+                 `GET /v1/stats` counts them (`due_now`), `GET /v1/urls?url=URL` shows one."
+            }
+            StoreUse::Lease => "While it runs, lease from the daemon: `POST /v1/lease`.",
+            StoreUse::Complete => {
+                "While it runs, report outcomes to the daemon: `POST /v1/complete` (the same \
+                 JSON items, as an array)."
+            }
+            StoreUse::Write => {
+                "While it runs, `POST /v1/sites` has the daemon follow (and walk) a site."
+            }
+        }
     }
 }
 

@@ -116,8 +116,11 @@ impl Validators {
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FetchError {
-    /// The address guard refused the host.
-    #[error("address guard refused {0}")]
+    /// The address guard refused the host (its text starts with
+    /// [`REFUSED`] and says how to lift the guard).
+    #[error(
+        "{REFUSED} {0}: not a public address (--allow-private, or fetch.allow_private, lets the fetcher reach loopback and private networks)"
+    )]
     Refused(String),
     /// No connection could be made (DNS, TCP, TLS).
     #[error("connection failed: {0}")]
@@ -154,6 +157,27 @@ pub enum FetchError {
     /// The client could not be built (bad proxy URL, TLS set-up).
     #[error("client set-up: {0}")]
     Setup(String),
+}
+
+/// How the text of a [`FetchError::Refused`] starts: a report that carries
+/// the error as text (a robots.txt's `reason`, a failed sitemap's `error`)
+/// is a guard refusal when it holds this ([`is_refusal`]).
+pub const REFUSED: &str = "address guard refused";
+
+/// What a [`FetchError::Connect`] says first when the TLS handshake failed
+/// ([`is_tls_failure`]): for instance `https://` to a server that speaks
+/// plain HTTP.
+pub const TLS_FAILED: &str = "TLS handshake failed";
+
+/// Whether an error's text (a report's `reason` or `error`) is the address
+/// guard's refusal: not worth trying later, as nothing will change.
+pub fn is_refusal(text: &str) -> bool {
+    text.contains(REFUSED)
+}
+
+/// Whether an error's text is a failed TLS handshake.
+pub fn is_tls_failure(text: &str) -> bool {
+    text.contains(TLS_FAILED)
 }
 
 impl FetchError {
@@ -348,6 +372,32 @@ impl AsyncRead for Body {
     }
 }
 
+/// Whether the TLS handshake failed: a rustls error in the chain (I/O
+/// errors may carry it, one inside another), or an I/O error that says so
+/// ("tls handshake eof" when the server closed the connection on our hello).
+fn is_tls(e: &reqwest::Error) -> bool {
+    fn tls(inner: &(dyn std::error::Error + 'static)) -> bool {
+        if inner.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        match inner.downcast_ref::<std::io::Error>() {
+            Some(io) => match io.get_ref() {
+                Some(carried) => tls(carried),
+                None => io.to_string().to_ascii_lowercase().contains("tls"),
+            },
+            None => false,
+        }
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if tls(inner) {
+            return true;
+        }
+        source = inner.source();
+    }
+    false
+}
+
 /// Sorts a reqwest error into a [`FetchError`] (the deadline is ours, so a
 /// reqwest timeout is a connect or an idle timeout).
 fn classify(e: &reqwest::Error, idle: Duration) -> FetchError {
@@ -361,7 +411,12 @@ fn classify(e: &reqwest::Error, idle: Duration) -> FetchError {
         source = inner.source();
     }
     if e.is_connect() {
-        FetchError::Connect(error_chain(e))
+        let chain = error_chain(e);
+        if is_tls(e) {
+            FetchError::Connect(format!("{TLS_FAILED}: {chain}"))
+        } else {
+            FetchError::Connect(chain)
+        }
     } else if e.is_timeout() {
         FetchError::Idle(idle)
     } else {

@@ -245,6 +245,25 @@ impl Store {
             .map(|r| UrlView::of(norm.as_str(), &r, Timestamp::now())))
     }
 
+    /// The URLs of the sitemaps listing `url` (those its record remembers,
+    /// [`UrlView::sources`] of them), oldest first; empty for a URL the
+    /// store does not hold.
+    pub fn url_sitemaps(&self, url: &str) -> Result<Vec<String>, StoreError> {
+        let Ok(norm) = NormUrl::parse(url) else {
+            return Ok(Vec::new());
+        };
+        let Some(record) = self.url_record(norm.as_str())? else {
+            return Ok(Vec::new());
+        };
+        let mut urls = Vec::new();
+        for (id, _) in &record.sources {
+            if let Some(sitemap) = self.kv.get(keys::sitemap_id(*id))? {
+                urls.push(String::from_utf8_lossy(&sitemap).into_owned());
+            }
+        }
+        Ok(urls)
+    }
+
     /// What the store knows of the sitemap at `url` (as listed), if it was
     /// read before.
     pub fn sitemap(&self, url: &str) -> Result<Option<SitemapView>, StoreError> {
