@@ -74,8 +74,8 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
             let wait = next.unix() - sitemapd_scheduler::Timestamp::now().unix();
             writeln!(
                 out,
-                "nothing due now; next due at {} (unix; in {wait} s)",
-                next.unix()
+                "nothing due now; next due {} (in {wait} s)",
+                crate::times::rfc3339(next)
             )?;
         }
         if let Some([q1, q2, q3]) = stats.rate_per_day_quartiles {
