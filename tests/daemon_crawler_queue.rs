@@ -1,6 +1,7 @@
 //! The queue a crawler follows as it is (issue 15), through the daemon on
 //! loopback: robots.txt rules at lease time and when they change between
-//! walks, Crawl-delay spacing of leases, a redirect chain, a gone page.
+//! walks, Crawl-delay spacing of leases, a redirect chain, a gone page,
+//! a page that answers 404 then 200.
 
 mod common;
 
@@ -104,6 +105,25 @@ fn leases_follow_robots_crawl_delay_redirects_and_gone_pages() {
         (dead["status"].as_str(), dead["reason"].as_str()),
         (Some("gone"), Some("probe"))
     );
+
+    // 404 twice, then 200: backed off, never retired, back on its schedule.
+    let not_found = json!([
+        {"url": site.url("/"), "outcome": "error", "status": 404},
+        {"url": site.url("/"), "outcome": "gone", "status": 404},
+    ]);
+    d.post("/v1/complete", not_found);
+    let home = record(&d, &site.url("/"));
+    assert_eq!(
+        (home["status"].as_str(), home["reason"].as_str()),
+        (Some("queued"), Some("retry"))
+    );
+    d.post(
+        "/v1/complete",
+        json!([{"url": site.url("/"), "outcome": "changed"}]),
+    );
+    let home = record(&d, &site.url("/"));
+    assert_eq!(home["status"], "queued");
+    assert_ne!(home["reason"], "retry");
 
     // robots.txt changes: the next walk lifts the block on /private/ and
     // puts /bbb under it; /dead, still listed, stays gone.
