@@ -6,6 +6,8 @@
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use sitemapd_parser::options::MAX_LOC_CHARS;
+use sitemapd_scheduler::queue::{MAX_ETAG_BYTES, MAX_LAST_MODIFIED_BYTES};
 use sitemapd_scheduler::{Completion, Outcome};
 
 /// One fetch outcome as a crawler reports it: a line of `sitemapd complete`'s
@@ -47,9 +49,20 @@ impl Reported {
                 bail!("unknown outcome {other:?} (changed, not-modified, gone, error, redirected)")
             }
         };
-        let url = sitemapd_parser::NormUrl::parse(&self.url)
-            .with_context(|| format!("{:?} is not an http(s) URL", self.url))?
+        let url = sitemapd_parser::NormUrl::parse_limited(&self.url)
+            .with_context(|| format!("{:?} is not an http(s) URL", short(&self.url)))?
             .into_string();
+        // The store keeps none of these beyond its bounds: say so rather
+        // than drop them quietly.
+        check_len("etag", &self.etag, MAX_ETAG_BYTES)?;
+        check_len(
+            "last_modified",
+            &self.last_modified,
+            MAX_LAST_MODIFIED_BYTES,
+        )?;
+        if let Outcome::Redirected { to, .. } = &outcome {
+            check_len("to", &Some(to.clone()), MAX_LOC_CHARS)?;
+        }
         Ok((
             url,
             Completion {
@@ -58,6 +71,22 @@ impl Reported {
                 last_modified: self.last_modified,
             },
         ))
+    }
+}
+
+/// An error unless `value` is at most `max` bytes.
+fn check_len(field: &str, value: &Option<String>, max: usize) -> Result<()> {
+    match value {
+        Some(v) if v.len() > max => bail!("{field} is {} bytes long; at most {max}", v.len()),
+        _ => Ok(()),
+    }
+}
+
+/// The start of a (maybe huge) value, for a message.
+fn short(s: &str) -> String {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
     }
 }
 
@@ -110,6 +139,44 @@ mod tests {
             assert_eq!(url, "http://a/");
             assert_eq!(c.outcome, outcome);
             assert_eq!(c.outcome.name(), name);
+        }
+    }
+
+    /// Values the store would not keep are refused, naming the field.
+    #[test]
+    fn overlong_fields_are_refused() {
+        let long = |n: usize| "x".repeat(n);
+        for (json, field) in [
+            (
+                format!(
+                    r#"{{"url":"http://a/","outcome":"changed","etag":"{}"}}"#,
+                    long(2000)
+                ),
+                "etag",
+            ),
+            (
+                format!(
+                    r#"{{"url":"http://a/","outcome":"changed","last_modified":"{}"}}"#,
+                    long(200)
+                ),
+                "last_modified",
+            ),
+            (
+                format!(
+                    r#"{{"url":"http://a/","outcome":"redirected","to":"/{}"}}"#,
+                    long(3000)
+                ),
+                "to",
+            ),
+            (
+                format!(r#"{{"url":"http://a/{}","outcome":"changed"}}"#, long(3000)),
+                "not an http(s) URL",
+            ),
+        ] {
+            let reported: Reported = serde_json::from_str(&json).unwrap();
+            let e = format!("{:#}", reported.completion().unwrap_err());
+            assert!(e.contains(field), "{e}");
+            assert!(e.len() < 400, "short message: {e}");
         }
     }
 

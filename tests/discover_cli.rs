@@ -325,3 +325,30 @@ fn host_and_port_seeds_and_json_exit_codes() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(json_lines(&stdout(&o))[0]["error"], "HTTP 500");
 }
+
+/// Absurd walk limits are refused with their range, and a file given to
+/// `discover` is named as one (it is not looked up as a host).
+#[test]
+fn absurd_limits_and_files_are_refused_with_what_to_do() {
+    for (flag, value, says) in [
+        ("--max-depth", "4294967295", "at most 8"),
+        ("--max-sitemaps", "0", "between 1 and 250000"),
+        (
+            "--max-sitemaps",
+            "18446744073709551615",
+            "between 1 and 250000",
+        ),
+    ] {
+        let o = run(&["discover", flag, value, "example.com"]);
+        assert_ne!(o.status.code(), Some(0), "{flag} {value}");
+        assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
+    }
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/parse/contract.xml");
+    let o = run(&["discover", file]);
+    assert_ne!(o.status.code(), Some(0));
+    let e = stderr(&o);
+    assert!(
+        e.contains("is a file") && e.contains("sitemapd parse"),
+        "{e}"
+    );
+}

@@ -352,8 +352,9 @@ async fn notify(
 ) -> Result<Json<Value>, ApiError> {
     let mut urls = Vec::with_capacity(req.urls.len());
     for (i, u) in req.urls.iter().enumerate() {
-        let url = sitemapd_parser::NormUrl::parse(u).map_err(|e| {
-            ApiError::bad_request(format!("urls[{i}]: {u:?} is not an http(s) URL: {e}"))
+        let url = sitemapd_parser::NormUrl::parse_limited(u).map_err(|e| {
+            let shown: String = u.chars().take(80).collect();
+            ApiError::bad_request(format!("urls[{i}]: {shown:?} is not an http(s) URL: {e}"))
         })?;
         urls.push(url.into_string());
     }
@@ -379,10 +380,63 @@ struct SitesRequest {
     sites: Vec<String>,
 }
 
-async fn list_sites(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
-    blocking(&state, |store| {
-        let sites = store.sites().collect::<Result<Vec<_>, _>>()?;
-        Ok(answer(json!({ "sites": sites })))
+/// A page of a list route: at most `limit` items (default
+/// [`DEFAULT_PAGE`], at most [`MAX_PAGE`]) after the cursor `after` (the
+/// last item of the previous page, as its `next` gave it).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    limit: Option<usize>,
+    after: Option<String>,
+    /// `/v1/stats` only: include the per-host counts (a page of them).
+    hosts: Option<bool>,
+}
+
+/// Items per page when a request does not say.
+const DEFAULT_PAGE: usize = 1_000;
+/// Items per page at most.
+const MAX_PAGE: usize = 10_000;
+
+impl PageQuery {
+    fn limit(&self) -> Result<usize, ApiError> {
+        match self.limit {
+            None => Ok(DEFAULT_PAGE),
+            Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "limit must be between 1 and {MAX_PAGE}"
+            ))),
+        }
+    }
+}
+
+/// The first `limit` of `items` and the cursor of the next page (the key
+/// of the last item given, when more follow).
+fn page<T>(
+    items: impl Iterator<Item = Result<T, StoreError>>,
+    limit: usize,
+    key: impl Fn(&T) -> String,
+) -> Result<(Vec<T>, Option<String>), StoreError> {
+    let mut out = Vec::new();
+    for item in items {
+        if out.len() == limit {
+            let next = out.last().map(&key);
+            return Ok((out, next));
+        }
+        out.push(item?);
+    }
+    Ok((out, None))
+}
+
+async fn list_sites(
+    State(state): State<Shared>,
+    JsonQuery(q): JsonQuery<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit()?;
+    blocking(&state, move |store| {
+        let (sites, next) = page(store.sites_after(q.after.as_deref()), limit, |s| {
+            s.site.clone()
+        })?;
+        Ok(answer(json!({ "sites": sites, "next": next })))
     })
     .await
 }
@@ -571,15 +625,41 @@ fn node(
     })
 }
 
-async fn stats(State(state): State<Shared>) -> Result<Json<Value>, ApiError> {
-    blocking(&state, |store| {
-        let stats = store.stats(Timestamp::now())?;
+async fn stats(
+    State(state): State<Shared>,
+    JsonQuery(q): JsonQuery<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit()?;
+    blocking(&state, move |store| {
+        let mut stats = store.stats(Timestamp::now())?;
         let sites = store.sites().count();
-        Ok(answer(json!({
+        // Per host only on request, a page at a time: a store of many
+        // hosts would answer megabytes.
+        let all_hosts = std::mem::take(&mut stats.hosts);
+        let mut body = json!({
             "policy": store.policy().name(),
             "sites": sites,
+            "hosts": all_hosts.len(),
             "stats": stats,
-        })))
+        });
+        if let Some(fields) = body["stats"].as_object_mut() {
+            fields.remove("hosts");
+        }
+        if q.hosts == Some(true) {
+            let after = q.after.clone().unwrap_or_default();
+            let rest = all_hosts
+                .into_iter()
+                .filter(|(name, _)| q.after.is_none() || *name > after)
+                .map(Ok);
+            let (hosts, next) = page(rest, limit, |(name, _)| name.clone())?;
+            let hosts: serde_json::Map<String, Value> = hosts
+                .into_iter()
+                .map(|(name, h)| (name, json!(h)))
+                .collect();
+            body["stats"]["hosts"] = Value::Object(hosts);
+            body["next"] = json!(next);
+        }
+        Ok(answer(body))
     })
     .await
 }

@@ -99,6 +99,11 @@ impl FetchSettings {
     }
 }
 
+/// The most sitemaps per site a walk may be allowed to fetch.
+const MAX_SITEMAPS_CAP: usize = 250_000;
+/// The deepest index nesting a walk may be allowed to follow.
+const MAX_DEPTH_CAP: u32 = 8;
+
 /// `[walk]`: how a site is walked (robots.txt, indexes, sitemaps).
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -106,10 +111,10 @@ pub struct WalkSettings {
     /// Do not probe /sitemap.xml and other well-known paths when robots.txt declares none.
     #[arg(long)]
     pub no_probe: bool,
-    /// Index nesting followed at most.
+    /// Index nesting followed at most (0 to 8).
     #[arg(long, default_value_t = WalkSettings::default().max_depth)]
     pub max_depth: u32,
-    /// Sitemaps fetched per site at most.
+    /// Sitemaps fetched per site at most (1 to 250,000).
     #[arg(long, default_value_t = WalkSettings::default().max_sitemaps)]
     pub max_sitemaps: usize,
     /// Sites walked at once.
@@ -148,7 +153,18 @@ impl WalkSettings {
             self.parallel_sites >= 1,
             "at least 1",
         )?;
-        check("walk.max_sitemaps", self.max_sitemaps >= 1, "at least 1")
+        check(
+            "walk.max_sitemaps",
+            (1..=MAX_SITEMAPS_CAP).contains(&self.max_sitemaps),
+            &format!("between 1 and {MAX_SITEMAPS_CAP} (five full indexes of 50,000)"),
+        )?;
+        check(
+            "walk.max_depth",
+            self.max_depth <= MAX_DEPTH_CAP,
+            &format!(
+                "at most {MAX_DEPTH_CAP} (the protocol nests one index level; real sites a few)"
+            ),
+        )
     }
 }
 

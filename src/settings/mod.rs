@@ -275,7 +275,14 @@ pub fn seeds<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<Seed>> {
         .iter()
         .map(|s| {
             let s = s.as_ref();
-            Seed::parse(s).with_context(|| format!("{s:?} is not a site, a sitemap URL or a file"))
+            if !s.contains("://") && std::path::Path::new(s).is_file() {
+                anyhow::bail!(
+                    "{s:?} is a file on this machine, not a site: sites are walked over HTTP. \
+                     To read the file, `sitemapd parse {s}` (or `sitemapd ingest {s}` to store \
+                     its URLs); for a host of that name, give its URL (https://{s}/)"
+                );
+            }
+            Seed::parse(s).with_context(|| format!("{s:?} is not a site or a sitemap URL"))
         })
         .collect()
 }

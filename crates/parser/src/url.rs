@@ -41,6 +41,9 @@ pub enum UrlError {
     /// `user:password@` in the URL.
     #[error("credentials in URL are not accepted")]
     Credentials,
+    /// Longer than a sitemap `<loc>` may be (SPEC X4), in characters.
+    #[error("URL of {0} characters is longer than the {max} a sitemap loc may have (X4)", max = crate::options::MAX_LOC_CHARS)]
+    TooLong(usize),
 }
 
 /// A normalised absolute http(s) URL (SPEC L8). Two URLs name the same resource
@@ -63,6 +66,31 @@ impl NormUrl {
     /// ```
     pub fn parse(input: &str) -> Result<Self, UrlError> {
         normalize(input)
+    }
+
+    /// [`NormUrl::parse`], and no longer than a sitemap `<loc>` may be
+    /// ([`MAX_LOC_CHARS`](crate::options::MAX_LOC_CHARS), SPEC X4): the
+    /// limit for a URL that is stored, whichever way it comes in (a push
+    /// notification, a redirect target, a site).
+    ///
+    /// ```
+    /// use sitemapd_parser::{NormUrl, UrlError};
+    /// assert!(NormUrl::parse_limited("https://example.com/a").is_ok());
+    /// let long = format!("https://example.com/{}", "a".repeat(3000));
+    /// assert!(matches!(NormUrl::parse_limited(&long), Err(UrlError::TooLong(_))));
+    /// ```
+    pub fn parse_limited(input: &str) -> Result<Self, UrlError> {
+        NormUrl::parse(input)?.limited()
+    }
+
+    /// This URL if it is no longer than a sitemap `<loc>` may be (see
+    /// [`NormUrl::parse_limited`]).
+    pub fn limited(self) -> Result<Self, UrlError> {
+        let max = crate::options::MAX_LOC_CHARS;
+        if self.s.len() > max && self.s.chars().count() > max {
+            return Err(UrlError::TooLong(self.s.chars().count()));
+        }
+        Ok(self)
     }
 
     /// Resolves `reference` against this URL (RFC 3986) and normalises the result.
@@ -399,9 +427,11 @@ fn already_normal(s: &str) -> Option<NormUrl> {
         .rsplit('.')
         .next()
         .unwrap_or("");
+    // A host longer than a label may be: the full path checks its lengths.
     if b.get(host_end) != Some(&b'/')
         || last_label.starts_with(|c: char| c.is_ascii_digit())
         || s[host_start..host_end].contains("..")
+        || host_end - host_start > 63
     {
         return None;
     }
@@ -545,11 +575,16 @@ fn push_host(out: &mut String, host: &str) -> Result<(), UrlError> {
 }
 
 /// A lowercase ASCII host: no empty label (a single trailing dot is allowed),
-/// and IPv4 addresses in any spelling the WHATWG host parser accepts
-/// (`2130706433`, `0x7f.1`, `0177.0.0.1`) written as dotted decimal.
+/// no label longer than 63 bytes nor name longer than 253 (RFC 1035 §2.3.4:
+/// no such name resolves), and IPv4 addresses in any spelling the WHATWG
+/// host parser accepts (`2130706433`, `0x7f.1`, `0177.0.0.1`) written as
+/// dotted decimal.
 fn push_ascii_host(out: &mut String, host: &str) -> Result<(), UrlError> {
     let labels = host.strip_suffix('.').unwrap_or(host);
-    if labels.is_empty() || labels.split('.').any(str::is_empty) {
+    if labels.is_empty()
+        || labels.len() > 253
+        || labels.split('.').any(|l| l.is_empty() || l.len() > 63)
+    {
         return Err(UrlError::Host(host.into()));
     }
     let last = labels.rsplit('.').next().unwrap_or(labels);
@@ -676,6 +711,24 @@ fn push_path_query(out: &mut String, tail: &str) {
 
 #[cfg(test)]
 mod tests {
+    /// RFC 1035 §2.3.4: labels of 63 bytes at most, names of 253.
+    #[test]
+    fn overlong_host_labels_and_names_are_refused() {
+        let label = |n: usize| "a".repeat(n);
+        assert!(NormUrl::parse(&format!("https://{}.com/", label(63))).is_ok());
+        assert!(matches!(
+            NormUrl::parse(&format!("https://{}.com/", label(64))),
+            Err(UrlError::Host(_))
+        ));
+        let name = vec![label(60); 5].join(".");
+        assert!(name.len() > 253);
+        assert!(matches!(
+            NormUrl::parse(&format!("https://{name}/")),
+            Err(UrlError::Host(_))
+        ));
+        assert!(NormUrl::parse(&format!("https://{}/", vec![label(60); 4].join("."))).is_ok());
+    }
+
     use super::*;
 
     fn n(s: &str) -> String {

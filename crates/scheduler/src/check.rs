@@ -247,18 +247,32 @@ impl Store {
 
     /// Every record whose key starts with `prefix` (its first byte the
     /// keyspace's), with its key less that byte.
-    pub(crate) fn records<T: crate::record::Record>(
+    pub(crate) fn records<T: crate::record::Record + 'static>(
         &self,
         prefix: impl AsRef<[u8]>,
     ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {
-        self.kv.scan_prefix(prefix).map(|item| {
-            let (key, value) = item?;
-            let name = String::from_utf8_lossy(&key[1..]).into_owned();
-            let rec = decode(&value).map_err(|source| StoreError::Record {
-                key: name.clone(),
-                source,
-            })?;
-            Ok((name, rec))
-        })
+        self.kv.scan_prefix(prefix).map(decode_entry::<T>)
     }
+
+    /// [`Store::records`] over a range of keys.
+    pub(crate) fn records_in<T: crate::record::Record + 'static>(
+        &self,
+        range: std::ops::Range<Vec<u8>>,
+    ) -> impl Iterator<Item = Result<(String, T), StoreError>> + '_ {
+        self.kv.range(range).map(decode_entry::<T>)
+    }
+}
+
+/// A key-value entry as (name, record): the key without its one-byte
+/// prefix, the value decoded.
+fn decode_entry<T: crate::record::Record>(
+    item: sled::Result<(sled::IVec, sled::IVec)>,
+) -> Result<(String, T), StoreError> {
+    let (key, value) = item?;
+    let name = String::from_utf8_lossy(&key[1..]).into_owned();
+    let rec = decode(&value).map_err(|source| StoreError::Record {
+        key: name.clone(),
+        source,
+    })?;
+    Ok((name, rec))
 }

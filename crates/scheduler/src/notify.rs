@@ -32,15 +32,17 @@ impl Store {
     /// A push signal that `url` changed at `now`: counted for its change
     /// rate, and the URL due now with the reason `notified` (see the module
     /// docs). `url` is normalised first; one that is not an absolute
-    /// http(s) URL is [`StoreError::InvalidUrl`]. One batch under the write
+    /// http(s) URL, or is longer than a sitemap loc may be (SPEC X4), is
+    /// [`StoreError::InvalidUrl`]. One batch under the write
     /// lock.
     pub fn notify(&self, url: &str, now: Timestamp) -> Result<Notified, StoreError> {
         let now = now.unix();
-        let norm =
-            sitemapd_parser::NormUrl::parse(url).map_err(|source| StoreError::InvalidUrl {
+        let norm = sitemapd_parser::NormUrl::parse_limited(url).map_err(|source| {
+            StoreError::InvalidUrl {
                 url: url.to_string(),
                 source,
-            })?;
+            }
+        })?;
         let url = norm.as_str();
         let _lock = self.lock();
         let existing = match self.url_record(url) {

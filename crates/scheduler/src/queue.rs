@@ -135,6 +135,13 @@ pub enum Outcome {
     },
 }
 
+/// The longest `ETag` stored, bytes: a longer one is not kept (the next
+/// GET is unconditional), so a crawler cannot make the store keep and
+/// serve back megabytes per URL.
+pub const MAX_ETAG_BYTES: usize = 1024;
+/// The longest `Last-Modified` stored, bytes (an HTTP date has 29).
+pub const MAX_LAST_MODIFIED_BYTES: usize = 128;
+
 /// 404s in a row that retire a URL as gone.
 pub const GONE_AFTER: u32 = 3;
 /// Permanent redirects in a row that retire a URL as moved.
@@ -696,11 +703,11 @@ impl Store {
         f.last_outcome = Some(outcome);
         f.fetches = f.fetches.saturating_add(1);
         if completion.etag.is_some() || completion.last_modified.is_some() {
-            f.etag = completion.etag.clone();
-            f.last_modified = completion.last_modified.clone();
+            f.etag = bounded(&completion.etag, MAX_ETAG_BYTES);
+            f.last_modified = bounded(&completion.last_modified, MAX_LAST_MODIFIED_BYTES);
         }
         if let Outcome::Redirected { to, .. } = &completion.outcome {
-            f.redirected_to = Some(to.clone());
+            f.redirected_to = bounded(&Some(to.clone()), sitemapd_parser::options::MAX_LOC_CHARS);
         }
         match class {
             (StoredOutcome::Gone, true) => rec.lapsed = Some(Lapse::Gone),
@@ -762,7 +769,7 @@ impl Store {
 /// scheme: a move to https stays), else none (a sitemap vouches for its
 /// own host only; another host's URLs come from that host's sitemaps).
 fn redirect_target(from: &sitemapd_parser::NormUrl, to: &str) -> Option<sitemapd_parser::NormUrl> {
-    let target = from.join(to.trim()).ok()?;
+    let target = from.join(to.trim()).ok()?.limited().ok()?;
     if target.host_key() != from.host_key() {
         tracing::debug!(
             from = from.as_str(),
@@ -808,6 +815,17 @@ fn reason_of(rec: &UrlRecord, now: i64) -> Reason {
     match rec.schedule.lease {
         Some((_, until)) if until <= now => Reason::LeaseExpired,
         _ => Reason::from(rec.schedule.reason),
+    }
+}
+
+/// `value` if it is at most `max` bytes long, else none (logged).
+fn bounded(value: &Option<String>, max: usize) -> Option<String> {
+    match value {
+        Some(v) if v.len() > max => {
+            tracing::debug!(bytes = v.len(), max, "over-long value not stored");
+            None
+        }
+        other => other.clone(),
     }
 }
 

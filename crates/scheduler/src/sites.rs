@@ -82,6 +82,25 @@ impl Store {
             .map(|item| item.map(|(seed, r)| SiteView::of(&seed, &r)))
     }
 
+    /// Followed sites in seed order after `after` (a seed as
+    /// [`SiteView::site`] gives it; `None`: from the first): a page of
+    /// [`Store::sites`] for a client that cannot take them all at once.
+    pub fn sites_after(
+        &self,
+        after: Option<&str>,
+    ) -> impl Iterator<Item = Result<SiteView, StoreError>> + '_ {
+        let start = match after {
+            Some(seed) => {
+                let mut k = keys::site(seed);
+                k.push(0);
+                k
+            }
+            None => vec![keys::SITE],
+        };
+        self.records_in::<SiteRecord>(start..vec![keys::SITE + 1])
+            .map(|item| item.map(|(seed, r)| SiteView::of(&seed, &r)))
+    }
+
     /// Retires every active URL of `host`, http and https: out of the
     /// queue, records kept (a sitemap listing one again revives it). In
     /// batches, each under the write lock, with the host's URL count. How

@@ -184,7 +184,8 @@ impl Seed {
         } else {
             // `example.com`, `localhost:8080/sitemap.xml`
             NormUrl::parse(&format!("https://{input}"))?
-        };
+        }
+        .limited()?;
         Ok(if url.path_and_query() == "/" {
             Seed::Site(url)
         } else {
