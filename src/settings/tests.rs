@@ -52,7 +52,7 @@ fn the_printed_default_parses_back_to_the_default() {
 #[test]
 fn the_printed_file_comments_every_key_with_its_help() {
     let printed = to_toml(&DaemonSettings::default()).unwrap();
-    assert!(printed.contains("# Index nesting followed at most\nmax_depth = 3\n"));
+    assert!(printed.contains("# Index nesting followed at most (0 to 8)\nmax_depth = 3\n"));
     assert!(printed.contains("\n[fetch]\n"), "{printed}");
     // Unset keys are shown, commented out.
     assert!(printed.contains("\n# proxy =\n"), "{printed}");
