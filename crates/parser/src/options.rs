@@ -1,13 +1,12 @@
 //! What a caller can tell the parser about the document and how strict to be.
 
+pub use crate::url::MAX_LOC_CHARS;
 use crate::url::NormUrl;
 
 /// Default byte limit per document, counted after decompression (SPEC C3).
 pub const DEFAULT_MAX_BYTES: u64 = 52_428_800;
 /// Default entry limit per document (SPEC C4).
 pub const DEFAULT_MAX_ENTRIES: u64 = 50_000;
-/// Longest `<loc>` accepted, in characters (SPEC X4).
-pub const MAX_LOC_CHARS: usize = 2_048;
 /// At most this many images per `<url>` (SPEC E1).
 pub const MAX_IMAGES_PER_URL: usize = 1_000;
 

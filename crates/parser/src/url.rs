@@ -16,6 +16,10 @@ use std::net::Ipv6Addr;
 
 use serde::Serialize;
 
+/// Longest `<loc>` accepted, in characters (SPEC X4); also the longest URL
+/// the store keeps ([`NormUrl::parse_limited`]).
+pub const MAX_LOC_CHARS: usize = 2_048;
+
 /// Why a string is not an acceptable http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -42,7 +46,7 @@ pub enum UrlError {
     #[error("credentials in URL are not accepted")]
     Credentials,
     /// Longer than a sitemap `<loc>` may be (SPEC X4), in characters.
-    #[error("URL of {0} characters is longer than the {max} a sitemap loc may have (X4)", max = crate::options::MAX_LOC_CHARS)]
+    #[error("URL of {0} characters is longer than the {max} a sitemap loc may have (X4)", max = MAX_LOC_CHARS)]
     TooLong(usize),
 }
 
@@ -69,7 +73,7 @@ impl NormUrl {
     }
 
     /// [`NormUrl::parse`], and no longer than a sitemap `<loc>` may be
-    /// ([`MAX_LOC_CHARS`](crate::options::MAX_LOC_CHARS), SPEC X4): the
+    /// ([`MAX_LOC_CHARS`], SPEC X4): the
     /// limit for a URL that is stored, whichever way it comes in (a push
     /// notification, a redirect target, a site).
     ///
@@ -86,7 +90,7 @@ impl NormUrl {
     /// This URL if it is no longer than a sitemap `<loc>` may be (see
     /// [`NormUrl::parse_limited`]).
     pub fn limited(self) -> Result<Self, UrlError> {
-        let max = crate::options::MAX_LOC_CHARS;
+        let max = MAX_LOC_CHARS;
         if self.s.len() > max && self.s.chars().count() > max {
             return Err(UrlError::TooLong(self.s.chars().count()));
         }
