@@ -148,7 +148,8 @@ impl IngestRun {
     fn end(mut self) -> (std::process::ExitStatus, Vec<String>) {
         let status = self.child.wait().unwrap();
         self.reader.join().unwrap();
-        self.seen.extend(self.lines.try_iter().map(|(_, line)| line));
+        self.seen
+            .extend(self.lines.try_iter().map(|(_, line)| line));
         (status, self.seen)
     }
 }
@@ -216,10 +217,7 @@ fn kill_9_of_ingest_at_50_random_points() {
     assert_eq!(reference.len(), 6_000);
     let (least, lines) = ingest_to_the_end(ingest(clean.path()));
     assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.ends_with("not modified"))
-            .count(),
+        lines.iter().filter(|l| l.ends_with("not modified")).count(),
         6,
         "{}",
         lines.join("\n")

@@ -331,7 +331,10 @@ fn sites_added_through_the_api_pass_the_guard() {
                 line.contains(&format!("site={key} ")) || line.contains(&format!("url={key} "));
             of_this_seed && line.contains("address guard refused ") && line.contains(host)
         });
-        assert!(refused, "{key}: no refusal by the address guard naming {host} logged:\n{log}");
+        assert!(
+            refused,
+            "{key}: no refusal by the address guard naming {host} logged:\n{log}"
+        );
     }
 }
 

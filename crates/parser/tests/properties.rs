@@ -329,7 +329,13 @@ const HAND_CASES: [(&str, &str, &str, i64, u32); 5] = [
         946_704_599,
         500_000_000,
     ),
-    ("%41/~_-.", "https://example.com/%41/~_-.", "2019", 1_546_300_800, 0),
+    (
+        "%41/~_-.",
+        "https://example.com/%41/~_-.",
+        "2019",
+        1_546_300_800,
+        0,
+    ),
     ("", "https://example.com/", "2019-07", 1_561_939_200, 0),
 ];
 
@@ -355,7 +361,11 @@ fn hand_written_urlsets_round_trip() {
         for (i, (got, (_, loc, _, secs, nanos))) in p.urls.iter().zip(HAND_CASES).enumerate() {
             assert_eq!(got.loc.as_str(), loc, "{doc}");
             let lastmod = got.lastmod.unwrap();
-            assert_eq!((lastmod.unix_seconds, lastmod.nanos), (secs, nanos), "{doc}");
+            assert_eq!(
+                (lastmod.unix_seconds, lastmod.nanos),
+                (secs, nanos),
+                "{doc}"
+            );
             assert_eq!(got.changefreq, entries[i].changefreq, "{doc}");
             assert_eq!(got.priority, priorities[i], "{doc}");
         }
@@ -370,12 +380,19 @@ fn hand_written_indexes_round_trip() {
         .collect();
     for s in hand_styles() {
         let doc = render(&entries, &s, true);
-        let p = parse_at(gzip(doc.as_bytes()), "https://example.com/sitemap_index.xml");
+        let p = parse_at(
+            gzip(doc.as_bytes()),
+            "https://example.com/sitemap_index.xml",
+        );
         assert_eq!(p.sitemaps.len(), HAND_CASES.len(), "{doc}");
         for (got, (_, loc, _, secs, nanos)) in p.sitemaps.iter().zip(HAND_CASES) {
             assert_eq!(got.loc.as_str(), loc, "{doc}");
             let lastmod = got.lastmod.unwrap();
-            assert_eq!((lastmod.unix_seconds, lastmod.nanos), (secs, nanos), "{doc}");
+            assert_eq!(
+                (lastmod.unix_seconds, lastmod.nanos),
+                (secs, nanos),
+                "{doc}"
+            );
         }
     }
 }

@@ -341,8 +341,11 @@ mod tests {
         // A due entry for a URL the store has no record of.
         let s = store();
         let ghost = "https://a.example/ghost";
-        s.kv.insert(keys::due(0, T0, keys::rank(0, None, ghost.len()), ghost), &[][..])
-            .unwrap();
+        s.kv.insert(
+            keys::due(0, T0, keys::rank(0, None, ghost.len()), ghost),
+            &[][..],
+        )
+        .unwrap();
         let r = s.check().unwrap();
         assert_eq!(r.due_entries, 4);
         assert_eq!(
@@ -415,7 +418,11 @@ mod tests {
         assert_eq!(lists(&r), [strings(&[B]), vec![entry], vec![], vec![]]);
 
         // A sitemap, host and refresh record: each named by its key.
-        for key in [keys::sitemap(SM), keys::host("a.example"), keys::refresh(SM)] {
+        for key in [
+            keys::sitemap(SM),
+            keys::host("a.example"),
+            keys::refresh(SM),
+        ] {
             let s = store();
             assert!(s.kv.contains_key(&key).unwrap(), "{key:?}");
             s.kv.insert(key.clone(), garbage).unwrap();
