@@ -1083,23 +1083,36 @@ fn soak(args: &[String], minutes: f64) {
         );
     }
     daemon.print_log_summary();
-    if crashed.is_none() {
+    let consistent = crashed.is_none() && {
         let (took, status) = daemon.stop();
         println!(
             "daemon stopped {:.2} s after SIGTERM: {status}",
             took.as_secs_f64()
         );
-        check_store(store.path(), sites * SOAK_URLS as usize);
-    }
+        check_store(store.path(), sites * SOAK_URLS as usize)
+    };
     println!("load average after: {}", loadavg());
     drop(site.stdin.take());
     let _ = site.wait();
+    // A soak whose daemon exited, or whose store fails the check, fails.
+    if !consistent {
+        println!(
+            "SOAK FAILED: {}",
+            if crashed.is_some() {
+                "the daemon exited"
+            } else {
+                "the store is inconsistent"
+            }
+        );
+        std::process::exit(1);
+    }
 }
 
 /// Queue consistency after the soak: `sitemapd stats --check` on the
 /// stopped daemon's store, and the active URL count against what the sites
-/// list (each lists `expected` URLs in all at any time).
-fn check_store(store: &Path, expected: usize) {
+/// list (each lists `expected` URLs in all at any time). Whether the check
+/// passed.
+fn check_store(store: &Path, expected: usize) -> bool {
     let out = Command::new(env!("CARGO_BIN_EXE_sitemapd"))
         .args(["stats", "--check", "--json", "--store"])
         .arg(store)
@@ -1122,6 +1135,7 @@ fn check_store(store: &Path, expected: usize) {
     if !out.status.success() {
         println!("{}", String::from_utf8_lossy(&out.stdout));
     }
+    out.status.success()
 }
 
 /// Least-squares slope of `f` over time, per second.

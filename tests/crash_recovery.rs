@@ -12,9 +12,11 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -78,6 +80,123 @@ fn leased_count(dir: &Path) -> u64 {
     v["leased"].as_u64().unwrap()
 }
 
+/// A run of `sitemapd ingest` with its stderr read line by line as it comes.
+struct IngestRun {
+    child: std::process::Child,
+    lines: mpsc::Receiver<(Instant, String)>,
+    reader: JoinHandle<()>,
+    /// The lines read so far.
+    seen: Vec<String>,
+}
+
+/// The progress line of a robots.txt read ("…/robots.txt: 1 sitemaps
+/// declared"): printed after the walk wrote the robots rules, so the run
+/// is writing to the store from then on.
+fn is_robots_line(line: &str) -> bool {
+    line.ends_with("sitemaps declared")
+}
+
+/// The last line of a run: printed after the session's last write and flush.
+fn is_summary_line(line: &str) -> bool {
+    line.starts_with("ingest: ")
+}
+
+/// A sitemap's progress line: its entries are all written.
+fn is_sitemap_line(line: &str) -> bool {
+    line.contains("/sitemaps/") && (line.ends_with(" urls") || line.ends_with("not modified"))
+}
+
+impl IngestRun {
+    fn spawn(mut cmd: std::process::Command) -> IngestRun {
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send((Instant::now(), line));
+            }
+        });
+        IngestRun {
+            child,
+            lines,
+            reader,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line `is` accepts: when it came.
+    fn wait_for(&mut self, what: &str, is: fn(&str) -> bool) -> Instant {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok((at, line)) => {
+                    let found = is(&line);
+                    self.seen.push(line);
+                    if found {
+                        return at;
+                    }
+                }
+                Err(_) => panic!("no {what} line; stderr:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    /// Waits for the end: the exit status, and every line.
+    fn end(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        let status = self.child.wait().unwrap();
+        self.reader.join().unwrap();
+        self.seen
+            .extend(self.lines.try_iter().map(|(_, line)| line));
+        (status, self.seen)
+    }
+}
+
+/// Where a `kill -9` of an ingest landed.
+enum Landed {
+    /// On the running process, after its walk began writing (the robots
+    /// line printed) and before it finished (no summary line): `sitemaps`
+    /// sitemaps fully written by then.
+    MidWrite { sitemaps: usize },
+    /// Not mid-write: the run had ended, or had printed its summary.
+    Missed(String),
+}
+
+/// Starts `cmd`, sends SIGKILL `after` the robots line, and says where the
+/// kill landed: judged by the exit status (death by SIGKILL: the process
+/// was alive) and by the progress lines printed before it died.
+fn kill_ingest(cmd: std::process::Command, after: Duration) -> Landed {
+    let mut run = IngestRun::spawn(cmd);
+    let writing = run.wait_for("robots.txt", is_robots_line);
+    std::thread::sleep((writing + after).saturating_duration_since(Instant::now()));
+    // SIGKILL; Ok also when the process has already exited.
+    run.child.kill().unwrap();
+    let (status, lines) = run.end();
+    let finished = lines.iter().any(|l| is_summary_line(l));
+    if status.signal() != Some(libc::SIGKILL) {
+        return Landed::Missed(format!("the run had exited ({status})"));
+    }
+    if finished {
+        return Landed::Missed("killed after its summary line".into());
+    }
+    Landed::MidWrite {
+        sitemaps: lines.iter().filter(|l| is_sitemap_line(l)).count(),
+    }
+}
+
+/// A run to the end: its status, lines, and the time from the robots line
+/// to the summary line (the time it spends writing).
+fn ingest_to_the_end(cmd: std::process::Command) -> (Duration, Vec<String>) {
+    let mut run = IngestRun::spawn(cmd);
+    let from = run.wait_for("robots.txt", is_robots_line);
+    let to = run.wait_for("summary", is_summary_line);
+    let (status, lines) = run.end();
+    assert!(status.success(), "{status}:\n{}", lines.join("\n"));
+    (to - from, lines)
+}
+
 #[test]
 fn kill_9_of_ingest_at_50_random_points() {
     let site = indexed_site(6, 1_000);
@@ -88,29 +207,58 @@ fn kill_9_of_ingest_at_50_random_points() {
             .args(store_arg(dir));
         cmd
     };
+    // A clean run: the reference URL set, and how long a first run writes.
+    // The same command again on its store: how long a run writes when
+    // every sitemap answers 304 (the least a resumed run writes).
     let clean = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let o = ingest(clean.path()).output().unwrap();
-    let full = started.elapsed();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (full, lines) = ingest_to_the_end(ingest(clean.path()));
+    assert_eq!(lines.iter().filter(|l| is_sitemap_line(l)).count(), 6);
     let reference = url_set(clean.path());
     assert_eq!(reference.len(), 6_000);
+    let (least, lines) = ingest_to_the_end(ingest(clean.path()));
+    assert_eq!(
+        lines.iter().filter(|l| l.ends_with("not modified")).count(),
+        6,
+        "{}",
+        lines.join("\n")
+    );
+    eprintln!("a first run writes for {full:?}, a run of 304s for {least:?}");
 
     let mut rng = rng();
+    let mut landed = 0;
+    let mut missed = Vec::new();
+    // How many sitemaps the killed run had fully written, per kill.
+    let mut written = [0usize; 7];
     // Five stores, ten kills each, then the same command to the end.
     for store in 0..KILLS / 10 {
         let dir = tempfile::tempdir().unwrap();
-        for k in 0..10 {
-            let at = Duration::from_millis(rng.u64(0..=full.as_millis() as u64));
-            let mut child = ingest(dir.path())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(at);
-            let _ = child.kill(); // SIGKILL
-            let _ = child.wait();
-            assert_consistent(dir.path(), &format!("store {store}, kill {k} at {at:?}"));
+        // A resumed run writes at least what its predecessor had left when
+        // killed: each kill point is drawn over that, so that it lands
+        // while the run is still writing.
+        let mut left = full;
+        let mut kills = 0;
+        let mut attempts = 0;
+        while kills < 10 {
+            attempts += 1;
+            assert!(
+                attempts <= 20,
+                "store {store}: {attempts} attempts for {kills} kills mid-write; missed: {missed:?}"
+            );
+            let at = Duration::from_micros(rng.u64(0..left.as_micros().max(1) as u64));
+            let what = format!("store {store}, kill {kills}, {at:?} into the writes");
+            match kill_ingest(ingest(dir.path()), at) {
+                Landed::MidWrite { sitemaps } => {
+                    kills += 1;
+                    landed += 1;
+                    written[sitemaps.min(6)] += 1;
+                    left = left.saturating_sub(at).max(least);
+                }
+                Landed::Missed(why) => {
+                    missed.push(format!("{what}: {why}"));
+                    left = least;
+                }
+            }
+            assert_consistent(dir.path(), &what);
         }
         let o = ingest(dir.path()).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -120,6 +268,11 @@ fn kill_9_of_ingest_at_50_random_points() {
             "store {store}: the resumed run's URL set differs from a clean run's"
         );
     }
+    eprintln!(
+        "ingest: {landed} kills landed mid-write (by sitemaps fully written when killed, 0..=6: {written:?}); {} attempts missed: {missed:?}",
+        missed.len()
+    );
+    assert_eq!(landed, KILLS);
 }
 
 /// What the daemon acknowledged to the crawler.
@@ -129,27 +282,51 @@ struct Ledger {
     completed: HashMap<String, u64>,
     /// Leases answered 200 and not completed since: the lease's expiry.
     leased: HashMap<String, i64>,
+    /// The last batch completed, notified again when a lease comes back
+    /// empty (see [`crawler`]; less the URLs the ledger holds a lease of,
+    /// with other completed URLs instead).
+    last_batch: Vec<String>,
+}
+
+/// How a crawler thread ended.
+struct Ended {
+    /// Writes the daemon acknowledged in this run: leases that handed out
+    /// URLs, completions, notifications.
+    writes: u64,
+    /// The call left unanswered (the daemon gone): its route and when it
+    /// was sent. None: told to stop.
+    unanswered: Option<(&'static str, Instant)>,
 }
 
 /// A crawler: lease 100 (ttl 2 s), complete them not-modified, until told
-/// to stop or the daemon stops answering.
+/// to stop or the daemon stops answering. With `busy`, a lease that comes
+/// back empty is followed by a notification of the last batch completed
+/// (due again at once), so that the daemon is always writing: a kill never
+/// lands on a daemon with nothing left to do.
 fn crawler(
     daemon: &Daemon,
     ledger: Arc<std::sync::Mutex<Ledger>>,
     stop: Arc<AtomicBool>,
-) -> JoinHandle<()> {
+    busy: bool,
+) -> JoinHandle<Ended> {
     let addr = daemon.addr;
     std::thread::spawn(move || {
-        // The answer, if the daemon gave one (None: it is gone).
-        let call = |path: &str, body: Value| -> Option<Value> {
+        let mut writes = 0;
+        // The answer, if the daemon gave one (Err: it is gone; the route
+        // and when it was sent).
+        let call = |path: &'static str, body: Value| -> Result<Value, (&'static str, Instant)> {
             let body = body.to_string();
-            let r = client::request(addr, "POST", path, Some(TOKEN), Some(body.as_bytes())).ok()?;
+            let sent = Instant::now();
+            let r = client::request(addr, "POST", path, Some(TOKEN), Some(body.as_bytes()))
+                .map_err(|_| (path, sent))?;
             assert_eq!(r.status, 200, "{path}: {}", r.text());
-            Some(serde_json::from_str(&r.text()).unwrap())
+            Ok(serde_json::from_str(&r.text()).unwrap())
         };
+        let ended = |writes, unanswered| Ended { writes, unanswered };
         while !stop.load(Ordering::Relaxed) {
-            let Some(v) = call("/v1/lease", json!({ "n": 100, "ttl_secs": 2 })) else {
-                return;
+            let v = match call("/v1/lease", json!({ "n": 100, "ttl_secs": 2 })) {
+                Ok(v) => v,
+                Err(e) => return ended(writes, Some(e)),
             };
             let urls: Vec<(String, i64)> = v["urls"]
                 .as_array()
@@ -161,30 +338,54 @@ fn crawler(
                 })
                 .collect();
             if urls.is_empty() {
-                std::thread::sleep(Duration::from_millis(50));
+                // Not a URL whose lease the ledger holds: a notification
+                // drops a lease (the store's rule), and the ledger would
+                // take that for a lost one.
+                let again: Vec<String> = {
+                    let ledger = ledger.lock().unwrap();
+                    let free = |u: &&String| !ledger.leased.contains_key(*u);
+                    let last = ledger.last_batch.iter().filter(free);
+                    // Any completed URL when the last batch is all leased.
+                    let others = ledger.completed.keys().filter(free);
+                    last.chain(others).take(100).cloned().collect()
+                };
+                if !busy || again.is_empty() {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                match call("/v1/notify", json!({ "urls": again })) {
+                    Ok(_) => writes += 1,
+                    Err(e) => return ended(writes, Some(e)),
+                }
                 continue;
             }
+            writes += 1;
             ledger.lock().unwrap().leased.extend(urls.iter().cloned());
             let items: Vec<Value> = urls
                 .iter()
                 .map(|(u, _)| json!({ "url": u, "outcome": "not-modified" }))
                 .collect();
-            let Some(done) = call("/v1/complete", Value::Array(items)) else {
-                return;
+            let done = match call("/v1/complete", Value::Array(items)) {
+                Ok(v) => v,
+                Err(e) => return ended(writes, Some(e)),
             };
+            writes += 1;
             assert_eq!(done["completed"], urls.len(), "{done}");
             let mut ledger = ledger.lock().unwrap();
+            ledger.last_batch = urls.iter().map(|(u, _)| u.clone()).collect();
             for (url, _) in urls {
                 ledger.leased.remove(&url);
                 *ledger.completed.entry(url).or_default() += 1;
             }
         }
+        ended(writes, None)
     })
 }
 
 /// Every acknowledged completion is in the store, and every acknowledged
-/// lease not completed since is either still there (due at its expiry,
-/// reason lease-expired) or was completed after all (the answer lost).
+/// lease not completed since is either still there (held until its expiry,
+/// reason leased, or lease-expired after it) or was completed after all
+/// (the answer lost).
 fn assert_acknowledged_survive(dir: &Path, ledger: &Ledger, what: &str) {
     let rows = export(dir);
     for (url, n) in &ledger.completed {
@@ -197,7 +398,9 @@ fn assert_acknowledged_survive(dir: &Path, ledger: &Ledger, what: &str) {
     for (url, expires) in &ledger.leased {
         let row = &rows[url];
         let completed = ledger.completed.get(url).copied().unwrap_or(0);
-        let kept = row["reason"] == "lease-expired" && row["due"] == *expires;
+        // Held until its expiry ("leased" before it, "lease-expired" after).
+        let held = row["reason"] == "leased" || row["reason"] == "lease-expired";
+        let kept = held && row["due"] == *expires;
         let completed_after_all = row["fetches"].as_u64().unwrap() > completed;
         assert!(
             kept || completed_after_all,
@@ -220,27 +423,66 @@ fn kill_9_of_the_daemon_at_50_random_points() {
         &root,
     ];
     let all_in = |d: &Daemon| d.active() == 3_000;
+    // The first ingest is over: its session committed ("refresh done").
+    let ingest_done = |log: &str| log.contains("refresh done");
+    // Polls the daemon until its first ingest has written a URL: when.
+    let writing = |d: &Daemon| {
+        let start = Instant::now();
+        while d.active() == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no URL written:\n{}",
+                d.log()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Instant::now()
+    };
 
-    // A clean run: the reference URL set, and how long the first ingest takes.
+    // A clean run: the reference URL set, and how long the first ingest
+    // writes (from its first URL to its commit).
     let clean = tempfile::tempdir().unwrap();
-    let started = Instant::now();
     let d = Daemon::start(clean.path(), &args);
+    let from = writing(&d);
+    let start = Instant::now();
+    while !ingest_done(&d.log()) {
+        assert!(start.elapsed() < Duration::from_secs(120), "{}", d.log());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut ingest_time = from.elapsed();
     d.wait_for("the first ingest", all_in);
-    let ingest_time = started.elapsed();
     assert!(d.terminate().0.success());
     let reference = url_set(clean.path());
     assert_eq!(reference.len(), 3_000);
+    eprintln!("the first ingest writes for {ingest_time:?}");
 
     let mut rng = rng();
-    // Half the kills during the first ingest of a new store, each followed
-    // by the same command to the end.
-    for k in 0..KILLS / 2 {
+    let mut missed = Vec::new();
+    // Half the kills during the first ingest of a new store, from its first
+    // URL written, each followed by the same command to the end.
+    let mut landed = 0;
+    while landed < KILLS / 2 {
+        assert!(
+            missed.len() <= KILLS / 2,
+            "{} kills missed the ingest: {missed:?}",
+            missed.len()
+        );
         let dir = tempfile::tempdir().unwrap();
-        let at = Duration::from_millis(rng.u64(0..=ingest_time.as_millis() as u64));
+        let at = Duration::from_micros(rng.u64(0..ingest_time.as_micros() as u64));
         let d = Daemon::start(dir.path(), &args);
-        std::thread::sleep(at);
-        d.kill_9();
-        let what = format!("ingest kill {k} at {at:?}");
+        let from = writing(&d);
+        std::thread::sleep((from + at).saturating_duration_since(Instant::now()));
+        let (killed, log) = d.kill_9();
+        let what = format!("ingest kill {landed}, {at:?} after its first URL");
+        assert!(killed, "{what}: the daemon had exited:\n{log}");
+        if ingest_done(&log) {
+            missed.push(format!("{what}: after the ingest's commit"));
+            // This ingest wrote for less than `at`: draw the next kill
+            // points over that.
+            ingest_time = ingest_time.min(at);
+        } else {
+            landed += 1;
+        }
         assert_consistent(dir.path(), &what);
         let d = Daemon::start(dir.path(), &args);
         d.wait_for("the resumed ingest", all_in);
@@ -252,24 +494,52 @@ fn kill_9_of_the_daemon_at_50_random_points() {
         );
     }
 
-    // The other half during lease/complete traffic on one store.
+    // The other half during lease/complete/notify traffic on one store.
     let dir = tempfile::tempdir().unwrap();
     let d = Daemon::start(dir.path(), &args);
     d.wait_for("the first ingest", all_in);
     assert!(d.terminate().0.success());
     let ledger = Arc::new(std::sync::Mutex::new(Ledger::default()));
-    for k in 0..KILLS / 2 {
+    let mut mid_traffic = 0;
+    let mut k = 0;
+    while mid_traffic < KILLS / 2 {
+        assert!(
+            missed.len() <= KILLS / 2,
+            "{} kills missed: {missed:?}",
+            missed.len()
+        );
+        k += 1;
         let at = Duration::from_millis(rng.u64(100..=1_500));
         let d = Daemon::start(dir.path(), &args);
         let stop = Arc::new(AtomicBool::new(false));
-        let worker = crawler(&d, ledger.clone(), stop.clone());
+        let worker = crawler(&d, ledger.clone(), stop.clone(), true);
         std::thread::sleep(at);
-        d.kill_9();
-        worker.join().unwrap();
+        let kill_sent = Instant::now();
+        let (killed, log) = d.kill_9();
         let what = format!("traffic kill {k} at {at:?}");
+        assert!(killed, "{what}: the daemon had exited:\n{log}");
+        let ended = worker.join().unwrap();
+        // Mid-write: the daemon had acknowledged writes in this run, and a
+        // write the crawler sent before the kill was never answered.
+        match ended.unanswered {
+            Some((_, sent)) if ended.writes > 0 && sent < kill_sent => mid_traffic += 1,
+            Some((route, _)) => missed.push(format!(
+                "{what}: {} writes acknowledged; the unanswered {route} was sent after the kill",
+                ended.writes
+            )),
+            None => unreachable!("the crawler was not told to stop"),
+        }
         assert_consistent(dir.path(), &what);
         assert_acknowledged_survive(dir.path(), &ledger.lock().unwrap(), &what);
     }
+    eprintln!(
+        "daemon: {landed} kills mid-ingest, {mid_traffic} with a write in flight; missed: {missed:?}"
+    );
+    assert_eq!(
+        (landed, mid_traffic),
+        (KILLS / 2, KILLS / 2),
+        "kills that landed mid-write; missed: {missed:?}"
+    );
     assert!(
         !ledger.lock().unwrap().completed.is_empty(),
         "the crawler completed nothing"
@@ -279,13 +549,13 @@ fn kill_9_of_the_daemon_at_50_random_points() {
     // got to answer expire back into the queue and are handed out again.
     let d = Daemon::start(dir.path(), &args);
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = crawler(&d, ledger.clone(), stop.clone());
+    let worker = crawler(&d, ledger.clone(), stop.clone(), false);
     d.wait_for("every URL completed and no lease left", |d| {
         let caught_up = ledger.lock().unwrap().completed.len() == 3_000;
         caught_up && d.get("/v1/stats")["stats"]["leased"] == 0
     });
     stop.store(true, Ordering::Relaxed);
-    worker.join().unwrap();
+    assert!(worker.join().unwrap().unanswered.is_none());
     assert!(d.terminate().0.success());
     assert_consistent(dir.path(), "resumed traffic");
     assert_acknowledged_survive(dir.path(), &ledger.lock().unwrap(), "resumed traffic");

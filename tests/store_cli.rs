@@ -184,3 +184,48 @@ fn store_command_edge_cases() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("url,first_seen,"), "{}", stdout(&o));
 }
+
+/// `stats --check` seen failing: a store whose due entry of one URL was
+/// removed behind the binary's back (with sled, as the store lays keys out:
+/// one tree, `sitemapd`; `d` ‖ class ‖ due ‖ rank ‖ URL, see
+/// crates/scheduler/src/internal/keys.rs) exits 1 and names the URL.
+#[test]
+fn stats_check_exits_1_and_names_a_missing_due_entry() {
+    let site = indexed_site(1, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let o = ingest(dir.path(), &site.url("/"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&store_args(dir.path(), &["stats", "--check"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+
+    let victim = {
+        // The binary has exited; its lock is released with the process.
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("sitemapd").unwrap();
+        let (key, _) = tree.scan_prefix([b'd']).next().unwrap().unwrap();
+        let key = key.to_vec();
+        let url = sitemapd_scheduler::internal::keys::parse_due(&key)
+            .unwrap()
+            .url
+            .to_string();
+        assert!(url.contains("/s0/page-"), "{url}");
+        tree.remove(&key).unwrap();
+        db.flush().unwrap();
+        url
+    };
+    let o = run(&store_args(dir.path(), &["stats", "--check"]));
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("check: 5 records, 4 due entries: PROBLEMS"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("record without its due entry: {victim}")),
+        "{out}"
+    );
+    let o = run(&store_args(dir.path(), &["stats", "--check", "--json"]));
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["check"]["missing_due"], serde_json::json!([victim]));
+}

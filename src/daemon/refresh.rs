@@ -230,6 +230,11 @@ impl Refresher {
                     (RobotsOutcome::Unreachable { .. }, _) => "unreachable",
                 };
                 m.robots_fetches.get_or_create(&label(outcome)).inc();
+                // Why a site's robots.txt could not be read (a refusal by
+                // the address guard among them), per site.
+                if let (RobotsOutcome::Unreachable { reason }, false) = (&r.outcome, r.from_cache) {
+                    warn!(site = %r.site, url = %r.url, error = %reason, "robots.txt unreachable");
+                }
                 return;
             }
             WalkEvent::SiteDone(t) => {

@@ -19,6 +19,8 @@ pub struct Daemon {
     pub child: Child,
     pub addr: SocketAddr,
     log: Arc<Mutex<String>>,
+    /// The thread copying stderr into `log`: done when the process is.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -68,7 +70,7 @@ impl Daemon {
         let (tx, rx) = std::sync::mpsc::channel();
         let stderr = child.stderr.take().unwrap();
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(at) = line.find("listening on http://") {
                     let rest = &line[at + "listening on http://".len()..];
@@ -88,7 +90,12 @@ impl Daemon {
             .unwrap_or_else(|_| panic!("the daemon did not start:\n{}", log.lock().unwrap()))
             .parse()
             .unwrap();
-        Daemon { child, addr, log }
+        Daemon {
+            child,
+            addr,
+            log,
+            reader: Some(reader),
+        }
     }
 
     pub fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -130,10 +137,19 @@ impl Daemon {
         self.log.lock().unwrap().clone()
     }
 
-    /// `kill -9`, and waits for the process to end.
-    pub fn kill_9(mut self) {
-        let _ = self.child.kill(); // SIGKILL
-        let _ = self.child.wait();
+    /// `kill -9`, and waits for the process to end: whether the process
+    /// was still running when the signal was sent (its exit status says it
+    /// died of SIGKILL), and its whole log.
+    pub fn kill_9(mut self) -> (bool, String) {
+        let running = self.child.try_wait().unwrap().is_none();
+        self.child.kill().unwrap(); // SIGKILL
+        let status = self.child.wait().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        use std::os::unix::process::ExitStatusExt;
+        let killed = running && status.signal() == Some(libc::SIGKILL);
+        (killed, self.log())
     }
 
     /// SIGTERM, then waits (at most 15 s): the exit status and how long it took.

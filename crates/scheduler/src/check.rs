@@ -276,3 +276,173 @@ fn decode_entry<T: crate::record::Record>(
     })?;
     Ok((name, rec))
 }
+
+/// The check seen failing: a store corrupted through the key-value layer in
+/// each way [`Store::check`] detects, and the check naming each problem
+/// (and nothing else).
+#[cfg(test)]
+mod tests {
+    use sitemapd_parser::{NormUrl, UrlEntry};
+
+    use super::*;
+    use crate::{SitemapFetch, StoreOptions};
+
+    const T0: i64 = 1_700_000_000;
+    const SM: &str = "https://a.example/sitemap.xml";
+    const A: &str = "https://a.example/a";
+    const B: &str = "https://a.example/b";
+    const C: &str = "https://a.example/c";
+
+    /// A, B and C read from one complete sitemap at T0: every record, due
+    /// entry, sitemap record and refresh schedule in place.
+    fn store() -> Store {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let mut ingest = s.ingest(Timestamp::from_unix(T0));
+        for url in [A, B, C] {
+            let mut entry = UrlEntry::new(NormUrl::parse(url).unwrap());
+            // A lastmod, so that the host gets a record (its trust).
+            entry.lastmod = Some(sitemapd_parser::Lastmod {
+                unix_seconds: T0 - 86_400,
+                nanos: 0,
+                precision: sitemapd_parser::date::Precision::Second,
+            });
+            ingest.entry(SM, &entry).unwrap();
+        }
+        let fetch = SitemapFetch {
+            status: 200,
+            complete: true,
+            ..SitemapFetch::default()
+        };
+        ingest.sitemap_fetched(SM, &fetch).unwrap();
+        ingest.finish().unwrap();
+        let clean = s.check().unwrap();
+        assert!(clean.is_ok(), "{clean:?}");
+        assert_eq!((clean.urls, clean.due_entries), (3, 3));
+        assert!(s.kv.contains_key(keys::refresh(SM)).unwrap());
+        s
+    }
+
+    fn due_key(s: &Store, url: &str) -> Vec<u8> {
+        s.url_record(url).unwrap().unwrap().due_key(url)
+    }
+
+    /// The report's four lists, for comparing whole.
+    fn lists(r: &CheckReport) -> [Vec<String>; 4] {
+        [
+            r.corrupt.clone(),
+            r.dangling_due.clone(),
+            r.missing_due.clone(),
+            r.orphan_refresh.clone(),
+        ]
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_missing_due_entry_is_named() {
+        let s = store();
+        s.kv.remove(due_key(&s, B)).unwrap();
+        let r = s.check().unwrap();
+        assert!(!r.is_ok());
+        assert_eq!(r.due_entries, 2);
+        assert_eq!(lists(&r), [vec![], vec![], strings(&[B]), vec![]]);
+    }
+
+    #[test]
+    fn a_dangling_due_entry_is_named() {
+        // A due entry for a URL the store has no record of.
+        let s = store();
+        let ghost = "https://a.example/ghost";
+        s.kv.insert(
+            keys::due(0, T0, keys::rank(0, None, ghost.len()), ghost),
+            &[][..],
+        )
+        .unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(r.due_entries, 4);
+        assert_eq!(
+            lists(&r),
+            [
+                vec![],
+                vec![format!("{ghost} @ {T0} (class 0)")],
+                vec![],
+                vec![]
+            ]
+        );
+
+        // A second entry for a URL whose record is due at another time.
+        let s = store();
+        let own = due_key(&s, C);
+        let own = keys::parse_due(&own).unwrap();
+        let (class, later) = (own.class, own.at + 3_600);
+        s.kv.insert(keys::due(class, later, own.rank, C), &[][..])
+            .unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(
+            lists(&r),
+            [
+                vec![],
+                vec![format!("{C} @ {later} (class {class})")],
+                vec![],
+                vec![]
+            ]
+        );
+
+        // A due key too short to parse: named by its bytes.
+        let s = store();
+        s.kv.insert(&b"d\x00short"[..], &[][..]).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(
+            lists(&r),
+            [vec![], strings(&["d\u{0}short"]), vec![], vec![]]
+        );
+    }
+
+    #[test]
+    fn an_orphan_refresh_record_is_named() {
+        // The sitemap's record gone, its refresh schedule left.
+        let s = store();
+        s.kv.remove(keys::sitemap(SM)).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(lists(&r), [vec![], vec![], vec![], strings(&[SM])]);
+
+        // A schedule for a sitemap the store never read.
+        let s = store();
+        let other = "https://a.example/other.xml";
+        let schedule = s.kv.get(keys::refresh(SM)).unwrap().unwrap();
+        s.kv.insert(keys::refresh(other), schedule).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(lists(&r), [vec![], vec![], vec![], strings(&[other])]);
+    }
+
+    #[test]
+    fn a_corrupt_record_is_named() {
+        let garbage = &b"\x01\xff\xff\xff"[..];
+        // A URL record: named as corrupt, and its due entry, whose record
+        // cannot be read, as dangling.
+        let s = store();
+        let entry = keys::parse_due(&due_key(&s, B))
+            .map(|d| format!("{} @ {} (class {})", d.url, d.at, d.class))
+            .unwrap();
+        s.kv.insert(keys::url(B), garbage).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(r.urls, 3);
+        assert_eq!(lists(&r), [strings(&[B]), vec![entry], vec![], vec![]]);
+
+        // A sitemap, host and refresh record: each named by its key.
+        for key in [
+            keys::sitemap(SM),
+            keys::host("a.example"),
+            keys::refresh(SM),
+        ] {
+            let s = store();
+            assert!(s.kv.contains_key(&key).unwrap(), "{key:?}");
+            s.kv.insert(key.clone(), garbage).unwrap();
+            let r = s.check().unwrap();
+            let name = String::from_utf8_lossy(&key).into_owned();
+            assert_eq!(lists(&r), [vec![name], vec![], vec![], vec![]]);
+        }
+    }
+}

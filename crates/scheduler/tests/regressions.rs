@@ -159,7 +159,14 @@ fn ingest_near_i64_max_does_not_panic() {
     });
     let mut ing = s.ingest(ts(i64::MAX - 10));
     ing.entry(SM, &e).unwrap();
-    ing.finish().unwrap();
+    let stats = ing.finish().unwrap();
+    assert_eq!((stats.entries, stats.new), (1, 1), "{stats:?}");
+    // Stored, with its lastmod, in the queue, and consistent.
+    let rec = s.url(A).unwrap().expect("A stored");
+    assert!(!rec.retired);
+    assert_eq!(s.stats(ts(i64::MAX - 10)).unwrap().active, 1);
+    assert_eq!(s.stats(ts(i64::MAX - 10)).unwrap().with_lastmod, 1);
+    assert!(s.check().unwrap().is_ok());
 }
 
 #[test]
@@ -167,10 +174,24 @@ fn lease_near_i64_max_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir);
     read(&s, T0, SM, &[A]);
-    let _ = s.lease(
-        &LeaseRequest::new(1).per_host(1).ttl(secs(300)),
-        ts(i64::MAX - 10),
-    );
+    // A is due (since T0): the lease hands it out, its expiry saturating
+    // rather than overflowing, and a second lease finds it leased.
+    let leased = s
+        .lease(
+            &LeaseRequest::new(1).per_host(1).ttl(secs(300)),
+            ts(i64::MAX - 10),
+        )
+        .unwrap();
+    assert_eq!(leased.len(), 1, "{leased:?}");
+    assert_eq!(leased[0].url, A);
+    let again = s
+        .lease(
+            &LeaseRequest::new(1).per_host(1).ttl(secs(300)),
+            ts(i64::MAX - 5),
+        )
+        .unwrap();
+    assert!(again.is_empty(), "{again:?}");
+    assert!(s.check().unwrap().is_ok());
 }
 
 #[test]
