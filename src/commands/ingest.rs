@@ -159,11 +159,28 @@ fn walk_into(
             report.event(&event, progress)?;
             match event {
                 WalkEvent::Entry { .. } => progress.url(),
-                WalkEvent::SitemapFetched(_) | WalkEvent::SitemapFailed(_) => progress.sitemap(),
+                WalkEvent::SitemapFetched(r) => {
+                    progress.sitemap();
+                    let what = match (&r.summary, r.not_modified) {
+                        (_, true) => "not modified".to_string(),
+                        (Some(s), _) => format!("{} urls", s.urls),
+                        (None, _) => String::new(),
+                    };
+                    progress.log(&format!("{} {} {what}", r.url, r.status));
+                }
+                WalkEvent::SitemapFailed(f) => {
+                    progress.sitemap();
+                    progress.log(&format!("{} FAILED: {}", f.url, f.error));
+                }
                 WalkEvent::SiteDone(t) if t.sitemaps == 0 => *failed_sites += 1,
                 WalkEvent::SiteDone(_) => {}
-                WalkEvent::Robots(_)
-                | WalkEvent::Diagnostic { .. }
+                // A site's start: its robots rules are in the store by now.
+                WalkEvent::Robots(r) => progress.log(&format!(
+                    "{}: {} sitemaps declared",
+                    r.url,
+                    r.sitemaps.len()
+                )),
+                WalkEvent::Diagnostic { .. }
                 | WalkEvent::ProbeMissed { .. }
                 | WalkEvent::ChildrenSkipped { .. }
                 | WalkEvent::NotDue { .. } => {}
@@ -239,6 +256,14 @@ impl Progress {
     fn lines(&self, text: &[u8]) {
         for line in String::from_utf8_lossy(text).lines() {
             self.line(line);
+        }
+    }
+
+    /// A line as the walk goes, for a log (no terminal): the bar shows the
+    /// counts instead, and each site's tree follows when it is done.
+    fn log(&self, line: &str) {
+        if self.bar.is_none() {
+            eprintln!("{line}");
         }
     }
 
