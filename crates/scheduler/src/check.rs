@@ -266,7 +266,7 @@ impl Store {
 /// A key-value entry as (name, record): the key without its one-byte
 /// prefix, the value decoded.
 fn decode_entry<T: crate::record::Record>(
-    item: sled::Result<(sled::IVec, sled::IVec)>,
+    item: Result<(sled::IVec, sled::IVec), StoreError>,
 ) -> Result<(String, T), StoreError> {
     let (key, value) = item?;
     let name = String::from_utf8_lossy(&key[1..]).into_owned();

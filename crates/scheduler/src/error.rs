@@ -10,6 +10,28 @@ pub enum StoreError {
     /// sled failed (I/O, or the database is corrupt).
     #[error("store: {0}")]
     Sled(#[from] sled::Error),
+    /// The store's files are damaged: sled panicked or found corrupt data
+    /// while opening or reading it.
+    #[error(
+        "the store at {path} is damaged ({detail}). Keep a copy of it before anything else \
+         opens it (sled writes to a store it opens), and restore it from a backup or rebuild \
+         it with `sitemapd ingest` into a new --store"
+    )]
+    Damaged {
+        /// The store's directory.
+        path: String,
+        /// What sled said.
+        detail: String,
+    },
+    /// A write failed (the disk full, a file size limit, an I/O error):
+    /// nothing of the operation that failed was applied.
+    #[error("cannot write to the store at {path}: {detail}")]
+    WriteFailed {
+        /// The store's directory.
+        path: String,
+        /// Why.
+        detail: String,
+    },
     /// A record does not decode.
     #[error("record {key:?} does not decode")]
     Record {
@@ -44,4 +66,16 @@ pub enum StoreError {
 /// pass over it (`check` names it).
 pub(crate) fn intact<T>(item: &Result<T, StoreError>) -> bool {
     !matches!(item, Err(StoreError::Record { .. }))
+}
+
+impl StoreError {
+    /// The store's files are damaged ([`StoreError::Damaged`]).
+    pub fn is_damage(&self) -> bool {
+        matches!(self, StoreError::Damaged { .. })
+    }
+
+    /// A write failed ([`StoreError::WriteFailed`]).
+    pub fn is_write_failure(&self) -> bool {
+        matches!(self, StoreError::WriteFailed { .. })
+    }
 }

@@ -647,12 +647,15 @@ impl<'s> Ingest<'s> {
             let (host, host_dirty) = hosts.get_mut(host_name).expect("inserted above");
             let existing = match store.url_record(&url) {
                 Ok(r) => r,
-                Err(e) => {
+                // Only a record that does not decode; a store that cannot
+                // be read (damaged, failing) is an error.
+                Err(e @ StoreError::Record { .. }) => {
                     // A corrupt record is replaced; its old due entry (if
                     // any) is unknown and `stats --check` will name it.
                     tracing::warn!(%url, error = %e, "corrupt URL record replaced");
                     None
                 }
+                Err(e) => return Err(e),
             };
             let new = existing.is_none();
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));

@@ -11,13 +11,121 @@
 //! it never holds the lock between two items: the store may write during a
 //! scan, as it does on sled). What it does not have is durability: it is
 //! gone when the store is dropped.
+//!
+//! Every call into sled goes through [`guard`]: sled panics on some damaged
+//! files (an index out of bounds in its segment code when the `db` file is
+//! cut short), and such a panic is caught here and becomes
+//! [`StoreError::Damaged`], with the default panic message kept off the
+//! terminal. Corrupt data sled detects itself (a checksum) becomes the same
+//! error. A failed write becomes [`StoreError::WriteFailed`]; on sled, the
+//! first failed write also wedges the store (sled refuses every later write
+//! until it is reopened), and this layer then refuses reads too, so that
+//! what a failed request left in sled's memory is never served.
+//!
+//! [`Health`] tracks both: damage seen, and the result of the last write.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
-use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, Once, RwLock};
 
 use sled::IVec;
+
+use crate::error::StoreError;
+
+thread_local! {
+    /// Set while [`guard`] runs sled code on this thread: the panic hook
+    /// stays quiet and keeps the message here instead.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that is silent on a thread inside
+/// [`guard`] and the previous hook everywhere else.
+fn install_quiet_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(Cell::get) {
+                let message = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_string());
+                let at = info
+                    .location()
+                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                    .unwrap_or_default();
+                LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{message}{at}")));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f` (sled code), a panic caught: `Err` with what it said.
+pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    install_quiet_hook();
+    let was = QUIET.with(|q| q.replace(true));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    result.map_err(|_| {
+        let said = LAST_PANIC
+            .with(|p| p.borrow_mut().take())
+            .unwrap_or_else(|| "a panic".to_string());
+        format!("sled panicked: {said}")
+    })
+}
+
+/// What the store's key-value layer has seen go wrong.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    /// Damage seen (a panic or corrupt data while reading).
+    damaged: Mutex<Option<String>>,
+    /// Why the last write failed; `None` when it succeeded.
+    write_failure: Mutex<Option<String>>,
+    /// sled failed a write: it refuses every write until reopened.
+    wedged: AtomicBool,
+}
+
+/// What [`Store::health`](crate::Store::health) reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StoreHealth {
+    /// Damage seen while reading (it does not heal: `sitemapd salvage`).
+    pub damaged: Option<String>,
+    /// Why the last write failed (`None`: it succeeded, or none was made).
+    pub write_failure: Option<String>,
+    /// A write failed on disk and the store refuses every read and write
+    /// until it is reopened (sled's behaviour after an I/O error).
+    pub needs_reopen: bool,
+}
+
+impl StoreHealth {
+    /// Reads and writes work, as far as the store has seen.
+    pub fn is_ok(&self) -> bool {
+        self.damaged.is_none() && self.write_failure.is_none() && !self.needs_reopen
+    }
+
+    /// What is wrong, in a sentence (`None` when all is well).
+    pub fn reason(&self) -> Option<String> {
+        if let Some(d) = &self.damaged {
+            Some(format!("the store is damaged: {d}"))
+        } else {
+            self.write_failure.as_ref().map(|w| {
+                if self.needs_reopen {
+                    format!("a write to the store failed ({w}); it refuses writes until reopened")
+                } else {
+                    format!("the last write to the store failed: {w}")
+                }
+            })
+        }
+    }
+}
 
 /// Writes applied together by [`Kv::apply_batch`]: atomically, in order.
 #[derive(Debug, Default, Clone)]
@@ -70,8 +178,19 @@ impl Map {
     }
 }
 
-/// The store's key space.
-pub(crate) enum Kv {
+/// The store's key space: a backend, where it is, and its health.
+pub(crate) struct Kv {
+    backend: Backend,
+    /// The store's directory (or `memory`), for errors.
+    path: String,
+    health: Health,
+    /// Test-only fault injection: writes left before every write fails
+    /// (negative: no limit). See [`Store::inject_write_failures`](crate::Store::inject_write_failures).
+    write_budget: AtomicI64,
+}
+
+/// Where the keys live.
+pub(crate) enum Backend {
     /// On disk.
     Sled {
         /// The database (ids, flush, size).
@@ -91,33 +210,170 @@ pub(crate) enum Kv {
 impl Kv {
     /// An empty map in memory.
     pub(crate) fn memory() -> Kv {
-        Kv::Memory {
-            map: RwLock::new(Map::default()),
-            ids: AtomicU64::new(0),
+        Kv::new(
+            Backend::Memory {
+                map: RwLock::new(Map::default()),
+                ids: AtomicU64::new(0),
+            },
+            "memory".to_string(),
+        )
+    }
+
+    /// A sled tree, of the store at `path`.
+    pub(crate) fn sled(db: sled::Db, tree: sled::Tree, path: String) -> Kv {
+        Kv::new(Backend::Sled { db, tree }, path)
+    }
+
+    fn new(backend: Backend, path: String) -> Kv {
+        Kv {
+            backend,
+            path,
+            health: Health::default(),
+            write_budget: AtomicI64::new(-1),
         }
     }
 
-    fn read(map: &RwLock<Map>) -> std::sync::RwLockReadGuard<'_, Map> {
+    /// The damage error for `detail`, recorded.
+    pub(crate) fn damaged(&self, detail: String) -> StoreError {
+        *self
+            .health
+            .damaged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(detail.clone());
+        StoreError::Damaged {
+            path: self.path.clone(),
+            detail,
+        }
+    }
+
+    /// A sled error met while reading.
+    fn read_error(&self, e: sled::Error) -> StoreError {
+        match e {
+            sled::Error::Corruption { .. } => self.damaged(e.to_string()),
+            e if self.health.wedged.load(Ordering::SeqCst) => self.wedged_error(e.to_string()),
+            e => StoreError::Sled(e),
+        }
+    }
+
+    fn wedged_error(&self, detail: String) -> StoreError {
+        StoreError::WriteFailed {
+            path: self.path.clone(),
+            detail: format!("{detail}; the store refuses reads and writes until it is reopened"),
+        }
+    }
+
+    /// A read: sled's panics and corruption are [`StoreError::Damaged`].
+    fn read<T>(&self, f: impl FnOnce() -> sled::Result<T>) -> Result<T, StoreError> {
+        if self.health.wedged.load(Ordering::SeqCst) {
+            let why = self.health().write_failure.unwrap_or_default();
+            return Err(self.wedged_error(why));
+        }
+        match guard(f) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.read_error(e)),
+            Err(panic) => Err(self.damaged(panic)),
+        }
+    }
+
+    /// A write: its result is the last write's (see [`Health`]).
+    fn write<T>(&self, f: impl FnOnce() -> sled::Result<T>) -> Result<T, StoreError> {
+        if self.health.wedged.load(Ordering::SeqCst) {
+            let why = self.health().write_failure.unwrap_or_default();
+            return Err(self.wedged_error(why));
+        }
+        let budget = self.write_budget.load(Ordering::SeqCst);
+        if budget == 0 {
+            return Err(
+                self.write_failed("injected fault: no space left on device".to_string(), false)
+            );
+        }
+        if budget > 0 {
+            self.write_budget.fetch_sub(1, Ordering::SeqCst);
+        }
+        match guard(f) {
+            Ok(Ok(v)) => {
+                *self
+                    .health
+                    .write_failure
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = None;
+                Ok(v)
+            }
+            Ok(Err(e @ sled::Error::Corruption { .. })) => Err(self.damaged(e.to_string())),
+            Ok(Err(e)) => {
+                // sled keeps the error and fails every later write with it.
+                let wedged = matches!(self.backend, Backend::Sled { .. });
+                Err(self.write_failed(e.to_string(), wedged))
+            }
+            Err(panic) => Err(self.damaged(panic)),
+        }
+    }
+
+    fn write_failed(&self, detail: String, wedged: bool) -> StoreError {
+        *self
+            .health
+            .write_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(detail.clone());
+        if wedged {
+            self.health.wedged.store(true, Ordering::SeqCst);
+            return self.wedged_error(detail);
+        }
+        StoreError::WriteFailed {
+            path: self.path.clone(),
+            detail,
+        }
+    }
+
+    /// What has gone wrong so far.
+    pub(crate) fn health(&self) -> StoreHealth {
+        StoreHealth {
+            damaged: self
+                .health
+                .damaged
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            write_failure: self
+                .health
+                .write_failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            needs_reopen: self.health.wedged.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Test-only fault injection: after `writes` more writes, every write
+    /// fails (`None`: no limit again).
+    pub(crate) fn inject_write_failures(&self, writes: Option<u64>) {
+        self.write_budget.store(
+            writes.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX)),
+            Ordering::SeqCst,
+        );
+    }
+
+    fn lock_read(map: &RwLock<Map>) -> std::sync::RwLockReadGuard<'_, Map> {
         map.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(map: &RwLock<Map>) -> std::sync::RwLockWriteGuard<'_, Map> {
+    fn lock_write(map: &RwLock<Map>) -> std::sync::RwLockWriteGuard<'_, Map> {
         map.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The value of `key`.
-    pub(crate) fn get<K: AsRef<[u8]>>(&self, key: K) -> sled::Result<Option<IVec>> {
-        match self {
-            Kv::Sled { tree, .. } => tree.get(key),
-            Kv::Memory { map, .. } => Ok(Self::read(map).get(key.as_ref()).cloned()),
+    pub(crate) fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<IVec>, StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.read(|| tree.get(key)),
+            Backend::Memory { map, .. } => Ok(Self::lock_read(map).get(key.as_ref()).cloned()),
         }
     }
 
     /// Whether `key` is present.
-    pub(crate) fn contains_key<K: AsRef<[u8]>>(&self, key: K) -> sled::Result<bool> {
-        match self {
-            Kv::Sled { tree, .. } => tree.contains_key(key),
-            Kv::Memory { map, .. } => Ok(Self::read(map).get(key.as_ref()).is_some()),
+    pub(crate) fn contains_key<K: AsRef<[u8]>>(&self, key: K) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.read(|| tree.contains_key(key)),
+            Backend::Memory { map, .. } => Ok(Self::lock_read(map).get(key.as_ref()).is_some()),
         }
     }
 
@@ -126,10 +382,12 @@ impl Kv {
         &self,
         key: K,
         value: V,
-    ) -> sled::Result<Option<IVec>> {
-        match self {
-            Kv::Sled { tree, .. } => tree.insert(key, value),
-            Kv::Memory { map, .. } => Ok(Self::write(map).insert(key.into(), value.into())),
+    ) -> Result<Option<IVec>, StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.write(|| tree.insert(key, value)),
+            Backend::Memory { map, .. } => {
+                self.write(|| Ok(Self::lock_write(map).insert(key.into(), value.into())))
+            }
         }
     }
 
@@ -138,35 +396,37 @@ impl Kv {
         &self,
         key: Vec<u8>,
         value: V,
-    ) -> Result<bool, crate::error::StoreError> {
-        match self {
-            Kv::Sled { tree, .. } => {
+    ) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.write(|| {
                 let swapped = tree.compare_and_swap(&key, None::<&[u8]>, Some(value))?;
                 Ok(swapped.is_ok())
-            }
-            Kv::Memory { map, .. } => {
-                let mut map = Self::write(map);
+            }),
+            Backend::Memory { map, .. } => self.write(|| {
+                let mut map = Self::lock_write(map);
                 if map.get(key.as_slice()).is_some() {
                     return Ok(false);
                 }
                 map.insert(key.into(), value.into());
                 Ok(true)
-            }
+            }),
         }
     }
 
     /// Removes `key`; the value it had.
-    pub(crate) fn remove<K: AsRef<[u8]>>(&self, key: K) -> sled::Result<Option<IVec>> {
-        match self {
-            Kv::Sled { tree, .. } => tree.remove(key),
-            Kv::Memory { map, .. } => Ok(Self::write(map).remove(key.as_ref())),
+    pub(crate) fn remove<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<IVec>, StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.write(|| tree.remove(key)),
+            Backend::Memory { map, .. } => {
+                self.write(|| Ok(Self::lock_write(map).remove(key.as_ref())))
+            }
         }
     }
 
-    /// Applies `batch` atomically.
-    pub(crate) fn apply_batch(&self, batch: Batch) -> sled::Result<()> {
-        match self {
-            Kv::Sled { tree, .. } => {
+    /// Applies `batch` atomically (all of it or, on an error, none of it).
+    pub(crate) fn apply_batch(&self, batch: Batch) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.write(|| {
                 let mut b = sled::Batch::default();
                 for (k, v) in batch.ops {
                     match v {
@@ -175,9 +435,9 @@ impl Kv {
                     }
                 }
                 tree.apply_batch(b)
-            }
-            Kv::Memory { map, .. } => {
-                let mut map = Self::write(map);
+            }),
+            Backend::Memory { map, .. } => self.write(|| {
+                let mut map = Self::lock_write(map);
                 for (k, v) in batch.ops {
                     match v {
                         Some(v) => map.insert(k, v),
@@ -185,16 +445,16 @@ impl Kv {
                     };
                 }
                 Ok(())
-            }
+            }),
         }
     }
 
     /// The keys from `range.start` (included) to `range.end` (excluded), in
     /// order.
     pub(crate) fn range(&self, range: std::ops::Range<Vec<u8>>) -> Iter<'_> {
-        match self {
-            Kv::Sled { tree, .. } => Iter::Sled(tree.range(range)),
-            Kv::Memory { map, .. } => Iter::Memory(Chunks {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.sled_iter(|| tree.range(range)),
+            Backend::Memory { map, .. } => Iter::Memory(Chunks {
                 map,
                 from: Bound::Included(range.start),
                 end: Bound::Excluded(range.end),
@@ -207,9 +467,9 @@ impl Kv {
 
     /// The keys starting with `prefix`, in order.
     pub(crate) fn scan_prefix<P: AsRef<[u8]>>(&self, prefix: P) -> Iter<'_> {
-        match self {
-            Kv::Sled { tree, .. } => Iter::Sled(tree.scan_prefix(prefix)),
-            Kv::Memory { map, .. } => Iter::Memory(Chunks {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.sled_iter(|| tree.scan_prefix(prefix)),
+            Backend::Memory { map, .. } => Iter::Memory(Chunks {
                 map,
                 from: Bound::Included(prefix.as_ref().to_vec()),
                 end: Bound::Unbounded,
@@ -220,27 +480,38 @@ impl Kv {
         }
     }
 
+    fn sled_iter(&self, make: impl FnOnce() -> sled::Iter) -> Iter<'_> {
+        if self.health.wedged.load(Ordering::SeqCst) {
+            let why = self.health().write_failure.unwrap_or_default();
+            return Iter::Failed(Some(self.wedged_error(why)));
+        }
+        match guard(make) {
+            Ok(it) => Iter::Sled { it, kv: self },
+            Err(panic) => Iter::Failed(Some(self.damaged(panic))),
+        }
+    }
+
     /// A new id, never handed out before by this store.
-    pub(crate) fn generate_id(&self) -> sled::Result<u64> {
-        match self {
-            Kv::Sled { db, .. } => db.generate_id(),
-            Kv::Memory { ids, .. } => Ok(ids.fetch_add(1, Ordering::SeqCst)),
+    pub(crate) fn generate_id(&self) -> Result<u64, StoreError> {
+        match &self.backend {
+            Backend::Sled { db, .. } => self.write(|| db.generate_id()),
+            Backend::Memory { ids, .. } => Ok(ids.fetch_add(1, Ordering::SeqCst)),
         }
     }
 
     /// Writes everything to disk now (in memory: nothing to do).
-    pub(crate) fn flush(&self) -> sled::Result<()> {
-        match self {
-            Kv::Sled { db, .. } => db.flush().map(|_| ()),
-            Kv::Memory { .. } => Ok(()),
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sled { db, .. } => self.write(|| db.flush().map(|_| ())),
+            Backend::Memory { .. } => self.write(|| Ok(())),
         }
     }
 
     /// Bytes on disk (in memory: the keys and values held).
-    pub(crate) fn size_on_disk(&self) -> sled::Result<u64> {
-        match self {
-            Kv::Sled { db, .. } => db.size_on_disk(),
-            Kv::Memory { map, .. } => Ok(Self::read(map)
+    pub(crate) fn size_on_disk(&self) -> Result<u64, StoreError> {
+        match &self.backend {
+            Backend::Sled { db, .. } => self.read(|| db.size_on_disk()),
+            Backend::Memory { map, .. } => Ok(Self::lock_read(map)
                 .values
                 .iter()
                 .map(|(k, v)| (k.len() + v.len()) as u64)
@@ -266,7 +537,7 @@ pub(crate) struct Chunks<'a> {
 
 impl Chunks<'_> {
     fn fill(&mut self) {
-        let map = Kv::read(self.map);
+        let map = Kv::lock_read(self.map);
         let bounds: (Bound<&[u8]>, Bound<&[u8]>) =
             (as_slice_bound(&self.from), as_slice_bound(&self.end));
         // An empty range (start past end) yields nothing, as on sled.
@@ -308,7 +579,7 @@ fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 impl Iterator for Chunks<'_> {
-    type Item = sled::Result<(IVec, IVec)>;
+    type Item = Result<(IVec, IVec), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.buf.is_empty() && !self.done {
@@ -318,21 +589,39 @@ impl Iterator for Chunks<'_> {
     }
 }
 
-/// An iterator over keys and values, in key order.
+/// An iterator over keys and values, in key order. An error (damage met
+/// on the way) ends it.
 pub(crate) enum Iter<'a> {
-    /// sled's.
-    Sled(sled::Iter),
+    /// sled's, each step guarded.
+    Sled {
+        /// The iterator.
+        it: sled::Iter,
+        /// Its store, for errors and health.
+        kv: &'a Kv,
+    },
     /// The memory map's.
     Memory(Chunks<'a>),
+    /// An error to report, then nothing.
+    Failed(Option<StoreError>),
 }
 
 impl Iterator for Iter<'_> {
-    type Item = sled::Result<(IVec, IVec)>;
+    type Item = Result<(IVec, IVec), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Sled(it) => it.next(),
+            Iter::Sled { it, kv } => {
+                let kv: &Kv = kv;
+                match kv.read(|| it.next().transpose()) {
+                    Ok(item) => item.map(Ok),
+                    Err(e) => {
+                        *self = Iter::Failed(None);
+                        Some(Err(e))
+                    }
+                }
+            }
             Iter::Memory(it) => it.next(),
+            Iter::Failed(e) => e.take().map(Err),
         }
     }
 }
@@ -352,7 +641,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::Config::new().path(dir.path()).open().unwrap();
         let tree = db.open_tree("t").unwrap();
-        let both = [Kv::Sled { db, tree }, Kv::memory()];
+        let both = [Kv::sled(db, tree, "t".into()), Kv::memory()];
         for kv in &both {
             for i in 0..300u32 {
                 let prefix = if i % 3 == 0 { b'a' } else { b'b' };

@@ -25,6 +25,7 @@ use internal::{keys, record};
 
 pub use check::{CheckReport, Stats};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
+pub use kv::StoreHealth;
 pub use notify::Notified;
 pub use queue::{Completion, LeaseRequest, Leased, Outcome};
 pub use refresh::{RefreshParams, RefreshState};

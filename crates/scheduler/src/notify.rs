@@ -14,8 +14,10 @@
 //! URL is made due now too: its lease is dropped (the fetch in flight may
 //! predate the change).
 
+use std::collections::HashMap;
+
 use crate::keys;
-use crate::record::{Notifications, Schedule, StoredReason, UrlRecord, encode};
+use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 
@@ -33,76 +35,121 @@ impl Store {
     /// rate, and the URL due now with the reason `notified` (see the module
     /// docs). `url` is normalised first; one that is not an absolute
     /// http(s) URL, or is longer than a sitemap loc may be (SPEC X4), is
-    /// [`StoreError::InvalidUrl`]. One batch under the write
-    /// lock.
+    /// [`StoreError::InvalidUrl`]. One batch under the write lock
+    /// ([`Store::notify_all`]).
     pub fn notify(&self, url: &str, now: Timestamp) -> Result<Notified, StoreError> {
+        let mut found = self.notify_all([url], now)?;
+        Ok(found.pop().unwrap_or(Notified::Known))
+    }
+
+    /// [`Store::notify`] for many URLs at once, all or nothing: every URL
+    /// is normalised first (one that is not an absolute http(s) URL is
+    /// [`StoreError::InvalidUrl`] and nothing is written), then every
+    /// record is written in one atomic batch under the write lock, so a
+    /// failure (a full disk) leaves the store as it was. A URL listed
+    /// twice counts once per second, as two calls would. What was found,
+    /// in the order given.
+    pub fn notify_all<'u>(
+        &self,
+        urls: impl IntoIterator<Item = &'u str>,
+        now: Timestamp,
+    ) -> Result<Vec<Notified>, StoreError> {
         let now = now.unix();
-        let norm = sitemapd_parser::NormUrl::parse_limited(url).map_err(|source| {
-            StoreError::InvalidUrl {
-                url: url.to_string(),
-                source,
-            }
-        })?;
-        let url = norm.as_str();
+        let mut norms = Vec::new();
+        for url in urls {
+            let norm = sitemapd_parser::NormUrl::parse_limited(url).map_err(|source| {
+                StoreError::InvalidUrl {
+                    url: url.to_string(),
+                    source,
+                }
+            })?;
+            norms.push(norm.into_string());
+        }
         let _lock = self.lock();
-        let existing = match self.url_record(url) {
-            Ok(r) => r,
-            Err(StoreError::Record { key, source }) => {
-                // As ingest does: replaced; `stats --check` names any due
-                // entry it leaves behind.
-                tracing::warn!(%key, error = %source, "corrupt URL record replaced");
-                None
+        // Records as this batch leaves them, with the due key each had in
+        // the store (removed when the batch is applied).
+        let mut records: HashMap<String, (UrlRecord, Option<Vec<u8>>)> = HashMap::new();
+        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut rules = crate::robots::RulesCache::new(self);
+        let mut found = Vec::with_capacity(norms.len());
+        for url in &norms {
+            let (existing, stored_key) = match records.remove(url) {
+                Some((rec, key)) => (Some(rec), key),
+                None => {
+                    let rec = match self.url_record(url) {
+                        Ok(r) => r,
+                        Err(StoreError::Record { key, source }) => {
+                            // As ingest does: replaced; `stats --check`
+                            // names any due entry it leaves behind.
+                            tracing::warn!(%key, error = %source, "corrupt URL record replaced");
+                            None
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let key = rec.as_ref().filter(|r| r.queued()).map(|r| r.due_key(url));
+                    (rec, key)
+                }
+            };
+            let added = existing.is_none();
+            let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &[]));
+            let revived = !added && rec.retired;
+            rec.notified = Some(match rec.notified {
+                None => Notifications {
+                    count: 1,
+                    first: now,
+                    last: now,
+                },
+                Some(n) if now > n.last => Notifications {
+                    count: n.count.saturating_add(1),
+                    first: n.first.min(now),
+                    last: now,
+                },
+                Some(n) => n,
+            });
+            rec.retired = false;
+            // A URL its host's robots.txt disallows stays out of the queue.
+            rules.mark(url, &mut rec)?;
+            let host_name = keys::host_of(url);
+            if !hosts.contains_key(host_name) {
+                hosts.insert(host_name.to_string(), (self.host_record(host_name)?, false));
             }
-            Err(e) => return Err(e),
-        };
-        let added = existing.is_none();
-        let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &[]));
-        let old_key = (!added && rec.queued()).then(|| rec.due_key(url));
-        let revived = !added && rec.retired;
-        rec.notified = Some(match rec.notified {
-            None => Notifications {
-                count: 1,
-                first: now,
-                last: now,
-            },
-            Some(n) if now > n.last => Notifications {
-                count: n.count.saturating_add(1),
-                first: n.first.min(now),
-                last: now,
-            },
-            Some(n) => n,
-        });
-        rec.retired = false;
-        // A URL its host's robots.txt disallows stays out of the queue.
-        crate::robots::RulesCache::new(self).mark(url, &mut rec)?;
-        let host_name = keys::host_of(url);
-        let mut host = self.host_record(host_name)?;
-        let due = self.schedule(url, &rec, &host, now);
-        rec.schedule = Schedule {
-            due: now,
-            score: due.score as f32,
-            reason: StoredReason::Notified,
-            lease: None,
-        };
+            let (host, dirty) = hosts.get_mut(host_name).expect("inserted above");
+            let due = self.schedule(url, &rec, host, now);
+            rec.schedule = Schedule {
+                due: now,
+                score: due.score as f32,
+                reason: StoredReason::Notified,
+                lease: None,
+            };
+            if added || revived {
+                host.urls = host.urls.saturating_add(1);
+                *dirty = true;
+            }
+            tracing::debug!(url, added, revived, "notified");
+            found.push(if added {
+                Notified::Added
+            } else {
+                Notified::Known
+            });
+            records.insert(url.clone(), (rec, stored_key));
+        }
         let mut batch = crate::kv::Batch::default();
-        if let Some(old) = old_key {
-            batch.remove(old);
+        for (url, (rec, stored_key)) in &records {
+            if let Some(old) = stored_key {
+                batch.remove(old.clone());
+            }
+            if rec.queued() {
+                batch.insert(rec.due_key(url), &[]);
+            }
+            batch.insert(keys::url(url), encode(rec));
         }
-        if rec.queued() {
-            batch.insert(rec.due_key(url), &[]);
-        }
-        batch.insert(keys::url(url), encode(&rec));
-        if added || revived {
-            host.urls = host.urls.saturating_add(1);
-            batch.insert(keys::host(host_name), encode(&host));
+        for (name, (host, dirty)) in &hosts {
+            if *dirty {
+                batch.insert(keys::host(name), encode(host));
+            }
         }
         self.kv.apply_batch(batch)?;
-        tracing::debug!(url, added, revived, "notified");
-        Ok(if added {
-            Notified::Added
-        } else {
-            Notified::Known
-        })
+        Ok(found)
     }
 }
 
@@ -210,6 +257,62 @@ mod tests {
         let rec = s.url_record(URL).unwrap().unwrap();
         assert_eq!(rec.schedule.due, T0 + 100);
         assert_eq!(rec.schedule.reason, StoredReason::Notified);
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    /// Everything in the store, key by key.
+    fn contents(s: &Store) -> Vec<(Vec<u8>, Vec<u8>)> {
+        s.kv.range(Vec::new()..vec![0xff; 4])
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+            .collect()
+    }
+
+    /// A notification of many URLs whose write fails (a full disk,
+    /// injected) changes nothing; health says so, and turns back when
+    /// writes succeed again.
+    #[test]
+    fn a_failed_notify_changes_nothing() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        s.notify(URL, ts(T0)).unwrap();
+        let before = contents(&s);
+        let urls: Vec<String> = (0..2_000)
+            .map(|i| format!("https://b.example/{i}"))
+            .chain([URL.to_string(), "https://b.example/7".to_string()])
+            .collect();
+        // The store can take 500 more writes.
+        s.inject_write_failures(Some(500));
+        for _ in 0..500 {
+            s.kv.insert(keys::PROBE, &[1u8][..]).unwrap();
+        }
+        s.kv.remove(keys::PROBE).unwrap_err();
+        let err = s
+            .notify_all(urls.iter().map(String::as_str), ts(T0 + 10))
+            .unwrap_err();
+        assert!(err.is_write_failure(), "{err}");
+        assert!(s.health().write_failure.is_some());
+        assert!(!s.health().is_ok());
+        s.inject_write_failures(None);
+        // The probe key of the fill-up is the only difference.
+        s.kv.remove(keys::PROBE).unwrap();
+        assert_eq!(contents(&s), before);
+        assert!(s.health().is_ok(), "{:?}", s.health());
+        let found = s
+            .notify_all(urls.iter().map(String::as_str), ts(T0 + 10))
+            .unwrap();
+        assert_eq!(
+            found.iter().filter(|f| **f == Notified::Added).count(),
+            2_000
+        );
+        assert_eq!(found[2_000], Notified::Known);
+        assert_eq!(found[2_001], Notified::Known);
+        let host = s
+            .host(
+                &sitemapd_parser::NormUrl::parse("https://b.example/")
+                    .unwrap()
+                    .host_key(),
+            )
+            .unwrap();
+        assert_eq!(host.urls, 2_000);
         assert!(s.check().unwrap().is_ok());
     }
 }

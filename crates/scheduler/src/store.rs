@@ -101,22 +101,75 @@ impl Store {
         // A store closed a moment ago keeps its lock until sled's flusher
         // thread ends (up to its 1 s tick): wait that long before calling
         // it in use.
+        let shown = path.as_ref().display().to_string();
+        let damaged = |detail: String| StoreError::Damaged {
+            path: shown.clone(),
+            detail,
+        };
         let mut tries = 0;
         let db = loop {
-            match config.open() {
+            // sled panics on some damaged files (a `db` cut short): caught.
+            match crate::kv::guard(|| config.open()).map_err(&damaged)? {
                 Ok(db) => break db,
                 Err(sled::Error::Io(io)) if io.to_string().contains("could not acquire lock") => {
                     tries += 1;
                     if tries > 30 {
-                        return Err(StoreError::InUse(path.as_ref().display().to_string()));
+                        return Err(StoreError::InUse(shown));
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
+                Err(e @ sled::Error::Corruption { .. }) => return Err(damaged(e.to_string())),
                 Err(other) => return Err(StoreError::Sled(other)),
             }
         };
-        let tree = db.open_tree("sitemapd")?;
-        Store::with_kv(Kv::Sled { db, tree }, options)
+        let tree = match crate::kv::guard(|| db.open_tree("sitemapd")).map_err(&damaged)? {
+            Ok(tree) => tree,
+            Err(e @ sled::Error::Corruption { .. }) => return Err(damaged(e.to_string())),
+            Err(other) => return Err(StoreError::Sled(other)),
+        };
+        Store::with_kv(Kv::sled(db, tree, shown.clone()), options)
+    }
+
+    /// What has gone wrong with the store so far: damage met while
+    /// reading, and whether the last write failed (cleared by the next
+    /// write that succeeds).
+    pub fn health(&self) -> crate::kv::StoreHealth {
+        self.kv.health()
+    }
+
+    /// Reads one key, to learn whether the store still reads (a failure
+    /// is recorded in [`Store::health`]).
+    pub fn probe_read(&self) -> Result<(), StoreError> {
+        self.kv.get(keys::LAYOUT).map(|_| ())
+    }
+
+    /// Writes and flushes one key, to learn whether the store writes again
+    /// after a failed write (the result is recorded in [`Store::health`]).
+    pub fn probe_write(&self) -> Result<(), StoreError> {
+        let _lock = self.lock();
+        self.kv
+            .insert(keys::PROBE, &Timestamp::now().unix().to_be_bytes())?;
+        self.kv.flush()
+    }
+
+    /// Reads every key and value of the store, start to end: the damage
+    /// sled finds only when it reads a page is found here. A full pass over
+    /// the store (about as long as `stats`).
+    pub fn verify_readable(&self) -> Result<u64, StoreError> {
+        let mut n = 0u64;
+        for item in self.kv.range(Vec::new()..vec![0xff; 16]) {
+            item?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Test-only fault injection, documented in RELIABILITY.md: after
+    /// `writes` more writes, every write of this store fails as a full
+    /// disk would (`None`: writes succeed again). Not for production use.
+    #[doc(hidden)]
+    pub fn inject_write_failures(&self, writes: Option<u64>) {
+        self.kv.inject_write_failures(writes);
     }
 
     /// A store in memory, empty, gone when dropped: for simulations and
@@ -178,7 +231,7 @@ impl Store {
 
     /// Bytes the store takes on disk.
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
-        Ok(self.kv.size_on_disk()?)
+        self.kv.size_on_disk()
     }
 
     /// The write lock, for a crawler's request (lease, complete, notify):

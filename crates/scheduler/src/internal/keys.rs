@@ -55,6 +55,8 @@ pub const POLICY: &[u8] = b"~policy";
 pub const CALIBRATION: &[u8] = b"~calibration";
 /// The key layout version (one byte).
 pub const LAYOUT: &[u8] = b"~layout";
+/// A key written by readiness probes (`Store::probe_write`).
+pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
 pub const LAYOUT_VERSION: u8 = 3;
 
