@@ -85,6 +85,7 @@ pub fn router(state: ApiState, max_body: usize) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), auth));
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .merge(v1)
         .method_not_allowed_fallback(|req: Request| async move {
             ApiError::new(
@@ -130,9 +131,16 @@ impl IntoResponse for ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// A damaged store or a failed write is the service being unavailable
+    /// (503, as `/healthz` then says), anything else an internal error.
     fn from(e: StoreError) -> Self {
         tracing::error!(error = %e, "store error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        let status = if e.is_damage() || e.is_write_failure() {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        Self::new(status, e.to_string())
     }
 }
 
@@ -243,11 +251,42 @@ async fn auth(State(state): State<Shared>, req: Request, next: Next) -> Response
     next.run(req).await
 }
 
-async fn healthz(State(state): State<Shared>) -> impl IntoResponse {
+/// Liveness: `ok`, or 503 with the reason as JSON while stopping or once
+/// the store has failed (damaged; a write failed and sled refuses more
+/// until the store is reopened; the last write failed). Costs no I/O.
+async fn healthz(State(state): State<Shared>) -> Response {
     if state.stopping.load(Ordering::Relaxed) {
-        (StatusCode::SERVICE_UNAVAILABLE, "stopping\n")
-    } else {
-        (StatusCode::OK, "ok\n")
+        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopping").into_response();
+    }
+    match state.store.health().reason() {
+        Some(reason) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason).into_response(),
+        None => (StatusCode::OK, "ok\n").into_response(),
+    }
+}
+
+/// Readiness: the store reads now, and writes (after a failed write, a
+/// probe write; it turns green again once one succeeds). 200 `ready`, or
+/// 503 with the reason as JSON.
+async fn readyz(State(state): State<Shared>) -> Response {
+    if state.stopping.load(Ordering::Relaxed) {
+        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopping").into_response();
+    }
+    let store = state.store.clone();
+    let checked = tokio::task::spawn_blocking(move || {
+        store.probe_read()?;
+        if store.health().write_failure.is_some() {
+            store.probe_write()?;
+        }
+        Ok::<_, StoreError>(store.health())
+    })
+    .await;
+    match checked {
+        Ok(Ok(health)) => match health.reason() {
+            None => (StatusCode::OK, "ready\n").into_response(),
+            Some(reason) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason).into_response(),
+        },
+        Ok(Err(e)) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
 
@@ -310,6 +349,7 @@ async fn complete(
     State(state): State<Shared>,
     JsonBody(items): JsonBody<Vec<Reported>>,
 ) -> Result<Json<Value>, ApiError> {
+    too_many("items", items.len())?;
     // Every item is checked before any is applied.
     let mut completions = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
@@ -346,10 +386,26 @@ struct NotifyRequest {
     urls: Vec<String>,
 }
 
+/// Items one write request may carry: each request is one atomic batch
+/// under the store's write lock, and a lease waits for it, so a bigger one
+/// would stall every other client (215,000 URLs held leases up to 7 s).
+pub const MAX_WRITE_ITEMS: usize = 10_000;
+
+/// 400 when a write request carries more than [`MAX_WRITE_ITEMS`].
+fn too_many(what: &str, n: usize) -> Result<(), ApiError> {
+    if n > MAX_WRITE_ITEMS {
+        return Err(ApiError::bad_request(format!(
+            "{n} {what}: at most {MAX_WRITE_ITEMS} per request (send the rest in more requests)"
+        )));
+    }
+    Ok(())
+}
+
 async fn notify(
     State(state): State<Shared>,
     JsonBody(req): JsonBody<NotifyRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    too_many("urls", req.urls.len())?;
     let mut urls = Vec::with_capacity(req.urls.len());
     for (i, u) in req.urls.iter().enumerate() {
         let url = sitemapd_parser::NormUrl::parse_limited(u).map_err(|e| {
@@ -360,14 +416,14 @@ async fn notify(
     }
     let metrics = state.metrics.clone();
     durable(&state, move |store| {
-        let now = Timestamp::now();
-        let (mut known, mut added) = (0u64, 0u64);
-        for url in &urls {
-            match store.notify(url, now)? {
-                sitemapd_scheduler::Notified::Known => known += 1,
-                sitemapd_scheduler::Notified::Added => added += 1,
-            }
-        }
+        // All or nothing: one atomic batch (a failed write leaves the store
+        // as it was, and the answer is an error).
+        let found = store.notify_all(urls.iter().map(String::as_str), Timestamp::now())?;
+        let added = found
+            .iter()
+            .filter(|f| **f == sitemapd_scheduler::Notified::Added)
+            .count() as u64;
+        let known = found.len() as u64 - added;
         metrics.notified.inc_by(known + added);
         Ok(Json(json!({ "known": known, "added": added })))
     })

@@ -94,6 +94,12 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (or creates) the store in directory `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
+        // A store opened before holds at least its layout key (written and
+        // flushed at the first open). A `db` file with data behind an empty
+        // tree is a store that lost its contents: sled opens a `db` cut
+        // short as an empty tree, without an error.
+        let had_data = std::fs::metadata(path.as_ref().join("db")).is_ok_and(|m| m.len() > 0)
+            && std::fs::metadata(path.as_ref().join("conf")).is_ok();
         let config = sled::Config::new()
             .path(path.as_ref())
             .cache_capacity(options.cache_bytes)
@@ -127,6 +133,12 @@ impl Store {
             Err(e @ sled::Error::Corruption { .. }) => return Err(damaged(e.to_string())),
             Err(other) => return Err(StoreError::Sled(other)),
         };
+        let layout = crate::kv::guard(|| tree.get(keys::LAYOUT)).map_err(&damaged)?;
+        if had_data && matches!(layout, Ok(None)) && tree.is_empty() {
+            return Err(damaged(
+                "its files are there but hold no data: the db file was cut short or emptied".into(),
+            ));
+        }
         Store::with_kv(Kv::sled(db, tree, shown.clone()), options)
     }
 

@@ -1,0 +1,90 @@
+//! A full disk under the daemon (issue 17, point 4), made real with a file
+//! size limit on the daemon's process (RLIMIT_FSIZE: writes past it fail
+//! with EFBIG, as on a full disk): a write request answered with an error
+//! has changed nothing, health turns red, and the store is whole after a
+//! restart.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+
+use common::daemon::{Daemon, TOKEN};
+use common::{run, stdout};
+use serde_json::json;
+
+/// Bytes the daemon's process may write into one file.
+const LIMIT: u64 = 4 << 20;
+
+fn limited(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    cmd.env("SITEMAPD_TOKEN", TOKEN);
+    // SAFETY: async-signal-safe calls only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_full_disk_fails_writes_whole_and_turns_health_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let d = Daemon::start_with(&store, &[], limited);
+    assert_eq!(common::http(d.addr, "GET", "/readyz", None, None).0, 200);
+    // Batches of notifications until one fails.
+    let mut stored = 0u64;
+    let mut failed = None;
+    for batch in 0..200 {
+        let urls: Vec<String> = (0..2_000)
+            .map(|i| {
+                format!(
+                    "https://h{}.example/{batch}/{i}/{}",
+                    i % 50,
+                    "p".repeat(200)
+                )
+            })
+            .collect();
+        let (status, answer) = d.call("POST", "/v1/notify", Some(json!({ "urls": urls })));
+        match status {
+            200 => stored += 2_000,
+            _ => {
+                failed = Some((batch, status, answer));
+                break;
+            }
+        }
+    }
+    let (batch, status, answer) = failed.expect("the file size limit was never reached");
+    assert_eq!(status, 503, "batch {batch}: {answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("cannot write"),
+        "{answer}"
+    );
+    let (health, body) = common::http(d.addr, "GET", "/healthz", None, None);
+    assert_eq!(health, 503, "{body}");
+    assert!(body.contains("write"), "{body}");
+    assert_eq!(common::http(d.addr, "GET", "/readyz", None, None).0, 503);
+    let (exit, _, log) = d.terminate();
+    // SIGTERM: the last flush fails, and says so; exit 1 (docs/daemon.md).
+    assert_eq!(exit.code(), Some(1), "{log}");
+    assert!(log.contains("cannot flush the store"), "{log}");
+    // Restarted without the limit: what was acknowledged is there, the
+    // failed batch is not, in part or whole.
+    let o = run(&[
+        "stats",
+        "--check",
+        "--json",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let stats: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{stats}\n{log}");
+    assert_eq!(stats["active"].as_u64(), Some(stored), "{stats}");
+}
