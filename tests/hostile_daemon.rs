@@ -474,7 +474,7 @@ fn off_loopback_needs_a_token() {
 #[test]
 fn a_request_head_must_arrive_in_time() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(&dir.path().join("store"), &["--request-body-secs", "1"]);
+    let d = Daemon::start(&dir.path().join("store"), &["--head-timeout-secs", "1"]);
     let closed_within = |sent: &[u8]| -> Duration {
         let mut conn = std::net::TcpStream::connect(d.addr).unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(20)))

@@ -568,10 +568,23 @@ pub struct ApiSettings {
     /// Largest API request body, bytes.
     #[arg(long, default_value_t = ApiSettings::default().max_request_bytes)]
     pub max_request_bytes: usize,
-    /// Seconds a client may take to send a request head, and again its body (then 408); also
-    /// the longest idle wait for the next request on a kept-alive connection.
+    /// Seconds a client may take to send a request body once its head has arrived (then 408).
     #[arg(long, value_name = "SECS", default_value_t = ApiSettings::default().request_body_secs)]
     pub request_body_secs: u64,
+    /// Seconds a client may take to send a request head, from connecting, or from the end of
+    /// the previous answer on a kept-alive connection; then the connection is closed.
+    #[arg(long, value_name = "SECS", default_value_t = ApiSettings::default().head_timeout_secs)]
+    pub head_timeout_secs: u64,
+    /// Connections the API holds at most; lowered at start to stay below the open-file limit
+    /// (RLIMIT_NOFILE, less 256 for the store and the fetcher). When all are taken, a new
+    /// connection takes the slot of the oldest idle one (no request in flight) of the address
+    /// holding the most, which is closed; with none idle it is answered 503.
+    #[arg(long, default_value_t = ApiSettings::default().max_connections)]
+    pub max_connections: usize,
+    /// Connections one client address (an IPv4 address, an IPv6 /64) holds at most; its next
+    /// one takes the slot of its own oldest idle connection, or is answered 503.
+    #[arg(long, default_value_t = ApiSettings::default().max_connections_per_ip)]
+    pub max_connections_per_ip: usize,
 }
 
 impl Default for ApiSettings {
@@ -583,6 +596,9 @@ impl Default for ApiSettings {
             max_lease: 10_000,
             max_request_bytes: 4 << 20,
             request_body_secs: 30,
+            head_timeout_secs: 5,
+            max_connections: 512,
+            max_connections_per_ip: 128,
         }
     }
 }
@@ -618,7 +634,23 @@ impl ApiSettings {
             "api.request_body_secs",
             (1..=3_600).contains(&self.request_body_secs),
             "between 1 and 3600",
-        )
+        )?;
+        check(
+            "api.head_timeout_secs",
+            (1..=3_600).contains(&self.head_timeout_secs),
+            "between 1 and 3600",
+        )?;
+        check(
+            "api.max_connections",
+            (1..=1_000_000).contains(&self.max_connections),
+            "between 1 and 1000000",
+        )?;
+        check(
+            "api.max_connections_per_ip",
+            (1..=self.max_connections).contains(&self.max_connections_per_ip),
+            "between 1 and api.max_connections",
+        )?;
+        Ok(())
     }
 }
 
