@@ -7,10 +7,13 @@
 //! drains, the walks stop, what they read is committed, the store is
 //! flushed, exit 0.
 
+mod access;
 mod api;
 mod conns;
 mod metrics;
 mod refresh;
+
+pub(crate) use access::{is_host, is_origin};
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,7 +30,7 @@ use metrics::Metrics;
 use refresh::Refresher;
 
 use crate::cli::DaemonArgs;
-use crate::settings::{LogFormat, site_key};
+use crate::settings::{LogFormat, MIN_TOKEN_BYTES, site_key};
 use crate::walk_store::StoreMemory;
 
 /// After the signal, how long in-flight requests may take.
@@ -40,11 +43,24 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     init_logs(settings.api.log_format);
     let token = settings.api.token()?;
-    if token.is_none() && !settings.api.listen.ip().is_loopback() {
-        bail!(
+    let loopback = settings.api.listen.ip().is_loopback();
+    match &token {
+        None if !loopback => bail!(
             "listening on {} (not loopback) needs an API token: set SITEMAPD_TOKEN or token_file",
             settings.api.listen
-        );
+        ),
+        Some(t) if !loopback && t.len() < MIN_TOKEN_BYTES => bail!(
+            "the API token has {} bytes: listening on {} (not loopback) needs one of at least \
+             {MIN_TOKEN_BYTES} bytes",
+            t.len(),
+            settings.api.listen
+        ),
+        None => warn!(
+            "the API runs without an API token: every local process can lease, complete and \
+             add sites (browser pages are refused: Host, Origin and Content-Type are checked); \
+             set SITEMAPD_TOKEN or api.token_file"
+        ),
+        Some(_) => {}
     }
     let store = Arc::new(settings.store.open_with(StoreOptions {
         refresh: settings.refresh.params(),
@@ -114,6 +130,11 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     }
     let per_ip = settings.api.max_connections_per_ip.min(max_connections);
     let slots = conns::Slots::new(max_connections, per_ip);
+    let access = access::Access::new(
+        &settings.api.allowed_origins,
+        &settings.api.allowed_hosts,
+        address,
+    );
     let app = api::router(
         api::ApiState {
             store: store.clone(),
@@ -127,6 +148,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             body_timeout: request_secs,
         },
         settings.api.max_request_bytes,
+        access,
     );
     info!(
         store = %settings.store.store.display(),

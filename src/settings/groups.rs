@@ -585,7 +585,21 @@ pub struct ApiSettings {
     /// one takes the slot of its own oldest idle connection, or is answered 503.
     #[arg(long, default_value_t = ApiSettings::default().max_connections_per_ip)]
     pub max_connections_per_ip: usize,
+    /// Origins (`https://host[:port]`) whose browser pages may call the API; a request with
+    /// any other Origin header is refused (403). Default none: every request from a page is
+    /// refused. The API sends no CORS headers: an origin here is for pages served from the
+    /// same origin as the API (behind a reverse proxy).
+    #[arg(long, value_delimiter = ',', value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Names the API answers to in the Host header (`name` for any port, `name:port`), besides
+    /// IP addresses and, listening on loopback, localhost; any other Host is refused (421),
+    /// against DNS rebinding.
+    #[arg(long, value_delimiter = ',', value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
 }
+
+/// The shortest API token accepted off loopback, bytes.
+pub const MIN_TOKEN_BYTES: usize = 16;
 
 impl Default for ApiSettings {
     fn default() -> Self {
@@ -599,17 +613,27 @@ impl Default for ApiSettings {
             head_timeout_secs: 5,
             max_connections: 512,
             max_connections_per_ip: 128,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
 
 impl ApiSettings {
     /// The API token: `SITEMAPD_TOKEN`, else the token file's first line.
+    /// Set but empty, either is an error (it used to mean "no token").
     pub fn token(&self) -> Result<Option<String>> {
-        if let Ok(t) = std::env::var("SITEMAPD_TOKEN") {
-            if !t.trim().is_empty() {
-                return Ok(Some(t.trim().to_string()));
+        if let Some(t) = std::env::var_os("SITEMAPD_TOKEN") {
+            let Some(t) = t.to_str() else {
+                bail!("SITEMAPD_TOKEN is not UTF-8");
+            };
+            if t.trim().is_empty() {
+                bail!(
+                    "SITEMAPD_TOKEN is set but empty: give a token, or unset the variable to run \
+                     without one (on loopback only)"
+                );
             }
+            return Ok(Some(t.trim().to_string()));
         }
         let Some(path) = &self.token_file else {
             return Ok(None);
@@ -650,6 +674,20 @@ impl ApiSettings {
             (1..=self.max_connections).contains(&self.max_connections_per_ip),
             "between 1 and api.max_connections",
         )?;
+        for origin in &self.allowed_origins {
+            check(
+                "api.allowed_origins",
+                crate::daemon::is_origin(origin),
+                &format!("origins like https://host or http://host:port, not {origin:?}"),
+            )?;
+        }
+        for host in &self.allowed_hosts {
+            check(
+                "api.allowed_hosts",
+                crate::daemon::is_host(host),
+                &format!("names like host or host:port, not {host:?}"),
+            )?;
+        }
         Ok(())
     }
 }
