@@ -200,7 +200,8 @@ fn the_api_refuses_strangers_and_bad_requests() {
     conn.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let head = format!(
-        "POST /v1/complete HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n["
+        "POST /v1/complete HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[",
+        d.addr
     );
     conn.write_all(head.as_bytes()).unwrap();
     let started = Instant::now();

@@ -352,3 +352,69 @@ fn absurd_limits_and_files_are_refused_with_what_to_do() {
         "{e}"
     );
 }
+
+/// Issue 17, point 7: behind a proxy names resolve at the proxy, so a
+/// proxy on a loopback or private address would reach what the address
+/// guard refuses (`localhost`, internal names, redirects to them). Such a
+/// proxy needs `--allow-private`; with it, the walk goes through the proxy.
+#[test]
+fn a_loopback_proxy_needs_allow_private() {
+    // A forward proxy is asked for absolute URLs: the fixture answers them.
+    let proxy = TestSite::start();
+    proxy.route(
+        "http://site.example/robots.txt",
+        Reply::ok("Sitemap: http://site.example/s.xml\n"),
+    );
+    proxy.route(
+        "http://site.example/s.xml",
+        Reply::ok(urlset(&["http://site.example/page".to_string()])),
+    );
+    let base = [
+        "discover",
+        "--min-delay",
+        "0",
+        "--no-probe",
+        "--timeout",
+        "5",
+    ];
+    for via in [
+        proxy.url("/").trim_end_matches('/').to_string(),
+        format!("http://localhost:{}", proxy.port()),
+        format!("socks5h://127.0.0.1:{}", proxy.port()),
+        "http://10.0.0.1:3128".to_string(),
+        "http://[::1]:3128".to_string(),
+    ] {
+        let out = run(&[&base[..], &["--proxy", &via, "http://site.example/"]].concat());
+        assert!(
+            !out.status.success(),
+            "--proxy {via} without --allow-private: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("needs --allow-private") && err.contains(&via),
+            "--proxy {via}: {err}"
+        );
+    }
+    assert_eq!(proxy.connections(), 0, "the proxy was contacted");
+    let via = proxy.url("/");
+    let out = run(&[
+        &base[..],
+        &[
+            "--proxy",
+            via.trim_end_matches('/'),
+            "--allow-private",
+            "--json",
+            "http://site.example/",
+        ],
+    ]
+    .concat());
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("http://site.example/s.xml"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(proxy.connections() > 0);
+}

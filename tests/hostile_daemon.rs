@@ -469,7 +469,8 @@ fn no_url_of_the_store_is_readable_without_the_token() {
         let _ = body;
         let chunk = "1,".repeat(600);
         let answer = raw(format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+            d.addr,
             chunk.len(),
             chunk.len()
         ));
@@ -499,7 +500,7 @@ fn off_loopback_needs_a_token() {
 #[test]
 fn a_request_head_must_arrive_in_time() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(&dir.path().join("store"), &["--request-body-secs", "1"]);
+    let d = Daemon::start(&dir.path().join("store"), &["--head-timeout-secs", "1"]);
     let closed_within = |sent: &[u8]| -> Duration {
         let mut conn = std::net::TcpStream::connect(d.addr).unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(20)))

@@ -67,8 +67,9 @@ type Shared = Arc<ApiState>;
 /// The longest lease a request may ask for.
 const MAX_TTL_SECS: i64 = 7 * 86_400;
 
-/// The router, with auth and the body limit.
-pub fn router(state: ApiState, max_body: usize) -> Router {
+/// The router, with auth, the browser checks ([`super::access`]) and the
+/// body limit.
+pub fn router(state: ApiState, max_body: usize, access: super::access::Access) -> Router {
     let state = Arc::new(state);
     let v1 = Router::new()
         .route("/v1/lease", post(lease))
@@ -82,6 +83,11 @@ pub fn router(state: ApiState, max_body: usize) -> Router {
         .route("/v1/sitemaps", get(sitemaps))
         .route("/v1/stats", get(stats))
         .route("/metrics", get(metrics))
+        // The last layer runs first: the token, then Host, Origin and Content-Type.
+        .route_layer(middleware::from_fn_with_state(
+            Arc::new(access),
+            super::access::guard,
+        ))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth));
     Router::new()
         .route("/healthz", get(healthz))

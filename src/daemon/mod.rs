@@ -7,9 +7,13 @@
 //! drains, the walks stop, what they read is committed, the store is
 //! flushed, exit 0.
 
+mod access;
 mod api;
+mod conns;
 mod metrics;
 mod refresh;
+
+pub(crate) use access::{is_host, is_origin};
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,13 +24,13 @@ use anyhow::{Context, Result, bail};
 
 use sitemapd_scheduler::StoreOptions;
 use tokio::sync::{Notify, watch};
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use metrics::Metrics;
 use refresh::Refresher;
 
 use crate::cli::DaemonArgs;
-use crate::settings::{LogFormat, site_key};
+use crate::settings::{LogFormat, MIN_TOKEN_BYTES, site_key};
 use crate::walk_store::StoreMemory;
 
 /// After the signal, how long in-flight requests may take.
@@ -39,11 +43,24 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     init_logs(settings.api.log_format);
     let token = settings.api.token()?;
-    if token.is_none() && !settings.api.listen.ip().is_loopback() {
-        bail!(
+    let loopback = settings.api.listen.ip().is_loopback();
+    match &token {
+        None if !loopback => bail!(
             "listening on {} (not loopback) needs an API token: set SITEMAPD_TOKEN or token_file",
             settings.api.listen
-        );
+        ),
+        Some(t) if !loopback && t.len() < MIN_TOKEN_BYTES => bail!(
+            "the API token has {} bytes: listening on {} (not loopback) needs one of at least \
+             {MIN_TOKEN_BYTES} bytes",
+            t.len(),
+            settings.api.listen
+        ),
+        None => warn!(
+            "the API runs without an API token: every local process can lease, complete and \
+             add sites (browser pages are refused: Host, Origin and Content-Type are checked); \
+             set SITEMAPD_TOKEN or api.token_file"
+        ),
+        Some(_) => {}
     }
     let store = Arc::new(settings.store.open_with(StoreOptions {
         refresh: settings.refresh.params(),
@@ -99,6 +116,25 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         .context("cannot start the refresh thread")?;
 
     let request_secs = Duration::from_secs(settings.api.request_body_secs);
+    let head_secs = Duration::from_secs(settings.api.head_timeout_secs);
+    let fd_limit = conns::fd_limit();
+    let max_connections = conns::connection_cap(settings.api.max_connections, fd_limit);
+    if max_connections < settings.api.max_connections {
+        warn!(
+            "api.max_connections lowered from {} to {max_connections}: the open-file limit is {} \
+             ({} kept for the store and the fetcher; raise it with ulimit -n or LimitNOFILE)",
+            settings.api.max_connections,
+            fd_limit.unwrap_or_default(),
+            conns::FD_RESERVE
+        );
+    }
+    let per_ip = settings.api.max_connections_per_ip.min(max_connections);
+    let slots = conns::Slots::new(max_connections, per_ip);
+    let access = access::Access::new(
+        &settings.api.allowed_origins,
+        &settings.api.allowed_hosts,
+        address,
+    );
     let app = api::router(
         api::ApiState {
             store: store.clone(),
@@ -112,10 +148,13 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             body_timeout: request_secs,
         },
         settings.api.max_request_bytes,
+        access,
     );
     info!(
         store = %settings.store.store.display(),
         policy = store.policy().name(),
+        max_connections,
+        max_connections_per_ip = per_ip,
         "listening on http://{address}"
     );
     runtime.block_on(async {
@@ -129,7 +168,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 let _ = stop_tx.send(true);
             }
         };
-        let server = serve(listener, app, request_secs, signal);
+        let server = conns::serve(listener, app, head_secs, slots, signal);
         tokio::select! {
             () = server => {}
             _ = async { let _ = drained.wait_for(|s| *s).await; tokio::time::sleep(DRAIN).await } => {
@@ -146,55 +185,6 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     runtime.shutdown_timeout(Duration::from_millis(500));
     info!("stopped");
     Ok(ExitCode::SUCCESS)
-}
-
-/// Serves `app` on `listener` until `stop` completes, then waits for the
-/// requests in flight (idle connections are closed at once).
-///
-/// HTTP/1 by hyper, with a timer: the head of every request (and the wait
-/// for the next one on a kept-alive connection) must arrive within
-/// `head_timeout`, or the connection is closed. `axum::serve` sets no
-/// timer, so hyper's header read timeout never fired there, and a client
-/// sending nothing, or a head byte by byte, held its connection (and a
-/// file descriptor) for ever, without a token.
-async fn serve(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    head_timeout: Duration,
-    stop: impl std::future::Future<Output = ()>,
-) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
-
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(head_timeout);
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of descriptors and the like: retry a little later.
-                    debug!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut stop => break,
-        };
-        let service = TowerToHyperService::new(app.clone());
-        let conn = http.serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                debug!(error = %e, "connection ended");
-            }
-        });
-    }
-    drop(listener);
-    graceful.shutdown().await;
 }
 
 /// SIGINT and SIGTERM, listened for from [`Signals::install`] on.

@@ -584,11 +584,38 @@ pub struct ApiSettings {
     /// Largest API request body, bytes.
     #[arg(long, default_value_t = ApiSettings::default().max_request_bytes)]
     pub max_request_bytes: usize,
-    /// Seconds a client may take to send a request head, and again its body (then 408); also
-    /// the longest idle wait for the next request on a kept-alive connection.
+    /// Seconds a client may take to send a request body once its head has arrived (then 408).
     #[arg(long, value_name = "SECS", default_value_t = ApiSettings::default().request_body_secs)]
     pub request_body_secs: u64,
+    /// Seconds a client may take to send a request head, from connecting, or from the end of
+    /// the previous answer on a kept-alive connection; then the connection is closed.
+    #[arg(long, value_name = "SECS", default_value_t = ApiSettings::default().head_timeout_secs)]
+    pub head_timeout_secs: u64,
+    /// Connections the API holds at most; lowered at start to stay below the open-file limit
+    /// (RLIMIT_NOFILE, less 256 for the store and the fetcher). When all are taken, a new
+    /// connection takes the slot of the oldest idle one (no request in flight) of the address
+    /// holding the most, which is closed; with none idle it is answered 503.
+    #[arg(long, default_value_t = ApiSettings::default().max_connections)]
+    pub max_connections: usize,
+    /// Connections one client address (an IPv4 address, an IPv6 /64) holds at most; its next
+    /// one takes the slot of its own oldest idle connection, or is answered 503.
+    #[arg(long, default_value_t = ApiSettings::default().max_connections_per_ip)]
+    pub max_connections_per_ip: usize,
+    /// Origins (`https://host[:port]`) whose browser pages may call the API; a request with
+    /// any other Origin header is refused (403). Default none: every request from a page is
+    /// refused. The API sends no CORS headers: an origin here is for pages served from the
+    /// same origin as the API (behind a reverse proxy).
+    #[arg(long, value_delimiter = ',', value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Names the API answers to in the Host header (`name` for any port, `name:port`), besides
+    /// IP addresses and, listening on loopback, localhost; any other Host is refused (421),
+    /// against DNS rebinding.
+    #[arg(long, value_delimiter = ',', value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
 }
+
+/// The shortest API token accepted off loopback, bytes.
+pub const MIN_TOKEN_BYTES: usize = 16;
 
 impl Default for ApiSettings {
     fn default() -> Self {
@@ -599,17 +626,30 @@ impl Default for ApiSettings {
             max_lease: 10_000,
             max_request_bytes: 4 << 20,
             request_body_secs: 30,
+            head_timeout_secs: 5,
+            max_connections: 512,
+            max_connections_per_ip: 128,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
 
 impl ApiSettings {
     /// The API token: `SITEMAPD_TOKEN`, else the token file's first line.
+    /// Set but empty, either is an error (it used to mean "no token").
     pub fn token(&self) -> Result<Option<String>> {
-        if let Ok(t) = std::env::var("SITEMAPD_TOKEN") {
-            if !t.trim().is_empty() {
-                return Ok(Some(t.trim().to_string()));
+        if let Some(t) = std::env::var_os("SITEMAPD_TOKEN") {
+            let Some(t) = t.to_str() else {
+                bail!("SITEMAPD_TOKEN is not UTF-8");
+            };
+            if t.trim().is_empty() {
+                bail!(
+                    "SITEMAPD_TOKEN is set but empty: give a token, or unset the variable to run \
+                     without one (on loopback only)"
+                );
             }
+            return Ok(Some(t.trim().to_string()));
         }
         let Some(path) = &self.token_file else {
             return Ok(None);
@@ -634,7 +674,37 @@ impl ApiSettings {
             "api.request_body_secs",
             (1..=3_600).contains(&self.request_body_secs),
             "between 1 and 3600",
-        )
+        )?;
+        check(
+            "api.head_timeout_secs",
+            (1..=3_600).contains(&self.head_timeout_secs),
+            "between 1 and 3600",
+        )?;
+        check(
+            "api.max_connections",
+            (1..=1_000_000).contains(&self.max_connections),
+            "between 1 and 1000000",
+        )?;
+        check(
+            "api.max_connections_per_ip",
+            (1..=self.max_connections).contains(&self.max_connections_per_ip),
+            "between 1 and api.max_connections",
+        )?;
+        for origin in &self.allowed_origins {
+            check(
+                "api.allowed_origins",
+                crate::daemon::is_origin(origin),
+                &format!("origins like https://host or http://host:port, not {origin:?}"),
+            )?;
+        }
+        for host in &self.allowed_hosts {
+            check(
+                "api.allowed_hosts",
+                crate::daemon::is_host(host),
+                &format!("names like host or host:port, not {host:?}"),
+            )?;
+        }
+        Ok(())
     }
 }
 

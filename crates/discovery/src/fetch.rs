@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::guard::{AddressGuard, GuardRefused, GuardedResolver};
+use crate::guard::{AddressGuard, GuardRefused, GuardedResolver, proxy_refusal};
 use crate::politeness::{HostPermit, Politeness};
 
 /// Fetcher settings. `Default` gives the values documented on each field.
@@ -63,8 +63,10 @@ pub struct FetchConfig {
     /// `127.0.0.2` or `::ffff:127.0.0.1` through.
     pub allow_addresses: Vec<IpAddr>,
     /// Proxy for every request (`http://…` or `socks5://…`); default none,
-    /// and the system's proxy settings are ignored. Behind a proxy the
-    /// guard can only check literal IP hosts: names resolve at the proxy.
+    /// and the system's proxy settings are ignored. Behind a proxy the guard can
+    /// only check literal IP hosts (names resolve at the proxy), and a proxy
+    /// on a loopback or private address is refused unless `allow_private`
+    /// (or `allow_addresses` lists it): [`crate::guard::proxy_refusal`].
     pub proxy: Option<String>,
     /// Host names answered from this table instead of DNS (like curl's
     /// `--resolve`); the guard still applies.
@@ -485,6 +487,18 @@ impl Fetcher {
         let guard = AddressGuard {
             allow_private: config.allow_private,
         };
+        let refusal = config.proxy.as_deref().and_then(|proxy| {
+            proxy_refusal(guard, proxy, &config.resolve, &config.allow_addresses)
+                .map(|why| (proxy, why))
+        });
+        if let Some((proxy, why)) = refusal {
+            return Err(FetchError::Setup(format!(
+                "the proxy {proxy} is not on a public address ({why}): behind a proxy, names \
+                 resolve at the proxy, where the address guard cannot check them (localhost and \
+                 internal names would pass), so a proxy on a loopback or private address needs \
+                 --allow-private (fetch.allow_private)"
+            )));
+        }
         let resolver = GuardedResolver::new(guard, config.resolve.clone())
             .allowing(config.allow_addresses.clone());
         let mut headers = HeaderMap::new();

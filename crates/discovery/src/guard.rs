@@ -119,6 +119,45 @@ impl AddressGuard {
     }
 }
 
+/// Why the guard refuses `proxy` (a proxy URL, `scheme://host:port`, the
+/// scheme `http://` if none is given), if it does: its host is a literal
+/// address the guard refuses and `allowed` does not list, `localhost` (or a
+/// name under `.localhost`), or a name `overrides` answers with such an
+/// address. Behind a proxy, names resolve at the proxy, out of the guard's
+/// sight, so a proxy inside the network would reach what the guard keeps
+/// out (`localhost`, internal names, redirects to them). Other names are
+/// resolved through the [`GuardedResolver`] when the proxy is connected to.
+/// `None` when the guard is lifted, or the URL has no host to judge.
+pub fn proxy_refusal(
+    guard: AddressGuard,
+    proxy: &str,
+    overrides: &HashMap<String, Vec<IpAddr>>,
+    allowed: &[IpAddr],
+) -> Option<String> {
+    if guard.allow_private {
+        return None;
+    }
+    // Parsed as http whatever the scheme (socks5h too), so that every
+    // spelling of an IPv4 address (0x7f.1, 2130706433) is read as one.
+    let rest = proxy.split_once("://").map_or(proxy, |(_, rest)| rest);
+    let url = reqwest::Url::parse(&format!("http://{rest}")).ok()?;
+    let host = url.host_str()?;
+    let refused = |ip: IpAddr| forbidden(ip).filter(|_| !allowed.contains(&ip));
+    let literal = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = literal.parse::<IpAddr>() {
+        return refused(ip).map(|why| format!("{ip} is {why}"));
+    }
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost" || name.ends_with(".localhost") {
+        return Some(format!("{name} is loopback"));
+    }
+    overrides
+        .get(&name)
+        .into_iter()
+        .flatten()
+        .find_map(|ip| refused(*ip).map(|why| format!("{name} resolves to {ip}, {why}")))
+}
+
 /// Name resolution for the fetcher: a fixed table of overrides (like curl's
 /// `--resolve`), then the system resolver, then the [`AddressGuard`] on
 /// every address returned.
@@ -212,6 +251,51 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_proxy_inside_the_network_is_refused() {
+        let on = AddressGuard::default();
+        let none = HashMap::new();
+        let refused = |p: &str| proxy_refusal(on, p, &none, &[]);
+        for p in [
+            "http://127.0.0.1:3128",
+            "127.0.0.1:3128",
+            "http://0x7f.1:3128",
+            "socks5h://2130706433:1080",
+            "http://[::1]:3128",
+            "http://[::ffff:10.0.0.1]:3128",
+            "http://10.0.0.1:3128",
+            "http://192.168.1.1",
+            "http://169.254.169.254",
+            "http://localhost:3128",
+            "http://LOCALHOST.:3128",
+            "http://proxy.localhost:3128",
+        ] {
+            assert!(refused(p).is_some(), "{p}");
+        }
+        for p in [
+            "http://93.184.216.34:3128",
+            "http://proxy.example:3128",
+            "::",
+        ] {
+            assert_eq!(refused(p), None, "{p}");
+        }
+        // A name answered from --resolve is judged by its address.
+        let table = HashMap::from([("proxy.test".to_string(), vec![ip("10.1.1.1")])]);
+        assert_eq!(
+            proxy_refusal(on, "http://proxy.test:3128", &table, &[]).as_deref(),
+            Some("proxy.test resolves to 10.1.1.1, private")
+        );
+        // Lifted by allow_private, or for an address let through.
+        let off = AddressGuard {
+            allow_private: true,
+        };
+        assert_eq!(proxy_refusal(off, "http://127.0.0.1:1", &none, &[]), None);
+        assert_eq!(
+            proxy_refusal(on, "http://10.1.1.1:1", &none, &[ip("10.1.1.1")]),
+            None
+        );
     }
 
     #[test]
