@@ -95,6 +95,20 @@ fn split_host(host: &str) -> Option<(String, Option<u16>)> {
     (!name.is_empty()).then_some((name, port))
 }
 
+/// The `api.allowed_origins` and `api.allowed_hosts` settings checked at
+/// start: an error names the key and the entry.
+pub fn check_settings(origins: &[String], hosts: &[String]) -> anyhow::Result<()> {
+    if let Some(bad) = origins.iter().find(|o| !is_origin(o)) {
+        anyhow::bail!(
+            "api.allowed_origins: expected origins like https://host or http://host:port, not {bad:?}"
+        );
+    }
+    if let Some(bad) = hosts.iter().find(|h| !is_host(h)) {
+        anyhow::bail!("api.allowed_hosts: expected names like host or host:port, not {bad:?}");
+    }
+    Ok(())
+}
+
 /// Whether `value` is an origin `api.allowed_origins` can list:
 /// `http(s)://host[:port]`, nothing after.
 pub fn is_origin(value: &str) -> bool {

@@ -13,8 +13,6 @@ mod conns;
 mod metrics;
 mod refresh;
 
-pub(crate) use access::{is_host, is_origin};
-
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +40,7 @@ const COMMIT: Duration = Duration::from_secs(3);
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     init_logs(settings.api.log_format);
+    access::check_settings(&settings.api.allowed_origins, &settings.api.allowed_hosts)?;
     let token = settings.api.token()?;
     let loopback = settings.api.listen.ip().is_loopback();
     match &token {
