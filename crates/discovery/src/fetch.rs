@@ -69,6 +69,12 @@ pub struct FetchConfig {
     /// Host names answered from this table instead of DNS (like curl's
     /// `--resolve`); the guard still applies.
     pub resolve: HashMap<String, Vec<IpAddr>>,
+    /// For tests only: certificates (DER) trusted as TLS roots besides the
+    /// system's, so that a test can fetch from a loopback HTTPS server with
+    /// a certificate of its own CA. No command-line flag or configuration
+    /// key sets it; default none.
+    #[doc(hidden)]
+    pub test_roots: Vec<Vec<u8>>,
 }
 
 impl Default for FetchConfig {
@@ -89,6 +95,7 @@ impl Default for FetchConfig {
             allow_addresses: Vec::new(),
             proxy: None,
             resolve: HashMap::new(),
+            test_roots: Vec::new(),
         }
     }
 }
@@ -504,6 +511,15 @@ impl Fetcher {
             .dns_resolver(resolver)
             .pool_idle_timeout(Duration::from_secs(30))
             .tcp_nodelay(true);
+        if !config.test_roots.is_empty() {
+            let roots = config
+                .test_roots
+                .iter()
+                .map(|der| reqwest::Certificate::from_der(der))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| FetchError::Setup(format!("test root: {}", error_chain(&e))))?;
+            builder = builder.tls_certs_merge(roots);
+        }
         builder = match &config.proxy {
             Some(p) => builder.proxy(
                 reqwest::Proxy::all(p)
