@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,6 +75,13 @@ pub struct FetchConfig {
     /// key sets it; default none.
     #[doc(hidden)]
     pub test_roots: Vec<Vec<u8>>,
+    /// For tests only: names the HTTP client resolves itself, past the
+    /// guarded resolver (as a resolver that let a forbidden address through
+    /// would), so that a test can show the fetcher's re-check of the
+    /// address a response came from. No command-line flag or configuration
+    /// key sets it; default none.
+    #[doc(hidden)]
+    pub test_unguarded_resolve: HashMap<String, Vec<IpAddr>>,
 }
 
 impl Default for FetchConfig {
@@ -96,6 +103,7 @@ impl Default for FetchConfig {
             proxy: None,
             resolve: HashMap::new(),
             test_roots: Vec::new(),
+            test_unguarded_resolve: HashMap::new(),
         }
     }
 }
@@ -519,6 +527,10 @@ impl Fetcher {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| FetchError::Setup(format!("test root: {}", error_chain(&e))))?;
             builder = builder.tls_certs_merge(roots);
+        }
+        for (name, ips) in &config.test_unguarded_resolve {
+            let addrs: Vec<SocketAddr> = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+            builder = builder.resolve_to_addrs(name, &addrs);
         }
         builder = match &config.proxy {
             Some(p) => builder.proxy(
