@@ -317,6 +317,52 @@ fn sites_are_added_and_removed_through_the_api() {
     assert_eq!(d.get("/v1/sites")["sites"].as_array().unwrap().len(), 0);
 }
 
+/// Two followed sites on one host: the site, and one of its sitemaps
+/// followed as a site of its own. Removing one leaves the host's URLs in
+/// the queue, since the other still follows them (docs/daemon.md, `DELETE
+/// /v1/sites`); removing the other takes them out.
+#[test]
+fn removing_a_site_that_shares_its_host_keeps_the_hosts_urls() {
+    let (site, _, _) = changing_site();
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("store"), &[]);
+    let (root, map) = (site.url("/"), site.url("/sitemap.xml"));
+    let added = d.post("/v1/sites", json!({"sites": [root, map]}));
+    assert_eq!(added["added"].as_array().unwrap().len(), 2, "{added}");
+    d.wait_for("both sites' walks", |d| {
+        let sites = d.get("/v1/sites");
+        let sites = sites["sites"].as_array().unwrap();
+        d.active() == 3 && sites.len() == 2 && sites.iter().all(|s| s["last_walk"].is_i64())
+    });
+
+    let (status, removed) = d.call("DELETE", "/v1/sites", Some(json!({"sites": [map]})));
+    assert_eq!(status, 200, "{removed}");
+    assert_eq!(removed["removed"][0], map.as_str(), "{removed}");
+    assert_eq!(removed["retired_urls"], 0, "{removed}");
+    assert_eq!(d.active(), 3);
+    let sites = d.get("/v1/sites");
+    assert_eq!(sites["sites"].as_array().unwrap().len(), 1, "{sites}");
+    assert_eq!(sites["sites"][0]["site"], root.as_str(), "{sites}");
+    // Still in the queue: handed out.
+    let leased = d.post("/v1/lease", json!({"n": 10, "per_host": 10}));
+    let mut urls: Vec<&str> = leased["urls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["url"].as_str().unwrap())
+        .collect();
+    urls.sort_unstable();
+    let pages: Vec<String> = (0..3).map(|i| site.url(&format!("/a{i}"))).collect();
+    assert_eq!(urls, pages, "{leased}");
+
+    // The last site of the host: its URLs leave the queue.
+    let (status, removed) = d.call("DELETE", "/v1/sites", Some(json!({"sites": [root]})));
+    assert_eq!(status, 200, "{removed}");
+    assert_eq!(removed["retired_urls"], 3, "{removed}");
+    assert_eq!(d.active(), 0);
+    assert!(d.terminate().0.success());
+}
+
 /// An index of `children` sitemaps of 2,000 URLs each (/s{c}.xml, pages
 /// /p{c}-{i}).
 fn big_site(children: usize) -> TestSite {
