@@ -115,7 +115,11 @@ fn the_issue_transcript_as_it_runs_now() {
     let site = site();
     let dir = tempfile::tempdir().unwrap();
     ingest(dir.path(), &site);
-    // The walk's first sitemap fetch after robots.txt waited its Crawl-delay.
+    // The walk's first sitemap fetch after robots.txt waited its Crawl-delay
+    // (2 s). The server stamps a request when it has read its head, so a
+    // robots.txt stamped late (its thread waiting for a core) shortens the
+    // gap it sees: 1.5 s leaves a margin ten times that noise, and is far
+    // above the milliseconds with no delay.
     let times: Vec<_> = site
         .requests()
         .iter()
@@ -124,7 +128,7 @@ fn the_issue_transcript_as_it_runs_now() {
     let robots_at = times.iter().find(|(p, _)| p == "/robots.txt").unwrap().1;
     let sitemap_at = times.iter().find(|(p, _)| p == "/sitemap.xml").unwrap().1;
     assert!(
-        sitemap_at.duration_since(robots_at).as_secs_f64() >= 1.9,
+        sitemap_at.duration_since(robots_at).as_secs_f64() >= 1.5,
         "sitemap {:?} after robots.txt",
         sitemap_at.duration_since(robots_at)
     );

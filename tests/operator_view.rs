@@ -278,6 +278,9 @@ fn the_api_answers_errors_ranges_ids_and_times_plainly() {
     assert!(is_rfc3339(&first["not_before_rfc3339"]), "{first}");
     let (status, v) = d.call("POST", "/v1/lease", Some(json!({})));
     assert_eq!(status, 200, "{v}");
+    // `n` at `--max-lease` itself is in range (51 above was not).
+    let (status, v) = d.call("POST", "/v1/lease", Some(json!({"n": 50})));
+    assert_eq!(status, 200, "{v}");
 
     // A URL under a live lease says so, and names its sitemaps by URL.
     let url = first["url"].as_str().unwrap();

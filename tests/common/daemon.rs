@@ -158,8 +158,12 @@ impl Daemon {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(50)); // the log reader's last lines
-                return (status, start.elapsed(), self.log());
+                let took = start.elapsed();
+                // The log reader's last lines: it ends at the end of stderr.
+                if let Some(reader) = self.reader.take() {
+                    reader.join().unwrap();
+                }
+                return (status, took, self.log());
             }
             if start.elapsed() > Duration::from_secs(15) {
                 let _ = self.child.kill();

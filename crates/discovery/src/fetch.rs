@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -71,6 +71,19 @@ pub struct FetchConfig {
     /// Host names answered from this table instead of DNS (like curl's
     /// `--resolve`); the guard still applies.
     pub resolve: HashMap<String, Vec<IpAddr>>,
+    /// For tests only: certificates (DER) trusted as TLS roots besides the
+    /// system's, so that a test can fetch from a loopback HTTPS server with
+    /// a certificate of its own CA. No command-line flag or configuration
+    /// key sets it; default none.
+    #[doc(hidden)]
+    pub test_roots: Vec<Vec<u8>>,
+    /// For tests only: names the HTTP client resolves itself, past the
+    /// guarded resolver (as a resolver that let a forbidden address through
+    /// would), so that a test can show the fetcher's re-check of the
+    /// address a response came from. No command-line flag or configuration
+    /// key sets it; default none.
+    #[doc(hidden)]
+    pub test_unguarded_resolve: HashMap<String, Vec<IpAddr>>,
 }
 
 impl Default for FetchConfig {
@@ -91,6 +104,8 @@ impl Default for FetchConfig {
             allow_addresses: Vec::new(),
             proxy: None,
             resolve: HashMap::new(),
+            test_roots: Vec::new(),
+            test_unguarded_resolve: HashMap::new(),
         }
     }
 }
@@ -518,6 +533,19 @@ impl Fetcher {
             .dns_resolver(resolver)
             .pool_idle_timeout(Duration::from_secs(30))
             .tcp_nodelay(true);
+        if !config.test_roots.is_empty() {
+            let roots = config
+                .test_roots
+                .iter()
+                .map(|der| reqwest::Certificate::from_der(der))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| FetchError::Setup(format!("test root: {}", error_chain(&e))))?;
+            builder = builder.tls_certs_merge(roots);
+        }
+        for (name, ips) in &config.test_unguarded_resolve {
+            let addrs: Vec<SocketAddr> = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+            builder = builder.resolve_to_addrs(name, &addrs);
+        }
         builder = match &config.proxy {
             Some(p) => builder.proxy(
                 reqwest::Proxy::all(p)

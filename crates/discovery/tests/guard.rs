@@ -12,6 +12,7 @@
 //! | sitemap index children | [`index_children_at_private_addresses_are_refused`] |
 //! | redirects, at every hop, of sitemaps and robots.txt | [`redirects_to_private_addresses_are_refused_at_every_hop`] |
 //! | sites added through the daemon API | `tests/hostile_daemon.rs`: `sites_added_through_the_api_pass_the_guard` |
+//! | the address a response came from, checked again | [`a_response_from_a_private_peer_is_refused`] |
 //!
 //! The guard is on in these tests (`allow_private: false`). To serve the
 //! first, legitimate document from the loopback test server, its one
@@ -29,7 +30,10 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use sitemapd_discovery::walk::RobotsOutcome;
-use sitemapd_discovery::{FetchConfig, Fetcher, WalkConfig, WalkEvent, Walker};
+use sitemapd_discovery::{
+    FetchConfig, FetchError, Fetcher, Validators, WalkConfig, WalkEvent, Walker,
+};
+use sitemapd_parser::NormUrl;
 use sitemapd_testsite::{Reply, TestSite};
 
 mod common;
@@ -44,6 +48,11 @@ const NAMES: [(&str, &str); 4] = [
     ("zero.test", "0.0.0.0"),
 ];
 
+/// The time a walk of refusals may take: far below the 15 s a single retry
+/// would wait, and far above the few milliseconds it takes (a loaded machine
+/// adds at most a second or so).
+const NOT_RETRIED: Duration = Duration::from_secs(10);
+
 fn guarded() -> Walker {
     let resolve: HashMap<String, Vec<IpAddr>> = NAMES
         .iter()
@@ -54,9 +63,11 @@ fn guarded() -> Walker {
         allow_addresses: vec!["127.0.0.1".parse().unwrap()],
         resolve,
         min_delay: Duration::ZERO,
-        // A refusal must not be retried: with a 2 s backoff a retry shows.
-        backoff: Duration::from_secs(2),
-        deadline: Duration::from_secs(10),
+        // A refusal must not be retried: with a 30 s backoff (15 to 45 s
+        // with its jitter, within the deadline) a retry shows, far beyond
+        // the [`NOT_RETRIED`] the tests allow.
+        backoff: Duration::from_secs(30),
+        deadline: Duration::from_secs(120),
         ..FetchConfig::default()
     };
     Walker::new(Fetcher::new(config).unwrap(), WalkConfig::default())
@@ -129,11 +140,7 @@ async fn a_site_whose_name_resolves_privately_is_not_contacted() {
     }
     assert_eq!(site.connections(), 0, "the guard let a connection through");
     // Refused at once: not retried after a backoff.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < NOT_RETRIED, "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -155,11 +162,7 @@ async fn robots_sitemap_lines_to_private_addresses_are_refused() {
     assert_eq!(site.hits("/landed.xml"), 0);
     let totals = site_done(&events);
     assert_eq!((totals.sitemaps, totals.failed), (1, evil.len() as u64));
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < NOT_RETRIED, "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -262,4 +265,62 @@ async fn redirects_to_private_addresses_are_refused_at_every_hop() {
         assert_eq!(moved.hits("/robots.txt"), i + 1, "{target}: retried");
     }
     assert_eq!(moved.hits("/sitemap.xml"), 0);
+}
+
+/// The last of the guard's three checks: the address the response came
+/// from. Names go through the guarded resolver, which never hands the
+/// connector a forbidden address, so this check only ever sees what got
+/// past it; to show it, the name `public.test` is resolved by the HTTP
+/// client itself ([`FetchConfig::test_unguarded_resolve`], for tests only),
+/// to the test server's 127.0.0.1, which is not let through. The request
+/// goes out (the check is on the response), but the response is refused:
+/// its body is not read and its redirect is not followed. Only an address
+/// let through ([`FetchConfig::allow_addresses`]) is answered.
+#[tokio::test]
+async fn a_response_from_a_private_peer_is_refused() {
+    let site = TestSite::start();
+    site.route("/sitemap.xml", Reply::ok(urlset(&[site.url("/page")])));
+    site.route("/moved.xml", Reply::redirect(301, "/sitemap.xml"));
+    let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+    let fetcher = |allow: Vec<IpAddr>| {
+        Fetcher::new(FetchConfig {
+            allow_private: false,
+            allow_addresses: allow,
+            test_unguarded_resolve: HashMap::from([("public.test".to_string(), vec![loopback])]),
+            min_delay: Duration::ZERO,
+            // A refusal must not be retried (the server would count it).
+            backoff: Duration::from_millis(10),
+            ..FetchConfig::default()
+        })
+        .unwrap()
+    };
+    let url =
+        |path: &str| NormUrl::parse(&format!("http://public.test:{}{path}", site.port())).unwrap();
+    let guarded = fetcher(Vec::new());
+    for path in ["/sitemap.xml", "/moved.xml"] {
+        let refused = guarded
+            .get(&url(path), &Validators::default())
+            .await
+            .unwrap_err();
+        let FetchError::Refused(why) = &refused else {
+            panic!("{path}: {refused:?}")
+        };
+        assert_eq!(
+            why,
+            &format!("{} connected to 127.0.0.1 (loopback)", url(path)),
+            "{path}"
+        );
+        assert!(refused.to_string().starts_with("address guard refused"));
+    }
+    // Each asked for once: neither retried, and the redirect to
+    // /sitemap.xml not followed.
+    assert_eq!((site.hits("/sitemap.xml"), site.hits("/moved.xml")), (1, 1));
+
+    // 127.0.0.1 let through: the same fetch is answered.
+    let fetched = fetcher(vec![loopback])
+        .get(&url("/moved.xml"), &Validators::default())
+        .await
+        .unwrap();
+    assert_eq!(fetched.status, 200);
+    assert_eq!(fetched.url, url("/sitemap.xml"));
 }

@@ -57,6 +57,12 @@ use common::{URLSET, urlset, walk};
 const CAP: u64 = 8 << 20;
 /// The deadline of one document where the deadline is what is tested.
 const DEADLINE: Duration = Duration::from_secs(3);
+/// How long a walk whose hostile documents only the [`DEADLINE`] ends may
+/// take at most: the deadline, plus a margin ten times the scheduling
+/// noise of a loaded two-core machine (a second or two). Without the
+/// deadline these walks never end (a byte a second keeps the idle timeout
+/// from firing).
+const CUT_BY_THE_DEADLINE: Duration = Duration::from_secs(3 + 20);
 /// Pages of the good sitemap every hostile site also lists.
 const GOOD_PAGES: usize = 3;
 
@@ -397,7 +403,7 @@ async fn one_byte_per_second() {
     assert_eq!(site.hits("/drip.xml"), 1, "a deadline is not retried");
     let totals = carried_on(&events, &site);
     assert_eq!((totals.sitemaps, totals.failed), (2, 1));
-    assert!(took < DEADLINE + Duration::from_secs(3), "{took:?}");
+    assert!(took >= DEADLINE && took < CUT_BY_THE_DEADLINE, "{took:?}");
 }
 
 #[tokio::test]
@@ -450,7 +456,7 @@ async fn headers_that_never_end() {
     assert_eq!(site.hits("/trickle.xml"), 1);
     let totals = carried_on(&events, &site);
     assert_eq!((totals.sitemaps, totals.failed), (1, 2));
-    assert!(took < DEADLINE + Duration::from_secs(3), "{took:?}");
+    assert!(took >= DEADLINE && took < CUT_BY_THE_DEADLINE, "{took:?}");
 }
 
 #[tokio::test]
@@ -1139,8 +1145,9 @@ async fn storm_of_429() {
     }
     let totals = carried_on(&events, &site);
     assert_eq!((totals.sitemaps, totals.failed), (1, 7));
-    // Three 2 s waits, two sitemaps at a time: bounded, and no 1 h wait.
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Three sitemaps with two 1 s waits each, two at a time: about 4 s.
+    // Bounded well below the cap (60 s) whatever the load: no 1 h wait.
+    assert!(took < Duration::from_secs(30), "{took:?}");
 
     // A robots.txt that answers 429: "try later" (like 5xx), not "no
     // rules": nothing is probed on a server asking for fewer requests.

@@ -593,8 +593,8 @@ async fn address_guard_refuses_private_literals_and_names_without_connecting() {
     let events = walk(&w, &site.url("/sitemap.xml")).await;
     assert!(failures(&events)[0].1.contains("address guard"));
     assert_eq!(site.connections(), 0, "nothing may reach the server");
-    // No retries on a refusal, no connect timeout waited.
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // No connect timeout waited (30 s): a refusal is immediate.
+    assert!(started.elapsed() < Duration::from_secs(15));
 }
 
 #[tokio::test]
@@ -660,6 +660,13 @@ async fn robots_outcomes_rfc_9309() {
     assert_eq!(robots.diagnostics[0].rule, Rule::R3);
 }
 
+/// The least gap the server sees between two requests 0.3 s apart (a
+/// `Crawl-delay: 0.3`): the server stamps each request when it has read its
+/// head, so a first request stamped late (its thread waiting for a core)
+/// shortens the gap it sees. Half the delay: a margin ten times that noise
+/// on a loaded machine, and far above the milliseconds with no delay.
+const CRAWL_DELAY_SEEN: Duration = Duration::from_millis(150);
+
 #[tokio::test]
 async fn crawl_delay_and_min_delay_space_requests() {
     let site = TestSite::start();
@@ -682,7 +689,7 @@ async fn crawl_delay_and_min_delay_space_requests() {
     let times: Vec<Instant> = site.requests().iter().map(|r| r.at).collect();
     for pair in times.windows(2).skip(1) {
         assert!(
-            pair[1] - pair[0] >= Duration::from_millis(280),
+            pair[1] - pair[0] >= CRAWL_DELAY_SEEN,
             "{:?}",
             pair[1] - pair[0]
         );
@@ -774,13 +781,24 @@ async fn probes_obey_robots_disallow() {
     assert_eq!(site.hits("/sitemap.xml"), 0);
 }
 
+/// The deadline of the back-pressure tests: ten times what reading a
+/// [`BIG`]-entry document waits for the network on a loaded machine (a
+/// fraction of a second), and shorter than [`STALL`].
+const STALL_DEADLINE: Duration = Duration::from_secs(3);
+/// How long the consumer of those tests stalls: longer than the deadline.
+const STALL: Duration = Duration::from_millis(3_500);
+/// Entries of their document: more than the walk and the parser buffer
+/// (about 4,000), so that the body is still being read when the consumer
+/// stalls.
+const BIG: usize = 10_000;
+
 #[tokio::test]
 async fn a_slow_consumer_does_not_cut_a_document() {
     let site = TestSite::start();
-    site.route("/big.xml", Reply::ok(urlset(&pages(&site, "p", 20_000))));
+    site.route("/big.xml", Reply::ok(urlset(&pages(&site, "p", BIG))));
     let w = walker(
         FetchConfig {
-            deadline: Duration::from_secs(1),
+            deadline: STALL_DEADLINE,
             ..fetch_config()
         },
         WalkConfig::default(),
@@ -788,10 +806,11 @@ async fn a_slow_consumer_does_not_cut_a_document() {
     let mut stream = w.walk(vec![Seed::parse(&site.url("/big.xml")).unwrap()]);
     let first = stream.next().await;
     assert!(matches!(first, Some(WalkEvent::Entry { .. })));
-    // The consumer stalls for twice the deadline: back-pressure, not network time.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The consumer stalls for longer than the deadline: back-pressure, not
+    // network time.
+    tokio::time::sleep(STALL).await;
     let rest: Vec<WalkEvent> = stream.collect().await;
-    assert_eq!(entries(&rest).len(), 19_999);
+    assert_eq!(entries(&rest).len(), BIG - 1);
     let r = report(&rest, &site.url("/big.xml"));
     assert_eq!(r.cut, None);
     assert!(r.complete());
@@ -833,21 +852,29 @@ async fn the_last_answer_is_reported_when_a_retry_would_pass_the_deadline() {
     );
     assert_eq!(site.hits("/busy.xml"), 1);
 
-    // Nothing listens on this port: the error says so, not "deadline".
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // Nothing listens on this port: the error says so, not "deadline". The
+    // port stays bound (not listening) for the whole test, so no other
+    // test's server can take it meanwhile.
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let port = closed.local_addr().unwrap().port();
-    drop(closed);
     let w = walker(
         FetchConfig {
-            deadline: Duration::from_millis(500),
-            backoff: Duration::from_secs(1),
+            // A refused connection takes milliseconds: the deadline is
+            // far off, the retry's wait (5 to 15 s) beyond it.
+            deadline: Duration::from_secs(5),
+            backoff: Duration::from_secs(10),
             ..fetch_config()
         },
         WalkConfig::default(),
     );
+    let started = Instant::now();
     let events = walk(&w, &format!("http://127.0.0.1:{port}/sitemap.xml")).await;
     let failed = failures(&events);
     assert!(failed[0].1.starts_with("connection failed"), "{failed:?}");
+    // Not retried: the wait would end past the deadline.
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(closed);
 }
 
 #[tokio::test]
@@ -870,7 +897,7 @@ async fn a_redirected_robots_txt_paces_the_host_it_led_to() {
     let times: Vec<Instant> = b.requests().iter().map(|r| r.at).collect();
     assert_eq!(times.len(), 3);
     assert!(
-        times[2] - times[1] >= Duration::from_millis(280),
+        times[2] - times[1] >= CRAWL_DELAY_SEEN,
         "{:?}",
         times[2] - times[1]
     );
@@ -903,11 +930,11 @@ async fn waiting_for_the_politeness_gate_does_not_spend_the_deadline() {
         "/robots.txt",
         robots_txt("", &[site.url("/1.xml"), site.url("/2.xml")]),
     );
-    site.route("/1.xml", Reply::ok(urlset(&pages(&site, "a", 20_000))));
+    site.route("/1.xml", Reply::ok(urlset(&pages(&site, "a", BIG))));
     site.route("/2.xml", Reply::ok(urlset(&pages(&site, "b", 10))));
     let w = walker(
         FetchConfig {
-            deadline: Duration::from_secs(1),
+            deadline: STALL_DEADLINE,
             per_host_in_flight: 1,
             ..fetch_config()
         },
@@ -921,10 +948,10 @@ async fn waiting_for_the_politeness_gate_does_not_spend_the_deadline() {
             break;
         }
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(STALL).await;
     let rest: Vec<WalkEvent> = stream.collect().await;
     assert!(failures(&rest).is_empty(), "{:?}", failures(&rest));
-    assert_eq!(entries(&rest).len(), 20_009);
+    assert_eq!(entries(&rest).len(), BIG + 9);
 }
 
 #[tokio::test]

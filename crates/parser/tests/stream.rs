@@ -105,21 +105,35 @@ async fn dropping_the_stream_stops_the_parser_and_releases_the_reader() {
     let mut stream = parse_async(reader, options);
     let first = stream.next().await;
     assert!(matches!(first, Some(Event::Url(_))), "{first:?}");
-    // Back-pressure: with nobody reading, the parser stops at a full channel.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let early = served.load(Ordering::Relaxed);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert_eq!(
-        served.load(Ordering::Relaxed),
-        early,
-        "a stalled consumer stalls the parser"
-    );
-    assert!(
-        early < 10 << 20,
-        "served {early} bytes to a consumer that took one event"
-    );
+    // Back-pressure: with nobody reading, the parser stops at a full
+    // channel. Waited for as it happens (what was served stops growing),
+    // not for a fixed time: on a loaded machine the parsing thread may take
+    // long to fill the channel, and a parser that never stops fails here,
+    // at the bound or at the time limit, whichever comes first.
+    let bound = 10 << 20;
+    let started = std::time::Instant::now();
+    let mut early = served.load(Ordering::Relaxed);
+    loop {
+        assert!(
+            early < bound,
+            "served {early} bytes to a consumer that took one event"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = served.load(Ordering::Relaxed);
+        if now == early {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "a stalled consumer stalls the parser: still reading after {:?} ({now} bytes)",
+            started.elapsed()
+        );
+        early = now;
+    }
     drop(stream);
-    for _ in 0..100 {
+    // The parsing thread notices at its next send; waited for as it happens.
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(60) {
         if dropped.load(Ordering::Relaxed) {
             return;
         }

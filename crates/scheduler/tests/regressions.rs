@@ -216,14 +216,18 @@ fn with_a_corrupt(dir: &tempfile::TempDir) -> Store {
     }
     {
         // The store just closed keeps its lock until sled's flusher thread
-        // ends (up to 1 s).
-        let db = (0..40)
-            .find_map(|_| {
-                sled::open(dir.path())
-                    .map_err(|_| std::thread::sleep(std::time::Duration::from_millis(50)))
-                    .ok()
-            })
-            .unwrap();
+        // ends (up to 1 s, longer on a loaded machine): waited for as it
+        // happens, 60 s at most.
+        let started = std::time::Instant::now();
+        let db = loop {
+            match sled::open(dir.path()) {
+                Ok(db) => break db,
+                Err(e) if started.elapsed() > std::time::Duration::from_secs(60) => {
+                    panic!("the store's lock was never released: {e}")
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            }
+        };
         let t = db.open_tree("sitemapd").unwrap();
         let mut k = vec![b'u'];
         k.extend_from_slice(A.as_bytes());
