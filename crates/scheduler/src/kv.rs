@@ -96,7 +96,7 @@ pub(crate) struct Health {
 /// What [`Store::health`](crate::Store::health) reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StoreHealth {
-    /// Damage seen while reading (it does not heal: `sitemapd salvage`).
+    /// Damage seen while reading (it does not heal: rebuild the store).
     pub damaged: Option<String>,
     /// Why the last write failed (`None`: it succeeded, or none was made).
     pub write_failure: Option<String>,
