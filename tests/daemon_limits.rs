@@ -89,3 +89,38 @@ fn lists_come_in_pages_and_per_host_stats_on_request() {
     assert_eq!(names, ["c.example"]);
     assert!(rest["next"].is_null());
 }
+
+/// A site's sitemaps in pages: flat, in URL order, each naming its parent.
+#[test]
+fn a_sites_sitemaps_come_in_pages() {
+    let site = common::indexed_site(3, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let root = site.url("/");
+    let d = Daemon::start(&dir.path().join("store"), &[&root]);
+    d.wait_for("the walk", |d| d.active() == 6);
+    let tree = d.get(&format!("/v1/sitemaps?site={root}"));
+    assert_eq!(
+        tree["sitemaps"].as_array().unwrap().len(),
+        1,
+        "one index: {tree}"
+    );
+    let mut urls = Vec::new();
+    let mut path = format!("/v1/sitemaps?site={root}&limit=2");
+    loop {
+        let page = d.get(&path);
+        let nodes = page["sitemaps"].as_array().unwrap();
+        assert!(nodes.len() <= 2, "{page}");
+        for n in nodes {
+            assert!(n.get("children").is_none(), "flat: {n}");
+            urls.push(n["url"].as_str().unwrap().to_string());
+        }
+        match page["next"].as_str() {
+            Some(next) => path = format!("/v1/sitemaps?site={root}&limit=2&after={next}"),
+            None => break,
+        }
+    }
+    let mut sorted = urls.clone();
+    sorted.sort();
+    assert_eq!(urls, sorted);
+    assert_eq!(urls.len(), 4, "the index and its 3 sitemaps: {urls:?}");
+}

@@ -598,6 +598,10 @@ async fn url_record(
 #[derive(Debug, Deserialize)]
 struct SiteQuery {
     site: String,
+    /// A page of the site's sitemaps, flat, in URL order (each names its
+    /// `parent`), instead of the tree.
+    limit: Option<usize>,
+    after: Option<String>,
 }
 
 /// One sitemap of the tree (a cut read has a 2xx status and no error to
@@ -632,6 +636,34 @@ async fn sitemaps(
             {
                 records.insert(sitemap.url.clone(), sitemap);
             }
+        }
+        if q.limit.is_some() || q.after.is_some() {
+            let page_query = PageQuery {
+                limit: q.limit,
+                ..PageQuery::default()
+            };
+            let limit = page_query.limit()?;
+            let rest = records
+                .into_values()
+                .filter(|r| q.after.as_ref().is_none_or(|a| r.url > *a))
+                .map(|sitemap| {
+                    Ok(SitemapNode {
+                        refresh: store.refresh_state(&sitemap.url).ok().flatten(),
+                        sitemap,
+                        children: Vec::new(),
+                    })
+                });
+            let (nodes, next) = page(rest, limit, |n| n.sitemap.url.clone())?;
+            return Ok(answer(
+                json!({ "site": site, "sitemaps": nodes, "next": next }),
+            ));
+        }
+        if records.len() > MAX_PAGE {
+            return Err(ApiError::bad_request(format!(
+                "{site} has {} sitemaps, more than one answer holds ({MAX_PAGE}): ask for them \
+                 in pages (limit, after)",
+                records.len()
+            )));
         }
         let mut children: HashMap<String, Vec<String>> = HashMap::new();
         let mut roots = Vec::new();
