@@ -336,6 +336,18 @@ fn sites_added_through_the_api_pass_the_guard() {
             "{key}: no refusal by the address guard naming {host} logged:\n{log}"
         );
     }
+    // The metrics count them as refused, not as outages.
+    let (_, metrics) = http(d.addr, "GET", "/metrics", Some(TOKEN), None);
+    let refused = metrics
+        .lines()
+        .find(|l| l.starts_with("sitemapd_robots_fetches_total{status=\"refused\"}"))
+        .unwrap_or_else(|| panic!("no refused robots.txt counted:\n{metrics}"));
+    let counted: u64 = refused.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(counted >= 1, "{refused}");
+    assert!(
+        !metrics.contains("sitemapd_robots_fetches_total{status=\"unreachable\"}"),
+        "{metrics}"
+    );
 }
 
 /// Every route of the API, with a body for those that take one.

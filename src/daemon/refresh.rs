@@ -227,6 +227,12 @@ impl Refresher {
                     (_, true) => "cached",
                     (RobotsOutcome::Parsed { .. }, _) => "parsed",
                     (RobotsOutcome::Unavailable, _) => "unavailable",
+                    // The address guard's refusal is no outage: nothing to wait for.
+                    (RobotsOutcome::Unreachable { reason }, _)
+                        if sitemapd_discovery::fetch::is_refusal(reason) =>
+                    {
+                        "refused"
+                    }
                     (RobotsOutcome::Unreachable { .. }, _) => "unreachable",
                 };
                 m.robots_fetches.get_or_create(&label(outcome)).inc();
