@@ -603,6 +603,8 @@ impl Fetcher {
                             None => Some(self.backoff(attempt)),
                         }
                     }
+                    // A certificate the client refuses stays refused: no retry.
+                    Err(FetchError::Connect(text)) if is_tls_failure(text) => None,
                     Err(FetchError::Connect(_) | FetchError::Idle(_) | FetchError::Http(_)) => {
                         Some(self.backoff(attempt))
                     }
