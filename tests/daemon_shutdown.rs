@@ -1,6 +1,7 @@
 //! Shutdown as docs/daemon.md says it (issue 18): after SIGINT or SIGTERM
-//! the daemon refuses leases (a lease request in flight answers 503), takes
-//! no new connection (so a health check fails), and exits 0.
+//! the daemon hands out no lease (a lease request in flight answers 503 or
+//! is closed unread), takes no new connection (so a health check fails),
+//! and exits 0.
 
 mod common;
 
@@ -37,11 +38,13 @@ impl Held {
         Held { stream, rest }
     }
 
-    /// Sends the rest and reads the answer: status line and body.
+    /// Sends the rest and reads the answer: status line and body (empty
+    /// when the daemon closed the connection instead).
     fn finish(mut self) -> String {
-        self.stream.write_all(self.rest).unwrap();
         let mut answer = String::new();
-        let _ = self.stream.read_to_string(&mut answer);
+        if self.stream.write_all(self.rest).is_ok() {
+            let _ = self.stream.read_to_string(&mut answer);
+        }
         answer
     }
 }
@@ -64,9 +67,15 @@ fn stopping_refuses_in_flight_requests(signal: i32) {
         assert!(start.elapsed() < Duration::from_secs(10), "{}", d.log());
         std::thread::sleep(Duration::from_millis(10));
     }
+    // No lease after the signal: the request in flight answers 503, or its
+    // connection is closed before it was read (which of the two depends on
+    // whether the server had read its head when the signal came).
     let leased = lease.finish();
-    assert!(leased.starts_with("HTTP/1.1 503"), "{leased}");
-    assert!(leased.contains("no more leases"), "{leased}");
+    assert!(
+        leased.is_empty()
+            || (leased.starts_with("HTTP/1.1 503") && leased.contains("no more leases")),
+        "{leased}"
+    );
     // A new connection (a load balancer's health check) is not served.
     if let Ok(r) = sitemapd_testsite::client::request(d.addr, "GET", "/healthz", None, None) {
         assert_ne!(r.status, 200, "{}", r.text());
