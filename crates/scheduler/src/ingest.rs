@@ -717,12 +717,7 @@ impl<'s> Ingest<'s> {
                 let same_mode = outlived && StoredReason::from(due.reason) == rec.schedule.reason;
                 let keep = same_mode || (notified && rec.schedule.due <= due.at.unix());
                 if !keep {
-                    rec.schedule = Schedule {
-                        due: due.at.unix(),
-                        score: due.score as f32,
-                        reason: due.reason.into(),
-                        lease: None,
-                    };
+                    rec.schedule = Schedule::of(&due);
                 }
             }
             let key = rec.queued().then(|| rec.due_key(&url));

@@ -479,12 +479,7 @@ impl Store {
                 // whole): rescheduled without its lastmod, not handed out.
                 let old = rec.due_key(&url);
                 let due = self.schedule(&url, &rec, host, now);
-                rec.schedule = Schedule {
-                    due: due.at.unix(),
-                    score: due.score as f32,
-                    reason: due.reason.into(),
-                    lease: None,
-                };
+                rec.schedule = Schedule::of(&due);
                 batch.remove(old);
                 batch.insert(rec.due_key(&url), &[]);
                 batch.insert(keys::url(&url), encode(&rec));
@@ -601,12 +596,7 @@ impl Store {
                         new.redirected_from = Some(url.to_string());
                         rules.mark(target, &mut new)?;
                         let due = self.schedule(target, &new, host, now);
-                        new.schedule = Schedule {
-                            due: due.at.unix(),
-                            score: due.score as f32,
-                            reason: due.reason.into(),
-                            lease: None,
-                        };
+                        new.schedule = Schedule::of(&due);
                         if new.queued() {
                             batch.insert(new.due_key(target), &[]);
                         }
@@ -739,12 +729,7 @@ impl Store {
             .map(|i| i as f32);
         let due = self.schedule(url, &rec, host, now);
         batch.remove(rec.due_key(url));
-        rec.schedule = Schedule {
-            due: due.at.unix(),
-            score: due.score as f32,
-            reason: due.reason.into(),
-            lease: None,
-        };
+        rec.schedule = Schedule::of(&due);
         if rec.queued() {
             batch.insert(rec.due_key(url), &[]);
         }

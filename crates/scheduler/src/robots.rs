@@ -145,12 +145,7 @@ impl Store {
                     update.unblocked += 1;
                     if rec.queued() {
                         let due = self.schedule(&url, &rec, &host_record, now);
-                        rec.schedule = Schedule {
-                            due: due.at.unix(),
-                            score: due.score as f32,
-                            reason: due.reason.into(),
-                            lease: None,
-                        };
+                        rec.schedule = Schedule::of(&due);
                         batch.insert(rec.due_key(&url), &[]);
                     }
                 }

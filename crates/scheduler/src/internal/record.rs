@@ -292,6 +292,19 @@ pub struct Schedule {
     pub lease: Option<(u64, i64)>,
 }
 
+impl Schedule {
+    /// Where a policy's [`Due`](crate::policy::Due) puts a URL, with no
+    /// lease.
+    pub fn of(due: &crate::policy::Due) -> Schedule {
+        Schedule {
+            due: due.at.unix(),
+            score: due.score as f32,
+            reason: due.reason.into(),
+            lease: None,
+        }
+    }
+}
+
 /// [`Reason`] as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
