@@ -185,9 +185,14 @@ pub struct CompleteArgs {
 /// `sitemapd stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Verify that every due entry points at a record and every record has its due entry.
+    /// Read every record: verify that every due entry points at a record, every record has
+    /// its due entry and each host's kept counts are right (the counts come from those reads).
     #[arg(long)]
     pub check: bool,
+    /// Count each host's URLs again from the records and keep those counts (after --check
+    /// named hosts whose counts differ).
+    #[arg(long)]
+    pub recount: bool,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -13,11 +13,16 @@ use crate::settings::StoreUse;
 /// Runs `stats`.
 pub fn run(args: &StatsArgs) -> Result<ExitCode> {
     let store = args.store.open_existing(StoreUse::Stats)?;
-    let stats = store.stats(sitemapd_scheduler::Timestamp::now())?;
-    let check = if args.check {
-        Some(store.check()?)
+    let now = sitemapd_scheduler::Timestamp::now();
+    if args.recount {
+        store.recount()?;
+    }
+    // The kept counts answer at once; --check reads every record, recounts
+    // and checks them.
+    let (stats, check) = if args.check {
+        (store.full_stats(now)?, Some(store.check()?))
     } else {
-        None
+        (store.stats(now)?, None)
     };
     let mut out = io::stdout().lock();
     if args.json {
@@ -48,9 +53,10 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
         )?;
         writeln!(
             out,
-            "urls: {} active ({} due now, {} leased, {} never fetched, {} with lastmod), {} retired; {} sitemaps",
+            "urls: {} active ({}{} due now, {} leased, {} never fetched, {} with lastmod), {} retired; {} sitemaps",
             stats.active,
             stats.due_now,
+            if stats.due_now_capped { "+" } else { "" },
             stats.leased,
             stats.never_fetched,
             stats.with_lastmod,
@@ -111,6 +117,7 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
                 ("due entry without its record", &c.dangling_due),
                 ("record without its due entry", &c.missing_due),
                 ("refresh schedule without its sitemap", &c.orphan_refresh),
+                ("counts differ", &c.miscounted),
             ] {
                 for item in list.iter().take(20) {
                     writeln!(out, "  {what}: {item}")?;

@@ -107,7 +107,11 @@ impl Metrics {
             "URLs notified as changed",
             m.notified.clone(),
         );
-        r.register("queue_depth", "URLs due now", m.queue_depth.clone());
+        r.register(
+            "queue_depth",
+            "URLs due now (counted up to 100,000)",
+            m.queue_depth.clone(),
+        );
         r.register("sites", "Sites followed", m.sites.clone());
         Metrics { registry, ..m }
     }

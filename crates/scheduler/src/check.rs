@@ -1,4 +1,11 @@
 //! Integrity check and statistics: what `sitemapd stats [--check]` prints.
+//!
+//! [`Store::stats`] answers from the counts each host keeps (`Tally`), the
+//! first entries of the due index and the sitemap records: its cost grows
+//! with the number of hosts and sitemaps, not of URLs. [`Store::full_stats`]
+//! reads every URL record (and adds the change-rate quartiles);
+//! [`Store::check`] recounts every host and names those whose kept counts
+//! differ.
 
 use std::collections::BTreeMap;
 
@@ -6,10 +13,13 @@ use serde::Serialize;
 
 use crate::error::intact;
 use crate::keys;
+use crate::policy::Urgency;
+use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
+use crate::tally::{OUTCOMES, Tally};
 use crate::time::Timestamp;
 use crate::view::{SitemapView, UrlView};
 
@@ -29,6 +39,8 @@ pub struct CheckReport {
     pub missing_due: Vec<String>,
     /// Refresh schedules of sitemaps the store has no record of.
     pub orphan_refresh: Vec<String>,
+    /// Hosts whose kept counts differ from their records, with both.
+    pub miscounted: Vec<String>,
 }
 
 impl CheckReport {
@@ -38,6 +50,7 @@ impl CheckReport {
             && self.dangling_due.is_empty()
             && self.missing_due.is_empty()
             && self.orphan_refresh.is_empty()
+            && self.miscounted.is_empty()
     }
 }
 
@@ -66,17 +79,23 @@ pub struct Stats {
     pub sitemap_failures: u64,
     /// Active URLs never fetched.
     pub never_fetched: u64,
-    /// Active URLs leased now.
+    /// Active URLs holding a lease (from [`Store::stats`]: one that ran out
+    /// is counted until the URL is leased again or completed;
+    /// [`Store::full_stats`] counts the leases running now only).
     pub leased: u64,
-    /// Active URLs due now.
+    /// Active URLs due now (from [`Store::stats`]: at most
+    /// [`DUE_COUNT_LIMIT`](crate::queue::DUE_COUNT_LIMIT)).
     pub due_now: u64,
+    /// More URLs are due than [`Stats::due_now`] counted.
+    pub due_now_capped: bool,
     /// Active URLs with a lastmod.
     pub with_lastmod: u64,
     /// Sitemaps recorded.
     pub sitemaps: u64,
     /// Per host: active URLs, lastmod trusted.
     pub hosts: BTreeMap<String, HostStats>,
-    /// Estimated change rate (changes/day) over URLs with one: quartiles.
+    /// Estimated change rate (changes/day) over URLs with one: quartiles
+    /// ([`Store::full_stats`] only).
     pub rate_per_day_quartiles: Option<[f64; 3]>,
     /// Bytes on disk.
     pub disk_bytes: u64,
@@ -101,18 +120,44 @@ impl Store {
     /// decodes, and every refresh schedule belongs to a sitemap record.
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
+        let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
         for item in self.kv.scan_prefix([keys::URL]) {
             let (key, value) = item?;
             report.urls += 1;
             let url = String::from_utf8_lossy(&key[1..]).into_owned();
-            match decode::<UrlRecord>(&value) {
-                Err(_) => report.corrupt.push(url),
-                Ok(rec) if rec.queued() => {
-                    if !self.kv.contains_key(rec.due_key(&url))? {
-                        report.missing_due.push(url);
-                    }
-                }
-                Ok(_) => {}
+            let Ok(rec) = decode::<UrlRecord>(&value) else {
+                report.corrupt.push(url);
+                continue;
+            };
+            counted
+                .entry(keys::host_of(&url).to_string())
+                .or_default()
+                .add(&Tally::of(&rec), 1);
+            if rec.queued() && !self.kv.contains_key(rec.due_key(&url))? {
+                report.missing_due.push(url);
+            }
+        }
+        for item in self.kv.scan_prefix([keys::TALLY]) {
+            let (key, value) = item?;
+            let host = String::from_utf8_lossy(&key[1..]).into_owned();
+            let Ok(kept) = decode::<Tally>(&value) else {
+                report
+                    .corrupt
+                    .push(String::from_utf8_lossy(&key).into_owned());
+                continue;
+            };
+            let recount = counted.remove(&host).unwrap_or_default();
+            if kept != recount {
+                report
+                    .miscounted
+                    .push(format!("{host}: kept {kept:?}, counted {recount:?}"));
+            }
+        }
+        for (host, recount) in counted {
+            if !recount.is_zero() {
+                report
+                    .miscounted
+                    .push(format!("{host}: no counts kept, counted {recount:?}"));
             }
         }
         for prefix in [keys::HOST, keys::SITEMAP, keys::SITE, keys::ROBOTS] {
@@ -161,8 +206,78 @@ impl Store {
         Ok(report)
     }
 
-    /// Counts per state and host, rate quartiles, size on disk.
+    /// Counts per state and host, from the counts each host keeps; the due
+    /// URLs counted up to [`DUE_COUNT_LIMIT`]; size on disk. Its cost grows
+    /// with the number of hosts and sitemaps, not of URLs.
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        let now = now.unix();
+        let mut s = Stats::default();
+        for item in self.records::<Tally>([keys::TALLY]).filter(intact) {
+            let (name, t) = item?;
+            let count = |n: i64| n.max(0).unsigned_abs();
+            s.active += count(t.active);
+            s.retired += count(t.retired);
+            s.blocked += count(t.blocked);
+            s.gone += count(t.gone);
+            s.moved += count(t.moved);
+            s.never_fetched += count(t.never_fetched);
+            s.with_lastmod += count(t.with_lastmod);
+            s.leased += count(t.leases);
+            for (name, n) in OUTCOMES.iter().zip(t.outcomes) {
+                if n > 0 {
+                    *s.last_outcomes.entry((*name).to_string()).or_default() += count(n);
+                }
+            }
+            if t.active > 0 || t.retired > 0 || t.blocked > 0 {
+                let lastmod_trusted = self.host_record(&name)?.trust.is_trusted();
+                s.hosts.insert(
+                    name,
+                    HostStats {
+                        active: count(t.active),
+                        retired: count(t.retired),
+                        blocked: count(t.blocked),
+                        lastmod_trusted,
+                    },
+                );
+            }
+        }
+        self.sitemap_counts(&mut s)?;
+        let due = self.due_count(Timestamp::from_unix(now), DUE_COUNT_LIMIT + 1)?;
+        s.due_now = due.min(DUE_COUNT_LIMIT);
+        s.due_now_capped = due > DUE_COUNT_LIMIT;
+        let mut next_due: Option<i64> = None;
+        for class in Urgency::ALL {
+            let later = keys::due_after(class as u8, now)..keys::due_class(class as u8 + 1);
+            if let Some(item) = self.kv.range(later).next() {
+                let (key, _) = item?;
+                if let Some(entry) = keys::parse_due(&key) {
+                    next_due = Some(next_due.map_or(entry.at, |n| n.min(entry.at)));
+                }
+            }
+        }
+        s.next_due = next_due
+            .filter(|_| s.due_now == 0)
+            .map(Timestamp::from_unix);
+        s.disk_bytes = self.size_on_disk()?;
+        Ok(s)
+    }
+
+    /// Sitemaps recorded, and those failing.
+    fn sitemap_counts(&self, s: &mut Stats) -> Result<(), StoreError> {
+        for item in self
+            .records::<SitemapRecord>([keys::SITEMAP])
+            .filter(intact)
+        {
+            let (_, sitemap) = item?;
+            s.sitemaps += 1;
+            s.sitemap_failures += u64::from(sitemap.errors > 0);
+        }
+        Ok(())
+    }
+
+    /// [`Store::stats`] counted over every URL record, with the change-rate
+    /// quartiles and the leases running now: what `stats --check` shows.
+    pub fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let now = now.unix();
         let mut s = Stats::default();
         let mut rates = Vec::new();
@@ -211,14 +326,7 @@ impl Store {
                 stats.lastmod_trusted = h.trust.is_trusted();
             }
         }
-        for item in self
-            .records::<SitemapRecord>([keys::SITEMAP])
-            .filter(intact)
-        {
-            let (_, sitemap) = item?;
-            s.sitemaps += 1;
-            s.sitemap_failures += u64::from(sitemap.errors > 0);
-        }
+        self.sitemap_counts(&mut s)?;
         s.next_due = next_due
             .filter(|_| s.due_now == 0)
             .map(Timestamp::from_unix);

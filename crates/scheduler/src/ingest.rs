@@ -19,6 +19,7 @@ use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshStat
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::view::RefreshView;
+use crate::writes::{Before, UrlWrites};
 
 /// URLs merged in memory before a batch is written (measured: see the
 /// store bench in docs/BENCHMARKS.md).
@@ -583,17 +584,16 @@ impl<'s> Ingest<'s> {
         let mut retired = 0;
         let store = self.store;
         let _lock = store.lock_background();
-        let mut batch = crate::kv::Batch::default();
-        let mut hosts: HashMap<String, i64> = HashMap::new();
+        let mut writes = UrlWrites::default();
         for url in urls.drain(..) {
-            let Ok(Some(mut rec)) = store.url_record(&url) else {
+            let Ok(Some(before)) = store.url_record(&url) else {
                 continue;
             };
-            if rec.retired {
+            if before.retired {
                 continue;
             }
             let mut absent_everywhere = true;
-            for (id, stamp) in &rec.sources {
+            for (id, stamp) in &before.sources {
                 if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(*id) {
                     slot.insert(store.recent_reads(*id)?);
                 }
@@ -603,20 +603,15 @@ impl<'s> Ingest<'s> {
                 }
             }
             if absent_everywhere {
-                batch.remove(rec.due_key(&url));
+                let was = Before::of(&url, &before);
+                let mut rec = before;
                 rec.retired = true;
-                batch.insert(keys::url(&url), encode(&rec));
-                *hosts.entry(keys::host_of(&url).to_string()).or_default() -= 1;
+                writes.put(&url, Some(&was), &rec);
                 self.stats.retired += 1;
                 retired += 1;
             }
         }
-        for (host, delta) in hosts {
-            let mut h = store.host_record(&host)?;
-            h.urls = h.urls.saturating_add_signed(delta);
-            batch.insert(keys::host(&host), encode(&h));
-        }
-        store.kv.apply_batch(batch)?;
+        writes.apply(store)?;
         Ok(retired)
     }
 
@@ -628,8 +623,8 @@ impl<'s> Ingest<'s> {
         let store = self.store;
         let now = self.now;
         let _lock = store.lock_background();
-        let mut batch = crate::kv::Batch::default();
-        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut writes = UrlWrites::default();
+        let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(store);
         let mut recent: HashMap<u64, Vec<u64>> = self
             .readings
@@ -639,12 +634,9 @@ impl<'s> Ingest<'s> {
         for (url, seen) in self.pending.drain() {
             let host_name = keys::host_of(&url);
             if !hosts.contains_key(host_name) {
-                hosts.insert(
-                    host_name.to_string(),
-                    (store.host_record(host_name)?, false),
-                );
+                hosts.insert(host_name.to_string(), store.host_record(host_name)?);
             }
-            let (host, host_dirty) = hosts.get_mut(host_name).expect("inserted above");
+            let host = hosts.get_mut(host_name).expect("inserted above");
             let existing = match store.url_record(&url) {
                 Ok(r) => r,
                 // Only a record that does not decode; a store that cannot
@@ -658,8 +650,8 @@ impl<'s> Ingest<'s> {
                 Err(e) => return Err(e),
             };
             let new = existing.is_none();
+            let before = existing.as_ref().map(|r| Before::of(&url, r));
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
-            let old_key = (!new && rec.queued()).then(|| rec.due_key(&url));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
             let hints_changed = rec.apply(&seen, now, same_session);
@@ -671,7 +663,7 @@ impl<'s> Ingest<'s> {
                         r.record.members += 1;
                         r.dirty = true;
                         if stamp.is_none() && host_name != r.host {
-                            batch.insert(keys::member(id, &url), &[]);
+                            writes.batch().insert(keys::member(id, &url), &[]);
                         }
                     }
                     if stamp != Some(seq) {
@@ -720,20 +712,7 @@ impl<'s> Ingest<'s> {
                     rec.schedule = Schedule::of(&due);
                 }
             }
-            let key = rec.queued().then(|| rec.due_key(&url));
-            if old_key != key {
-                if let Some(old) = old_key {
-                    batch.remove(old);
-                }
-                if let Some(key) = key {
-                    batch.insert(key, &[]);
-                }
-            }
-            if new || revived {
-                host.urls += 1;
-                *host_dirty = true;
-            }
-            batch.insert(keys::url(&url), encode(&rec));
+            writes.put(&url, before.as_ref(), &rec);
             match (new, revived, hints_changed) {
                 (true, _, _) => self.stats.new += 1,
                 (_, true, _) => self.stats.revived += 1,
@@ -741,19 +720,14 @@ impl<'s> Ingest<'s> {
                 _ => self.stats.unchanged += 1,
             }
         }
-        for (name, (host, dirty)) in hosts {
-            if dirty {
-                batch.insert(keys::host(&name), encode(&host));
-            }
-        }
         for (url, reading) in &mut self.readings {
             if std::mem::take(&mut reading.dirty) {
+                let batch = writes.batch();
                 batch.insert(keys::sitemap(url), encode(&reading.record));
                 batch.insert(keys::sitemap_id(reading.record.id), url.as_bytes());
             }
         }
-        store.kv.apply_batch(batch)?;
-        Ok(())
+        writes.apply(store)
     }
 
     /// Commits what is pending and ends the session.

@@ -15,9 +15,11 @@ pub mod refresh;
 pub mod robots;
 pub mod sites;
 pub mod store;
+mod tally;
 mod time;
 pub mod trust;
 mod view;
+mod writes;
 
 #[doc(hidden)]
 pub mod internal;

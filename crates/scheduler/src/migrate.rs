@@ -3,16 +3,20 @@
 //!
 //! Layout 1 kept due entries as `d` ‖ due ‖ URL; layout 2 adds the urgency
 //! class and the priority rank; layout 3 widens the rank (lastmod and URL
-//! length after the priority). The migration rebuilds the due index from
-//! the URL records: every `d` key is removed, then each active record's
-//! entry is written, in batches, and the layout key last. A crash in the
-//! middle leaves the layout key unwritten, so the next open starts over:
-//! the rebuild is idempotent and the records are never touched.
+//! length after the priority); layout 4 keeps each host's counts (`t`).
+//! The migration rebuilds the due index from the URL records (from layouts
+//! 1 and 2: every `d` key is removed, then each active record's entry is
+//! written, in batches) and counts each host's records (from layouts 1 to
+//! 3: every `t` key is removed, then written from one pass over the
+//! records), and writes the layout key last. A crash in the middle leaves
+//! the layout key unwritten, so the next open starts over: the rebuild is
+//! idempotent and the records are never touched.
 
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::{Batch, Kv};
-use crate::record::{UrlRecord, decode};
+use crate::record::{UrlRecord, decode, encode};
+use crate::tally::Tally;
 
 /// Keys written per batch while rebuilding.
 const BATCH: usize = 10_000;
@@ -24,33 +28,76 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         Some([v]) if *v > keys::LAYOUT_VERSION => return Err(StoreError::NewerLayout(*v)),
         _ => {}
     }
-    let empty = kv.scan_prefix([keys::DUE]).next().is_none();
-    if !empty {
+    let empty = kv.scan_prefix([keys::URL]).next().is_none();
+    let version = match kv.get(keys::LAYOUT)?.as_deref() {
+        Some([v]) => *v,
+        _ => 1,
+    };
+    if !empty && version < 3 {
         tracing::info!(
             "rebuilding the due index for key layout {}",
             keys::LAYOUT_VERSION
         );
         rebuild_due_index(kv)?;
     }
+    if !empty && version < 4 {
+        tracing::info!("counting each host's URLs for key layout 4");
+        count_tallies(kv)?;
+    }
     kv.insert(keys::LAYOUT, &[keys::LAYOUT_VERSION])?;
     kv.flush()?;
     Ok(())
 }
 
-fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
+/// Removes every key of the keyspace `prefix`, in batches.
+fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
     loop {
         let mut batch = Batch::default();
         let mut n = 0;
-        for item in kv.scan_prefix([keys::DUE]).take(BATCH) {
+        for item in kv.scan_prefix([prefix]).take(BATCH) {
             let (key, _) = item?;
             batch.remove(key);
             n += 1;
         }
         if n == 0 {
-            break;
+            return Ok(());
         }
         kv.apply_batch(batch)?;
     }
+}
+
+/// Each host's counts from one pass over the URL records (in key order, so
+/// one host's records are together but for the scheme: the counts are
+/// summed in memory, one entry per host).
+pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
+    clear(kv, keys::TALLY)?;
+    let mut tallies: std::collections::HashMap<String, Tally> = Default::default();
+    for item in kv.scan_prefix([keys::URL]) {
+        let (key, value) = item?;
+        let Some(url) = key.get(1..).and_then(|u| std::str::from_utf8(u).ok()) else {
+            continue;
+        };
+        // A record that does not decode is not counted; `check` names it.
+        let Ok(rec) = decode::<UrlRecord>(&value) else {
+            continue;
+        };
+        tallies
+            .entry(keys::host_of(url).to_string())
+            .or_default()
+            .add(&Tally::of(&rec), 1);
+    }
+    let mut batch = Batch::default();
+    for (n, (host, tally)) in tallies.into_iter().enumerate() {
+        batch.insert(keys::tally(&host), encode(&tally));
+        if (n + 1) % BATCH == 0 {
+            kv.apply_batch(std::mem::take(&mut batch))?;
+        }
+    }
+    kv.apply_batch(batch)
+}
+
+fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
+    clear(kv, keys::DUE)?;
     let mut batch = Batch::default();
     let mut n = 0;
     for item in kv.scan_prefix([keys::URL]) {

@@ -17,9 +17,10 @@
 use std::collections::HashMap;
 
 use crate::keys;
-use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord, encode};
+use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
+use crate::writes::{Before, UrlWrites};
 
 /// What [`Store::notify`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,15 +67,15 @@ impl Store {
             norms.push(norm.into_string());
         }
         let _lock = self.lock();
-        // Records as this batch leaves them, with the due key each had in
-        // the store (removed when the batch is applied).
-        let mut records: HashMap<String, (UrlRecord, Option<Vec<u8>>)> = HashMap::new();
-        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        // Records as this batch leaves them, with what each was in the
+        // store.
+        let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
+        let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(norms.len());
         for url in &norms {
-            let (existing, stored_key) = match records.remove(url) {
-                Some((rec, key)) => (Some(rec), key),
+            let (existing, stored) = match records.remove(url) {
+                Some((rec, stored)) => (Some(rec), stored),
                 None => {
                     let rec = match self.url_record(url) {
                         Ok(r) => r,
@@ -86,8 +87,8 @@ impl Store {
                         }
                         Err(e) => return Err(e),
                     };
-                    let key = rec.as_ref().filter(|r| r.queued()).map(|r| r.due_key(url));
-                    (rec, key)
+                    let stored = rec.as_ref().map(|r| Before::of(url, r));
+                    (rec, stored)
                 }
             };
             let added = existing.is_none();
@@ -111,9 +112,9 @@ impl Store {
             rules.mark(url, &mut rec)?;
             let host_name = keys::host_of(url);
             if !hosts.contains_key(host_name) {
-                hosts.insert(host_name.to_string(), (self.host_record(host_name)?, false));
+                hosts.insert(host_name.to_string(), self.host_record(host_name)?);
             }
-            let (host, dirty) = hosts.get_mut(host_name).expect("inserted above");
+            let host = hosts.get_mut(host_name).expect("inserted above");
             let due = self.schedule(url, &rec, host, now);
             rec.schedule = Schedule {
                 due: now,
@@ -121,34 +122,19 @@ impl Store {
                 reason: StoredReason::Notified,
                 lease: None,
             };
-            if added || revived {
-                host.urls = host.urls.saturating_add(1);
-                *dirty = true;
-            }
             tracing::debug!(url, added, revived, "notified");
             found.push(if added {
                 Notified::Added
             } else {
                 Notified::Known
             });
-            records.insert(url.clone(), (rec, stored_key));
+            records.insert(url.clone(), (rec, stored));
         }
-        let mut batch = crate::kv::Batch::default();
-        for (url, (rec, stored_key)) in &records {
-            if let Some(old) = stored_key {
-                batch.remove(old.clone());
-            }
-            if rec.queued() {
-                batch.insert(rec.due_key(url), &[]);
-            }
-            batch.insert(keys::url(url), encode(rec));
+        let mut writes = UrlWrites::default();
+        for (url, (rec, stored)) in &records {
+            writes.put(url, stored.as_ref(), rec);
         }
-        for (name, (host, dirty)) in &hosts {
-            if *dirty {
-                batch.insert(keys::host(name), encode(host));
-            }
-        }
-        self.kv.apply_batch(batch)?;
+        writes.apply(self)?;
         Ok(found)
     }
 }

@@ -26,6 +26,7 @@ use crate::record::{
 use crate::robots::RulesCache;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
+use crate::writes::{Before, UrlWrites};
 
 /// What a crawler asks of [`Store::lease`]: how many URLs, how many of one
 /// host at most, and for how long.
@@ -212,6 +213,11 @@ impl From<Outcome> for Completion {
     }
 }
 
+/// How many due URLs a count reads at most ([`Store::queue_depth`],
+/// [`Store::stats`](crate::Store::stats)): a count of keys stops there, so
+/// that it costs the same at any store size (about 100,000 keys read).
+pub const DUE_COUNT_LIMIT: u64 = 100_000;
+
 /// Candidates read from the due index per URL asked for.
 const OVERSCAN: usize = 2;
 
@@ -334,19 +340,24 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
 
 impl Store {
     /// URLs due at `now` (due time at or before it, leases run out
-    /// included), every class: the due index counted, keys only. A scan of
-    /// that part of the index, not a stored counter.
-    ///
-    /// There is no cheap count of leased URLs: a lease's entry sits at its
-    /// expiry among the URLs due later, and only their records tell which
-    /// hold a lease ([`Store::stats`] counts them, over every record).
+    /// included), every class, counted up to [`DUE_COUNT_LIMIT`]: a scan
+    /// of that part of the due index, keys only, that stops there (the
+    /// number the daemon's `queue_depth` gauge shows).
     pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
+        self.due_count(now, DUE_COUNT_LIMIT)
+    }
+
+    /// URLs due at `now`, counted up to `at_most`.
+    pub(crate) fn due_count(&self, now: Timestamp, at_most: u64) -> Result<u64, StoreError> {
         let now = now.unix();
         let mut n = 0u64;
         for class in Urgency::ALL {
             let range = keys::due_class(class as u8)..keys::due_after(class as u8, now);
             for item in self.kv.range(range) {
                 item?;
+                if n >= at_most {
+                    return Ok(n);
+                }
                 n += 1;
             }
         }
@@ -448,15 +459,15 @@ impl Store {
         found.sort_by(Candidate::order);
         found.truncate(n - samples.len());
         found.extend(samples);
-        let mut batch = crate::kv::Batch::default();
+        let mut writes = UrlWrites::default();
         // Due URLs whose host's rules changed since they were scheduled
         // (and no `set_robots` pass reached them yet): out of the queue.
         for url in blocked {
             if let Ok(Some(mut rec)) = self.url_record(&url) {
                 if rec.queued() {
-                    batch.remove(rec.due_key(&url));
+                    let before = Before::of(&url, &rec);
                     rec.blocked = true;
-                    batch.insert(keys::url(&url), encode(&rec));
+                    writes.put(&url, Some(&before), &rec);
                 }
             }
         }
@@ -477,12 +488,10 @@ impl Store {
                 // Its host lost its trust since the sitemap read that made
                 // it urgent (a generation-time sitemap is caught once read
                 // whole): rescheduled without its lastmod, not handed out.
-                let old = rec.due_key(&url);
+                let before = Before::of(&url, &rec);
                 let due = self.schedule(&url, &rec, host, now);
                 rec.schedule = Schedule::of(&due);
-                batch.remove(old);
-                batch.insert(rec.due_key(&url), &[]);
-                batch.insert(keys::url(&url), encode(&rec));
+                writes.put(&url, Some(&before), &rec);
                 continue;
             }
             let not_before = host.next_allowed.max(now);
@@ -492,7 +501,7 @@ impl Store {
             let id = self.kv.generate_id()?;
             let reason = reason_of(&rec, now);
             let due = rec.schedule.due;
-            batch.remove(rec.due_key(&url));
+            let before = Before::of(&url, &rec);
             // The reason it was leased for stays: a lease that runs out
             // is due again in the same class.
             rec.schedule = Schedule {
@@ -501,8 +510,7 @@ impl Store {
                 reason: rec.schedule.reason,
                 lease: Some((id, horizon)),
             };
-            batch.insert(rec.due_key(&url), &[]);
-            batch.insert(keys::url(&url), encode(&rec));
+            writes.put(&url, Some(&before), &rec);
             out.push(Leased {
                 url,
                 due: Timestamp::from_unix(due),
@@ -515,10 +523,10 @@ impl Store {
         }
         for (name, (host, given)) in hosts {
             if given > 0 {
-                batch.insert(keys::host(&name), encode(&host));
+                writes.batch().insert(keys::host(&name), encode(&host));
             }
         }
-        self.kv.apply_batch(batch)?;
+        writes.apply(self)?;
         *credit = (*credit - sampled as f64
             + self.options.params.validation_share.clamp(0.0, 1.0) * out.len() as f64)
             .clamp(0.0, MAX_VALIDATION_CREDIT);
@@ -555,8 +563,9 @@ impl Store {
     ) -> Result<Vec<String>, StoreError> {
         let now = now.unix();
         let _lock = self.lock();
-        let mut batch = crate::kv::Batch::default();
-        let mut records: HashMap<String, UrlRecord> = HashMap::new();
+        // Records as this call leaves them, with what each was in the store
+        // (`None`: a redirect target it adds).
+        let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
         // Each host's record, and whether a completion changed it.
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut unknown = Vec::new();
@@ -567,10 +576,13 @@ impl Store {
                 continue;
             };
             let url = norm.as_str();
-            let rec = match records.remove(url) {
-                Some(rec) => rec,
+            let (rec, before) = match records.remove(url) {
+                Some(known) => known,
                 None => match self.url_record(url)? {
-                    Some(rec) => rec,
+                    Some(rec) => {
+                        let before = Before::of(url, &rec);
+                        (rec, Some(before))
+                    }
                     None => {
                         unknown.push(given.to_string());
                         continue;
@@ -582,8 +594,7 @@ impl Store {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => e.insert((self.host_record(host_name)?, false)),
             };
-            let rec =
-                self.apply_completion(url, rec, completion, host, host_changed, &mut batch, now);
+            let rec = self.apply_completion(url, rec, completion, host, host_changed, now);
             if let Outcome::Redirected { to, .. } = &completion.outcome {
                 if let Some(target) = redirect_target(&norm, to) {
                     let target = target.as_str();
@@ -597,33 +608,28 @@ impl Store {
                         rules.mark(target, &mut new)?;
                         let due = self.schedule(target, &new, host, now);
                         new.schedule = Schedule::of(&due);
-                        if new.queued() {
-                            batch.insert(new.due_key(target), &[]);
-                        }
-                        host.urls = host.urls.saturating_add(1);
-                        *host_changed = true;
                         tracing::debug!(from = url, to = target, "redirect target added");
-                        records.insert(target.to_string(), new);
+                        records.insert(target.to_string(), (new, None));
                     }
                 }
             }
-            records.insert(url.to_string(), rec);
+            records.insert(url.to_string(), (rec, before));
         }
-        for (url, rec) in &records {
-            batch.insert(keys::url(url), encode(rec));
+        let mut writes = UrlWrites::default();
+        for (url, (rec, before)) in &records {
+            writes.put(url, before.as_ref(), rec);
         }
         for (name, (host, changed)) in &hosts {
             if *changed {
-                batch.insert(keys::host(name), encode(host));
+                writes.batch().insert(keys::host(name), encode(host));
             }
         }
-        self.kv.apply_batch(batch)?;
+        writes.apply(self)?;
         Ok(unknown)
     }
 
-    /// One completion applied to `rec` (returned) and `host`; the due
-    /// entry's move goes into `batch`, the records are the caller's to write.
-    #[allow(clippy::too_many_arguments)]
+    /// One completion applied to `rec` (returned) and `host`; the records
+    /// are the caller's to write.
     fn apply_completion(
         &self,
         url: &str,
@@ -631,7 +637,6 @@ impl Store {
         completion: &Completion,
         host: &mut HostRecord,
         host_changed: &mut bool,
-        batch: &mut crate::kv::Batch,
         now: i64,
     ) -> UrlRecord {
         let outcome = completion.outcome.stored();
@@ -728,11 +733,7 @@ impl Store {
             .next_interval(&state, outcome.kind())
             .map(|i| i as f32);
         let due = self.schedule(url, &rec, host, now);
-        batch.remove(rec.due_key(url));
         rec.schedule = Schedule::of(&due);
-        if rec.queued() {
-            batch.insert(rec.due_key(url), &[]);
-        }
         rec
     }
 

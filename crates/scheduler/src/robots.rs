@@ -16,6 +16,7 @@ use crate::keys;
 use crate::record::{RobotsRecord, Schedule, UrlRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
+use crate::writes::{Before, UrlWrites};
 
 /// The longest `Crawl-delay` honoured, seconds: the sitemap fetcher's cap
 /// too (`fetch.min_delay`'s help), so one robots.txt cannot park a host's
@@ -124,7 +125,7 @@ impl Store {
             }
             let _lock = self.lock_background();
             let host_record = self.host_record(host)?;
-            let mut batch = crate::kv::Batch::default();
+            let mut writes = UrlWrites::default();
             for url in flips.drain(..) {
                 // Read again under the lock: a lease or a completion may
                 // have moved it since the scan.
@@ -135,9 +136,7 @@ impl Store {
                 if blocked == rec.blocked {
                     continue;
                 }
-                if rec.queued() {
-                    batch.remove(rec.due_key(&url));
-                }
+                let before = Before::of(&url, &rec);
                 rec.blocked = blocked;
                 if blocked {
                     update.blocked += 1;
@@ -146,13 +145,11 @@ impl Store {
                     if rec.queued() {
                         let due = self.schedule(&url, &rec, &host_record, now);
                         rec.schedule = Schedule::of(&due);
-                        batch.insert(rec.due_key(&url), &[]);
                     }
                 }
-                batch.insert(keys::url(&url), encode(&rec));
+                writes.put(&url, Some(&before), &rec);
             }
-            self.kv.apply_batch(batch)?;
-            Ok(())
+            writes.apply(self)
         };
         for item in self.host_urls(host) {
             let (url, rec) = item?;

@@ -13,6 +13,7 @@ use crate::record::{SiteRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::view::SiteView;
+use crate::writes::{Before, UrlWrites};
 
 /// URL records retired per batch by [`Store::retire_host`].
 const RETIRE_BATCH: usize = 2_000;
@@ -116,23 +117,23 @@ impl Store {
             }
             urls.push(url);
             if urls.len() >= RETIRE_BATCH {
-                retired += self.retire_urls(host, &mut urls)?;
+                retired += self.retire_urls(&mut urls)?;
             }
         }
-        retired += self.retire_urls(host, &mut urls)?;
+        retired += self.retire_urls(&mut urls)?;
         if retired > 0 {
             tracing::info!(host, retired, "host retired");
         }
         Ok(retired)
     }
 
-    /// Retires those of `urls` (all of `host`) still active: one batch.
-    fn retire_urls(&self, host: &str, urls: &mut Vec<String>) -> Result<u64, StoreError> {
+    /// Retires those of `urls` still active: one batch.
+    fn retire_urls(&self, urls: &mut Vec<String>) -> Result<u64, StoreError> {
         if urls.is_empty() {
             return Ok(0);
         }
         let _lock = self.lock();
-        let mut batch = crate::kv::Batch::default();
+        let mut writes = UrlWrites::default();
         let mut retired = 0u64;
         for url in urls.drain(..) {
             let Ok(Some(mut rec)) = self.url_record(&url) else {
@@ -141,17 +142,12 @@ impl Store {
             if rec.retired {
                 continue;
             }
-            batch.remove(rec.due_key(&url));
+            let before = Before::of(&url, &rec);
             rec.retired = true;
-            batch.insert(keys::url(&url), encode(&rec));
+            writes.put(&url, Some(&before), &rec);
             retired += 1;
         }
-        if retired > 0 {
-            let mut h = self.host_record(host)?;
-            h.urls = h.urls.saturating_sub(retired);
-            batch.insert(keys::host(host), encode(&h));
-        }
-        self.kv.apply_batch(batch)?;
+        writes.apply(self)?;
         Ok(retired)
     }
 }

@@ -338,7 +338,13 @@ impl Store {
     /// What the store knows of `host`; a host it has never seen gets the
     /// defaults.
     pub fn host(&self, host: &HostKey) -> Result<HostView, StoreError> {
-        Ok(HostView::of(host, &self.host_record(host.as_str())?))
+        let tally = self.tally(host.as_str())?;
+        let urls = tally
+            .active
+            .saturating_add(tally.blocked)
+            .max(0)
+            .unsigned_abs();
+        Ok(HostView::of(host, &self.host_record(host.as_str())?, urls))
     }
 
     /// The record of `url` (normalised), if the store holds it.

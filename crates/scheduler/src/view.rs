@@ -263,7 +263,7 @@ pub struct HostView {
 }
 
 impl HostView {
-    pub(crate) fn of(host: &HostKey, r: &HostRecord) -> HostView {
+    pub(crate) fn of(host: &HostKey, r: &HostRecord, urls: u64) -> HostView {
         HostView {
             host: host.clone(),
             lease_delay: Duration::try_from_secs_f64(r.min_delay.max(0.0)).unwrap_or_default(),
@@ -275,7 +275,7 @@ impl HostView {
             lastmod_silent_rate: r.trust.silent_rate(),
             lastmod_agreement: r.trust.agreement_rate(),
             lastmod_observations: r.trust.fetches(),
-            urls: r.urls,
+            urls,
         }
     }
 }

@@ -456,3 +456,83 @@ fn errors_back_off_per_url_and_per_host() {
     complete(&s, "/p5", Outcome::Error(500), later + 1);
     assert!(s.host(&host()).unwrap().next_allowed.unix() < later + 3600);
 }
+
+/// The counts `stats` answers from (kept per host, changed in the batch
+/// that changes the records) equal a count over every record after each
+/// kind of write: ingest, robots rules, lease, completions (gone, moved,
+/// redirected to a new URL, error), a push notification, retirement.
+#[test]
+fn the_kept_counts_equal_a_full_count_after_every_kind_of_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let same = |s: &Store, now: i64, step: &str| {
+        let (kept, full) = (s.stats(ts(now)).unwrap(), s.full_stats(ts(now)).unwrap());
+        let counts = |x: &sitemapd_scheduler::Stats| {
+            (
+                x.active,
+                x.retired,
+                x.blocked,
+                x.gone,
+                x.moved,
+                x.never_fetched,
+                x.with_lastmod,
+                x.due_now,
+                x.last_outcomes.clone(),
+                x.sitemaps,
+            )
+        };
+        assert_eq!(counts(&kept), counts(&full), "after {step}");
+        assert!(s.check().unwrap().is_ok(), "after {step}");
+        kept
+    };
+    let paths: Vec<String> = (0..20).map(|i| format!("/p{i}")).collect();
+    let entries: Vec<UrlEntry> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| entry(p, None, (i % 2 == 0).then_some(T0 - DAY)))
+        .collect();
+    read(&s, T0, &entries);
+    let st = same(&s, T0, "ingest");
+    assert_eq!((st.active, st.never_fetched, st.with_lastmod), (20, 20, 10));
+    s.set_robots(&host(), &disallow(&["/p1"], None), ts(T0))
+        .unwrap();
+    // /p1 and /p10../p19 are disallowed.
+    assert_eq!(same(&s, T0, "robots").blocked, 11);
+    let leased = s
+        .lease(
+            &LeaseRequest::new(9)
+                .per_host(9)
+                .ttl(Duration::from_secs(60)),
+            ts(T0),
+        )
+        .unwrap();
+    assert_eq!(leased.len(), 9);
+    assert_eq!(s.stats(ts(T0)).unwrap().leased, 9);
+    same(&s, T0, "lease");
+    let outcomes = [
+        Outcome::Gone(410),
+        Outcome::Redirected {
+            to: url("/new"),
+            status: 301,
+        },
+        Outcome::Error(503),
+        Outcome::Changed,
+        Outcome::NotModified,
+    ];
+    for (l, outcome) in leased.iter().zip(outcomes) {
+        s.complete(&l.url, &Completion::from(outcome), ts(T0 + 10))
+            .unwrap();
+    }
+    let st = same(&s, T0 + 10, "completions");
+    assert_eq!((st.gone, st.leased), (1, 4));
+    s.notify_all(["https://a.example/pushed"], ts(T0 + 20))
+        .unwrap();
+    same(&s, T0 + 20, "notification");
+    // A complete read without the even paths retires them (in time).
+    let odd: Vec<UrlEntry> = entries.iter().skip(1).step_by(2).cloned().collect();
+    for k in 1..=4 {
+        read(&s, T0 + k * DAY, &odd);
+        same(&s, T0 + k * DAY, "a read without half the URLs");
+    }
+    assert!(s.stats(ts(T0 + 4 * DAY)).unwrap().retired > 0);
+}

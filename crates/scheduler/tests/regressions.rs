@@ -242,9 +242,21 @@ fn with_a_corrupt(dir: &tempfile::TempDir) -> Store {
 fn one_corrupt_record_blocks_lease_and_ingest() {
     let dir = tempfile::tempdir().unwrap();
     let s = with_a_corrupt(&dir);
-    assert!(!s.check().unwrap().is_ok());
-    // stats skips the bad record and counts the others.
+    let check = s.check().unwrap();
+    assert!(!check.is_ok());
+    // The full count skips the bad record and counts the others; the kept
+    // counts (changed behind the store's back) still say 3, the check
+    // names the host, and a recount puts it right.
+    assert_eq!(s.full_stats(ts(T0)).unwrap().active, 2);
+    assert_eq!(s.stats(ts(T0)).unwrap().active, 3);
+    assert_eq!(check.miscounted.len(), 1, "{check:?}");
+    assert!(
+        check.miscounted[0].starts_with("a.example: kept"),
+        "{check:?}"
+    );
+    s.recount().unwrap();
     assert_eq!(s.stats(ts(T0)).unwrap().active, 2);
+    assert!(s.check().unwrap().miscounted.is_empty());
     let lease = s.lease(
         &LeaseRequest::new(10).per_host(10).ttl(secs(300)),
         ts(T0 + 1),

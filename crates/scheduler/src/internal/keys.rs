@@ -12,6 +12,7 @@
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
 //! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
+//! | `t` | host | its URL records counted by state (`Tally`): what `stats` reads |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
@@ -25,9 +26,11 @@
 //! | 1 (no `~layout` key) | due entries `d` ‖ due ‖ URL |
 //! | 2 | due entries `d` ‖ class ‖ due ‖ rank ‖ URL: a lease reads the urgency classes in order, and within one due second the higher sitemap priority first |
 //! | 3 | the rank is 11 bytes: the priority, then the newest lastmod, then the shortest URL, so that a site's many URLs due in one second are read in that order (not alphabetically) |
+//! | 4 | `t` ‖ host: each host's URL records counted by state, kept in the batch that changes them |
 //!
 //! A store of an older layout is migrated when it is opened (the due
-//! index rebuilt from the URL records).
+//! index rebuilt from the URL records for layouts 1 and 2, the counts
+//! counted for layouts 1 to 3).
 
 /// URL records.
 pub const URL: u8 = b'u';
@@ -49,6 +52,8 @@ pub const CHILD: u8 = b'c';
 pub const REFRESH: u8 = b'r';
 /// Followed sites.
 pub const SITE: u8 = b'f';
+/// Each host's URL records counted by state.
+pub const TALLY: u8 = b't';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
@@ -58,7 +63,7 @@ pub const LAYOUT: &[u8] = b"~layout";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 3;
+pub const LAYOUT_VERSION: u8 = 4;
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -90,6 +95,11 @@ pub fn site(seed: &str) -> Vec<u8> {
 /// `h` ‖ host.
 pub fn host(host: &str) -> Vec<u8> {
     with_prefix(HOST, host.as_bytes())
+}
+
+/// `t` ‖ host.
+pub fn tally(host: &str) -> Vec<u8> {
+    with_prefix(TALLY, host.as_bytes())
 }
 
 /// `b` ‖ host.

@@ -666,7 +666,8 @@ pub struct HostRecord {
     pub next_allowed: i64,
     /// Lastmod trust.
     pub trust: LastmodTrust,
-    /// URLs of this host in the store (active).
+    /// No longer kept (layout 4 counts a host's URLs in its `Tally`); stays
+    /// in the format, written as read.
     pub urls: u64,
     /// Fetches of its URLs that failed in a row (errors, 5xx): from
     /// [`HOST_FAILURES`](crate::queue::HOST_FAILURES) on, the host backs off.
