@@ -1244,3 +1244,35 @@ fn a_layout_1_store_is_migrated_on_open() {
     let s = store(&dir);
     assert_eq!(s.peek(10, ts(T0)).unwrap().len(), 1);
 }
+
+/// A store written by a build of key layout 3 (due index as now, no kept
+/// counts) opens, its hosts are counted once, and `stats` answers from
+/// those counts.
+#[test]
+fn a_layout_3_store_gets_its_counts_on_open() {
+    use sitemapd_scheduler::internal::{keys, record};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("sitemapd").unwrap();
+        let active = record::UrlRecord::new(T0, &[]);
+        let mut retired = record::UrlRecord::new(T0, &[]);
+        retired.retired = true;
+        for (url, rec) in [
+            ("https://a.example/x", &active),
+            ("https://b.example/r", &retired),
+        ] {
+            tree.insert(keys::url(url), record::encode(rec)).unwrap();
+        }
+        tree.insert(active.due_key("https://a.example/x"), &[])
+            .unwrap();
+        tree.insert(keys::LAYOUT, &[3]).unwrap();
+        db.flush().unwrap();
+    }
+    let s = store(&dir);
+    let report = s.check().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    let stats = s.stats(ts(T0)).unwrap();
+    assert_eq!((stats.active, stats.retired, stats.due_now), (1, 1, 1));
+    assert_eq!(stats.hosts.len(), 2);
+}
