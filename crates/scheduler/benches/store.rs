@@ -128,6 +128,14 @@ fn main() {
         "lease(1000), 10 per host: median {:.1} ms, p90 {:.1} ms, max {:.1} ms",
         times[15], times[27], times[30]
     );
+    let t = Instant::now();
+    let kept = store.stats(ts(now + 3600 + 400)).unwrap();
+    let kept_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
+    let full = store.full_stats(ts(now + 3600 + 400)).unwrap();
+    let full_ms = t.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(kept.active, full.active);
+    println!("stats (kept counts): {kept_ms:.1} ms; full_stats (every record): {full_ms:.0} ms");
     store.flush().unwrap();
     let disk = dir_size(dir.path());
     println!(
