@@ -187,8 +187,9 @@ fn store_command_edge_cases() {
 
 /// `stats --check` seen failing: a store whose due entry of one URL was
 /// removed behind the binary's back (with sled, as the store lays keys out:
-/// one tree, `sitemapd`; `d` ‖ class ‖ due ‖ rank ‖ URL, see
-/// crates/scheduler/src/internal/keys.rs) exits 1 and names the URL.
+/// one tree, `sitemapd`; the ingest filed the new URLs in a due list, a `d`
+/// key whose value lists them, see crates/scheduler/src/internal/keys.rs)
+/// exits 1 and names the URL.
 #[test]
 fn stats_check_exits_1_and_names_a_missing_due_entry() {
     let site = indexed_site(1, 5);
@@ -202,14 +203,15 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
         // The binary has exited; its lock is released with the process.
         let db = sled::open(dir.path()).unwrap();
         let tree = db.open_tree("sitemapd").unwrap();
-        let (key, _) = tree.scan_prefix([b'd']).next().unwrap().unwrap();
-        let key = key.to_vec();
-        let url = sitemapd_scheduler::internal::keys::parse_due(&key)
-            .unwrap()
-            .url
-            .to_string();
+        let (key, value) = tree.scan_prefix([b'd']).next().unwrap().unwrap();
+        let due = sitemapd_scheduler::internal::keys::parse_due(&key).unwrap();
+        assert!(sitemapd_scheduler::internal::keys::as_list(due.url).is_some());
+        use sitemapd_scheduler::internal::record::{DueList, decode, encode};
+        let mut list: DueList = decode(&value).unwrap();
+        assert_eq!(list.entries.len(), 5);
+        let (_, url) = list.entries.remove(0);
         assert!(url.contains("/s0/page-"), "{url}");
-        tree.remove(&key).unwrap();
+        tree.insert(&key, encode(&list)).unwrap();
         db.flush().unwrap();
         url
     };

@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
 use sitemapd_scheduler::internal::keys;
 use sitemapd_scheduler::internal::record::{
-    HostRecord, Record, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
+    DueList, HostRecord, Record, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
 };
 use sitemapd_scheduler::RefreshState;
 
@@ -51,6 +51,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = r.rules.allows_path("/a/b?c");
     }
     let _ = round_trip::<RefreshState>(data);
-    let _ = keys::parse_due(data);
+    if let Some(list) = round_trip::<DueList>(data) {
+        let _ = list.entries.iter().map(|(_, url)| keys::host_of(url)).count();
+    }
+    let _ = keys::parse_due(data).map(|d| keys::as_list(d.url));
     let _ = keys::suffix_url(data);
 });

@@ -7,7 +7,7 @@
 //! [`Store::check`] recounts every host and names those whose kept counts
 //! differ.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -16,7 +16,7 @@ use crate::keys;
 use crate::policy::Urgency;
 use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::SiteRecord;
-use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
+use crate::record::{DueList, HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
 use crate::tally::{OUTCOMES, Tally};
@@ -51,6 +51,40 @@ impl CheckReport {
             && self.missing_due.is_empty()
             && self.orphan_refresh.is_empty()
             && self.miscounted.is_empty()
+    }
+}
+
+/// The due lists the check read last, by key: their URLs (a few hundred
+/// lists at most, so that a check's memory does not grow with the store;
+/// one host's records are read together, and so are its lists).
+#[derive(Default)]
+struct ListCache {
+    lists: HashMap<Vec<u8>, HashSet<String>>,
+}
+
+impl ListCache {
+    /// Whether due list `n` of the record `rec` of `url` holds it.
+    fn holds(
+        &mut self,
+        store: &Store,
+        url: &str,
+        rec: &UrlRecord,
+        n: u32,
+    ) -> Result<bool, StoreError> {
+        let key = rec.list_key(url, n);
+        if !self.lists.contains_key(&key) {
+            if self.lists.len() >= 256 {
+                self.lists.clear();
+            }
+            let urls = match store.kv.get(&key)? {
+                Some(value) => decode::<DueList>(&value)
+                    .map(|l| l.entries.into_iter().map(|(_, u)| u).collect())
+                    .unwrap_or_default(),
+                None => HashSet::new(),
+            };
+            self.lists.insert(key.clone(), urls);
+        }
+        Ok(self.lists.get(&key).is_some_and(|l| l.contains(url)))
     }
 }
 
@@ -121,6 +155,7 @@ impl Store {
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
+        let mut lists = ListCache::default();
         for item in self.kv.scan_prefix([keys::URL]) {
             let (key, value) = item?;
             report.urls += 1;
@@ -133,7 +168,12 @@ impl Store {
                 .entry(keys::host_of(&url).to_string())
                 .or_default()
                 .add(&Tally::of(&rec), 1);
-            if rec.queued() && !self.kv.contains_key(rec.due_key(&url))? {
+            let placed = match (rec.queued(), rec.listed) {
+                (false, _) => true,
+                (true, Some(n)) => lists.holds(self, &url, &rec, n)?,
+                (true, None) => self.kv.contains_key(rec.due_key(&url))?,
+            };
+            if !placed {
                 report.missing_due.push(url);
             }
         }
@@ -188,7 +228,7 @@ impl Store {
             }
         }
         for item in self.kv.scan_prefix([keys::DUE]) {
-            let (key, _) = item?;
+            let (key, value) = item?;
             report.due_entries += 1;
             let Some(due) = keys::parse_due(&key) else {
                 report
@@ -196,6 +236,25 @@ impl Store {
                     .push(String::from_utf8_lossy(&key).into_owned());
                 continue;
             };
+            if let Some((_, n)) = keys::as_list(due.url) {
+                let Ok(list) = decode::<DueList>(&value) else {
+                    report
+                        .corrupt
+                        .push(String::from_utf8_lossy(&key).into_owned());
+                    continue;
+                };
+                report.due_entries += list.entries.len().saturating_sub(1) as u64;
+                for (_, url) in &list.entries {
+                    match self.url_record(url) {
+                        Ok(Some(rec)) if rec.queued() && rec.in_list(due.class, due.at, n) => {}
+                        _ => report.dangling_due.push(format!(
+                            "{url} @ {} (class {}, due list {n})",
+                            due.at, due.class
+                        )),
+                    }
+                }
+                continue;
+            }
             match self.url_record(due.url) {
                 Ok(Some(rec)) if rec.queued() && rec.owns(&due) => {}
                 _ => report
@@ -434,6 +493,70 @@ mod tests {
         s.url_record(url).unwrap().unwrap().due_key(url)
     }
 
+    /// `url`, which an ingest filed in a due list, given its own due key
+    /// instead (as its first lease or fetch would).
+    fn unlist(s: &Store, url: &str) {
+        let mut rec = s.url_record(url).unwrap().unwrap();
+        let n = rec.listed.take().unwrap();
+        let key = rec.list_key(url, n);
+        let mut list: DueList = decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
+        list.entries.retain(|(_, u)| u != url);
+        if list.entries.is_empty() {
+            s.kv.remove(&key).unwrap();
+        } else {
+            s.kv.insert(key, crate::record::encode(&list)).unwrap();
+        }
+        s.kv.insert(keys::url(url), crate::record::encode(&rec))
+            .unwrap();
+        s.kv.insert(rec.due_key(url), &[][..]).unwrap();
+    }
+
+    /// A, B and C with due keys of their own.
+    fn unlisted() -> Store {
+        let s = store();
+        for url in [A, B, C] {
+            unlist(&s, url);
+        }
+        assert!(s.check().unwrap().is_ok());
+        s
+    }
+
+    /// The ingest filed A, B and C in one due list; a URL missing from it,
+    /// and one it names that is not listed there, are named.
+    #[test]
+    fn due_lists_are_checked_both_ways() {
+        let s = store();
+        let rec = s.url_record(B).unwrap().unwrap();
+        let key = rec.list_key(B, rec.listed.unwrap());
+        let list: DueList = decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
+        assert_eq!(list.entries.len(), 3);
+        // B is left out of its list.
+        let mut without_b = list.clone();
+        without_b.entries.retain(|(_, u)| u != B);
+        s.kv.insert(key.clone(), crate::record::encode(&without_b))
+            .unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(r.due_entries, 2);
+        assert_eq!(lists(&r), [vec![], vec![], strings(&[B]), vec![]]);
+        // C leaves it for a key of its own but stays named in it.
+        let s = store();
+        let mut rec = s.url_record(C).unwrap().unwrap();
+        let n = rec.listed.take().unwrap();
+        s.kv.insert(keys::url(C), crate::record::encode(&rec))
+            .unwrap();
+        s.kv.insert(rec.due_key(C), &[][..]).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(
+            lists(&r),
+            [
+                vec![],
+                vec![format!("{C} @ {T0} (class 0, due list {n})")],
+                vec![],
+                vec![]
+            ]
+        );
+    }
+
     /// The report's four lists, for comparing whole.
     fn lists(r: &CheckReport) -> [Vec<String>; 4] {
         [
@@ -450,7 +573,7 @@ mod tests {
 
     #[test]
     fn a_missing_due_entry_is_named() {
-        let s = store();
+        let s = unlisted();
         s.kv.remove(due_key(&s, B)).unwrap();
         let r = s.check().unwrap();
         assert!(!r.is_ok());
@@ -481,7 +604,7 @@ mod tests {
         );
 
         // A second entry for a URL whose record is due at another time.
-        let s = store();
+        let s = unlisted();
         let own = due_key(&s, C);
         let own = keys::parse_due(&own).unwrap();
         let (class, later) = (own.class, own.at + 3_600);
@@ -530,7 +653,7 @@ mod tests {
         let garbage = &b"\x01\xff\xff\xff"[..];
         // A URL record: named as corrupt, and its due entry, whose record
         // cannot be read, as dangling.
-        let s = store();
+        let s = unlisted();
         let entry = keys::parse_due(&due_key(&s, B))
             .map(|d| format!("{} @ {} (class {})", d.url, d.at, d.class))
             .unwrap();

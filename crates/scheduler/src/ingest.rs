@@ -584,7 +584,7 @@ impl<'s> Ingest<'s> {
         let mut retired = 0;
         let store = self.store;
         let _lock = store.lock_background();
-        let mut writes = UrlWrites::default();
+        let mut writes = UrlWrites::new(store);
         for url in urls.drain(..) {
             let Ok(Some(before)) = store.url_record(&url) else {
                 continue;
@@ -606,12 +606,12 @@ impl<'s> Ingest<'s> {
                 let was = Before::of(&url, &before);
                 let mut rec = before;
                 rec.retired = true;
-                writes.put(&url, Some(&was), &rec);
+                writes.put(&url, Some(&was), &mut rec)?;
                 self.stats.retired += 1;
                 retired += 1;
             }
         }
-        writes.apply(store)?;
+        writes.apply()?;
         Ok(retired)
     }
 
@@ -623,7 +623,7 @@ impl<'s> Ingest<'s> {
         let store = self.store;
         let now = self.now;
         let _lock = store.lock_background();
-        let mut writes = UrlWrites::default();
+        let mut writes = UrlWrites::new(store);
         let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(store);
         let mut recent: HashMap<u64, Vec<u64>> = self
@@ -712,7 +712,7 @@ impl<'s> Ingest<'s> {
                     rec.schedule = Schedule::of(&due);
                 }
             }
-            writes.put(&url, before.as_ref(), &rec);
+            writes.put(&url, before.as_ref(), &mut rec)?;
             match (new, revived, hints_changed) {
                 (true, _, _) => self.stats.new += 1,
                 (_, true, _) => self.stats.revived += 1,
@@ -727,7 +727,7 @@ impl<'s> Ingest<'s> {
                 batch.insert(keys::sitemap_id(reading.record.id), url.as_bytes());
             }
         }
-        writes.apply(store)
+        writes.apply()
     }
 
     /// Commits what is pending and ends the session.
@@ -792,6 +792,7 @@ impl UrlRecord {
             repeats: 0,
             last_status: 0,
             redirected_from: None,
+            listed: None,
         }
     }
 

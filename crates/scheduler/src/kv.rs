@@ -465,6 +465,29 @@ impl Kv {
         }
     }
 
+    /// The last key (and its value) from `range.start` (included) to
+    /// `range.end` (excluded).
+    pub(crate) fn last_in(
+        &self,
+        range: std::ops::Range<Vec<u8>>,
+    ) -> Result<Option<(IVec, IVec)>, StoreError> {
+        match &self.backend {
+            Backend::Sled { tree, .. } => self.read(|| tree.range(range).next_back().transpose()),
+            Backend::Memory { map, .. } => {
+                let map = Self::lock_read(map);
+                let last = map
+                    .keys
+                    .range::<[u8], _>((
+                        Bound::Included(range.start.as_slice()),
+                        Bound::Excluded(range.end.as_slice()),
+                    ))
+                    .next_back()
+                    .cloned();
+                Ok(last.and_then(|k| map.get(&k).cloned().map(|v| (k, v))))
+            }
+        }
+    }
+
     /// The keys starting with `prefix`, in order.
     pub(crate) fn scan_prefix<P: AsRef<[u8]>>(&self, prefix: P) -> Iter<'_> {
         match &self.backend {

@@ -130,11 +130,11 @@ impl Store {
             });
             records.insert(url.clone(), (rec, stored));
         }
-        let mut writes = UrlWrites::default();
-        for (url, (rec, stored)) in &records {
-            writes.put(url, stored.as_ref(), rec);
+        let mut writes = UrlWrites::new(self);
+        for (url, (rec, stored)) in &mut records {
+            writes.put(url, stored.as_ref(), rec)?;
         }
-        writes.apply(self)?;
+        writes.apply()?;
         Ok(found)
     }
 }

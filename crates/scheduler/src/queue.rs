@@ -20,8 +20,8 @@ use crate::policy::Reason;
 use crate::policy::Urgency;
 use crate::policy::lastmod_is_newer;
 use crate::record::{
-    HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
-    VISIT_HISTORY, due_rank, encode,
+    DueList, HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
+    VISIT_HISTORY, decode, due_rank, encode,
 };
 use crate::robots::RulesCache;
 use crate::store::{Store, StoreError};
@@ -283,59 +283,113 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                 if taken_here >= limit {
                     break 'scan;
                 }
-                let (key, _) = item?;
+                let (key, value) = item?;
                 let Some(due) = keys::parse_due(&key) else {
                     continue;
                 };
+                if let Some((host, n)) = keys::as_list(due.url) {
+                    let list = match decode::<DueList>(&value) {
+                        Ok(list) => list,
+                        Err(error) => {
+                            tracing::warn!(%error, "corrupt due list skipped (stats --check names its URLs)");
+                            continue;
+                        }
+                    };
+                    let owns = |rec: &UrlRecord| rec.in_list(due.class, due.at, n);
+                    for (_, url) in &list.entries {
+                        if taken_here >= limit {
+                            break 'scan;
+                        }
+                        match self.consider(url, host, owns, class, found)? {
+                            Taken::Yes => taken_here += 1,
+                            // The rest of the list is the same host's.
+                            Taken::HostFull => break,
+                            Taken::No => {}
+                        }
+                    }
+                    continue;
+                }
                 let (url, host) = (due.url, keys::host_of(due.url));
-                if !self.per.contains_key(host) {
-                    let cap = (self.allowance)(host)?;
-                    self.per.insert(host.to_string(), (0, cap));
-                }
-                let Some((taken, cap)) = self.per.get_mut(host) else {
-                    continue;
-                };
-                if *taken >= *cap {
-                    // Seek past this host's URLs due in this second.
-                    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-                    let mut next = keys::due(due.class, due.at, due.rank, &url[..scheme_end]);
-                    next.extend_from_slice(host.as_bytes());
-                    next.extend_from_slice(b"/\xff");
-                    if next <= key.to_vec() {
-                        continue;
+                match self.consider(url, host, |rec| rec.owns(&due), class, found)? {
+                    Taken::Yes => taken_here += 1,
+                    Taken::No => {}
+                    Taken::HostFull => {
+                        // Seek past this host's URLs due in this second.
+                        let scheme_end = url.find("://").map_or(0, |i| i + 3);
+                        let mut next = keys::due(due.class, due.at, due.rank, &url[..scheme_end]);
+                        next.extend_from_slice(host.as_bytes());
+                        next.extend_from_slice(b"/\xff");
+                        if next <= key.to_vec() {
+                            continue;
+                        }
+                        from = next;
+                        continue 'scan;
                     }
-                    from = next;
-                    continue 'scan;
-                }
-                if !self.rules.allows(url)? {
-                    self.blocked.push(url.to_string());
-                    continue;
-                }
-                match self.store.url_record(url) {
-                    // An entry its record does not place here (left by a
-                    // replaced corrupt record; `check` names it) is passed
-                    // over: the URL's own entry stands for it.
-                    Ok(Some(rec)) if rec.retired || !rec.owns(&due) => {}
-                    Ok(Some(rec)) => {
-                        *taken += 1;
-                        taken_here += 1;
-                        found.push(Candidate {
-                            url: url.to_string(),
-                            rec,
-                            class,
-                        });
-                    }
-                    Ok(None) => {}
-                    Err(StoreError::Record { key, .. }) => {
-                        tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
-                    }
-                    Err(e) => return Err(e),
                 }
             }
             break;
         }
         Ok(())
     }
+
+    /// One due URL of `host` found by the scan: taken (its record read and
+    /// added to `found`) unless its host has its allowance, the rules
+    /// disallow it (noted in `blocked`), or its record is retired, gone or
+    /// not the one the due entry stands for (`owns`: an entry left by a
+    /// replaced corrupt record, which `check` names). A record that does
+    /// not decode is skipped and logged: one bad record does not stop the
+    /// queue.
+    fn consider(
+        &mut self,
+        url: &str,
+        host: &str,
+        owns: impl Fn(&UrlRecord) -> bool,
+        class: Urgency,
+        found: &mut Vec<Candidate>,
+    ) -> Result<Taken, StoreError> {
+        if !self.per.contains_key(host) {
+            let cap = (self.allowance)(host)?;
+            self.per.insert(host.to_string(), (0, cap));
+        }
+        let Some((taken, cap)) = self.per.get_mut(host) else {
+            return Ok(Taken::No);
+        };
+        if *taken >= *cap {
+            return Ok(Taken::HostFull);
+        }
+        if !self.rules.allows(url)? {
+            self.blocked.push(url.to_string());
+            return Ok(Taken::No);
+        }
+        match self.store.url_record(url) {
+            Ok(Some(rec)) if rec.retired || !owns(&rec) => Ok(Taken::No),
+            Ok(Some(rec)) => {
+                *taken += 1;
+                found.push(Candidate {
+                    url: url.to_string(),
+                    rec,
+                    class,
+                });
+                Ok(Taken::Yes)
+            }
+            Ok(None) => Ok(Taken::No),
+            Err(StoreError::Record { key, .. }) => {
+                tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
+                Ok(Taken::No)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What [`DueScan::consider`] did with a due URL.
+enum Taken {
+    /// Added to the candidates.
+    Yes,
+    /// Passed over.
+    No,
+    /// Passed over: its host has its allowance.
+    HostFull,
 }
 
 impl Store {
@@ -347,18 +401,24 @@ impl Store {
         self.due_count(now, DUE_COUNT_LIMIT)
     }
 
-    /// URLs due at `now`, counted up to `at_most`.
+    /// URLs due at `now`, counted up to `at_most` (a due list's URLs all
+    /// count: the count may pass `at_most` by a list's length).
     pub(crate) fn due_count(&self, now: Timestamp, at_most: u64) -> Result<u64, StoreError> {
         let now = now.unix();
         let mut n = 0u64;
         for class in Urgency::ALL {
             let range = keys::due_class(class as u8)..keys::due_after(class as u8, now);
             for item in self.kv.range(range) {
-                item?;
+                let (key, value) = item?;
                 if n >= at_most {
                     return Ok(n);
                 }
-                n += 1;
+                let listed = keys::parse_due(&key).is_some_and(|d| keys::as_list(d.url).is_some());
+                n += if listed {
+                    decode::<DueList>(&value).map_or(0, |l| l.entries.len() as u64)
+                } else {
+                    1
+                };
             }
         }
         Ok(n)
@@ -459,7 +519,7 @@ impl Store {
         found.sort_by(Candidate::order);
         found.truncate(n - samples.len());
         found.extend(samples);
-        let mut writes = UrlWrites::default();
+        let mut writes = UrlWrites::new(self);
         // Due URLs whose host's rules changed since they were scheduled
         // (and no `set_robots` pass reached them yet): out of the queue.
         for url in blocked {
@@ -467,7 +527,7 @@ impl Store {
                 if rec.queued() {
                     let before = Before::of(&url, &rec);
                     rec.blocked = true;
-                    writes.put(&url, Some(&before), &rec);
+                    writes.put(&url, Some(&before), &mut rec)?;
                 }
             }
         }
@@ -491,7 +551,7 @@ impl Store {
                 let before = Before::of(&url, &rec);
                 let due = self.schedule(&url, &rec, host, now);
                 rec.schedule = Schedule::of(&due);
-                writes.put(&url, Some(&before), &rec);
+                writes.put(&url, Some(&before), &mut rec)?;
                 continue;
             }
             let not_before = host.next_allowed.max(now);
@@ -510,7 +570,7 @@ impl Store {
                 reason: rec.schedule.reason,
                 lease: Some((id, horizon)),
             };
-            writes.put(&url, Some(&before), &rec);
+            writes.put(&url, Some(&before), &mut rec)?;
             out.push(Leased {
                 url,
                 due: Timestamp::from_unix(due),
@@ -526,7 +586,7 @@ impl Store {
                 writes.batch().insert(keys::host(&name), encode(&host));
             }
         }
-        writes.apply(self)?;
+        writes.apply()?;
         *credit = (*credit - sampled as f64
             + self.options.params.validation_share.clamp(0.0, 1.0) * out.len() as f64)
             .clamp(0.0, MAX_VALIDATION_CREDIT);
@@ -615,16 +675,16 @@ impl Store {
             }
             records.insert(url.to_string(), (rec, before));
         }
-        let mut writes = UrlWrites::default();
-        for (url, (rec, before)) in &records {
-            writes.put(url, before.as_ref(), rec);
+        let mut writes = UrlWrites::new(self);
+        for (url, (rec, before)) in &mut records {
+            writes.put(url, before.as_ref(), rec)?;
         }
         for (name, (host, changed)) in &hosts {
             if *changed {
                 writes.batch().insert(keys::host(name), encode(host));
             }
         }
-        writes.apply(self)?;
+        writes.apply()?;
         Ok(unknown)
     }
 

@@ -125,7 +125,7 @@ impl Store {
             }
             let _lock = self.lock_background();
             let host_record = self.host_record(host)?;
-            let mut writes = UrlWrites::default();
+            let mut writes = UrlWrites::new(self);
             for url in flips.drain(..) {
                 // Read again under the lock: a lease or a completion may
                 // have moved it since the scan.
@@ -147,9 +147,9 @@ impl Store {
                         rec.schedule = Schedule::of(&due);
                     }
                 }
-                writes.put(&url, Some(&before), &rec);
+                writes.put(&url, Some(&before), &mut rec)?;
             }
-            writes.apply(self)
+            writes.apply()
         };
         for item in self.host_urls(host) {
             let (url, rec) = item?;

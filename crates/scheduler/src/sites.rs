@@ -133,7 +133,7 @@ impl Store {
             return Ok(0);
         }
         let _lock = self.lock();
-        let mut writes = UrlWrites::default();
+        let mut writes = UrlWrites::new(self);
         let mut retired = 0u64;
         for url in urls.drain(..) {
             let Ok(Some(mut rec)) = self.url_record(&url) else {
@@ -144,10 +144,10 @@ impl Store {
             }
             let before = Before::of(&url, &rec);
             rec.retired = true;
-            writes.put(&url, Some(&before), &rec);
+            writes.put(&url, Some(&before), &mut rec)?;
             retired += 1;
         }
-        writes.apply(self)?;
+        writes.apply()?;
         Ok(retired)
     }
 }

@@ -3,22 +3,43 @@
 //! record as it is now: its due entry moves with it, and its host's kept
 //! counts ([`Tally`]) change by the difference of the two records'
 //! contributions, all in one atomic batch.
+//!
+//! ## Due lists: one key for many new URLs
+//!
+//! A URL new to the store (an ingest's, a notification's, a redirect's
+//! target) is filed in a due list ([`keys::list`]): one key per host, due
+//! second and class holds up to [`keys::LIST_CAP`] of them, so that an
+//! ingest writes one new key per new URL (its record) instead of two. Its
+//! record names the list ([`UrlRecord::listed`]). The first time its place
+//! in the queue changes (a lease, a fetch, a block, a retirement), it
+//! leaves the list for a due key of its own; a list left empty is removed.
+//! A URL's record and its list change in the same batch, so a crash never
+//! leaves one without the other.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
-use crate::record::{UrlRecord, encode};
+use crate::record::{DueList, StoredReason, UrlRecord, decode, encode};
 use crate::store::Store;
 use crate::tally::Tally;
+
+/// Where a record's due entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    /// Its own due key.
+    Key(Vec<u8>),
+    /// In the due list with this key.
+    List(Vec<u8>),
+}
 
 /// What a URL record was when read: its contribution to its host's counts
 /// and its due entry, all [`UrlWrites::put`] needs of it.
 #[derive(Debug, Clone)]
 pub(crate) struct Before {
     tally: Tally,
-    due: Option<Vec<u8>>,
+    place: Option<Place>,
 }
 
 impl Before {
@@ -26,37 +47,112 @@ impl Before {
     pub(crate) fn of(url: &str, rec: &UrlRecord) -> Before {
         Before {
             tally: Tally::of(rec),
-            due: rec.queued().then(|| rec.due_key(url)),
+            place: place_of(url, rec),
         }
     }
+}
+
+/// Where the due entry of `rec` (the record of `url`) is, if queued.
+fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
+    if !rec.queued() {
+        return None;
+    }
+    Some(match rec.listed {
+        Some(n) => Place::List(rec.list_key(url, n)),
+        None => Place::Key(rec.due_key(url)),
+    })
+}
+
+/// What one batch does to one due list.
+#[derive(Default)]
+struct ListEdit {
+    removed: HashSet<String>,
+    added: Vec<(keys::Rank, String)>,
 }
 
 /// URL records written in one batch with their due entries and their
 /// hosts' [`Tally`] kept in step. Other keys go into [`UrlWrites::batch`];
 /// [`UrlWrites::apply`] writes it all atomically. The caller holds the
 /// store's write lock from reading the records to applying.
-#[derive(Default)]
-pub(crate) struct UrlWrites {
+pub(crate) struct UrlWrites<'s> {
+    store: &'s Store,
     batch: Batch,
     changes: HashMap<String, Tally>,
+    lists: HashMap<Vec<u8>, ListEdit>,
+    /// New URLs to file in due lists, by list prefix ([`keys::lists_of`]).
+    fresh: HashMap<Vec<u8>, Vec<(keys::Rank, String, UrlRecord)>>,
 }
 
-impl UrlWrites {
+impl<'s> UrlWrites<'s> {
+    /// Writes to `store`.
+    pub(crate) fn new(store: &'s Store) -> UrlWrites<'s> {
+        UrlWrites {
+            store,
+            batch: Batch::default(),
+            changes: HashMap::new(),
+            lists: HashMap::new(),
+            fresh: HashMap::new(),
+        }
+    }
+
     /// Writes `after` as the record of `url`, which was `before` when read
     /// (`None`: a new URL). Its due entry moves if its place in the queue
-    /// changed, and its host's counts by the difference.
-    pub(crate) fn put(&mut self, url: &str, before: Option<&Before>, after: &UrlRecord) {
-        let old_key = before.and_then(|b| b.due.as_ref());
-        let new_key = after.queued().then(|| after.due_key(url));
-        if old_key != new_key.as_ref() {
-            if let Some(old) = old_key {
-                self.batch.remove(old.clone());
+    /// changed (a new queued URL is filed in a due list when the batch is
+    /// applied), and its host's counts by the difference.
+    pub(crate) fn put(
+        &mut self,
+        url: &str,
+        before: Option<&Before>,
+        after: &mut UrlRecord,
+    ) -> Result<(), StoreError> {
+        let old = before.and_then(|b| b.place.clone());
+        let new = if !after.queued() {
+            after.listed = None;
+            None
+        } else if after.listed.is_some() && place_of(url, after) == old {
+            // Still due as its list says.
+            old.clone()
+        } else if before.is_none() && fresh(after) {
+            // Filed in a due list when the batch is applied, in rank order.
+            let prefix = keys::lists_of(
+                after.schedule.reason.urgency() as u8,
+                after.schedule.due,
+                keys::host_of(url),
+            );
+            let rank = after.rank(url);
+            let entry = (rank, url.to_string(), after.clone());
+            self.fresh.entry(prefix).or_default().push(entry);
+            self.count(url, None, after);
+            return Ok(());
+        } else {
+            after.listed = None;
+            Some(Place::Key(after.due_key(url)))
+        };
+        if old != new {
+            match old {
+                Some(Place::Key(key)) => self.batch.remove(key),
+                Some(Place::List(key)) => {
+                    let edit = self.lists.entry(key).or_default();
+                    edit.removed.insert(url.to_string());
+                }
+                None => {}
             }
-            if let Some(new) = new_key {
-                self.batch.insert(new, &[]);
+            match new {
+                Some(Place::Key(key)) => self.batch.insert(key, &[]),
+                Some(Place::List(key)) => {
+                    let edit = self.lists.entry(key).or_default();
+                    edit.added.push((after.rank(url), url.to_string()));
+                }
+                None => {}
             }
         }
         self.batch.insert(keys::url(url), encode(after));
+        self.count(url, before, after);
+        Ok(())
+    }
+
+    /// Its host's counts change by `after`'s contribution less `before`'s.
+    fn count(&mut self, url: &str, before: Option<&Before>, after: &UrlRecord) {
         let mut change = Tally::of(after);
         if let Some(before) = before {
             change.add(&before.tally, -1);
@@ -69,13 +165,75 @@ impl UrlWrites {
         }
     }
 
+    /// Files the new URLs of one host, second and class (`prefix`,
+    /// [`keys::lists_of`]) in due lists, best rank first: the last list
+    /// while it has room, then new ones of [`keys::LIST_CAP`] each.
+    fn file(
+        &mut self,
+        prefix: &[u8],
+        mut fresh: Vec<(keys::Rank, String, UrlRecord)>,
+    ) -> Result<(), StoreError> {
+        fresh.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let (mut n, mut held) = self.last_list(prefix)?;
+        for (rank, url, mut rec) in fresh {
+            if held >= keys::LIST_CAP {
+                n = n.saturating_add(1);
+                held = 0;
+            }
+            held += 1;
+            rec.listed = Some(n);
+            let edit = self.lists.entry(rec.list_key(&url, n)).or_default();
+            edit.added.push((rank, url.clone()));
+            self.batch.insert(keys::url(&url), encode(&rec));
+        }
+        Ok(())
+    }
+
+    /// The last due list under `prefix` and how many it holds; (0, 0) if
+    /// there is none.
+    fn last_list(&self, prefix: &[u8]) -> Result<(u32, usize), StoreError> {
+        let mut end = prefix.to_vec();
+        end.push(0xff);
+        let Some((key, value)) = self.store.kv.last_in(prefix.to_vec()..end)? else {
+            return Ok((0, 0));
+        };
+        let n = keys::parse_due(&key)
+            .and_then(|d| keys::as_list(d.url))
+            .map_or(0, |(_, n)| n);
+        let held = decode::<DueList>(&value).map_or(keys::LIST_CAP, |l| l.entries.len());
+        Ok((n, held))
+    }
+
     /// The batch the records go into, for the other keys written with them.
     pub(crate) fn batch(&mut self) -> &mut Batch {
         &mut self.batch
     }
 
-    /// Adds the hosts' changed counts to the batch and applies it.
-    pub(crate) fn apply(mut self, store: &Store) -> Result<(), StoreError> {
+    /// Adds the changed due lists and hosts' counts to the batch and
+    /// applies it.
+    pub(crate) fn apply(mut self) -> Result<(), StoreError> {
+        let store = self.store;
+        for (prefix, fresh) in std::mem::take(&mut self.fresh) {
+            self.file(&prefix, fresh)?;
+        }
+        for (key, edit) in self.lists.drain() {
+            let mut list = match store.kv.get(&key)? {
+                Some(value) => decode::<DueList>(&value).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "corrupt due list replaced (stats --check names its URLs)");
+                    DueList::default()
+                }),
+                None => DueList::default(),
+            };
+            list.entries.retain(|(_, url)| !edit.removed.contains(url));
+            list.entries.extend(edit.added);
+            list.entries.sort();
+            list.entries.dedup_by(|a, b| a.1 == b.1);
+            if list.entries.is_empty() {
+                self.batch.remove(key);
+            } else {
+                self.batch.insert(key, encode(&list));
+            }
+        }
         for (host, change) in self.changes.drain() {
             if change.is_zero() {
                 continue;
@@ -86,6 +244,15 @@ impl UrlWrites {
         }
         store.kv.apply_batch(self.batch)
     }
+}
+
+/// A record that can go into a due list: new to the store, not leased.
+fn fresh(rec: &UrlRecord) -> bool {
+    rec.schedule.lease.is_none()
+        && matches!(
+            rec.schedule.reason,
+            StoredReason::New | StoredReason::Notified
+        )
 }
 
 impl Store {

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord) |
 //! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank ([`RANK_BYTES`]: priority, lastmod, URL length) ‖ URL | empty |
+//! | `d` | urgency class ‖ due time ‖ rank of zeros ‖ NUL ‖ host ‖ NUL ‖ list number (8 hex digits): a due list ([`list`]) | [`DueList`](crate::record::DueList): up to [`LIST_CAP`] URLs new to the store, due in that second |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
@@ -27,6 +28,7 @@
 //! | 2 | due entries `d` ‖ class ‖ due ‖ rank ‖ URL: a lease reads the urgency classes in order, and within one due second the higher sitemap priority first |
 //! | 3 | the rank is 11 bytes: the priority, then the newest lastmod, then the shortest URL, so that a site's many URLs due in one second are read in that order (not alphabetically) |
 //! | 4 | `t` ‖ host: each host's URL records counted by state, kept in the batch that changes them |
+//! | 5 | due lists: the URLs an ingest finds new share one due key per host, second and [`LIST_CAP`] URLs, instead of one each |
 //!
 //! A store of an older layout is migrated when it is opened (the due
 //! index rebuilt from the URL records for layouts 1 and 2, the counts
@@ -63,7 +65,10 @@ pub const LAYOUT: &[u8] = b"~layout";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 4;
+pub const LAYOUT_VERSION: u8 = 5;
+
+/// URLs a due list holds at most.
+pub const LIST_CAP: usize = 128;
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -174,6 +179,31 @@ pub fn due_after(class: u8, at: i64) -> Vec<u8> {
     let mut k = vec![DUE, class];
     k.extend_from_slice(&ordered(at.saturating_add(1)));
     k
+}
+
+/// `d` ‖ class ‖ due ‖ zeros ‖ NUL ‖ host ‖ NUL: the start of every due
+/// list of `host` due at `at` in `class`.
+pub fn lists_of(class: u8, at: i64, host: &str) -> Vec<u8> {
+    let mut k = due(class, at, [0; RANK_BYTES], "\0");
+    k.extend_from_slice(host.as_bytes());
+    k.push(0);
+    k
+}
+
+/// The key of due list number `n` of `host` due at `at` in `class`: a
+/// due key whose "URL" is NUL ‖ host ‖ NUL ‖ `n` in 8 hex digits (no URL
+/// starts with NUL), ranked ahead of the URLs of its second.
+pub fn list(class: u8, at: i64, host: &str, n: u32) -> Vec<u8> {
+    let mut k = lists_of(class, at, host);
+    k.extend_from_slice(format!("{n:08x}").as_bytes());
+    k
+}
+
+/// A due entry's target, when it is a due list: its host and number.
+pub fn as_list(target: &str) -> Option<(&str, u32)> {
+    let rest = target.strip_prefix('\0')?;
+    let (host, n) = rest.split_once('\0')?;
+    Some((host, u32::from_str_radix(n, 16).ok()?))
 }
 
 /// Splits a due key into its parts.

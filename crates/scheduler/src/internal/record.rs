@@ -10,6 +10,7 @@
 //! | 2 | [`UrlRecord::notified`] appended |
 //! | 3 | [`LastmodTrust`] (in [`HostRecord`]) split by error kind: `announced`, `missed`, `false_alarms` appended |
 //! | 4 | [`UrlRecord`]: `blocked`, `lapsed`, `repeats`, `last_status`, `redirected_from` appended; [`HostRecord`]: `errors_in_a_row` appended |
+//! | 5 | [`UrlRecord::listed`] appended: the due list that holds a new URL's due entry |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -28,7 +29,7 @@ use crate::policy::{FetchOutcome, Reason, Urgency, effective_priority};
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 4;
+pub const FORMAT_VERSION: u8 = 5;
 
 /// Distinct lastmod values remembered per URL.
 pub const LASTMOD_HISTORY: usize = 8;
@@ -429,6 +430,12 @@ pub struct UrlRecord {
     pub last_status: u16,
     /// The URL whose redirect brought it into the store.
     pub redirected_from: Option<String>,
+    /// The due list ([`keys::list`]) that holds its due entry, by its
+    /// number among the lists of its host, class and due second: a URL
+    /// new to the store is filed there with many others (one key for
+    /// them all) until its schedule first changes. `None`: its due entry
+    /// is its own key ([`UrlRecord::due_key`]).
+    pub listed: Option<u32>,
 }
 
 /// Why a URL was retired by its fetches.
@@ -471,7 +478,7 @@ impl UrlRecord {
     }
 
     /// Its order among URLs due in the same second: [`due_rank`].
-    fn rank(&self, url: &str) -> keys::Rank {
+    pub fn rank(&self, url: &str) -> keys::Rank {
         keys::rank(
             due_rank(self.priority),
             self.lastmod.map(|l| l.at),
@@ -517,6 +524,30 @@ struct UrlRecordV1 {
     sources: Vec<(u64, u64)>,
 }
 
+/// [`UrlRecord`] as format version 4 wrote it: without `listed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct UrlRecordV4 {
+    v3: UrlRecordV3,
+    blocked: bool,
+    lapsed: Option<Lapse>,
+    repeats: u32,
+    last_status: u16,
+    redirected_from: Option<String>,
+}
+
+impl From<UrlRecordV4> for UrlRecord {
+    fn from(v: UrlRecordV4) -> Self {
+        UrlRecord {
+            blocked: v.blocked,
+            lapsed: v.lapsed,
+            repeats: v.repeats,
+            last_status: v.last_status,
+            redirected_from: v.redirected_from,
+            ..v.v3.into()
+        }
+    }
+}
+
 /// [`UrlRecord`] as format versions 2 and 3 wrote it: without what
 /// version 4 appended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -557,6 +588,7 @@ impl From<UrlRecordV1> for UrlRecord {
             repeats: 0,
             last_status: 0,
             redirected_from: None,
+            listed: None,
         }
     }
 }
@@ -565,12 +597,44 @@ impl Record for UrlRecord {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
         match version {
             1 => postcard::from_bytes::<UrlRecordV1>(body).map(Into::into),
-            _ => postcard::from_bytes::<UrlRecordV3>(body).map(Into::into),
+            2 | 3 => postcard::from_bytes::<UrlRecordV3>(body).map(Into::into),
+            _ => postcard::from_bytes::<UrlRecordV4>(body).map(Into::into),
         }
     }
 }
 
 impl Record for SitemapRecord {}
+
+/// A due list: URLs of one host due in one second and class, each with its
+/// [`keys::Rank`], in rank order (then URL order). Every one of them has
+/// its record's [`UrlRecord::listed`] naming this list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DueList {
+    /// (rank, URL), sorted.
+    pub entries: Vec<(keys::Rank, String)>,
+}
+
+impl Record for DueList {}
+
+impl UrlRecord {
+    /// The key of its due list number `n` (`url` its URL).
+    pub fn list_key(&self, url: &str, n: u32) -> Vec<u8> {
+        keys::list(
+            self.schedule.reason.urgency() as u8,
+            self.schedule.due,
+            keys::host_of(url),
+            n,
+        )
+    }
+
+    /// Whether it is the URL a due list (`class`, due `at`, number `n`)
+    /// names: listed in it, and still due then in that class.
+    pub fn in_list(&self, class: u8, at: i64, n: u32) -> bool {
+        self.listed == Some(n)
+            && self.schedule.due == at
+            && self.schedule.reason.urgency() as u8 == class
+    }
+}
 
 impl Record for HostRecord {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
@@ -863,6 +927,32 @@ mod tests {
             (host.urls, host.errors_in_a_row, host.trust.agreements),
             (3, 0, 4)
         );
+    }
+
+    #[test]
+    fn version_4_records_decode_unlisted() {
+        let v4 = UrlRecordV4 {
+            v3: UrlRecordV3 {
+                v1: url_record_v1(),
+                notified: None,
+            },
+            blocked: true,
+            lapsed: Some(Lapse::Gone),
+            repeats: 3,
+            last_status: 410,
+            redirected_from: Some("https://a.example/old".into()),
+        };
+        let mut bytes = vec![4];
+        bytes.extend(postcard::to_allocvec(&v4).unwrap());
+        let rec: UrlRecord = decode(&bytes).unwrap();
+        assert_eq!(rec.listed, None);
+        assert!(rec.blocked);
+        assert_eq!(
+            (rec.lapsed, rec.repeats, rec.last_status),
+            (Some(Lapse::Gone), 3, 410)
+        );
+        assert_eq!(rec.redirected_from, v4.redirected_from);
+        assert_eq!(rec.sources, v4.v3.v1.sources);
     }
 
     #[test]
