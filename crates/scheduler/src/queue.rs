@@ -288,6 +288,14 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                     continue;
                 };
                 if let Some((host, n)) = keys::as_list(due.url) {
+                    // Past every list of this host in this second once it
+                    // has its allowance (before decoding this one).
+                    let mut past = keys::lists_of(due.class, due.at, host);
+                    past.push(0xff);
+                    if self.full(host) {
+                        from = past;
+                        continue 'scan;
+                    }
                     let list = match decode::<DueList>(&value) {
                         Ok(list) => list,
                         Err(error) => {
@@ -302,8 +310,10 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                         }
                         match self.consider(url, host, owns, class, found)? {
                             Taken::Yes => taken_here += 1,
-                            // The rest of the list is the same host's.
-                            Taken::HostFull => break,
+                            Taken::HostFull => {
+                                from = past;
+                                continue 'scan;
+                            }
                             Taken::No => {}
                         }
                     }
@@ -330,6 +340,11 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
             break;
         }
         Ok(())
+    }
+
+    /// Whether `host` was looked at and has its allowance.
+    fn full(&self, host: &str) -> bool {
+        self.per.get(host).is_some_and(|(taken, cap)| taken >= cap)
     }
 
     /// One due URL of `host` found by the scan: taken (its record read and

@@ -536,3 +536,33 @@ fn the_kept_counts_equal_a_full_count_after_every_kind_of_write() {
     }
     assert!(s.stats(ts(T0 + 4 * DAY)).unwrap().retired > 0);
 }
+
+/// A host with several due lists in one second (300 new URLs) does not
+/// starve the next host: once it has its share, the lease passes over the
+/// rest of its lists, and the URLs it hands out are its best ranked.
+#[test]
+fn a_host_with_many_due_lists_gets_its_share_and_no_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    let mut ingest = s.ingest(ts(T0));
+    for i in 0..300 {
+        ingest
+            .entry(SM, &entry(&format!("/a-{i:03}"), None, Some(T0 - DAY + i)))
+            .unwrap();
+    }
+    let b = "https://b.example/sitemap.xml";
+    for i in 0..5 {
+        let e = UrlEntry::new(NormUrl::parse(&format!("https://b.example/b-{i}")).unwrap());
+        ingest.entry(b, &e).unwrap();
+    }
+    ingest.finish().unwrap();
+    let leased = s.lease(&LeaseRequest::new(20).per_host(5), ts(T0)).unwrap();
+    let (a, b): (Vec<_>, Vec<_>) = leased
+        .iter()
+        .map(|l| l.url.as_str())
+        .partition(|u| u.starts_with("https://a.example"));
+    assert_eq!((a.len(), b.len()), (5, 5), "{leased:?}");
+    // The newest lastmods of a.example first.
+    assert!(a.contains(&"https://a.example/a-299"), "{a:?}");
+    assert!(s.check().unwrap().is_ok());
+}
