@@ -6,6 +6,11 @@
 //! figures; asserts nothing.
 //!
 //! `cargo bench --bench discover_walk` (`-- --sitemaps N` for a smaller site)
+//!
+//! With `-- --ingest`, the same site into the store instead (issue 19's end
+//! to end figure): `sitemapd ingest` into a fresh store on disk, then again
+//! (every URL unchanged), then `stats` and `queue -n 1000` on it: wall time,
+//! URLs/s, peak RSS of each, and the store's bytes on disk per URL.
 
 mod support;
 
@@ -48,6 +53,7 @@ fn main() {
     if args.iter().any(|a| a == "--serve") {
         return serve(sitemaps);
     }
+    let ingest = args.iter().any(|a| a == "--ingest");
     // The site lives in its own process: a child spawned from a process
     // holding 555 MB would inherit that in its peak RSS figure (vfork
     // shares the address space until exec, and Linux keeps its high-water
@@ -71,6 +77,12 @@ fn main() {
         "site: robots.txt -> index -> {sitemaps} sitemaps x {URLS_PER_SITEMAP} URLs = {urls} URLs, {:.0} MB of XML",
         bytes as f64 / 1e6
     );
+    if ingest {
+        ingest_rounds(root, urls);
+        drop(server.stdin.take());
+        let _ = server.wait();
+        return;
+    }
     for round in 1..=3 {
         let r = run(&[
             "discover",
@@ -106,6 +118,67 @@ fn main() {
     }
     drop(server.stdin.take());
     let _ = server.wait();
+}
+
+/// `ingest` twice into a fresh store, then `stats` and `queue -n 1000`.
+fn ingest_rounds(root: &str, urls: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let store = store.to_str().unwrap();
+    let show = |what: &str, r: &support::Run, per_url: bool| {
+        let rate = if per_url {
+            format!(", {:.0} URLs/s", urls as f64 / r.seconds)
+        } else {
+            String::new()
+        };
+        println!(
+            "{what}: {:.2} s{rate}, peak RSS {:.1} MiB",
+            r.seconds,
+            r.max_rss_kib as f64 / 1024.0
+        );
+    };
+    for what in ["first ingest", "unchanged re-ingest"] {
+        let r = run(&[
+            "ingest",
+            "--store",
+            store,
+            "--min-delay",
+            "0",
+            "--allow-private",
+            root,
+        ]);
+        assert!(
+            r.stderr.contains("ingest:"),
+            "no ingest summary: {}",
+            r.stderr
+        );
+        show(what, &r, true);
+        let summary = r.stderr.lines().rfind(|l| l.starts_with("ingest:"));
+        println!("  [{}]", summary.unwrap_or_default());
+    }
+    let r = run(&["stats", "--store", store]);
+    show("stats", &r, false);
+    let r = run(&["queue", "--store", store, "-n", "1000"]);
+    show("queue -n 1000", &r, false);
+    let disk = dir_size(std::path::Path::new(store));
+    println!(
+        "disk: {:.0} MB, {:.0} bytes per URL",
+        disk as f64 / 1e6,
+        disk as f64 / urls as f64
+    );
+}
+
+fn dir_size(path: &std::path::Path) -> u64 {
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// The URL entries and bytes a run read, from its `total:` line
