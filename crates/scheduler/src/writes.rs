@@ -10,9 +10,12 @@
 //! target) is filed in a due list ([`keys::list`]): one key per host, due
 //! second and class holds up to [`keys::LIST_CAP`] of them, so that an
 //! ingest writes one new key per new URL (its record) instead of two. Its
-//! record names the list ([`UrlRecord::listed`]). The first time its place
-//! in the queue changes (a lease, a fetch, a block, a retirement), it
-//! leaves the list for a due key of its own; a list left empty is removed.
+//! record names the list ([`UrlRecord::listed`]). A lease files the URLs it
+//! hands out the same way (all of a host's share of one lease are due again
+//! at its expiry): a lease of 1,000 URLs writes a list per host, not 1,000
+//! due keys. When its place in the queue changes otherwise (a fetch, a
+//! block, a retirement), a URL leaves its list for a due key of its own; a
+//! list left empty is removed.
 //! A URL's record and its list change in the same batch, so a crash never
 //! leaves one without the other.
 
@@ -112,7 +115,7 @@ impl<'s> UrlWrites<'s> {
         } else if after.listed.is_some() && place_of(url, after) == old {
             // Still due as its list says.
             old.clone()
-        } else if before.is_none() && fresh(after) {
+        } else if listable(before, after) {
             // Filed in a due list when the batch is applied, in rank order.
             let prefix = keys::lists_of(
                 after.schedule.reason.urgency() as u8,
@@ -122,21 +125,15 @@ impl<'s> UrlWrites<'s> {
             let rank = after.rank(url);
             let entry = (rank, url.to_string(), after.clone());
             self.fresh.entry(prefix).or_default().push(entry);
-            self.count(url, None, after);
+            self.leave(url, old);
+            self.count(url, before, after);
             return Ok(());
         } else {
             after.listed = None;
             Some(Place::Key(after.due_key(url)))
         };
         if old != new {
-            match old {
-                Some(Place::Key(key)) => self.batch.remove(key),
-                Some(Place::List(key)) => {
-                    let edit = self.lists.entry(key).or_default();
-                    edit.removed.insert(url.to_string());
-                }
-                None => {}
-            }
+            self.leave(url, old);
             match new {
                 Some(Place::Key(key)) => self.batch.insert(key, &[]),
                 Some(Place::List(key)) => {
@@ -149,6 +146,18 @@ impl<'s> UrlWrites<'s> {
         self.batch.insert(keys::url(url), encode(after));
         self.count(url, before, after);
         Ok(())
+    }
+
+    /// `url` leaves its place in the queue.
+    fn leave(&mut self, url: &str, place: Option<Place>) {
+        match place {
+            Some(Place::Key(key)) => self.batch.remove(key),
+            Some(Place::List(key)) => {
+                let edit = self.lists.entry(key).or_default();
+                edit.removed.insert(url.to_string());
+            }
+            None => {}
+        }
     }
 
     /// Its host's counts change by `after`'s contribution less `before`'s.
@@ -246,13 +255,17 @@ impl<'s> UrlWrites<'s> {
     }
 }
 
-/// A record that can go into a due list: new to the store, not leased.
-fn fresh(rec: &UrlRecord) -> bool {
-    rec.schedule.lease.is_none()
-        && matches!(
-            rec.schedule.reason,
-            StoredReason::New | StoredReason::Notified
-        )
+/// Whether a record moving in the queue goes into a due list rather than a
+/// key of its own: a URL new to the store (due when it was found), and a
+/// URL just leased (due again when the lease runs out, with every other URL
+/// of its host in that lease). Others are due at times of their own.
+fn listable(before: Option<&Before>, after: &UrlRecord) -> bool {
+    after.schedule.lease.is_some()
+        || (before.is_none()
+            && matches!(
+                after.schedule.reason,
+                StoredReason::New | StoredReason::Notified
+            ))
 }
 
 impl Store {
