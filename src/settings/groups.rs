@@ -278,7 +278,11 @@ impl StoreArgs {
     /// Opens an existing store for `what` (a mistyped `--store` is an
     /// error, not a new empty store).
     pub fn open_existing(&self, what: StoreUse) -> Result<sitemapd_scheduler::Store> {
-        self.open_existing_with(what, Default::default())
+        let options = sitemapd_scheduler::StoreOptions {
+            cache_bytes: what.cache_bytes(),
+            ..Default::default()
+        };
+        self.open_existing_with(what, options)
     }
 
     /// Opens an existing store with `options`, for `what`.
@@ -342,6 +346,19 @@ pub enum StoreUse {
 }
 
 impl StoreUse {
+    /// sled's page cache for this use, bytes: `stats` and `export` read
+    /// every page once, in key order, so a cache only holds pages they
+    /// are done with. On a 1M-URL store 4 MiB took `stats` from 205 to
+    /// 131 MiB of peak RSS, in the same time; `stats --check` (a lookup
+    /// per record) took 19.2 s against 17.8 with 32 MiB, for 58 MiB less.
+    /// The others keep the default.
+    pub fn cache_bytes(self) -> u64 {
+        match self {
+            StoreUse::Stats | StoreUse::Export => 4 << 20,
+            _ => sitemapd_scheduler::StoreOptions::default().cache_bytes,
+        }
+    }
+
     /// What to do instead while the daemon runs: its HTTP routes (docs/daemon.md).
     pub fn instead(self) -> &'static str {
         match self {

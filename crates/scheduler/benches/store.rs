@@ -2,7 +2,10 @@
 //! `lease(1000)` latency, disk bytes per URL and peak RSS, on a fresh store
 //! on disk. Prints figures; asserts nothing.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B]`
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR]`
+//!
+//! `--keep DIR` builds the store in `DIR` (which must not exist yet) and
+//! leaves it there, for measuring the commands on a big store.
 
 use sitemapd_scheduler::{LeaseRequest, Timestamp};
 use std::time::Duration;
@@ -89,8 +92,25 @@ fn main() {
     let batch = arg("--batch", sitemapd_scheduler::ingest::DEFAULT_BATCH);
     let per_host = urls / hosts;
     let total = per_host * hosts;
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let args: Vec<String> = std::env::args().collect();
+    let keep = args
+        .iter()
+        .position(|a| a == "--keep")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from);
+    // A tempdir, deleted at the end, unless `--keep` names the directory.
+    let temp;
+    let path = match &keep {
+        Some(dir) => {
+            assert!(!dir.exists(), "--keep {}: already exists", dir.display());
+            dir.as_path()
+        }
+        None => {
+            temp = tempfile::tempdir().unwrap();
+            temp.path()
+        }
+    };
+    let store = Store::open(path, StoreOptions::default()).unwrap();
     let now = 1_700_000_000;
     println!("{total} URLs over {hosts} hosts, batch {batch}");
 
@@ -137,7 +157,7 @@ fn main() {
     assert_eq!(kept.active, full.active);
     println!("stats (kept counts): {kept_ms:.1} ms; full_stats (every record): {full_ms:.0} ms");
     store.flush().unwrap();
-    let disk = dir_size(dir.path());
+    let disk = dir_size(path);
     println!(
         "disk: {:.0} MB, {:.0} bytes per URL (sled's own count: {:.0} MB); peak RSS {:.0} MiB",
         disk as f64 / 1e6,
