@@ -68,7 +68,7 @@ pub const PROBE: &[u8] = b"~probe";
 pub const LAYOUT_VERSION: u8 = 5;
 
 /// URLs a due list holds at most.
-pub const LIST_CAP: usize = 128;
+pub const LIST_CAP: usize = 32;
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
