@@ -189,10 +189,10 @@ pub struct StatsArgs {
     /// its due entry and each host's kept counts are right (the counts come from those reads).
     #[arg(long)]
     pub check: bool,
-    /// Count each host's URLs again from the records and keep those counts (after --check
-    /// named hosts whose counts differ).
+    /// Rebuild the due index and each host's counts from the URL records (after --check
+    /// named problems); then report.
     #[arg(long)]
-    pub recount: bool,
+    pub repair: bool,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,

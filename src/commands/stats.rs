@@ -14,8 +14,8 @@ use crate::settings::StoreUse;
 pub fn run(args: &StatsArgs) -> Result<ExitCode> {
     let store = args.store.open_existing(StoreUse::Stats)?;
     let now = sitemapd_scheduler::Timestamp::now();
-    if args.recount {
-        store.recount()?;
+    if args.repair {
+        store.repair()?;
     }
     // The kept counts answer at once; --check reads every record, recounts
     // and checks them.

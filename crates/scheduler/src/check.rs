@@ -106,8 +106,9 @@ pub struct Stats {
     /// `not-modified`, `gone`, `error`, `redirected`; never fetched ones
     /// are `never_fetched`).
     pub last_outcomes: BTreeMap<String, u64>,
-    /// When the next URL falls due (none is due now, none is leased),
-    /// over the URLs in the queue.
+    /// When the next URL falls due, when none is due now: the earliest due
+    /// time in the queue, the expiry of a running lease included (its URL
+    /// falls due again then).
     pub next_due: Option<Timestamp>,
     /// Sitemaps whose last fetch failed.
     pub sitemap_failures: u64,
@@ -367,11 +368,9 @@ impl Store {
                 Some(Lapse::Moved) => s.moved += 1,
                 None => {}
             }
-            let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
-            if !leased {
-                let due = rec.schedule.due;
-                next_due = Some(next_due.map_or(due, |n| n.min(due)));
-            }
+            // A running lease's URL falls due again when it runs out.
+            let due = rec.schedule.due;
+            next_due = Some(next_due.map_or(due, |n| n.min(due)));
             s.never_fetched += u64::from(rec.fetch.last_fetch.is_none());
             s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
             s.due_now += u64::from(rec.schedule.due <= now);

@@ -96,7 +96,7 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     kv.apply_batch(batch)
 }
 
-fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
+pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
     clear(kv, keys::DUE)?;
     let mut batch = Batch::default();
     let mut n = 0;
@@ -106,10 +106,14 @@ fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
             continue;
         };
         // A record that does not decode keeps no entry; `check` names it.
-        let Ok(rec) = decode::<UrlRecord>(&value) else {
+        let Ok(mut rec) = decode::<UrlRecord>(&value) else {
             continue;
         };
         if rec.queued() {
+            // Out of its due list (the lists were cleared with the rest).
+            if rec.listed.take().is_some() {
+                batch.insert(key.to_vec(), encode(&rec));
+            }
             batch.insert(rec.due_key(url), &[]);
             n += 1;
         }

@@ -18,6 +18,16 @@
 //! list left empty is removed.
 //! A URL's record and its list change in the same batch, so a crash never
 //! leaves one without the other.
+//!
+//! The order is kept within a list (its entries sorted by rank, and a rank
+//! that changes moves the entry) but not quite across them: a list's key
+//! ranks ahead of every URL with a key of its own due in the same second,
+//! so among URLs of one class due in the same second, the listed ones are
+//! read first. A lease reads twice the URLs it hands out and then sorts
+//! them; a higher-priority URL with its own key, due in the very second of
+//! more listed URLs than that, waits for the next lease. A corrupt list is
+//! passed over and named by `stats --check`; `stats --repair` rebuilds the
+//! due index from the records and puts its URLs back.
 
 use std::collections::{HashMap, HashSet};
 
@@ -43,6 +53,8 @@ enum Place {
 pub(crate) struct Before {
     tally: Tally,
     place: Option<Place>,
+    /// Its order within its second (a due list's entries are sorted by it).
+    rank: keys::Rank,
 }
 
 impl Before {
@@ -51,6 +63,7 @@ impl Before {
         Before {
             tally: Tally::of(rec),
             place: place_of(url, rec),
+            rank: rec.rank(url),
         }
     }
 }
@@ -98,7 +111,8 @@ impl<'s> UrlWrites<'s> {
         }
     }
 
-    /// Writes `after` as the record of `url`, which was `before` when read
+    /// Writes `after` as the record of `url` (once per URL in a batch: the
+    /// callers merge what they do to one URL first), which was `before` when read
     /// (`None`: a new URL). Its due entry moves if its place in the queue
     /// changed (a new queued URL is filed in a due list when the batch is
     /// applied), and its host's counts by the difference.
@@ -113,7 +127,16 @@ impl<'s> UrlWrites<'s> {
             after.listed = None;
             None
         } else if after.listed.is_some() && place_of(url, after) == old {
-            // Still due as its list says.
+            // Still due as its list says; its place in the list moves if
+            // its rank changed (a new priority or lastmod).
+            if let (Some(Place::List(key)), Some(before)) = (&old, before) {
+                let rank = after.rank(url);
+                if rank != before.rank {
+                    let edit = self.lists.entry(key.clone()).or_default();
+                    edit.removed.insert(url.to_string());
+                    edit.added.push((rank, url.to_string()));
+                }
+            }
             old.clone()
         } else if listable(before, after) {
             // Filed in a due list when the batch is applied, in rank order.
@@ -236,7 +259,10 @@ impl<'s> UrlWrites<'s> {
             list.entries.retain(|(_, url)| !edit.removed.contains(url));
             list.entries.extend(edit.added);
             list.entries.sort();
-            list.entries.dedup_by(|a, b| a.1 == b.1);
+            // One entry per URL, whatever its rank (`put` is called once
+            // per URL and batch, so this is only a guard).
+            let mut once = HashSet::new();
+            list.entries.retain(|(_, url)| once.insert(url.clone()));
             if list.entries.is_empty() {
                 self.batch.remove(key);
             } else {
@@ -269,12 +295,16 @@ fn listable(before: Option<&Before>, after: &UrlRecord) -> bool {
 }
 
 impl Store {
-    /// Counts every host's URL records again from the records and keeps
-    /// those counts: what to run when [`Store::check`] names hosts whose
-    /// counts differ (a record that did not decode was replaced, or the
-    /// store was changed behind its back). Holds the write lock throughout.
-    pub fn recount(&self) -> Result<(), StoreError> {
+    /// Rebuilds what [`Store::check`] verifies from the URL records: the
+    /// due index (every queued URL gets a due key of its own, out of any
+    /// due list; what a corrupt due list held is back in the queue) and
+    /// each host's counts. What to run when the check names problems (a
+    /// record that did not decode was replaced, or the store was changed
+    /// behind its back). Holds the write lock throughout; a crash midway
+    /// leaves what a second run puts right.
+    pub fn repair(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
+        crate::migrate::rebuild_due_index(&self.kv)?;
         crate::migrate::count_tallies(&self.kv)
     }
 

@@ -246,7 +246,7 @@ fn one_corrupt_record_blocks_lease_and_ingest() {
     assert!(!check.is_ok());
     // The full count skips the bad record and counts the others; the kept
     // counts (changed behind the store's back) still say 3, the check
-    // names the host, and a recount puts it right.
+    // names the host, and a repair puts it right.
     assert_eq!(s.full_stats(ts(T0)).unwrap().active, 2);
     assert_eq!(s.stats(ts(T0)).unwrap().active, 3);
     assert_eq!(check.miscounted.len(), 1, "{check:?}");
@@ -254,7 +254,7 @@ fn one_corrupt_record_blocks_lease_and_ingest() {
         check.miscounted[0].starts_with("a.example: kept"),
         "{check:?}"
     );
-    s.recount().unwrap();
+    s.repair().unwrap();
     assert_eq!(s.stats(ts(T0)).unwrap().active, 2);
     assert!(s.check().unwrap().miscounted.is_empty());
     let lease = s.lease(
