@@ -43,8 +43,16 @@ use crate::tally::Tally;
 enum Place {
     /// Its own due key.
     Key(Vec<u8>),
-    /// In the due list with this key.
-    List(Vec<u8>),
+    /// In due list `n` of its host due `at` in `class` (the key is built
+    /// only when the list changes: most writes leave a URL where it is).
+    List { class: u8, at: i64, n: u32 },
+}
+
+impl Place {
+    /// The key of the list `url` is in, for a [`Place::List`].
+    fn list_key(url: &str, class: u8, at: i64, n: u32) -> Vec<u8> {
+        keys::list(class, at, keys::host_of(url), n)
+    }
 }
 
 /// What a URL record was when read: its contribution to its host's counts
@@ -74,7 +82,11 @@ fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
         return None;
     }
     Some(match rec.listed {
-        Some(n) => Place::List(rec.list_key(url, n)),
+        Some(n) => Place::List {
+            class: rec.schedule.reason.urgency() as u8,
+            at: rec.schedule.due,
+            n,
+        },
         None => Place::Key(rec.due_key(url)),
     })
 }
@@ -129,10 +141,11 @@ impl<'s> UrlWrites<'s> {
         } else if after.listed.is_some() && place_of(url, after) == old {
             // Still due as its list says; its place in the list moves if
             // its rank changed (a new priority or lastmod).
-            if let (Some(Place::List(key)), Some(before)) = (&old, before) {
+            if let (Some(Place::List { class, at, n }), Some(before)) = (&old, before) {
                 let rank = after.rank(url);
                 if rank != before.rank {
-                    let edit = self.lists.entry(key.clone()).or_default();
+                    let key = Place::list_key(url, *class, *at, *n);
+                    let edit = self.lists.entry(key).or_default();
                     edit.removed.insert(url.to_string());
                     edit.added.push((rank, url.to_string()));
                 }
@@ -159,7 +172,8 @@ impl<'s> UrlWrites<'s> {
             self.leave(url, old);
             match new {
                 Some(Place::Key(key)) => self.batch.insert(key, &[]),
-                Some(Place::List(key)) => {
+                Some(Place::List { class, at, n }) => {
+                    let key = Place::list_key(url, class, at, n);
                     let edit = self.lists.entry(key).or_default();
                     edit.added.push((after.rank(url), url.to_string()));
                 }
@@ -175,7 +189,8 @@ impl<'s> UrlWrites<'s> {
     fn leave(&mut self, url: &str, place: Option<Place>) {
         match place {
             Some(Place::Key(key)) => self.batch.remove(key),
-            Some(Place::List(key)) => {
+            Some(Place::List { class, at, n }) => {
+                let key = Place::list_key(url, class, at, n);
                 let edit = self.lists.entry(key).or_default();
                 edit.removed.insert(url.to_string());
             }
