@@ -606,7 +606,7 @@ impl<'s> Ingest<'s> {
                 let was = Before::of(&url, &before);
                 let mut rec = before;
                 rec.retired = true;
-                writes.put(&url, Some(&was), &mut rec)?;
+                writes.put(&url, Some(&was), &mut rec);
                 self.stats.retired += 1;
                 retired += 1;
             }
@@ -712,7 +712,7 @@ impl<'s> Ingest<'s> {
                     rec.schedule = Schedule::of(&due);
                 }
             }
-            writes.put(&url, before.as_ref(), &mut rec)?;
+            writes.put(&url, before.as_ref(), &mut rec);
             match (new, revived, hints_changed) {
                 (true, _, _) => self.stats.new += 1,
                 (_, true, _) => self.stats.revived += 1,

@@ -542,7 +542,7 @@ impl Store {
                 if rec.queued() {
                     let before = Before::of(&url, &rec);
                     rec.blocked = true;
-                    writes.put(&url, Some(&before), &mut rec)?;
+                    writes.put(&url, Some(&before), &mut rec);
                 }
             }
         }
@@ -566,7 +566,7 @@ impl Store {
                 let before = Before::of(&url, &rec);
                 let due = self.schedule(&url, &rec, host, now);
                 rec.schedule = Schedule::of(&due);
-                writes.put(&url, Some(&before), &mut rec)?;
+                writes.put(&url, Some(&before), &mut rec);
                 continue;
             }
             let not_before = host.next_allowed.max(now);
@@ -585,7 +585,7 @@ impl Store {
                 reason: rec.schedule.reason,
                 lease: Some((id, horizon)),
             };
-            writes.put(&url, Some(&before), &mut rec)?;
+            writes.put(&url, Some(&before), &mut rec);
             out.push(Leased {
                 url,
                 due: Timestamp::from_unix(due),
@@ -692,7 +692,7 @@ impl Store {
         }
         let mut writes = UrlWrites::new(self);
         for (url, (rec, before)) in &mut records {
-            writes.put(url, before.as_ref(), rec)?;
+            writes.put(url, before.as_ref(), rec);
         }
         for (name, (host, changed)) in &hosts {
             if *changed {

@@ -107,7 +107,8 @@ pub(crate) struct UrlWrites<'s> {
     batch: Batch,
     changes: HashMap<String, Tally>,
     lists: HashMap<Vec<u8>, ListEdit>,
-    /// New URLs to file in due lists, by list prefix ([`keys::lists_of`]).
+    /// URLs to file in due lists (new ones, and those a lease hands out),
+    /// by list prefix ([`keys::lists_of`]).
     fresh: HashMap<Vec<u8>, Vec<(keys::Rank, String, UrlRecord)>>,
 }
 
@@ -128,12 +129,7 @@ impl<'s> UrlWrites<'s> {
     /// (`None`: a new URL). Its due entry moves if its place in the queue
     /// changed (a new queued URL is filed in a due list when the batch is
     /// applied), and its host's counts by the difference.
-    pub(crate) fn put(
-        &mut self,
-        url: &str,
-        before: Option<&Before>,
-        after: &mut UrlRecord,
-    ) -> Result<(), StoreError> {
+    pub(crate) fn put(&mut self, url: &str, before: Option<&Before>, after: &mut UrlRecord) {
         let old = before.and_then(|b| b.place.clone());
         let new = if !after.queued() {
             after.listed = None;
@@ -163,7 +159,7 @@ impl<'s> UrlWrites<'s> {
             self.fresh.entry(prefix).or_default().push(entry);
             self.leave(url, old);
             self.count(url, before, after);
-            return Ok(());
+            return;
         } else {
             after.listed = None;
             Some(Place::Key(after.due_key(url)))
@@ -182,7 +178,6 @@ impl<'s> UrlWrites<'s> {
         }
         self.batch.insert(keys::url(url), encode(after));
         self.count(url, before, after);
-        Ok(())
     }
 
     /// `url` leaves its place in the queue.
