@@ -209,7 +209,7 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
         use sitemapd_scheduler::internal::record::{DueList, decode, encode};
         let mut list: DueList = decode(&value).unwrap();
         assert_eq!(list.entries.len(), 5);
-        let (_, url) = list.entries.remove(0);
+        let url = list.entries.remove(0).url;
         assert!(url.contains("/s0/page-"), "{url}");
         tree.insert(&key, encode(&list)).unwrap();
         db.flush().unwrap();

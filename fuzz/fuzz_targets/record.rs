@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = round_trip::<RefreshState>(data);
     if let Some(list) = round_trip::<DueList>(data) {
-        let _ = list.entries.iter().map(|(_, url)| keys::host_of(url)).count();
+        let _ = list.entries.iter().map(|e| keys::host_of(&e.url)).count();
     }
     let _ = keys::parse_due(data).map(|d| keys::as_list(d.url));
     let _ = keys::suffix_url(data);

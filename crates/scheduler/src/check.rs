@@ -78,7 +78,7 @@ impl ListCache {
             }
             let urls = match store.kv.get(&key)? {
                 Some(value) => decode::<DueList>(&value)
-                    .map(|l| l.entries.into_iter().map(|(_, u)| u).collect())
+                    .map(|l| l.entries.into_iter().map(|e| e.url).collect())
                     .unwrap_or_default(),
                 None => HashSet::new(),
             };
@@ -246,7 +246,7 @@ impl Store {
                     continue;
                 };
                 report.due_entries += list.entries.len().saturating_sub(1) as u64;
-                for (_, url) in &list.entries {
+                for url in list.entries.iter().map(|e| &e.url) {
                     match self.url_record(url) {
                         Ok(Some(rec)) if rec.queued() && rec.in_list(due.class, due.at, n) => {}
                         _ => report.dangling_due.push(format!(
@@ -592,7 +592,7 @@ mod tests {
         let n = rec.listed.take().unwrap();
         let key = rec.list_key(url, n);
         let mut list: DueList = decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
-        list.entries.retain(|(_, u)| u != url);
+        list.entries.retain(|e| e.url != url);
         if list.entries.is_empty() {
             s.kv.remove(&key).unwrap();
         } else {
@@ -624,7 +624,7 @@ mod tests {
         assert_eq!(list.entries.len(), 3);
         // B is left out of its list.
         let mut without_b = list.clone();
-        without_b.entries.retain(|(_, u)| u != B);
+        without_b.entries.retain(|e| e.url != B);
         s.kv.insert(key.clone(), crate::record::encode(&without_b))
             .unwrap();
         let r = s.check().unwrap();

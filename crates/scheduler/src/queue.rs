@@ -21,7 +21,7 @@ use crate::policy::Urgency;
 use crate::policy::lastmod_is_newer;
 use crate::record::{
     DueList, HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
-    VISIT_HISTORY, decode, due_rank, encode,
+    VISIT_HISTORY, decode, encode,
 };
 use crate::robots::RulesCache;
 use crate::store::{Store, StoreError};
@@ -225,26 +225,31 @@ const OVERSCAN: usize = 2;
 /// than this at once.
 const MAX_VALIDATION_CREDIT: f64 = 16.0;
 
-/// A due record found by a scan of the due index.
+/// A due URL found by a scan of the due index, with what orders it. The
+/// record of a URL with a due key of its own is read when it is found; that
+/// of a URL in a due list (whose entry carries its score and rank) only if
+/// it is among those handed out ([`Store::with_records`]).
 struct Candidate {
     url: String,
-    rec: UrlRecord,
     class: Urgency,
+    score: f32,
+    due: i64,
+    rank: keys::Rank,
+    rec: Option<UrlRecord>,
+    /// The due list it was found in, by number.
+    list: Option<u32>,
 }
 
 impl Candidate {
     /// Most urgent first: class, the policy's score, due time, then (among
-    /// equals, as the sitemap suggests) the higher priority, the newer
-    /// lastmod, the shorter URL, and the URL itself.
+    /// equals, as the sitemap suggests) the rank: the higher priority, the
+    /// newer lastmod, the shorter URL; and the URL itself.
     fn order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
-        let (ra, rb) = (&a.rec, &b.rec);
         a.class
             .cmp(&b.class)
-            .then(rb.schedule.score.total_cmp(&ra.schedule.score))
-            .then(ra.schedule.due.cmp(&rb.schedule.due))
-            .then(due_rank(ra.priority).cmp(&due_rank(rb.priority)))
-            .then(rb.lastmod.map(|l| l.at).cmp(&ra.lastmod.map(|l| l.at)))
-            .then(a.url.len().cmp(&b.url.len()))
+            .then(b.score.total_cmp(&a.score))
+            .then(a.due.cmp(&b.due))
+            .then(a.rank.cmp(&b.rank))
             .then(a.url.cmp(&b.url))
     }
 }
@@ -303,13 +308,24 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                             continue;
                         }
                     };
-                    let owns = |rec: &UrlRecord| rec.in_list(due.class, due.at, n);
-                    for (_, url) in &list.entries {
+                    for entry in list.entries {
                         if taken_here >= limit {
                             break 'scan;
                         }
-                        match self.consider(url, host, owns, class, found)? {
-                            Taken::Yes => taken_here += 1,
+                        match self.admit(&entry.url, host)? {
+                            Taken::Yes => {
+                                self.take(host);
+                                taken_here += 1;
+                                found.push(Candidate {
+                                    class,
+                                    score: entry.score,
+                                    due: due.at,
+                                    rank: entry.rank,
+                                    rec: None,
+                                    list: Some(n),
+                                    url: entry.url,
+                                });
+                            }
                             Taken::HostFull => {
                                 from = past;
                                 continue 'scan;
@@ -347,13 +363,34 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
         self.per.get(host).is_some_and(|(taken, cap)| taken >= cap)
     }
 
-    /// One due URL of `host` found by the scan: taken (its record read and
-    /// added to `found`) unless its host has its allowance, the rules
-    /// disallow it (noted in `blocked`), or its record is retired, gone or
-    /// not the one the due entry stands for (`owns`: an entry left by a
-    /// replaced corrupt record, which `check` names). A record that does
-    /// not decode is skipped and logged: one bad record does not stop the
-    /// queue.
+    /// Whether a due URL of `host` may be taken: not if its host has its
+    /// allowance, nor if the rules disallow it (noted in `blocked`).
+    fn admit(&mut self, url: &str, host: &str) -> Result<Taken, StoreError> {
+        if !self.per.contains_key(host) {
+            let cap = (self.allowance)(host)?;
+            self.per.insert(host.to_string(), (0, cap));
+        }
+        if self.full(host) {
+            return Ok(Taken::HostFull);
+        }
+        if !self.rules.allows(url)? {
+            self.blocked.push(url.to_string());
+            return Ok(Taken::No);
+        }
+        Ok(Taken::Yes)
+    }
+
+    /// One more URL taken for `host`.
+    fn take(&mut self, host: &str) {
+        if let Some((taken, _)) = self.per.get_mut(host) {
+            *taken += 1;
+        }
+    }
+
+    /// A due URL with a due key of its own: taken (its record read and
+    /// added to `found`) if [`DueScan::admit`] lets it and its record is
+    /// active and the one the key stands for (`owns`: not an entry left by
+    /// a replaced corrupt record, which `check` names).
     fn consider(
         &mut self,
         url: &str,
@@ -362,38 +399,24 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
         class: Urgency,
         found: &mut Vec<Candidate>,
     ) -> Result<Taken, StoreError> {
-        if !self.per.contains_key(host) {
-            let cap = (self.allowance)(host)?;
-            self.per.insert(host.to_string(), (0, cap));
+        match self.admit(url, host)? {
+            Taken::Yes => {}
+            other => return Ok(other),
         }
-        let Some((taken, cap)) = self.per.get_mut(host) else {
+        let Some(rec) = self.store.live_record(url, owns)? else {
             return Ok(Taken::No);
         };
-        if *taken >= *cap {
-            return Ok(Taken::HostFull);
-        }
-        if !self.rules.allows(url)? {
-            self.blocked.push(url.to_string());
-            return Ok(Taken::No);
-        }
-        match self.store.url_record(url) {
-            Ok(Some(rec)) if rec.retired || !owns(&rec) => Ok(Taken::No),
-            Ok(Some(rec)) => {
-                *taken += 1;
-                found.push(Candidate {
-                    url: url.to_string(),
-                    rec,
-                    class,
-                });
-                Ok(Taken::Yes)
-            }
-            Ok(None) => Ok(Taken::No),
-            Err(StoreError::Record { key, .. }) => {
-                tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
-                Ok(Taken::No)
-            }
-            Err(e) => Err(e),
-        }
+        self.take(host);
+        found.push(Candidate {
+            url: url.to_string(),
+            class,
+            score: rec.schedule.score,
+            due: rec.schedule.due,
+            rank: rec.rank(url),
+            rec: Some(rec),
+            list: None,
+        });
+        Ok(Taken::Yes)
     }
 }
 
@@ -408,6 +431,50 @@ enum Taken {
 }
 
 impl Store {
+    /// The record of a due `url` if it is active and `owns` its due entry.
+    /// A record that does not decode is skipped and logged: one bad record
+    /// does not stop the queue.
+    fn live_record(
+        &self,
+        url: &str,
+        owns: impl Fn(&UrlRecord) -> bool,
+    ) -> Result<Option<UrlRecord>, StoreError> {
+        match self.url_record(url) {
+            Ok(Some(rec)) if !rec.retired && owns(&rec) => Ok(Some(rec)),
+            Ok(_) => Ok(None),
+            Err(StoreError::Record { key, .. }) => {
+                tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `found` (sorted, cut to what is handed out) with every record: those
+    /// of URLs found in due lists are read now, and a URL whose record no
+    /// longer names its list is passed over.
+    fn with_records(
+        &self,
+        found: Vec<Candidate>,
+    ) -> Result<Vec<(String, UrlRecord, Urgency)>, StoreError> {
+        let mut out = Vec::with_capacity(found.len());
+        for c in found {
+            let rec = match (c.rec, c.list) {
+                (Some(rec), _) => rec,
+                (None, Some(n)) => {
+                    let owns = |rec: &UrlRecord| rec.in_list(c.class as u8, c.due, n);
+                    match self.live_record(&c.url, owns)? {
+                        Some(rec) => rec,
+                        None => continue,
+                    }
+                }
+                (None, None) => continue,
+            };
+            out.push((c.url, rec, c.class));
+        }
+        Ok(out)
+    }
+
     /// URLs due at `now` (due time at or before it, leases run out
     /// included), every class, counted up to [`DUE_COUNT_LIMIT`]: a scan
     /// of that part of the due index, keys only, that stops there (the
@@ -463,17 +530,18 @@ impl Store {
             scan.scan(class, left, &mut found)?;
         }
         found.sort_by(Candidate::order);
-        Ok(found
+        found.truncate(n);
+        Ok(self
+            .with_records(found)?
             .into_iter()
-            .take(n)
-            .map(|c| Leased {
-                due: Timestamp::from_unix(c.rec.schedule.due),
-                score: c.rec.schedule.score,
-                reason: reason_of(&c.rec, now),
+            .map(|(url, rec, _)| Leased {
+                due: Timestamp::from_unix(rec.schedule.due),
+                score: rec.schedule.score,
+                reason: reason_of(&rec, now),
                 lease: None,
                 expires: None,
                 not_before: Timestamp::from_unix(now),
-                url: c.url,
+                url,
             })
             .collect())
     }
@@ -534,6 +602,7 @@ impl Store {
         found.sort_by(Candidate::order);
         found.truncate(n - samples.len());
         found.extend(samples);
+        let found = self.with_records(found)?;
         let mut writes = UrlWrites::new(self);
         // Due URLs whose host's rules changed since they were scheduled
         // (and no `set_robots` pass reached them yet): out of the queue.
@@ -548,12 +617,7 @@ impl Store {
         }
         let mut out = Vec::new();
         let mut sampled = 0usize;
-        for Candidate {
-            url,
-            mut rec,
-            class,
-        } in found
-        {
+        for (url, mut rec, class) in found {
             let Some((host, given)) = hosts.get_mut(keys::host_of(&url)) else {
                 continue; // every candidate's host was looked at by the scan
             };

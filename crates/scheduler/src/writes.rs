@@ -19,8 +19,11 @@
 //! A URL's record and its list change in the same batch, so a crash never
 //! leaves one without the other.
 //!
-//! The order is kept within a list (its entries sorted by rank, and a rank
-//! that changes moves the entry) but not quite across them: a list's key
+//! A list entry carries what a lease orders URLs by (the policy's score
+//! and the rank, [`Listed`]), so a lease reads only the records of the
+//! URLs it hands out, not of every candidate it compares. The order is kept
+//! within a list (entries sorted by [`Listed::order`]; a score or rank that
+//! changes moves the entry) but not quite across them: a list's key
 //! ranks ahead of every URL with a key of its own due in the same second,
 //! so among URLs of one class due in the same second, the listed ones are
 //! read first. A lease reads twice the URLs it hands out and then sorts
@@ -34,7 +37,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
-use crate::record::{DueList, StoredReason, UrlRecord, decode, encode};
+use crate::record::{DueList, Listed, StoredReason, UrlRecord, decode, encode};
 use crate::store::Store;
 use crate::tally::Tally;
 
@@ -61,8 +64,8 @@ impl Place {
 pub(crate) struct Before {
     tally: Tally,
     place: Option<Place>,
-    /// Its order within its second (a due list's entries are sorted by it).
-    rank: keys::Rank,
+    /// Its entry in its due list, if listed (what the list orders it by).
+    listed: Option<Listed>,
 }
 
 impl Before {
@@ -71,7 +74,7 @@ impl Before {
         Before {
             tally: Tally::of(rec),
             place: place_of(url, rec),
-            rank: rec.rank(url),
+            listed: rec.listed.map(|_| Listed::of(url, rec)),
         }
     }
 }
@@ -95,7 +98,7 @@ fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
 #[derive(Default)]
 struct ListEdit {
     removed: HashSet<String>,
-    added: Vec<(keys::Rank, String)>,
+    added: Vec<Listed>,
 }
 
 /// URL records written in one batch with their due entries and their
@@ -109,7 +112,7 @@ pub(crate) struct UrlWrites<'s> {
     lists: HashMap<Vec<u8>, ListEdit>,
     /// URLs to file in due lists (new ones, and those a lease hands out),
     /// by list prefix ([`keys::lists_of`]).
-    fresh: HashMap<Vec<u8>, Vec<(keys::Rank, String, UrlRecord)>>,
+    fresh: HashMap<Vec<u8>, Vec<(Listed, UrlRecord)>>,
 }
 
 impl<'s> UrlWrites<'s> {
@@ -136,14 +139,14 @@ impl<'s> UrlWrites<'s> {
             None
         } else if after.listed.is_some() && place_of(url, after) == old {
             // Still due as its list says; its place in the list moves if
-            // its rank changed (a new priority or lastmod).
+            // what orders it changed (its score, a new priority or lastmod).
             if let (Some(Place::List { class, at, n }), Some(before)) = (&old, before) {
-                let rank = after.rank(url);
-                if rank != before.rank {
+                let entry = Listed::of(url, after);
+                if before.listed.as_ref() != Some(&entry) {
                     let key = Place::list_key(url, *class, *at, *n);
                     let edit = self.lists.entry(key).or_default();
                     edit.removed.insert(url.to_string());
-                    edit.added.push((rank, url.to_string()));
+                    edit.added.push(entry);
                 }
             }
             old.clone()
@@ -154,8 +157,7 @@ impl<'s> UrlWrites<'s> {
                 after.schedule.due,
                 keys::host_of(url),
             );
-            let rank = after.rank(url);
-            let entry = (rank, url.to_string(), after.clone());
+            let entry = (Listed::of(url, after), after.clone());
             self.fresh.entry(prefix).or_default().push(entry);
             self.leave(url, old);
             self.count(url, before, after);
@@ -171,7 +173,7 @@ impl<'s> UrlWrites<'s> {
                 Some(Place::List { class, at, n }) => {
                     let key = Place::list_key(url, class, at, n);
                     let edit = self.lists.entry(key).or_default();
-                    edit.added.push((after.rank(url), url.to_string()));
+                    edit.added.push(Listed::of(url, after));
                 }
                 None => {}
             }
@@ -213,20 +215,20 @@ impl<'s> UrlWrites<'s> {
     fn file(
         &mut self,
         prefix: &[u8],
-        mut fresh: Vec<(keys::Rank, String, UrlRecord)>,
+        mut fresh: Vec<(Listed, UrlRecord)>,
     ) -> Result<(), StoreError> {
-        fresh.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        fresh.sort_by(|a, b| a.0.order(&b.0));
         let (mut n, mut held) = self.last_list(prefix)?;
-        for (rank, url, mut rec) in fresh {
+        for (entry, mut rec) in fresh {
             if held >= keys::LIST_CAP {
                 n = n.saturating_add(1);
                 held = 0;
             }
             held += 1;
             rec.listed = Some(n);
-            let edit = self.lists.entry(rec.list_key(&url, n)).or_default();
-            edit.added.push((rank, url.clone()));
-            self.batch.insert(keys::url(&url), encode(&rec));
+            self.batch.insert(keys::url(&entry.url), encode(&rec));
+            let edit = self.lists.entry(rec.list_key(&entry.url, n)).or_default();
+            edit.added.push(entry);
         }
         Ok(())
     }
@@ -266,13 +268,13 @@ impl<'s> UrlWrites<'s> {
                 }),
                 None => DueList::default(),
             };
-            list.entries.retain(|(_, url)| !edit.removed.contains(url));
+            list.entries.retain(|e| !edit.removed.contains(&e.url));
             list.entries.extend(edit.added);
-            list.entries.sort();
-            // One entry per URL, whatever its rank (`put` is called once
+            list.entries.sort_by(Listed::order);
+            // One entry per URL, whatever its order (`put` is called once
             // per URL and batch, so this is only a guard).
             let mut once = HashSet::new();
-            list.entries.retain(|(_, url)| once.insert(url.clone()));
+            list.entries.retain(|e| once.insert(e.url.clone()));
             if list.entries.is_empty() {
                 self.batch.remove(key);
             } else {

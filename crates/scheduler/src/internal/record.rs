@@ -605,13 +605,46 @@ impl Record for UrlRecord {
 
 impl Record for SitemapRecord {}
 
-/// A due list: URLs of one host due in one second and class, each with its
-/// [`keys::Rank`], in rank order (then URL order). Every one of them has
-/// its record's [`UrlRecord::listed`] naming this list.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A due list: URLs of one host due in one second and class, in the order
+/// a lease takes them ([`Listed::order`]). Every one of them has its
+/// record's [`UrlRecord::listed`] naming this list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DueList {
-    /// (rank, URL), sorted.
-    pub entries: Vec<(keys::Rank, String)>,
+    /// The URLs, sorted.
+    pub entries: Vec<Listed>,
+}
+
+/// A URL in a due list, with what a lease orders it by, so that a lease
+/// reads the records of the URLs it hands out only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Listed {
+    /// The policy's score ([`Schedule::score`]).
+    pub score: f32,
+    /// Its order among URLs due in the same second ([`UrlRecord::rank`]).
+    pub rank: keys::Rank,
+    /// The URL.
+    pub url: String,
+}
+
+impl Listed {
+    /// `rec`'s entry, `url` its URL.
+    pub fn of(url: &str, rec: &UrlRecord) -> Listed {
+        Listed {
+            score: rec.schedule.score,
+            rank: rec.rank(url),
+            url: url.to_string(),
+        }
+    }
+
+    /// A lease's order within one due second and class: the higher score
+    /// first, then the rank, then the URL.
+    pub fn order(&self, other: &Listed) -> std::cmp::Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.rank.cmp(&other.rank))
+            .then(self.url.cmp(&other.url))
+    }
 }
 
 impl Record for DueList {}
