@@ -290,7 +290,13 @@ impl Store {
                 }
             }
             if t.active > 0 || t.retired > 0 || t.blocked > 0 {
-                let lastmod_trusted = self.host_record(&name)?.trust.is_trusted();
+                // The trust only: not `host_record`, which also reads the
+                // host's robots rules for its delay.
+                let lastmod_trusted = match self.get::<HostRecord>(&keys::host(&name)) {
+                    Ok(h) => h.is_some_and(|h| h.trust.is_trusted()),
+                    Err(StoreError::Record { .. }) => false,
+                    Err(e) => return Err(e),
+                };
                 s.hosts.insert(
                     name,
                     HostStats {

@@ -64,8 +64,8 @@ impl Place {
 pub(crate) struct Before {
     tally: Tally,
     place: Option<Place>,
-    /// Its entry in its due list, if listed (what the list orders it by).
-    listed: Option<Listed>,
+    /// What its due list orders it by (score and rank), if listed.
+    order: Option<(f32, keys::Rank)>,
 }
 
 impl Before {
@@ -74,7 +74,7 @@ impl Before {
         Before {
             tally: Tally::of(rec),
             place: place_of(url, rec),
-            listed: rec.listed.map(|_| Listed::of(url, rec)),
+            order: rec.listed.map(|_| (rec.schedule.score, rec.rank(url))),
         }
     }
 }
@@ -141,12 +141,11 @@ impl<'s> UrlWrites<'s> {
             // Still due as its list says; its place in the list moves if
             // what orders it changed (its score, a new priority or lastmod).
             if let (Some(Place::List { class, at, n }), Some(before)) = (&old, before) {
-                let entry = Listed::of(url, after);
-                if before.listed.as_ref() != Some(&entry) {
+                if before.order != Some((after.schedule.score, after.rank(url))) {
                     let key = Place::list_key(url, *class, *at, *n);
                     let edit = self.lists.entry(key).or_default();
                     edit.removed.insert(url.to_string());
-                    edit.added.push(entry);
+                    edit.added.push(Listed::of(url, after));
                 }
             }
             old.clone()
