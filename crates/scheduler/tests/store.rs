@@ -1210,28 +1210,39 @@ fn layout1_due(at: i64, url: &str) -> Vec<u8> {
     k
 }
 
+/// A store in `dir` as an older build wrote it, with sled directly: the
+/// records of an active URL (`https://a.example/x`) and of the retired
+/// `retired`, then whatever `older` adds (its due entries, its layout key),
+/// given the active record.
+fn older_store(
+    dir: &tempfile::TempDir,
+    retired: &str,
+    older: impl FnOnce(&sled::Tree, &sitemapd_scheduler::internal::record::UrlRecord),
+) {
+    use sitemapd_scheduler::internal::{keys, record};
+    let db = sled::open(dir.path()).unwrap();
+    let tree = db.open_tree("sitemapd").unwrap();
+    let active = record::UrlRecord::new(T0, &[]);
+    let mut gone = record::UrlRecord::new(T0, &[]);
+    gone.retired = true;
+    for (url, rec) in [("https://a.example/x", &active), (retired, &gone)] {
+        tree.insert(keys::url(url), record::encode(rec)).unwrap();
+    }
+    older(&tree, &active);
+    db.flush().unwrap();
+}
+
 /// A store written by a build of key layout 1 (no `~layout` key, due
 /// entries without their class) opens, is migrated, and is consistent.
 #[test]
 fn a_layout_1_store_is_migrated_on_open() {
-    use sitemapd_scheduler::internal::{keys, record};
     let dir = tempfile::tempdir().unwrap();
-    {
-        let db = sled::open(dir.path()).unwrap();
-        let tree = db.open_tree("sitemapd").unwrap();
-        let active = record::UrlRecord::new(T0, &[]);
-        let mut retired = record::UrlRecord::new(T0, &[]);
-        retired.retired = true;
-        for (url, rec) in [
-            ("https://a.example/x", &active),
-            ("https://a.example/r", &retired),
-        ] {
-            tree.insert(keys::url(url), record::encode(rec)).unwrap();
+    older_store(&dir, "https://a.example/r", |tree, _| {
+        for url in ["https://a.example/x", "https://a.example/r"] {
             // The retired URL's leftover entry goes too.
             tree.insert(layout1_due(T0, url), &[]).unwrap();
         }
-        db.flush().unwrap();
-    }
+    });
     let s = store(&dir);
     let report = s.check().unwrap();
     assert!(report.is_ok(), "{report:?}");
@@ -1250,25 +1261,13 @@ fn a_layout_1_store_is_migrated_on_open() {
 /// those counts.
 #[test]
 fn a_layout_3_store_gets_its_counts_on_open() {
-    use sitemapd_scheduler::internal::{keys, record};
+    use sitemapd_scheduler::internal::keys;
     let dir = tempfile::tempdir().unwrap();
-    {
-        let db = sled::open(dir.path()).unwrap();
-        let tree = db.open_tree("sitemapd").unwrap();
-        let active = record::UrlRecord::new(T0, &[]);
-        let mut retired = record::UrlRecord::new(T0, &[]);
-        retired.retired = true;
-        for (url, rec) in [
-            ("https://a.example/x", &active),
-            ("https://b.example/r", &retired),
-        ] {
-            tree.insert(keys::url(url), record::encode(rec)).unwrap();
-        }
+    older_store(&dir, "https://b.example/r", |tree, active| {
         tree.insert(active.due_key("https://a.example/x"), &[])
             .unwrap();
         tree.insert(keys::LAYOUT, &[3]).unwrap();
-        db.flush().unwrap();
-    }
+    });
     let s = store(&dir);
     let report = s.check().unwrap();
     assert!(report.is_ok(), "{report:?}");
