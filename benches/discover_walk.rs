@@ -160,25 +160,12 @@ fn ingest_rounds(root: &str, urls: usize) {
     show("stats", &r, false);
     let r = run(&["queue", "--store", store, "-n", "1000"]);
     show("queue -n 1000", &r, false);
-    let disk = dir_size(std::path::Path::new(store));
+    let disk = sitemapd_storebench::dir_bytes(std::path::Path::new(store)).0;
     println!(
         "disk: {:.0} MB, {:.0} bytes per URL",
         disk as f64 / 1e6,
         disk as f64 / urls as f64
     );
-}
-
-fn dir_size(path: &std::path::Path) -> u64 {
-    std::fs::read_dir(path)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_size(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 /// The URL entries and bytes a run read, from its `total:` line

@@ -18,6 +18,7 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
 use sitemapd_scheduler::{SitemapFetch, Store, StoreOptions};
+use sitemapd_storebench::{dir_bytes, peak_rss_mib};
 
 /// Unix seconds as the store's timestamp.
 fn ts(t: i64) -> Timestamp {
@@ -36,16 +37,6 @@ fn arg(name: &str, default: usize) -> usize {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Peak resident set size of this process, MiB (VmHWM).
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 fn ingest(store: &Store, now: i64, hosts: usize, per_host: usize, batch: usize) -> f64 {
@@ -157,7 +148,7 @@ fn main() {
     assert_eq!(kept.active, full.active);
     println!("stats (kept counts): {kept_ms:.1} ms; full_stats (every record): {full_ms:.0} ms");
     store.flush().unwrap();
-    let disk = dir_size(path);
+    let disk = dir_bytes(path).0;
     println!(
         "disk: {:.0} MB, {:.0} bytes per URL (sled's own count: {:.0} MB); peak RSS {:.0} MiB",
         disk as f64 / 1e6,
@@ -165,17 +156,4 @@ fn main() {
         store.size_on_disk().unwrap() as f64 / 1e6,
         peak_rss_mib()
     );
-}
-
-fn dir_size(path: &std::path::Path) -> u64 {
-    let mut total = 0;
-    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
-        let meta = entry.metadata().unwrap();
-        total += if meta.is_dir() {
-            dir_size(&entry.path())
-        } else {
-            meta.len()
-        };
-    }
-    total
 }
