@@ -18,7 +18,7 @@
 
 use sitemapd_storebench::{
     BATCH, Record, Spec, arg, arg_str, dir_bytes, dir_files, get_varint, median, path,
-    peak_rss_mib, put_varint, record, run_variant, url, url_prefix,
+    peak_rss_mib, put_varint, record, run_variants, table, url, url_prefix,
 };
 use std::collections::BinaryHeap;
 use std::io::{Read, Write};
@@ -498,27 +498,27 @@ fn main() {
         spec.per_host,
         spec.batch
     );
-    let forward = spec.args();
-    let mut rows = Vec::new();
-    for v in &variants {
-        match run_variant(v, &forward) {
-            Ok(out) => {
-                for line in out.lines() {
-                    match line.strip_prefix("ROW|") {
-                        Some(row) => rows.push(row.to_owned()),
-                        None => println!("{line}"),
-                    }
-                }
-            }
-            Err(e) => println!("  {v}: {e}"),
-        }
+    let (lines, rows) = run_variants(&variants, &spec.args());
+    for line in lines {
+        println!("{line}");
     }
     println!();
-    println!(
-        "| variant | first insert URLs/s | unchanged re-ingest URLs/s | full rewrite URLs/s | B/URL after insert: files | allocated | sled size_on_disk | B/URL after rewrite: files | allocated | sled size_on_disk | peak RSS MiB: first insert | all ingests | end | host lease ms | global lease ms |"
-    );
-    println!("|---|{}", "---:|".repeat(15));
-    for r in rows {
-        println!("| {} |", r.replace('|', " | "));
-    }
+    let header = [
+        "variant",
+        "first insert URLs/s",
+        "unchanged re-ingest URLs/s",
+        "full rewrite URLs/s",
+        "B/URL after insert: files",
+        "allocated",
+        "sled size_on_disk",
+        "B/URL after rewrite: files",
+        "allocated",
+        "sled size_on_disk",
+        "peak RSS MiB: first insert",
+        "all ingests",
+        "end",
+        "host lease ms",
+        "global lease ms",
+    ];
+    print!("{}", table(&header, &rows));
 }

@@ -18,7 +18,7 @@
 use rusqlite::{Connection, params};
 use sitemapd_storebench::{
     BATCH, Record, Spec, arg, arg_str, dir_bytes, host, median, path, peak_rss_mib, record,
-    run_variant, url,
+    run_variants, table, url,
 };
 use std::time::Instant;
 
@@ -290,27 +290,25 @@ fn main() {
         spec.per_host,
         spec.batch
     );
-    let forward = spec.args();
-    let mut rows = Vec::new();
-    for v in &variants {
-        match run_variant(v, &forward) {
-            Ok(out) => {
-                for line in out.lines() {
-                    match line.strip_prefix("ROW|") {
-                        Some(row) => rows.push(row.to_owned()),
-                        None => println!("{line}"),
-                    }
-                }
-            }
-            Err(e) => println!("  {v}: {e}"),
-        }
+    let (lines, rows) = run_variants(&variants, &spec.args());
+    for line in lines {
+        println!("{line}");
     }
     println!();
-    println!(
-        "| variant | first insert rows/s | unchanged upsert rows/s | unchanged read-compare rows/s | full rewrite (upsert) rows/s | B/URL after insert: files | allocated | B/URL after rewrite: files | peak RSS MiB: first insert | all ingests | end | host lease ms | global lease ms |"
-    );
-    println!("|---|{}", "---:|".repeat(12));
-    for r in rows {
-        println!("| {} |", r.replace('|', " | "));
-    }
+    let header = [
+        "variant",
+        "first insert rows/s",
+        "unchanged upsert rows/s",
+        "unchanged read-compare rows/s",
+        "full rewrite (upsert) rows/s",
+        "B/URL after insert: files",
+        "allocated",
+        "B/URL after rewrite: files",
+        "peak RSS MiB: first insert",
+        "all ingests",
+        "end",
+        "host lease ms",
+        "global lease ms",
+    ];
+    print!("{}", table(&header, &rows));
 }

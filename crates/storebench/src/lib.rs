@@ -286,6 +286,42 @@ pub fn run_variant(name: &str, args: &[String]) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Runs each of `variants` in a child process ([`run_variant`]) and gathers
+/// what they print: the lines to show as they are, and the table rows
+/// (lines starting `ROW|`, without it). A variant that fails is a line
+/// saying so.
+pub fn run_variants(variants: &[String], args: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut lines, mut rows) = (Vec::new(), Vec::new());
+    for v in variants {
+        match run_variant(v, args) {
+            Ok(out) => {
+                for line in out.lines() {
+                    match line.strip_prefix("ROW|") {
+                        Some(row) => rows.push(row.to_owned()),
+                        None => lines.push(line.to_owned()),
+                    }
+                }
+            }
+            Err(e) => lines.push(format!("  {v}: {e}")),
+        }
+    }
+    (lines, rows)
+}
+
+/// A Markdown table: `header` (its cells joined by ` | `), then `rows`
+/// (cells separated by `|`), every column after the first right-aligned.
+pub fn table(header: &[&str], rows: &[String]) -> String {
+    let mut out = format!(
+        "| {} |\n|---|{}\n",
+        header.join(" | "),
+        "---:|".repeat(header.len() - 1)
+    );
+    for r in rows {
+        out.push_str(&format!("| {} |\n", r.replace('|', " | ")));
+    }
+    out
+}
+
 /// Appends `n` as a LEB128 varint.
 pub fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
@@ -309,6 +345,12 @@ pub fn get_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_table_has_one_separator_cell_per_header_cell() {
+        let t = table(&["variant", "a", "b"], &["x|1|2".to_string()]);
+        assert_eq!(t, "| variant | a | b |\n|---|---:|---:|\n| x | 1 | 2 |\n");
+    }
+
     use super::*;
 
     #[test]
