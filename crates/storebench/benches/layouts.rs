@@ -17,7 +17,7 @@
 //! - `grouped-256-deflate`: the same value deflated (level 1).
 
 use sitemapd_storebench::{
-    BATCH, Record, Spec, arg, arg_str, dir_bytes, dir_files, get_varint, median, path,
+    Invocation, Record, Spec, dir_bytes, dir_files, get_varint, invocation, median, path,
     peak_rss_mib, put_varint, record, run_variants, table, url, url_prefix,
 };
 use std::collections::BinaryHeap;
@@ -477,20 +477,13 @@ fn run_one(name: &str, spec: Spec) {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some((spec, asked)) = invocation(VARIANTS) else {
         return;
-    }
-    let urls = arg("--urls", 1_000_000);
-    let hosts = arg("--hosts", 10_000);
-    let spec = Spec::new(urls, hosts, arg("--batch", BATCH));
-    if let Some(v) = arg_str("--variant") {
-        run_one(&v, spec);
-        return;
-    }
-    let variants: Vec<String> = arg_str("--variants").map_or_else(
-        || VARIANTS.iter().map(|s| s.to_string()).collect(),
-        |v| v.split(',').map(str::to_owned).collect(),
-    );
+    };
+    let variants = match asked {
+        Invocation::One(v) => return run_one(&v, spec),
+        Invocation::All(variants) => variants,
+    };
     println!(
         "bare sled 0.34, cache 64 MiB, one tree: {} URLs over {} hosts ({} per host), batches of {} URLs, one child process per variant",
         spec.total(),

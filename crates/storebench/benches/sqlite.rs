@@ -17,7 +17,7 @@
 
 use rusqlite::{Connection, params};
 use sitemapd_storebench::{
-    BATCH, Record, Spec, arg, arg_str, dir_bytes, host, median, path, peak_rss_mib, record,
+    Invocation, Record, Spec, dir_bytes, host, invocation, median, path, peak_rss_mib, record,
     run_variants, table, url,
 };
 use std::time::Instant;
@@ -268,20 +268,13 @@ fn run_one(name: &str, spec: Spec) {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some((spec, asked)) = invocation(VARIANTS) else {
         return;
-    }
-    let urls = arg("--urls", 1_000_000);
-    let hosts = arg("--hosts", 10_000);
-    let spec = Spec::new(urls, hosts, arg("--batch", BATCH));
-    if let Some(v) = arg_str("--variant") {
-        run_one(&v, spec);
-        return;
-    }
-    let variants: Vec<String> = arg_str("--variants").map_or_else(
-        || VARIANTS.iter().map(|s| s.to_string()).collect(),
-        |v| v.split(',').map(str::to_owned).collect(),
-    );
+    };
+    let variants = match asked {
+        Invocation::One(v) => return run_one(&v, spec),
+        Invocation::All(variants) => variants,
+    };
     println!(
         "SQLite {} (bundled), WAL, synchronous NORMAL, cache 64 MiB: {} URLs over {} hosts ({} per host), transactions of {} rows, one child process per variant",
         rusqlite::version(),

@@ -286,6 +286,35 @@ pub fn run_variant(name: &str, args: &[String]) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// What a bench binary was asked to do.
+pub enum Invocation {
+    /// Measure this one variant (a child process, `--variant NAME`).
+    One(String),
+    /// Run these variants, each in a child process (`--variants A,B`, or
+    /// all of them), and print the table.
+    All(Vec<String>),
+}
+
+/// The spec (`--urls`, default 1,000,000; `--hosts`, 10,000; `--batch`,
+/// [`BATCH`]) and what to do, from the command line; `None` when cargo asks
+/// for the list of tests (`--list`): there is nothing to do then.
+pub fn invocation(variants: &[&str]) -> Option<(Spec, Invocation)> {
+    if std::env::args().any(|a| a == "--list") {
+        return None;
+    }
+    let spec = Spec::new(
+        arg("--urls", 1_000_000),
+        arg("--hosts", 10_000),
+        arg("--batch", BATCH),
+    );
+    let asked = match (arg_str("--variant"), arg_str("--variants")) {
+        (Some(one), _) => Invocation::One(one),
+        (None, Some(list)) => Invocation::All(list.split(',').map(str::to_owned).collect()),
+        (None, None) => Invocation::All(variants.iter().map(|v| v.to_string()).collect()),
+    };
+    Some((spec, asked))
+}
+
 /// Runs each of `variants` in a child process ([`run_variant`]) and gathers
 /// what they print: the lines to show as they are, and the table rows
 /// (lines starting `ROW|`, without it). A variant that fails is a line
