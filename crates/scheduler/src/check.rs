@@ -284,9 +284,11 @@ impl Store {
             s.never_fetched += count(t.never_fetched);
             s.with_lastmod += count(t.with_lastmod);
             s.leased += count(t.leases);
-            for (name, n) in OUTCOMES.iter().zip(t.outcomes) {
+            for (outcome, n) in OUTCOMES.iter().zip(t.outcomes) {
                 if n > 0 {
-                    *s.last_outcomes.entry((*name).to_string()).or_default() += count(n);
+                    *s.last_outcomes
+                        .entry(outcome.name().to_string())
+                        .or_default() += count(n);
                 }
             }
             if t.active > 0 || t.retired > 0 || t.blocked > 0 {

@@ -11,7 +11,13 @@ use serde::{Deserialize, Serialize};
 use crate::record::{Lapse, Record, StoredOutcome, UrlRecord};
 
 /// The last-fetch outcomes a [`Tally`] counts, in its `outcomes` order.
-pub(crate) const OUTCOMES: [&str; 5] = ["changed", "not-modified", "gone", "error", "redirected"];
+pub(crate) const OUTCOMES: [StoredOutcome; 5] = [
+    StoredOutcome::Changed,
+    StoredOutcome::NotModified,
+    StoredOutcome::Gone,
+    StoredOutcome::Error(0),
+    StoredOutcome::Redirected,
+];
 
 /// One host's URL records counted by state. Signed, so that a change
 /// (one record's contribution less another's) is a `Tally` too; a stored
@@ -140,6 +146,15 @@ mod tests {
         blocked.blocked = true;
         let t = Tally::of(&blocked);
         assert_eq!((t.active, t.blocked, t.never_fetched), (0, 1, 0));
+    }
+
+    /// A count's place in `outcomes` is its kind's place in [`OUTCOMES`].
+    #[test]
+    fn outcomes_are_counted_in_their_own_slot() {
+        for (i, kind) in OUTCOMES.iter().enumerate() {
+            assert_eq!(outcome_index(*kind), i, "{}", kind.name());
+        }
+        assert_eq!(outcome_index(StoredOutcome::Error(503)), 3);
     }
 
     #[test]
