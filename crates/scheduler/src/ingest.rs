@@ -12,8 +12,8 @@ use sitemapd_parser::UrlEntry;
 
 use crate::keys;
 use crate::record::{
-    Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, RECENT_READS, Schedule, SitemapRecord,
-    StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
+    Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, NOT_DATED, RECENT_READS, Schedule,
+    SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
 use crate::store::{Store, StoreError};
@@ -800,11 +800,16 @@ impl UrlRecord {
     /// the policy sees changed.
     fn apply(&mut self, seen: &Observation, now: i64, same_session: bool) -> bool {
         let before = (self.lastmod, self.changefreq, self.priority);
+        // The last read that showed what this one may replace.
+        let previous_read = self.last_seen;
         self.last_seen = now;
         self.lastmod = newest(self.lastmod, seen.lastmod);
         if let Some(l) = seen.lastmod {
             if !self.lastmod_history.iter().any(|(v, _)| *v == l.at) {
-                self.lastmod_history.push((l.at, now));
+                let dated =
+                    !self.lastmod_history.is_empty() && !same_session && previous_read < now;
+                let read = if dated { previous_read } else { NOT_DATED };
+                self.lastmod_history.push((l.at, read));
                 if self.lastmod_history.len() > LASTMOD_HISTORY {
                     self.lastmod_history.remove(0);
                 }

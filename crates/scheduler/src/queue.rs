@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::keys;
 use crate::policy::Reason;
 use crate::policy::Urgency;
-use crate::policy::lastmod_is_newer;
+use crate::policy::{lastmod_is_newer, lastmod_says_changed};
 use crate::record::{
     DueList, HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
     VISIT_HISTORY, decode, encode,
@@ -793,6 +793,7 @@ impl Store {
             1
         };
         rec.last_status = status;
+        let moved_after = rec.lastmod_moved_after().map(Timestamp::from_unix);
         let f = &mut rec.fetch;
         if success {
             // The estimators see successful fetches only.
@@ -814,8 +815,8 @@ impl Store {
                 // neither (a day that changed before or after the fetch):
                 // no evidence either way.
                 if let Some(l) = rec.lastmod {
-                    let said = l.at > previous;
                     let (at, since) = (Timestamp::from_unix(l.at), Timestamp::from_unix(previous));
+                    let said = lastmod_says_changed(at, moved_after, since);
                     if said || !lastmod_is_newer(at, Some(l.precision.into()), since) {
                         host.trust.observe_fetch(said, changed);
                         *host_changed = true;

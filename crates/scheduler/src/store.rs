@@ -425,6 +425,7 @@ impl Store {
             }),
             lastmod: r.lastmod.map(|l| Timestamp::from_unix(l.at)),
             lastmod_precision: r.lastmod.map(|l| l.precision.into()),
+            lastmod_moved_after: r.lastmod_moved_after().map(Timestamp::from_unix),
             changefreq: r.changefreq.map(Into::into),
             priority: r.priority,
             interval: r.interval.map(f64::from),

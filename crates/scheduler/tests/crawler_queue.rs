@@ -566,3 +566,77 @@ fn a_host_with_many_due_lists_gets_its_share_and_no_more() {
     assert!(a.contains(&"https://a.example/a-299"), "{a:?}");
     assert!(s.check().unwrap().is_ok());
 }
+
+/// A day's lastmod that moves to a new day after a fetch early that day
+/// dates the change after the fetch when a read made since the fetch
+/// still showed the old day: due at once as a known change, not at the
+/// day's end. Without such a read the move is not dated.
+#[test]
+fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(
+        dir.path(),
+        StoreOptions {
+            policy: Some("lastmod".into()),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let day0 = T0 - T0.rem_euclid(DAY);
+    let paths: Vec<String> = (0..6).map(|i| format!("/p{i}")).collect();
+    let listing = |lastmod: &dyn Fn(&str) -> i64| -> Vec<UrlEntry> {
+        paths
+            .iter()
+            .map(|p| entry(p, None, Some(lastmod(p))))
+            .collect()
+    };
+    // First fetches, then every lastmod moves to the next day and every
+    // fetch finds the change: the host earns trust.
+    read(&s, day0 + 3_600, &listing(&|_| day0 - DAY));
+    for p in &paths {
+        complete(&s, p, Outcome::Changed, day0 + 3_700);
+    }
+    read(&s, day0 + DAY + 3_600, &listing(&|_| day0 + DAY));
+    for p in &paths {
+        assert_eq!(
+            s.url(&url(p)).unwrap().unwrap().reason,
+            Reason::LastmodNewer
+        );
+        complete(&s, p, Outcome::Changed, day0 + DAY + 3_700);
+    }
+    // Early on day 2, p0 and p1 are fetched; a read at 06:00 lists p0 (its
+    // old day); at 10:00 both show day 2, which started before the fetch.
+    let day2 = day0 + 2 * DAY;
+    complete(&s, "/p0", Outcome::NotModified, day2 + 300);
+    complete(&s, "/p1", Outcome::NotModified, day2 + 300);
+    read(
+        &s,
+        day2 + 6 * 3_600,
+        &[entry("/p0", None, Some(day0 + DAY))],
+    );
+    read(
+        &s,
+        day2 + 10 * 3_600,
+        &listing(&|p| {
+            if p == "/p0" || p == "/p1" {
+                day2
+            } else {
+                day0 + DAY
+            }
+        }),
+    );
+    let p0 = s.url(&url("/p0")).unwrap().unwrap();
+    assert_eq!(p0.reason, Reason::LastmodNewer);
+    assert!(p0.due.unix() <= day2 + 10 * 3_600, "{}", p0.due.unix());
+    let p1 = s.url(&url("/p1")).unwrap().unwrap();
+    assert_ne!(p1.reason, Reason::LastmodNewer);
+    assert!(p1.due.unix() > day2 + 10 * 3_600, "{}", p1.due.unix());
+    let leased = s
+        .lease(&LeaseRequest::new(10).per_host(10), ts(day2 + 10 * 3_600))
+        .unwrap();
+    assert_eq!(
+        leased.first().map(|l| l.url.as_str()),
+        Some(url("/p0").as_str())
+    );
+    assert!(s.check().unwrap().is_ok());
+}

@@ -31,6 +31,9 @@ use crate::trust::LastmodTrust;
 /// The record format version written first in every value.
 pub const FORMAT_VERSION: u8 = 5;
 
+/// The read time of a [`UrlRecord::lastmod_history`] entry whose move is
+/// not dated.
+pub const NOT_DATED: i64 = i64::MIN;
 /// Distinct lastmod values remembered per URL.
 pub const LASTMOD_HISTORY: usize = 8;
 /// Fetch observations remembered per URL for the estimators.
@@ -392,8 +395,12 @@ pub struct UrlRecord {
     pub last_seen: i64,
     /// The newest believable lastmod (see the merge rule in the crate docs).
     pub lastmod: Option<StoredLastmod>,
-    /// Distinct lastmod values and when each was first observed, newest
-    /// last, at most [`LASTMOD_HISTORY`].
+    /// Distinct lastmod values, newest last, at most [`LASTMOD_HISTORY`],
+    /// each with the time of the last sitemap read that still showed an
+    /// older value ([`NOT_DATED`] for the first value, or one a sitemap of
+    /// the same read disagreed with). Records written before this was kept
+    /// hold the time each value was first seen there, which is later: at
+    /// worst one fetch too many.
     pub lastmod_history: Vec<(i64, i64)>,
     /// The most frequent changefreq any sitemap gave.
     pub changefreq: Option<StoredChangeFreq>,
@@ -449,6 +456,16 @@ pub enum Lapse {
 }
 
 impl UrlRecord {
+    /// The time of a read that still showed the value its current lastmod
+    /// replaced ([`UrlState::lastmod_moved_after`](crate::policy::UrlState::lastmod_moved_after)).
+    pub fn lastmod_moved_after(&self) -> Option<i64> {
+        let current = self.lastmod?;
+        match self.lastmod_history.as_slice() {
+            [.., _, (value, read)] if *value == current.at && *read != NOT_DATED => Some(*read),
+            _ => None,
+        }
+    }
+
     /// Whether it has an entry in the due index: not retired as absent
     /// from its sitemaps, not blocked by robots.txt.
     pub fn queued(&self) -> bool {

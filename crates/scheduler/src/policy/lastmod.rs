@@ -30,6 +30,19 @@ pub fn lastmod_is_newer(
     latest(lastmod, precision) > last_fetch
 }
 
+/// Whether the sitemap says the page changed after a fetch at
+/// `last_fetch`: its lastmod is after it, or the lastmod moved while a
+/// read at or after the fetch still showed the older value
+/// ([`UrlState::lastmod_moved_after`]), which dates a coarse lastmod's
+/// change past a fetch made in its period.
+pub fn lastmod_says_changed(
+    lastmod: Timestamp,
+    moved_after: Option<Timestamp>,
+    last_fetch: Timestamp,
+) -> bool {
+    lastmod > last_fetch || moved_after.is_some_and(|read| read >= last_fetch)
+}
+
 /// The last second of the lastmod's period ([`date::Lastmod::latest`]).
 fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
     Timestamp::from_unix(
@@ -49,7 +62,8 @@ fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
 ///   [probation](HostState::lastmod_probation)), lastmod (not in
 ///   the future, SPEC X8) newer than the last successful fetch: due at
 ///   the lastmod ([`Reason::LastmodNewer`], or at the fallback's due time
-///   if that is earlier), or at the end of the lastmod's period when its
+///   if that is earlier; a lastmod that moved after a read made since the
+///   fetch counts as newer, [`lastmod_says_changed`]), or at the end of the lastmod's period when its
 ///   precision leaves the order open (on a complete host a refresh,
 ///   [`Reason::LastmodPeriod`], scored by how likely another change in
 ///   that time is).
@@ -100,7 +114,7 @@ impl Policy for Lastmod {
             score,
             reason: Reason::LastmodNewer,
         };
-        if lm > last {
+        if lastmod_says_changed(lm, url.lastmod_moved_after, last) {
             // Due at the change, or earlier if the fallback already had it
             // due (an overdue URL in a backlog must not be sent to the back
             // of the queue because the sitemap confirmed it changed).

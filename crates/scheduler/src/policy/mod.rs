@@ -75,7 +75,7 @@ mod optimal;
 pub use baseline::{Proportional, Uniform, proportional_multiplier, uniform_multiplier};
 pub use basic::{Adaptive, Fixed, SitemapHints, changefreq_interval};
 pub use closed::{age_fixed, freshness_fixed, harmonic_cost_poisson};
-pub use lastmod::{Lastmod, lastmod_is_newer, precision_span};
+pub use lastmod::{Lastmod, lastmod_is_newer, lastmod_says_changed, precision_span};
 pub use optimal::{
     FreshnessOptimal, LambdaCrawl, lambda_crawl_multiplier, lambda_crawl_on_change_probability,
     lambda_crawl_rate, optimal_multiplier, optimal_rate, planning_rate,
@@ -104,6 +104,13 @@ pub struct UrlState {
     pub lastmod: Option<Timestamp>,
     /// Precision the lastmod was written with (`None` = to the second).
     pub lastmod_precision: Option<Precision>,
+    /// The lastmod replaced an older value, and a sitemap read at this time
+    /// still showed the older one: the change it announces came after it.
+    /// This is what dates a coarse lastmod's change past a fetch made in
+    /// its period (a day's lastmod that moves to the next day at 10:00,
+    /// when a read at 06:00 still showed the day before, is a change after
+    /// a fetch at 00:05). `None`: the first value seen, or not known.
+    pub lastmod_moved_after: Option<Timestamp>,
     /// Sitemap changefreq.
     pub changefreq: Option<ChangeFreq>,
     /// Sitemap priority, as written (absent stays absent, SPEC X10).
@@ -131,6 +138,7 @@ impl Default for UrlState {
             last_outcome: None,
             lastmod: None,
             lastmod_precision: None,
+            lastmod_moved_after: None,
             changefreq: None,
             priority: None,
             interval: None,

@@ -1126,7 +1126,8 @@ prop_compose! {
         UrlState {
             first_seen: ts(first_seen), last_fetch: last_fetch.map(ts),
             last_attempt: last_attempt.map(ts), last_outcome, lastmod: lastmod.map(ts),
-            lastmod_precision: precision, changefreq, priority, interval, rate,
+            lastmod_precision: precision, lastmod_moved_after: last_attempt.map(ts),
+            changefreq, priority, interval, rate,
             importance, errors_in_a_row, sample,
         }
     }
