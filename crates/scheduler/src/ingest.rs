@@ -654,7 +654,18 @@ impl<'s> Ingest<'s> {
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
-            let hints_changed = rec.apply(&seen, now, same_session);
+            // A sitemap of this read that listed the URL in its last body
+            // read showed the same (older) values in every 304 since.
+            let shown_until = seen
+                .sources
+                .iter()
+                .filter_map(|&(id, _)| {
+                    let stamp = rec.sources.iter().find(|(s, _)| *s == id)?.1;
+                    let r = self.readings.values().find(|r| r.record.id == id)?;
+                    (stamp == r.record.seq).then_some(r.record.last_success?)
+                })
+                .max();
+            let hints_changed = rec.apply(&seen, now, same_session, shown_until);
             for &(id, seq) in &seen.sources {
                 let stamp = rec.sources.iter().find(|(s, _)| *s == id).map(|s| s.1);
                 if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
@@ -797,11 +808,18 @@ impl UrlRecord {
     }
 
     /// Merges a sighting (see the crate docs for the rule); whether what
-    /// the policy sees changed.
-    fn apply(&mut self, seen: &Observation, now: i64, same_session: bool) -> bool {
+    /// the policy sees changed. `shown_until`: the last read (a 304, say)
+    /// of one of its sitemaps known to show what it showed before.
+    fn apply(
+        &mut self,
+        seen: &Observation,
+        now: i64,
+        same_session: bool,
+        shown_until: Option<i64>,
+    ) -> bool {
         let before = (self.lastmod, self.changefreq, self.priority);
         // The last read that showed what this one may replace.
-        let previous_read = self.last_seen;
+        let previous_read = self.last_seen.max(shown_until.unwrap_or(i64::MIN));
         self.last_seen = now;
         self.lastmod = newest(self.lastmod, seen.lastmod);
         if let Some(l) = seen.lastmod {

@@ -567,10 +567,10 @@ fn a_host_with_many_due_lists_gets_its_share_and_no_more() {
     assert!(s.check().unwrap().is_ok());
 }
 
-/// A day's lastmod that moves to a new day after a fetch early that day
-/// dates the change after the fetch when a read made since the fetch
-/// still showed the old day: due at once as a known change, not at the
-/// day's end. Without such a read the move is not dated.
+/// A day's lastmod that moves to a new day after a fetch that day dates
+/// the change after the fetch when a read made since the fetch (a 304
+/// counts) still showed the old day: due at once as a known change, not at
+/// the day's end. Without such a read the move is not dated.
 #[test]
 fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() {
     let dir = tempfile::tempdir().unwrap();
@@ -604,16 +604,20 @@ fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() 
         );
         complete(&s, p, Outcome::Changed, day0 + DAY + 3_700);
     }
-    // Early on day 2, p0 and p1 are fetched; a read at 06:00 lists p0 (its
-    // old day); at 10:00 both show day 2, which started before the fetch.
+    // On day 2, p0 is fetched at 00:05 and p1 at 07:00; a read at 06:00
+    // finds the sitemap unchanged (304: every entry as before, p0's and
+    // p1's old day); at 10:00 both show day 2, which started before either
+    // fetch. p0's move is dated after its fetch, p1's is not.
     let day2 = day0 + 2 * DAY;
     complete(&s, "/p0", Outcome::NotModified, day2 + 300);
-    complete(&s, "/p1", Outcome::NotModified, day2 + 300);
-    read(
-        &s,
-        day2 + 6 * 3_600,
-        &[entry("/p0", None, Some(day0 + DAY))],
-    );
+    let mut unchanged = s.ingest(ts(day2 + 6 * 3_600));
+    let not_modified = SitemapFetch {
+        status: 304,
+        ..SitemapFetch::default()
+    };
+    unchanged.sitemap_fetched(SM, &not_modified).unwrap();
+    unchanged.finish().unwrap();
+    complete(&s, "/p1", Outcome::NotModified, day2 + 7 * 3_600);
     read(
         &s,
         day2 + 10 * 3_600,
