@@ -10,7 +10,9 @@ pub use crate::error::StoreError;
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::Kv;
-use crate::policy::{self, Due, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState};
+use crate::policy::{
+    self, Calibration, Due, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState,
+};
 use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
 use crate::time::Timestamp;
@@ -208,8 +210,8 @@ impl Store {
         };
         let mut params = options.params.clone();
         if let Some(bytes) = kv.get(keys::CALIBRATION)? {
-            if let Ok(b) = <[u8; 8]>::try_from(bytes.as_ref()) {
-                params.calibration.multiplier = f64::from_be_bytes(b);
+            if let Some(calibration) = decode_calibration(&bytes) {
+                params.calibration = calibration;
             }
         }
         let policy = options.policies.build(&name, params)?;
@@ -441,6 +443,20 @@ impl Store {
         }
     }
 
+    /// What the policy sees of `url`: [`Store::url_state`], with the change
+    /// rate counted from the lastmods when its host's lastmods announce
+    /// every change (`complete`) and they are exact
+    /// ([`UrlRecord::observed_rate`]): a crawl on change fetches right after
+    /// changes, which the estimators, built for visits that do not depend
+    /// on the changes, read as a page that changes at every visit.
+    fn policy_view(&self, url: &str, r: &UrlRecord, complete: bool, now: i64) -> UrlState {
+        let mut state = self.url_state(url, r, now);
+        if let Some(rate) = r.observed_rate(now).filter(|_| complete) {
+            state.rate = Some(rate);
+        }
+        state
+    }
+
     /// When the policy says `url` is next due, with up to ±5 % of the wait
     /// as jitter taken from a hash of the URL, so URLs scheduled together
     /// (one sitemap read) do not all fall due in the same second.
@@ -451,7 +467,7 @@ impl Store {
             lastmod_probation: host.trust.on_probation(),
         };
         let mut due = self.policy().next_due(
-            &self.url_state(url, r, now),
+            &self.policy_view(url, r, host.lastmod_complete, now),
             &host,
             Timestamp::from_unix(now),
         );
@@ -480,26 +496,72 @@ impl Store {
             return Ok(None);
         }
         let mut pages = Vec::new();
+        // Pages whose every change is observed, for crawl on change: on a
+        // complete host, lastmods to the second. URL keys come host by
+        // host, so one host record at a time.
+        let mut complete = Vec::new();
+        let mut host: Option<(String, bool)> = None;
         for item in self
             .records::<UrlRecord>([keys::URL])
             .filter(crate::error::intact)
         {
             let (url, r) = item?;
             if r.queued() {
-                let state = self.url_state(&url, &r, as_of(&r));
-                pages.push((policy::planning_rate(&state, params), state.importance));
+                let name = keys::host_of(&url);
+                if host.as_ref().is_none_or(|(h, _)| h != name) {
+                    let is_complete = self.host_record(name)?.trust.is_complete();
+                    host = Some((name.to_string(), is_complete));
+                }
+                let on_complete_host = host.as_ref().is_some_and(|(_, c)| *c);
+                let state = self.policy_view(&url, &r, on_complete_host, as_of(&r));
+                let page = (policy::planning_rate(&state, params), state.importance);
+                pages.push(page);
+                if on_complete_host && r.exact_lastmod() {
+                    complete.push(page);
+                }
             }
         }
         let Some(multiplier) = current.allocation_multiplier(&pages, params) else {
             return Ok(None);
         };
+        let mut calibration = Calibration {
+            multiplier,
+            ..Calibration::default()
+        };
+        if let Some(level) = current.on_change_level(&complete, multiplier) {
+            calibration.on_change_level = level;
+        }
         self.kv
-            .insert(keys::CALIBRATION, &multiplier.to_be_bytes())?;
+            .insert(keys::CALIBRATION, encode_calibration(&calibration))?;
         let mut params = self.options.params.clone();
-        params.calibration.multiplier = multiplier;
+        params.calibration = calibration;
         let calibrated = self.options.policies.build(current.name(), params)?;
         *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(calibrated);
         Ok(Some(multiplier))
+    }
+}
+
+/// A [`Calibration`] as saved: its two numbers, big-endian.
+fn encode_calibration(c: &Calibration) -> Vec<u8> {
+    [c.multiplier, c.on_change_level]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect()
+}
+
+/// A saved [`Calibration`]; 8 bytes is one saved before crawl on change
+/// (the multiplier alone). Any other length: none.
+fn decode_calibration(bytes: &[u8]) -> Option<Calibration> {
+    let number = |at: usize| {
+        let b = bytes.get(at..at + 8)?;
+        Some(f64::from_be_bytes(b.try_into().ok()?))
+    };
+    match bytes.len() {
+        8 | 16 => Some(Calibration {
+            multiplier: number(0)?,
+            on_change_level: number(8).unwrap_or(0.0),
+        }),
+        _ => None,
     }
 }
 
@@ -514,4 +576,24 @@ fn as_of(r: &UrlRecord) -> i64 {
         t = t.max(n.last);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibrations_round_trip_and_old_ones_still_read() {
+        let c = Calibration {
+            multiplier: 2.5,
+            on_change_level: 1e-6,
+        };
+        assert_eq!(decode_calibration(&encode_calibration(&c)), Some(c));
+        // Saved before crawl on change: the multiplier alone.
+        let old = decode_calibration(&2.5f64.to_be_bytes()).unwrap();
+        assert_eq!((old.multiplier, old.on_change_level), (2.5, 0.0));
+        for bad in [&[][..], &[1, 2, 3], &[0; 24]] {
+            assert_eq!(decode_calibration(bad), None);
+        }
+    }
 }

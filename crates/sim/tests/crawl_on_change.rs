@@ -152,3 +152,24 @@ fn lastmod_is_never_below_adaptive_on_a_scarce_budget() {
         );
     }
 }
+
+#[test]
+fn lambda_crawl_crawls_on_change_where_every_change_is_observed() {
+    // Kolobov et al.'s crawl on change: on truthful hosts lambda-crawl
+    // spends its fetches on announced changes (near lastmod, little
+    // waste); with no lastmod it has only its rates.
+    let truthful = world(Scenario::Truthful);
+    let silent = world(Scenario::Silent);
+    let (on_change, lastmod, rates) = (
+        run(&truthful, "lambda-crawl").summary,
+        run(&truthful, "lastmod").summary,
+        run(&silent, "lambda-crawl").summary,
+    );
+    println!(
+        "lambda-crawl: truthful F {:.4} wasted {:.3}, lastmod F {:.4}, silent F {:.4}",
+        on_change.freshness, on_change.wasted_share, lastmod.freshness, rates.freshness
+    );
+    assert!(on_change.freshness > rates.freshness + 0.1);
+    assert!(on_change.freshness >= lastmod.freshness - 0.03);
+    assert!(on_change.wasted_share <= 0.10, "{}", on_change.wasted_share);
+}

@@ -466,6 +466,34 @@ impl UrlRecord {
         }
     }
 
+    /// Whether its lastmod is written to the second or finer: one value
+    /// per change, the change's time.
+    pub fn exact_lastmod(&self) -> bool {
+        self.lastmod.is_some_and(|l| {
+            matches!(
+                l.precision,
+                StoredPrecision::Second | StoredPrecision::Fraction
+            )
+        })
+    }
+
+    /// The change rate its exact lastmods show, if they announce every
+    /// change: the distinct values remembered (at most
+    /// [`LASTMOD_HISTORY`]) are k − 1 changes since the oldest of them,
+    /// [`crate::estimate::complete`] over that time up to `now`. `None`
+    /// with a lastmod that is not exact or fewer than two values.
+    pub fn observed_rate(&self, now: i64) -> Option<f64> {
+        if !self.exact_lastmod() || self.lastmod_history.len() < 2 {
+            return None;
+        }
+        let oldest = self.lastmod_history.iter().map(|(v, _)| *v).min()?;
+        let changes = self.lastmod_history.len() as u64 - 1;
+        Some(crate::estimate::complete(
+            changes,
+            now.saturating_sub(oldest) as f64,
+        ))
+    }
+
     /// Whether it has an entry in the due index: not retired as absent
     /// from its sitemaps, not blocked by robots.txt.
     pub fn queued(&self) -> bool {
@@ -822,6 +850,28 @@ impl Record for RobotsRecord {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_lastmods_give_the_observed_change_rate_and_the_move_time() {
+        let mut r = UrlRecord::new(0, &[]);
+        assert_eq!(r.observed_rate(100), None);
+        let at = |at: i64, precision| StoredLastmod { at, precision };
+        r.lastmod = Some(at(1_000, StoredPrecision::Second));
+        r.lastmod_history = vec![(1_000, NOT_DATED)];
+        assert_eq!(r.observed_rate(5_000), None, "one value: no change seen");
+        assert_eq!(r.lastmod_moved_after(), None);
+        r.lastmod = Some(at(3_000, StoredPrecision::Second));
+        r.lastmod_history.push((3_000, 2_500));
+        // One change since 1,000, watched until 5,000: (1 + ½)/(4,000 + ½).
+        assert_eq!(r.observed_rate(5_000), Some(1.5 / 4_000.5));
+        assert_eq!(r.lastmod_moved_after(), Some(2_500));
+        // A coarse lastmod is not one value per change.
+        r.lastmod = Some(at(3_000, StoredPrecision::Day));
+        assert_eq!(r.observed_rate(5_000), None);
+        // The current lastmod is not the newest value seen: not dated.
+        r.lastmod = Some(at(1_000, StoredPrecision::Second));
+        assert_eq!(r.lastmod_moved_after(), None);
+    }
 
     #[test]
     fn round_trip_and_version() {

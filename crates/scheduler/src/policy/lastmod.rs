@@ -55,6 +55,33 @@ fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
     )
 }
 
+/// When a URL crawled on change (its host's lastmods announce every
+/// change) and not due for a change is due: a [`Params::validation_share`]
+/// of them (by [`UrlState::sample`]) are validation samples due when the
+/// rate schedule (`rate_due`) would have them; the others wait for the
+/// [`Params::safety_interval`] after the last fetch.
+pub(super) fn not_refreshed(
+    url: &UrlState,
+    params: &Params,
+    last: Timestamp,
+    rate_due: Timestamp,
+    score: f64,
+) -> Due {
+    let safety = add_secs(last, params.safety_interval);
+    if url.sample < params.validation_share && rate_due < safety {
+        return Due {
+            at: rate_due,
+            score,
+            reason: Reason::Validation,
+        };
+    }
+    Due {
+        at: safety,
+        score,
+        reason: Reason::Safety,
+    }
+}
+
 /// `lastmod`: crawl on change where a host's lastmods have earned it, the
 /// fallback policy's schedule where they have not.
 ///
@@ -147,19 +174,7 @@ impl Policy for Lastmod {
         if !host.lastmod_complete {
             return fallback;
         }
-        let safety = add_secs(last, self.params.safety_interval);
-        if url.sample < self.params.validation_share && fallback.at < safety {
-            return Due {
-                at: fallback.at,
-                score,
-                reason: Reason::Validation,
-            };
-        }
-        Due {
-            at: safety,
-            score,
-            reason: Reason::Safety,
-        }
+        not_refreshed(url, &self.params, last, fallback.at, score)
     }
 
     /// The fallback's: a rate fallback is calibrated as it would be alone.

@@ -77,8 +77,9 @@ pub use basic::{Adaptive, Fixed, SitemapHints, changefreq_interval};
 pub use closed::{age_fixed, freshness_fixed, harmonic_cost_poisson};
 pub use lastmod::{Lastmod, lastmod_is_newer, lastmod_says_changed, precision_span};
 pub use optimal::{
-    FreshnessOptimal, LambdaCrawl, lambda_crawl_multiplier, lambda_crawl_on_change_probability,
-    lambda_crawl_rate, optimal_multiplier, optimal_rate, planning_rate,
+    FreshnessOptimal, LambdaCrawl, lambda_crawl_multiplier, lambda_crawl_on_change_level,
+    lambda_crawl_on_change_probability, lambda_crawl_rate, optimal_multiplier, optimal_rate,
+    planning_rate,
 };
 
 /// One hour in seconds.
@@ -318,6 +319,12 @@ pub struct Calibration {
     /// or ≤ 0 = not calibrated (the policies then refresh each page at its
     /// own change rate; `uniform` every `fixed_interval`).
     pub multiplier: f64,
+    /// Crawl on change (`lambda-crawl`): the level c of
+    /// [`lambda_crawl_on_change_level`] for the pages whose every change is
+    /// observed (a complete host, lastmods to the second): each change of
+    /// page i is crawled with probability min(1, c μ_i/Δ_i). Not finite or
+    /// ≤ 0: not calibrated (every observed change is crawled).
+    pub on_change_level: f64,
 }
 
 /// Policy parameters (seconds for intervals).
@@ -443,6 +450,14 @@ pub trait Policy: Send + Sync + fmt::Debug {
     /// default): the policy has nothing to calibrate. The store asks with no
     /// pages first, so a policy that calibrates answers `Some` for those too.
     fn allocation_multiplier(&self, _pages: &[(f64, f64)], _params: &Params) -> Option<f64> {
+        None
+    }
+    /// For a policy that crawls pages whose every change is observed on
+    /// change, with a probability from its allocation: the
+    /// [`Calibration::on_change_level`] for `complete` (planning rate,
+    /// importance) of those pages at the store-wide `multiplier`. `None`
+    /// (the default): it does not.
+    fn on_change_level(&self, _complete: &[(f64, f64)], _multiplier: f64) -> Option<f64> {
         None
     }
 }

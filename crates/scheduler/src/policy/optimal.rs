@@ -16,8 +16,10 @@
 //! a = μ_i/λ)
 //! and λ by bisection ([`lambda_crawl_multiplier`]). Pages whose every
 //! change is observed are crawled on change with probability
-//! [`lambda_crawl_on_change_probability`]; the policy here is rate-based
-//! only (it is pure and cannot draw the coin), the queue may use it.
+//! [`lambda_crawl_on_change_probability`], R_c being what the rate
+//! allocation gives those pages ([`Calibration`](super::Calibration)); the
+//! coin is a hash of the URL's per-fetch sample and the lastmod, so one per
+//! change, the same on every build.
 //!
 //! Both multipliers are computed over the whole store by its owner and
 //! passed in [`Calibration`](super::Calibration). Searches are bounded loops
@@ -26,11 +28,14 @@
 //! rate 0), and so, for freshness-optimal, are pages whose w/λ over- or
 //! underflows f64.
 
+use super::lastmod::{lastmod_says_changed, not_refreshed};
 use super::{
     Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
     importance,
 };
+use crate::hash::{Fnv1a, unit};
 use crate::time::Timestamp;
+use sitemapd_parser::date::Precision;
 
 /// Bound on every search loop here.
 const MAX_STEPS: u32 = 200;
@@ -299,6 +304,33 @@ pub fn lambda_crawl_on_change_probability(
     if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) }
 }
 
+/// The level c at which crawling each change of page i with probability
+/// min(1, c μ_i/Δ_i) costs `budget` fetches per second over `pages` (Δ_i,
+/// μ_i): Σ min(Δ_i, c μ_i) = R_c, by bisection (water-filling: the slowest
+/// pages for their importance get every change, the rest a share). When
+/// every change fits in the budget: `f64::MAX` (every change crawled).
+/// Pages with Δ or μ not positive and finite are ignored; no usable page,
+/// or a budget that is NaN or ≤ 0: 0.
+pub fn lambda_crawl_on_change_level(pages: &[(f64, f64)], budget: f64) -> f64 {
+    let usable = || pages.iter().filter(|(d, m)| positive(*d) && positive(*m));
+    if usable().next().is_none() || budget.is_nan() || budget <= 0.0 {
+        return 0.0;
+    }
+    if usable().map(|(d, _)| d).sum::<f64>() <= budget {
+        return f64::MAX;
+    }
+    // In x = 1/c the cost Σ min(Δ_i, μ_i/x) decreases; at x = Σμ/R_c it is
+    // at most R_c.
+    let cost = |x: f64| usable().map(|&(d, m)| d.min(m / x)).sum::<f64>();
+    let hi = usable().map(|(_, m)| m).sum::<f64>() / budget;
+    let x = bisect_decreasing(cost, budget, hi.min(f64::MAX));
+    if x > 0.0 {
+        (1.0 / x).min(f64::MAX)
+    } else {
+        f64::MAX
+    }
+}
+
 /// λ̂ a rate policy plans with: the URL's rate if it is a number ≥ 0, else
 /// the prior 1/(changefreq interval, or `initial_interval`); floored at
 /// 1/`max_interval` so a page never seen changing is still revisited (and
@@ -402,11 +434,76 @@ impl Policy for LambdaCrawl {
         Some(lambda_crawl_multiplier(pages, params.budget))
     }
 
-    fn next_due(&self, url: &UrlState, _host: &HostState, now: Timestamp) -> Due {
+    fn on_change_level(&self, complete: &[(f64, f64)], multiplier: f64) -> Option<f64> {
+        // R_c: what the rate allocation gives these pages, spent on their
+        // changes instead.
+        let budget = complete
+            .iter()
+            .map(|&(d, m)| match positive(multiplier) {
+                true => lambda_crawl_rate(d, m, multiplier),
+                false => d,
+            })
+            .filter(|r| r.is_finite())
+            .sum::<f64>();
+        Some(lambda_crawl_on_change_level(complete, budget))
+    }
+
+    /// A page whose every change is observed (a complete host, lastmods to
+    /// the second, fetched before) is crawled on change: a change its
+    /// lastmod announces is due at once with probability
+    /// [`lambda_crawl_on_change_probability`] (a coin drawn per change),
+    /// else skipped; while its lastmod has not moved it is only validated
+    /// or refetched after the safety interval, as `lastmod` does
+    /// ([`Reason::LastmodNewer`], [`Reason::Validation`],
+    /// [`Reason::Safety`]). Every other page: its rate ρ.
+    fn next_due(&self, url: &UrlState, host: &HostState, now: Timestamp) -> Due {
         let lagrange = calibrated(&self.params);
-        rate_due(url, &self.params, now, |delta, w| match lagrange {
+        let rated = rate_due(url, &self.params, now, |delta, w| match lagrange {
             Some(l) => lambda_crawl_rate(delta, w, l),
             None => delta,
-        })
+        });
+        let exact = matches!(
+            url.lastmod_precision,
+            None | Some(Precision::Second | Precision::Fraction)
+        );
+        let (Some(lm), Some(last), true, true) = (
+            url.lastmod.filter(|&lm| lm <= now),
+            url.last_fetch,
+            host.lastmod_complete,
+            exact,
+        ) else {
+            return rated;
+        };
+        if rated.reason != Reason::Optimal {
+            // A retry, or a page retired by its fetches: as scheduled.
+            return rated;
+        }
+        let score = importance(url);
+        if !lastmod_says_changed(lm, url.lastmod_moved_after, last) {
+            return not_refreshed(url, &self.params, last, rated.at, score);
+        }
+        let level = self.params.calibration.on_change_level;
+        let p = if positive(level) {
+            // min(1, R_c μ_i/(Δ_i Σμ)) with R_c/Σμ = c.
+            lambda_crawl_on_change_probability(score, planning_rate(url, &self.params), 1.0, level)
+        } else {
+            1.0
+        };
+        let coin = unit(
+            Fnv1a::default()
+                .write(&url.sample.to_bits().to_be_bytes())
+                .write(&lm.unix().to_be_bytes())
+                .finish(),
+        );
+        if coin < p {
+            Due {
+                at: lm.min(rated.at),
+                score,
+                reason: Reason::LastmodNewer,
+            }
+        } else {
+            // Skipped: the next change, a validation or the safety interval.
+            not_refreshed(url, &self.params, last, rated.at, score)
+        }
     }
 }

@@ -135,7 +135,10 @@ fn never_fetched_is_new_at_first_seen_everywhere() {
         ..UrlState::default()
     };
     let params = Params {
-        calibration: Calibration { multiplier: 0.5 },
+        calibration: Calibration {
+            multiplier: 0.5,
+            ..Calibration::default()
+        },
         ..Params::default()
     };
     for p in all_policies(&params) {
@@ -831,6 +834,90 @@ fn lambda_crawl_kkt() {
 }
 
 #[test]
+fn lambda_crawl_on_change_level_fills_the_budget() {
+    // (Δ, μ): every change fits in 10 → every change crawled.
+    let pages = [(1.0, 4.0), (2.0, 1.0), (4.0, 1.0), (f64::NAN, 1.0)];
+    assert_eq!(lambda_crawl_on_change_level(&pages, 10.0), f64::MAX);
+    // A budget of 3: Σ min(Δ_i, c μ_i) = 3 at c = 1 (1 + 1 + 1).
+    let c = lambda_crawl_on_change_level(&pages, 3.0);
+    assert!(close(c, 1.0, 1e-9), "{c}");
+    let spent: f64 = pages[..3]
+        .iter()
+        .map(|&(d, m)| d * lambda_crawl_on_change_probability(m, d, 1.0, c))
+        .sum();
+    assert!(close(spent, 3.0, 1e-9), "{spent}");
+    // The slowest page for its importance gets every change, the others
+    // a share.
+    assert_eq!(lambda_crawl_on_change_probability(4.0, 1.0, 1.0, c), 1.0);
+    assert!(close(
+        lambda_crawl_on_change_probability(1.0, 4.0, 1.0, c),
+        0.25,
+        1e-9
+    ));
+    for bad in [0.0, -1.0, f64::NAN] {
+        assert_eq!(lambda_crawl_on_change_level(&pages, bad), 0.0);
+    }
+    assert_eq!(lambda_crawl_on_change_level(&[], 3.0), 0.0);
+}
+
+#[test]
+fn lambda_crawl_crawls_a_complete_host_on_change() {
+    let changed_at = MAY1 + 10 * H;
+    let mut url = fetched(MAY1);
+    url.lastmod = Some(ts(changed_at));
+    url.rate = Some(1.0 / D as f64);
+    let now = ts(MAY1 + 11 * H);
+    let with_level = |level: f64| {
+        policy(
+            "lambda-crawl",
+            Params {
+                calibration: Calibration {
+                    // Uncalibrated rates: ρ = Δ̂, the rate due a day on.
+                    multiplier: 0.0,
+                    on_change_level: level,
+                },
+                ..Params::default()
+            },
+        )
+        .unwrap()
+    };
+    // Uncalibrated, or every change fits: due at the change.
+    for level in [0.0, f64::MAX] {
+        let due = with_level(level).next_due(&url, &COMPLETE, now);
+        assert_eq!(
+            (due.at.unix(), due.reason),
+            (changed_at, Reason::LastmodNewer)
+        );
+    }
+    // Elsewhere, or a coarse lastmod: the rate schedule.
+    let p = with_level(f64::MAX);
+    assert_eq!(p.next_due(&url, &TRUSTED, now).reason, Reason::Optimal);
+    let mut coarse = url.clone();
+    coarse.lastmod_precision = Some(Precision::Day);
+    assert_eq!(p.next_due(&coarse, &COMPLETE, now).reason, Reason::Optimal);
+    // Unmoved: validation or the safety interval, not the rate.
+    let mut quiet = url.clone();
+    quiet.lastmod = Some(ts(MAY1 - D));
+    quiet.sample = 0.5;
+    let due = p.next_due(&quiet, &COMPLETE, now);
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + 30 * D, Reason::Safety));
+    quiet.sample = 0.01;
+    let due = p.next_due(&quiet, &COMPLETE, now);
+    assert_eq!((due.at.unix(), due.reason), (MAY1 + D, Reason::Validation));
+    // A tiny level crawls about that share of changes: one coin per
+    // change (per lastmod and per-fetch sample).
+    let scarce = with_level(0.1 / D as f64);
+    let crawled = (0..1_000)
+        .filter(|i| {
+            let mut u = url.clone();
+            u.sample = f64::from(*i) / 1_000.0;
+            scarce.next_due(&u, &COMPLETE, now).reason == Reason::LastmodNewer
+        })
+        .count();
+    assert!((50..=150).contains(&crawled), "{crawled} of 1000");
+}
+
+#[test]
 fn allocation_edge_cases() {
     assert_eq!(optimal_rate(0.0, 1.0, 1.0), 0.0);
     assert_eq!(optimal_rate(1.0, 0.0, 1.0), 0.0);
@@ -951,7 +1038,10 @@ fn rate_policies_due_times() {
     let budget = 1e-4;
     let mu = optimal_multiplier(&pages, budget);
     let params = Params {
-        calibration: Calibration { multiplier: mu },
+        calibration: Calibration {
+            multiplier: mu,
+            ..Calibration::default()
+        },
         ..Params::default()
     };
     let p = policy("freshness-optimal", params.clone()).unwrap();
@@ -979,6 +1069,7 @@ fn rate_policies_due_times() {
         Params {
             calibration: Calibration {
                 multiplier: lambda_crawl_multiplier(&pages, budget),
+                ..Calibration::default()
             },
             ..Params::default()
         },
@@ -1020,7 +1111,10 @@ fn baseline_allocations() {
     );
     // Calibrated: uniform every 1/(B/N) whatever λ̂; proportional 1/(cλ̂).
     let params = |m: f64| Params {
-        calibration: Calibration { multiplier: m },
+        calibration: Calibration {
+            multiplier: m,
+            ..Calibration::default()
+        },
         ..Params::default()
     };
     let u = policy("uniform", params(1.0 / (2.0 * 86_400.0))).unwrap();
@@ -1151,7 +1245,7 @@ prop_compose! {
             fixed_interval, min_interval, max_interval, adaptive_inc, adaptive_dec,
             initial_interval, retry_after_error, budget: 1.0, fallback: "adaptive".into(),
             safety_interval, validation_share, probe_interval,
-            calibration: Calibration { multiplier },
+            calibration: Calibration { multiplier, ..Calibration::default() },
         }
     }
 }
