@@ -794,6 +794,7 @@ impl Store {
         };
         rec.last_status = status;
         let moved_after = rec.lastmod_moved_after().map(Timestamp::from_unix);
+        let mut announced = false;
         let f = &mut rec.fetch;
         if success {
             // The estimators see successful fetches only.
@@ -817,6 +818,8 @@ impl Store {
                 if let Some(l) = rec.lastmod {
                     let (at, since) = (Timestamp::from_unix(l.at), Timestamp::from_unix(previous));
                     let said = lastmod_says_changed(at, moved_after, since);
+                    // A change the host's trusted lastmod announced.
+                    announced = said && changed && host.trust.is_trusted();
                     if said || !lastmod_is_newer(at, Some(l.precision.into()), since) {
                         host.trust.observe_fetch(said, changed);
                         *host_changed = true;
@@ -868,10 +871,13 @@ impl Store {
             *host_changed = true;
         }
         let state = self.url_state(url, &rec, now);
-        rec.interval = self
-            .policy()
-            .next_interval(&state, outcome.kind())
-            .map(|i| i as f32);
+        let policy = self.policy();
+        rec.interval = if announced {
+            policy.next_interval_announced(&state, outcome.kind())
+        } else {
+            policy.next_interval(&state, outcome.kind())
+        }
+        .map(|i| i as f32);
         let due = self.schedule(url, &rec, host, now);
         rec.schedule = Schedule::of(&due);
         rec

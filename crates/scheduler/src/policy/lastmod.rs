@@ -185,4 +185,10 @@ impl Policy for Lastmod {
     fn next_interval(&self, url: &UrlState, outcome: FetchOutcome) -> Option<f64> {
         self.fallback.next_interval(url, outcome)
     }
+
+    /// Unchanged: an announced change is lastmod's to schedule, not the
+    /// fallback's to learn from.
+    fn next_interval_announced(&self, url: &UrlState, _outcome: FetchOutcome) -> Option<f64> {
+        url.interval
+    }
 }

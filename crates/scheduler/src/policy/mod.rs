@@ -442,6 +442,14 @@ pub trait Policy: Send + Sync + fmt::Debug {
     fn next_interval(&self, url: &UrlState, _outcome: FetchOutcome) -> Option<f64> {
         url.interval
     }
+    /// The adaptive interval after a fetch that found a change the host's
+    /// trusted lastmod had announced (default: [`Policy::next_interval`]).
+    /// `lastmod` keeps the interval: its fallback's schedule is there for
+    /// the changes lastmod does not announce, and learning from the ones
+    /// it does would refetch those pages soon after for nothing.
+    fn next_interval_announced(&self, url: &UrlState, outcome: FetchOutcome) -> Option<f64> {
+        self.next_interval(url, outcome)
+    }
     /// For a policy that allocates a budget over the whole store: its
     /// allocation multiplier for `pages` (planning rate, importance) of
     /// every active URL and the budget `params.budget`, which

@@ -381,6 +381,23 @@ fn adaptive_updates_and_clamps() {
         1e-12
     ));
     assert_eq!(p.next_interval(&url, FetchOutcome::Error), None);
+    // A change a trusted lastmod announced: adaptive learns from it as from
+    // any change; lastmod's fallback does not (it is there for the others).
+    url.interval = Some(86_400.0);
+    assert_eq!(
+        p.next_interval_announced(&url, FetchOutcome::Changed),
+        p.next_interval(&url, FetchOutcome::Changed)
+    );
+    let lastmod = policy("lastmod", Params::default()).unwrap();
+    assert_eq!(
+        lastmod.next_interval_announced(&url, FetchOutcome::Changed),
+        Some(86_400.0)
+    );
+    assert_eq!(
+        lastmod.next_interval(&url, FetchOutcome::Changed),
+        p.next_interval(&url, FetchOutcome::Changed)
+    );
+    url.interval = None;
 
     // Repeated changes shrink to min_interval, repeated 304s grow to max.
     let mut i = Some(86_400.0);
