@@ -392,7 +392,7 @@ impl StoreUse {
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SchedulerSettings {
-    /// Scheduling policy, remembered by the store [default: the store's, or adaptive].
+    /// Scheduling policy, remembered by the store [default: the store's, or lastmod].
     #[arg(long, value_enum)]
     pub policy: Option<BuiltinPolicy>,
     /// Complete sitemap reads a URL must be absent from before it is retired (1-8).

@@ -19,8 +19,11 @@ use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView, UrlView};
 use sitemapd_parser::{HostKey, NormUrl};
 
-/// The policy of a new store.
-pub const DEFAULT_POLICY: &str = "adaptive";
+/// The policy of a new store: crawl on change where a host's lastmods have
+/// earned it, `adaptive` behind it (issue 16's scenario table). A store
+/// keeps the policy it was opened with; `StoreOptions::policy` (CLI
+/// `--policy`) changes it for good.
+pub const DEFAULT_POLICY: &str = "lastmod";
 
 /// How to open a store. `Default` gives the documented values.
 #[derive(Debug, Clone)]

@@ -28,7 +28,7 @@
 //! rate 0), and so, for freshness-optimal, are pages whose w/λ over- or
 //! underflows f64.
 
-use super::lastmod::{lastmod_says_changed, not_refreshed};
+use super::on_change::{lastmod_says_changed, not_refreshed};
 use super::{
     Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
     importance,
