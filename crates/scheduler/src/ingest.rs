@@ -654,18 +654,13 @@ impl<'s> Ingest<'s> {
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
-            // A sitemap of this read that listed the URL in its last body
-            // read showed the same (older) values in every 304 since.
-            let shown_until = seen
-                .sources
-                .iter()
-                .filter_map(|&(id, _)| {
-                    let stamp = rec.sources.iter().find(|(s, _)| *s == id)?.1;
-                    let r = self.readings.values().find(|r| r.record.id == id)?;
-                    (stamp == r.record.seq).then_some(r.record.last_success?)
-                })
-                .max();
-            let hints_changed = rec.apply(&seen, now, same_session, shown_until);
+            // The last read known to show what the URL's entry showed
+            // before: a sitemap of this read whose last body read listed it
+            // showed the same in every 304 since. Known only when one
+            // sitemap lists the URL (another may lag, or never move it).
+            let sole = seen.sources.len() == 1
+                && rec.sources.iter().all(|(id, _)| *id == seen.sources[0].0);
+            let mut last_read = sole.then_some(rec.last_seen);
             for &(id, seq) in &seen.sources {
                 let stamp = rec.sources.iter().find(|(s, _)| *s == id).map(|s| s.1);
                 if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
@@ -680,8 +675,12 @@ impl<'s> Ingest<'s> {
                     if stamp != Some(seq) {
                         r.distinct += 1;
                     }
+                    if stamp == Some(r.record.seq) {
+                        last_read = last_read.max(r.record.last_success.filter(|_| sole));
+                    }
                 }
             }
+            let hints_changed = rec.apply(&seen, now, same_session, last_read);
             // Eviction (a full source list and a new source) needs each
             // source's recent reads; the common case needs nothing.
             let evicting = rec.sources.len() >= MAX_SOURCES
@@ -808,25 +807,28 @@ impl UrlRecord {
     }
 
     /// Merges a sighting (see the crate docs for the rule); whether what
-    /// the policy sees changed. `shown_until`: the last read (a 304, say)
-    /// of one of its sitemaps known to show what it showed before.
+    /// the policy sees changed. `last_read`: the last read (a 304, say)
+    /// known to show what the URL's entry showed before, if one is known.
     fn apply(
         &mut self,
         seen: &Observation,
         now: i64,
         same_session: bool,
-        shown_until: Option<i64>,
+        last_read: Option<i64>,
     ) -> bool {
         let before = (self.lastmod, self.changefreq, self.priority);
-        // The last read that showed what this one may replace.
-        let previous_read = self.last_seen.max(shown_until.unwrap_or(i64::MIN));
         self.last_seen = now;
         self.lastmod = newest(self.lastmod, seen.lastmod);
         if let Some(l) = seen.lastmod {
             if !self.lastmod_history.iter().any(|(v, _)| *v == l.at) {
-                let dated =
-                    !self.lastmod_history.is_empty() && !same_session && previous_read < now;
-                let read = if dated { previous_read } else { NOT_DATED };
+                let read = match last_read {
+                    Some(read)
+                        if !self.lastmod_history.is_empty() && !same_session && read < now =>
+                    {
+                        read
+                    }
+                    _ => NOT_DATED,
+                };
                 self.lastmod_history.push((l.at, read));
                 if self.lastmod_history.len() > LASTMOD_HISTORY {
                     self.lastmod_history.remove(0);

@@ -793,7 +793,7 @@ impl Store {
             1
         };
         rec.last_status = status;
-        let moved_after = rec.lastmod_moved_after().map(Timestamp::from_unix);
+        let moved_after = self.lastmod_moved_after(&rec).map(Timestamp::from_unix);
         let mut announced = false;
         let f = &mut rec.fetch;
         if success {
@@ -817,7 +817,8 @@ impl Store {
                 // no evidence either way.
                 if let Some(l) = rec.lastmod {
                     let (at, since) = (Timestamp::from_unix(l.at), Timestamp::from_unix(previous));
-                    let said = lastmod_says_changed(at, moved_after, since);
+                    let precision = Some(l.precision.into());
+                    let said = lastmod_says_changed(at, precision, moved_after, since);
                     // A change the host's trusted lastmod announced.
                     announced = said && changed && host.trust.is_trusted();
                     if said || !lastmod_is_newer(at, Some(l.precision.into()), since) {

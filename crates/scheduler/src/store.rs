@@ -24,6 +24,9 @@ use sitemapd_parser::{HostKey, NormUrl};
 /// keeps the policy it was opened with; `StoreOptions::policy` (CLI
 /// `--policy`) changes it for good.
 pub const DEFAULT_POLICY: &str = "lastmod";
+/// The policy of a store made before [`DEFAULT_POLICY`] was `lastmod` and
+/// never given one: it ran this, and keeps it.
+pub const EARLIER_DEFAULT_POLICY: &str = "adaptive";
 
 /// How to open a store. `Default` gives the documented values.
 #[derive(Debug, Clone)]
@@ -89,6 +92,8 @@ pub struct Store {
     pub(crate) waiting: AtomicUsize,
     /// Validation samples the leases so far have paid for ([`Store::lease`]).
     pub(crate) validation_credit: Mutex<f64>,
+    /// Lastmod moves recorded before this time are not dated ([`keys::DATED_FROM`]).
+    dated_from: i64,
 }
 
 impl std::fmt::Debug for Store {
@@ -204,12 +209,29 @@ impl Store {
 
     pub(crate) fn with_kv(kv: Kv, options: StoreOptions) -> Result<Store, StoreError> {
         crate::migrate::to_current_layout(&kv)?;
-        let name = match &options.policy {
-            Some(name) => name.clone(),
-            None => kv
-                .get(keys::POLICY)?
-                .map(|v| String::from_utf8_lossy(&v).into_owned())
-                .unwrap_or_else(|| DEFAULT_POLICY.to_string()),
+        let empty = kv.scan_prefix([keys::URL]).next().is_none();
+        let saved = kv
+            .get(keys::POLICY)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned());
+        let name = match (&options.policy, &saved) {
+            (Some(name), _) => name.clone(),
+            (None, Some(name)) => name.clone(),
+            (None, None) if empty => DEFAULT_POLICY.to_string(),
+            (None, None) => EARLIER_DEFAULT_POLICY.to_string(),
+        };
+        let dated_from = match kv.get(keys::DATED_FROM)? {
+            Some(v) => <[u8; 8]>::try_from(v.as_ref()).map_or(i64::MAX, i64::from_be_bytes),
+            None => {
+                // A new store dates every move; one made before dates
+                // those recorded from now on.
+                let from = if empty {
+                    i64::MIN
+                } else {
+                    Timestamp::now().unix()
+                };
+                kv.insert(keys::DATED_FROM, &from.to_be_bytes())?;
+                from
+            }
         };
         let mut params = options.params.clone();
         if let Some(bytes) = kv.get(keys::CALIBRATION)? {
@@ -218,7 +240,9 @@ impl Store {
             }
         }
         let policy = options.policies.build(&name, params)?;
-        if options.policy.is_some() {
+        // Saved from the first open on, so that a later default never
+        // changes what a store runs.
+        if options.policy.is_some() || saved.is_none() {
             kv.insert(keys::POLICY, name.as_bytes())?;
         }
         Ok(Store {
@@ -228,7 +252,14 @@ impl Store {
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
             validation_credit: Mutex::new(0.0),
+            dated_from,
         })
+    }
+
+    /// When a read still showed the value `r`'s lastmod replaced
+    /// ([`UrlRecord::lastmod_moved_after`]), if this store dated it.
+    pub(crate) fn lastmod_moved_after(&self, r: &UrlRecord) -> Option<i64> {
+        r.lastmod_moved_after().filter(|&t| t >= self.dated_from)
     }
 
     /// The policy in use.
@@ -430,7 +461,7 @@ impl Store {
             }),
             lastmod: r.lastmod.map(|l| Timestamp::from_unix(l.at)),
             lastmod_precision: r.lastmod.map(|l| l.precision.into()),
-            lastmod_moved_after: r.lastmod_moved_after().map(Timestamp::from_unix),
+            lastmod_moved_after: self.lastmod_moved_after(r).map(Timestamp::from_unix),
             changefreq: r.changefreq.map(Into::into),
             priority: r.priority,
             interval: r.interval.map(f64::from),
@@ -446,16 +477,18 @@ impl Store {
         }
     }
 
-    /// What the policy sees of `url`: [`Store::url_state`], with the change
-    /// rate counted from the lastmods when its host's lastmods announce
-    /// every change (`complete`) and they are exact
-    /// ([`UrlRecord::observed_rate`]): a crawl on change fetches right after
+    /// What the policy sees of `url` on `host`: [`Store::url_state`], with
+    /// the change rate counted from the lastmods when they announce every
+    /// change ([`policy::every_change_observed`],
+    /// [`UrlRecord::observed_rate`]): a crawl on change fetches right after
     /// changes, which the estimators, built for visits that do not depend
     /// on the changes, read as a page that changes at every visit.
-    fn policy_view(&self, url: &str, r: &UrlRecord, complete: bool, now: i64) -> UrlState {
+    fn policy_view(&self, url: &str, r: &UrlRecord, host: &HostState, now: i64) -> UrlState {
         let mut state = self.url_state(url, r, now);
-        if let Some(rate) = r.observed_rate(now).filter(|_| complete) {
-            state.rate = Some(rate);
+        if policy::every_change_observed(&state, host) {
+            if let Some(rate) = r.observed_rate(now) {
+                state.rate = Some(rate);
+            }
         }
         state
     }
@@ -464,13 +497,9 @@ impl Store {
     /// as jitter taken from a hash of the URL, so URLs scheduled together
     /// (one sitemap read) do not all fall due in the same second.
     pub(crate) fn schedule(&self, url: &str, r: &UrlRecord, host: &HostRecord, now: i64) -> Due {
-        let host = HostState {
-            lastmod_trusted: host.trust.is_trusted(),
-            lastmod_complete: host.trust.is_complete(),
-            lastmod_probation: host.trust.on_probation(),
-        };
+        let host = host_state(host);
         let mut due = self.policy().next_due(
-            &self.policy_view(url, r, host.lastmod_complete, now),
+            &self.policy_view(url, r, &host, now),
             &host,
             Timestamp::from_unix(now),
         );
@@ -503,7 +532,7 @@ impl Store {
         // complete host, lastmods to the second. URL keys come host by
         // host, so one host record at a time.
         let mut complete = Vec::new();
-        let mut host: Option<(String, bool)> = None;
+        let mut host: Option<(String, HostState)> = None;
         for item in self
             .records::<UrlRecord>([keys::URL])
             .filter(crate::error::intact)
@@ -511,15 +540,18 @@ impl Store {
             let (url, r) = item?;
             if r.queued() {
                 let name = keys::host_of(&url);
-                if host.as_ref().is_none_or(|(h, _)| h != name) {
-                    let is_complete = self.host_record(name)?.trust.is_complete();
-                    host = Some((name.to_string(), is_complete));
-                }
-                let on_complete_host = host.as_ref().is_some_and(|(_, c)| *c);
-                let state = self.policy_view(&url, &r, on_complete_host, as_of(&r));
+                let state_of_host = match &host {
+                    Some((h, state)) if h == name => *state,
+                    _ => {
+                        let state = host_state(&self.host_record(name)?);
+                        host = Some((name.to_string(), state));
+                        state
+                    }
+                };
+                let state = self.policy_view(&url, &r, &state_of_host, as_of(&r));
                 let page = (policy::planning_rate(&state, params), state.importance);
                 pages.push(page);
-                if on_complete_host && r.exact_lastmod() {
+                if policy::every_change_observed(&state, &state_of_host) {
                     complete.push(page);
                 }
             }
@@ -541,6 +573,15 @@ impl Store {
         let calibrated = self.options.policies.build(current.name(), params)?;
         *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(calibrated);
         Ok(Some(multiplier))
+    }
+}
+
+/// What a policy may know of a host.
+fn host_state(host: &HostRecord) -> HostState {
+    HostState {
+        lastmod_trusted: host.trust.is_trusted(),
+        lastmod_complete: host.trust.is_complete(),
+        lastmod_probation: host.trust.on_probation(),
     }
 }
 
@@ -584,6 +625,64 @@ fn as_of(r: &UrlRecord) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one_url(s: &Store, now: i64) {
+        let mut ingest = s.ingest(Timestamp::from_unix(now));
+        let url = sitemapd_parser::NormUrl::parse("https://a.example/x").unwrap();
+        ingest
+            .entry(
+                "https://a.example/sitemap.xml",
+                &sitemapd_parser::UrlEntry::new(url),
+            )
+            .unwrap();
+        ingest.finish().unwrap();
+    }
+
+    #[test]
+    fn a_store_keeps_the_policy_it_ran_and_dates_moves_from_its_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            assert_eq!(s.policy().name(), DEFAULT_POLICY);
+            assert_eq!(s.dated_from, i64::MIN, "a new store dates every move");
+            one_url(&s, 1_000);
+        }
+        // Saved at its first open: the default stays its policy.
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(s.policy().name(), DEFAULT_POLICY);
+        // A store of an earlier release: URLs, no saved policy, no date.
+        s.kv.remove(keys::POLICY).unwrap();
+        s.kv.remove(keys::DATED_FROM).unwrap();
+        drop(s);
+        let before = Timestamp::now().unix();
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(s.policy().name(), EARLIER_DEFAULT_POLICY);
+        assert!(s.dated_from >= before);
+        let mut r = s.url_record("https://a.example/x").unwrap().unwrap();
+        r.lastmod = Some(crate::record::StoredLastmod {
+            at: 5_000,
+            precision: crate::record::StoredPrecision::Day,
+        });
+        r.lastmod_history = vec![(1_000, crate::record::NOT_DATED), (5_000, 4_000)];
+        assert_eq!(r.lastmod_moved_after(), Some(4_000));
+        assert_eq!(
+            s.lastmod_moved_after(&r),
+            None,
+            "recorded before the upgrade"
+        );
+        drop(s);
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(s.policy().name(), EARLIER_DEFAULT_POLICY, "and kept");
+        // Naming a policy switches it for good.
+        drop(s);
+        let lastmod = StoreOptions {
+            policy: Some("lastmod".into()),
+            ..StoreOptions::default()
+        };
+        drop(Store::open(dir.path(), lastmod).unwrap());
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(s.policy().name(), "lastmod");
+    }
 
     #[test]
     fn calibrations_round_trip_and_old_ones_still_read() {

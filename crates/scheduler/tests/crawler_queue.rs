@@ -570,7 +570,8 @@ fn a_host_with_many_due_lists_gets_its_share_and_no_more() {
 /// A day's lastmod that moves to a new day after a fetch that day dates
 /// the change after the fetch when a read made since the fetch (a 304
 /// counts) still showed the old day: due at once as a known change, not at
-/// the day's end. Without such a read the move is not dated.
+/// the day's end. Without such a read since the fetch, or when another
+/// sitemap lists the URL too, the move is not dated.
 #[test]
 fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() {
     let dir = tempfile::tempdir().unwrap();
@@ -608,8 +609,23 @@ fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() 
     // finds the sitemap unchanged (304: every entry as before, p0's and
     // p1's old day); at 10:00 both show day 2, which started before either
     // fetch. p0's move is dated after its fetch, p1's is not.
+    // p2 is listed by a second sitemap too: which read last showed its
+    // old day is not known (the other may lag), so its move is not dated.
+    let other = "https://a.example/other.xml";
+    let mut second = s.ingest(ts(day0 + DAY + 7_200));
+    second
+        .entry(other, &entry("/p2", None, Some(day0 + DAY)))
+        .unwrap();
+    let body = SitemapFetch {
+        status: 200,
+        complete: true,
+        ..SitemapFetch::default()
+    };
+    second.sitemap_fetched(other, &body).unwrap();
+    second.finish().unwrap();
     let day2 = day0 + 2 * DAY;
     complete(&s, "/p0", Outcome::NotModified, day2 + 300);
+    complete(&s, "/p2", Outcome::NotModified, day2 + 300);
     let mut unchanged = s.ingest(ts(day2 + 6 * 3_600));
     let not_modified = SitemapFetch {
         status: 304,
@@ -622,7 +638,7 @@ fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() 
         &s,
         day2 + 10 * 3_600,
         &listing(&|p| {
-            if p == "/p0" || p == "/p1" {
+            if ["/p0", "/p1", "/p2"].contains(&p) {
                 day2
             } else {
                 day0 + DAY
@@ -632,9 +648,11 @@ fn a_coarse_lastmod_that_moved_after_a_read_since_the_fetch_is_a_known_change() 
     let p0 = s.url(&url("/p0")).unwrap().unwrap();
     assert_eq!(p0.reason, Reason::LastmodNewer);
     assert!(p0.due.unix() <= day2 + 10 * 3_600, "{}", p0.due.unix());
-    let p1 = s.url(&url("/p1")).unwrap().unwrap();
-    assert_ne!(p1.reason, Reason::LastmodNewer);
-    assert!(p1.due.unix() > day2 + 10 * 3_600, "{}", p1.due.unix());
+    for late in ["/p1", "/p2"] {
+        let v = s.url(&url(late)).unwrap().unwrap();
+        assert_ne!(v.reason, Reason::LastmodNewer, "{late}");
+        assert!(v.due.unix() > day2 + 10 * 3_600, "{late}: {}", v.due.unix());
+    }
     let leased = s
         .lease(&LeaseRequest::new(10).per_host(10), ts(day2 + 10 * 3_600))
         .unwrap();

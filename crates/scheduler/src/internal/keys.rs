@@ -62,6 +62,10 @@ pub const POLICY: &[u8] = b"~policy";
 pub const CALIBRATION: &[u8] = b"~calibration";
 /// The key layout version (one byte).
 pub const LAYOUT: &[u8] = b"~layout";
+/// Lastmod moves dated from this time on (i64, big endian): what the
+/// lastmod history recorded before (the time a value was first seen, not
+/// the last read of the older one) is not a date of the move.
+pub const DATED_FROM: &[u8] = b"~dated-from";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.

@@ -395,12 +395,14 @@ pub struct UrlRecord {
     pub last_seen: i64,
     /// The newest believable lastmod (see the merge rule in the crate docs).
     pub lastmod: Option<StoredLastmod>,
-    /// Distinct lastmod values, newest last, at most [`LASTMOD_HISTORY`],
-    /// each with the time of the last sitemap read that still showed an
-    /// older value ([`NOT_DATED`] for the first value, or one a sitemap of
-    /// the same read disagreed with). Records written before this was kept
-    /// hold the time each value was first seen there, which is later: at
-    /// worst one fetch too many.
+    /// Distinct lastmod values in the order first seen, at most
+    /// [`LASTMOD_HISTORY`], each with the time of the last sitemap read
+    /// that still showed the value before it ([`NOT_DATED`] when that is
+    /// not known: the first value, a URL several sitemaps list, a second
+    /// value in one read). Records written before this was kept hold the
+    /// time each value was first seen there instead; the store does not
+    /// date moves recorded before it was opened by a build that keeps it
+    /// ([`keys::DATED_FROM`](crate::keys::DATED_FROM)).
     pub lastmod_history: Vec<(i64, i64)>,
     /// The most frequent changefreq any sitemap gave.
     pub changefreq: Option<StoredChangeFreq>,
@@ -466,32 +468,27 @@ impl UrlRecord {
         }
     }
 
-    /// Whether its lastmod is written to the second or finer: one value
-    /// per change, the change's time.
-    pub fn exact_lastmod(&self) -> bool {
-        self.lastmod.is_some_and(|l| {
-            matches!(
-                l.precision,
-                StoredPrecision::Second | StoredPrecision::Fraction
-            )
-        })
-    }
-
-    /// The change rate its exact lastmods show, if they announce every
-    /// change: the distinct values remembered (at most
-    /// [`LASTMOD_HISTORY`]) are k − 1 changes since the oldest of them,
-    /// [`crate::estimate::complete`] over that time up to `now`. `None`
-    /// with a lastmod that is not exact or fewer than two values.
+    /// The change rate its lastmods show when they announce every change
+    /// (the caller knows: a complete host, exact lastmods): the remembered
+    /// values (at most [`LASTMOD_HISTORY`]) that rose above every earlier
+    /// one are changes since the oldest value, [`crate::estimate::complete`]
+    /// over the time from it to `now`. Values after `now` are left out.
+    /// `None` before a second rising value.
     pub fn observed_rate(&self, now: i64) -> Option<f64> {
-        if !self.exact_lastmod() || self.lastmod_history.len() < 2 {
-            return None;
+        let mut values = self
+            .lastmod_history
+            .iter()
+            .map(|(v, _)| *v)
+            .filter(|v| *v <= now);
+        let oldest = values.next()?;
+        let (mut top, mut rises) = (oldest, 0u64);
+        for v in values {
+            if v > top {
+                top = v;
+                rises += 1;
+            }
         }
-        let oldest = self.lastmod_history.iter().map(|(v, _)| *v).min()?;
-        let changes = self.lastmod_history.len() as u64 - 1;
-        Some(crate::estimate::complete(
-            changes,
-            now.saturating_sub(oldest) as f64,
-        ))
+        (rises > 0).then(|| crate::estimate::complete(rises, now.saturating_sub(oldest) as f64))
     }
 
     /// Whether it has an entry in the due index: not retired as absent
@@ -865,10 +862,13 @@ mod tests {
         // One change since 1,000, watched until 5,000: (1 + ½)/(4,000 + ½).
         assert_eq!(r.observed_rate(5_000), Some(1.5 / 4_000.5));
         assert_eq!(r.lastmod_moved_after(), Some(2_500));
-        // A coarse lastmod is not one value per change.
-        r.lastmod = Some(at(3_000, StoredPrecision::Day));
-        assert_eq!(r.observed_rate(5_000), None);
-        // The current lastmod is not the newest value seen: not dated.
+        // A value that went back, and one in the future, are no changes.
+        r.lastmod_history.push((2_000, NOT_DATED));
+        r.lastmod_history.push((9_000, 4_000));
+        assert_eq!(r.observed_rate(5_000), Some(1.5 / 4_000.5));
+        // The current lastmod is not the last value seen: not dated.
+        assert_eq!(r.lastmod_moved_after(), None);
+        r.lastmod_history.truncate(2);
         r.lastmod = Some(at(1_000, StoredPrecision::Second));
         assert_eq!(r.lastmod_moved_after(), None);
     }

@@ -11,37 +11,14 @@
 //! due sooner; refetching at once would repeat until the day is over.
 
 use crate::time::Timestamp;
-use sitemapd_parser::date::{self, Precision};
 
-use super::on_change::{lastmod_says_changed, not_refreshed};
+use super::on_change::{lastmod_says_changed, latest, not_refreshed};
 use super::{
     Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
     planning_rate,
 };
 
 pub use sitemapd_parser::date::precision_span;
-
-/// Whether a lastmod (start of its period, `None` precision = second) may be
-/// after a fetch at `last_fetch`: the latest instant of its period is.
-pub fn lastmod_is_newer(
-    lastmod: Timestamp,
-    precision: Option<Precision>,
-    last_fetch: Timestamp,
-) -> bool {
-    latest(lastmod, precision) > last_fetch
-}
-
-/// The last second of the lastmod's period ([`date::Lastmod::latest`]).
-fn latest(lastmod: Timestamp, precision: Option<Precision>) -> Timestamp {
-    Timestamp::from_unix(
-        date::Lastmod {
-            unix_seconds: lastmod.unix(),
-            nanos: 0,
-            precision: precision.unwrap_or(Precision::Second),
-        }
-        .latest(),
-    )
-}
 
 /// `lastmod`: crawl on change where a host's lastmods have earned it, the
 /// fallback policy's schedule where they have not.
@@ -102,7 +79,7 @@ impl Policy for Lastmod {
             score,
             reason: Reason::LastmodNewer,
         };
-        if lastmod_says_changed(lm, url.lastmod_moved_after, last) {
+        if lastmod_says_changed(lm, url.lastmod_precision, url.lastmod_moved_after, last) {
             // Due at the change, or earlier if the fallback already had it
             // due (an overdue URL in a backlog must not be sent to the back
             // of the queue because the sitemap confirmed it changed).

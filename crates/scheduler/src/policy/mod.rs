@@ -76,8 +76,8 @@ mod optimal;
 pub use baseline::{Proportional, Uniform, proportional_multiplier, uniform_multiplier};
 pub use basic::{Adaptive, Fixed, SitemapHints, changefreq_interval};
 pub use closed::{age_fixed, freshness_fixed, harmonic_cost_poisson};
-pub use lastmod::{Lastmod, lastmod_is_newer, precision_span};
-pub use on_change::lastmod_says_changed;
+pub use lastmod::{Lastmod, precision_span};
+pub use on_change::{every_change_observed, lastmod_is_newer, lastmod_says_changed};
 pub use optimal::{
     FreshnessOptimal, LambdaCrawl, lambda_crawl_multiplier, lambda_crawl_on_change_level,
     lambda_crawl_on_change_probability, lambda_crawl_rate, optimal_multiplier, optimal_rate,

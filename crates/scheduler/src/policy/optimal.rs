@@ -28,14 +28,13 @@
 //! rate 0), and so, for freshness-optimal, are pages whose w/λ over- or
 //! underflows f64.
 
-use super::on_change::{lastmod_says_changed, not_refreshed};
+use super::on_change::{every_change_observed, lastmod_says_changed, not_refreshed};
 use super::{
     Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
     importance,
 };
 use crate::hash::{Fnv1a, unit};
 use crate::time::Timestamp;
-use sitemapd_parser::date::Precision;
 
 /// Bound on every search loop here.
 const MAX_STEPS: u32 = 200;
@@ -308,7 +307,8 @@ pub fn lambda_crawl_on_change_probability(
 /// min(1, c μ_i/Δ_i) costs `budget` fetches per second over `pages` (Δ_i,
 /// μ_i): Σ min(Δ_i, c μ_i) = R_c, by bisection (water-filling: the slowest
 /// pages for their importance get every change, the rest a share). When
-/// every change fits in the budget: `f64::MAX` (every change crawled).
+/// every change fits in the budget: `f64::MAX` (every change crawled);
+/// otherwise at most `f64::MAX / 2`.
 /// Pages with Δ or μ not positive and finite are ignored; no usable page,
 /// or a budget that is NaN or ≤ 0: 0.
 pub fn lambda_crawl_on_change_level(pages: &[(f64, f64)], budget: f64) -> f64 {
@@ -324,10 +324,13 @@ pub fn lambda_crawl_on_change_level(pages: &[(f64, f64)], budget: f64) -> f64 {
     let cost = |x: f64| usable().map(|&(d, m)| d.min(m / x)).sum::<f64>();
     let hi = usable().map(|(_, m)| m).sum::<f64>() / budget;
     let x = bisect_decreasing(cost, budget, hi.min(f64::MAX));
-    if x > 0.0 {
-        (1.0 / x).min(f64::MAX)
+    // A level beyond f64 (importances near the smallest floats): the
+    // largest short of "every change".
+    let level = 1.0 / x;
+    if level.is_finite() {
+        level.min(f64::MAX / 2.0)
     } else {
-        f64::MAX
+        f64::MAX / 2.0
     }
 }
 
@@ -462,15 +465,10 @@ impl Policy for LambdaCrawl {
             Some(l) => lambda_crawl_rate(delta, w, l),
             None => delta,
         });
-        let exact = matches!(
-            url.lastmod_precision,
-            None | Some(Precision::Second | Precision::Fraction)
-        );
-        let (Some(lm), Some(last), true, true) = (
+        let (Some(lm), Some(last), true) = (
             url.lastmod.filter(|&lm| lm <= now),
             url.last_fetch,
-            host.lastmod_complete,
-            exact,
+            every_change_observed(url, host),
         ) else {
             return rated;
         };
@@ -479,15 +477,25 @@ impl Policy for LambdaCrawl {
             return rated;
         }
         let score = importance(url);
-        if !lastmod_says_changed(lm, url.lastmod_moved_after, last) {
+        if !lastmod_says_changed(lm, url.lastmod_precision, url.lastmod_moved_after, last) {
             return not_refreshed(url, &self.params, last, rated.at, score);
         }
         let level = self.params.calibration.on_change_level;
-        let p = if positive(level) {
-            // min(1, R_c μ_i/(Δ_i Σμ)) with R_c/Σμ = c.
-            lambda_crawl_on_change_probability(score, planning_rate(url, &self.params), 1.0, level)
-        } else {
+        let delta = planning_rate(url, &self.params);
+        let p = if level == f64::MAX {
+            // Every change fits in the budget.
             1.0
+        } else if positive(level) {
+            // min(1, R_c μ_i/(Δ_i Σμ)) with R_c/Σμ = c.
+            lambda_crawl_on_change_probability(score, delta, 1.0, level)
+        } else {
+            // Not calibrated for crawl on change (no complete host at the
+            // last calibration, or one saved by an older build): the rate
+            // its allocation gives the page, spent on its changes.
+            match lagrange {
+                Some(l) => (lambda_crawl_rate(delta, score, l) / delta).clamp(0.0, 1.0),
+                None => 1.0,
+            }
         };
         let coin = unit(
             Fnv1a::default()

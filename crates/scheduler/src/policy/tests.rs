@@ -646,6 +646,54 @@ fn lastmod_day_precision_is_conservative() {
 }
 
 #[test]
+fn a_lastmod_move_dated_after_the_fetch_is_a_change_only_in_an_open_period() {
+    let fetch = ts(MAY1 + 10 * H);
+    let read_since = Some(ts(MAY1 + 12 * H));
+    // A day's lastmod whose day holds the fetch: dated by the read.
+    assert!(lastmod_says_changed(
+        ts(MAY1),
+        Some(Precision::Day),
+        read_since,
+        fetch
+    ));
+    assert!(!lastmod_says_changed(
+        ts(MAY1),
+        Some(Precision::Day),
+        None,
+        fetch
+    ));
+    assert!(!lastmod_says_changed(
+        ts(MAY1),
+        Some(Precision::Day),
+        Some(ts(MAY1 + 9 * H)),
+        fetch
+    ));
+    // An exact lastmod before the fetch says the fetch saw the change,
+    // whenever a late sitemap moved it.
+    for precision in [None, Some(Precision::Second)] {
+        assert!(!lastmod_says_changed(
+            ts(MAY1 + 9 * H),
+            precision,
+            read_since,
+            fetch
+        ));
+        assert!(lastmod_says_changed(
+            ts(MAY1 + 11 * H),
+            precision,
+            None,
+            fetch
+        ));
+    }
+    // A period over before the fetch: the same.
+    assert!(!lastmod_says_changed(
+        ts(MAY1 - D),
+        Some(Precision::Day),
+        read_since,
+        fetch
+    ));
+}
+
+#[test]
 fn precision_spans() {
     assert_eq!(precision_span(MAY1, Precision::Fraction), 1);
     assert_eq!(precision_span(MAY1, Precision::Second), 1);
@@ -1295,6 +1343,8 @@ proptest! {
         prop_assert!(!age_fixed(a, b).is_nan());
         prop_assert!(!harmonic_cost_poisson(a, b, c).is_nan());
         prop_assert!(!lambda_crawl_on_change_probability(a, b, c, 1.0).is_nan());
+        let level = lambda_crawl_on_change_level(&[(a, b), (b, c)], c);
+        prop_assert!(!level.is_nan() && level >= 0.0);
         let f = freshness_fixed(a, b);
         prop_assert!((0.0..=1.0).contains(&f));
     }
@@ -1307,6 +1357,25 @@ proptest! {
     ) {
         let mut all = pages;
         all.extend(junk);
+        // Crawl on change: the level spends the budget on changes, or
+        // every change fits.
+        let level = lambda_crawl_on_change_level(&all, budget);
+        let usable = all
+            .iter()
+            .filter(|&&(d, m)| d.is_finite() && d > 0.0 && m.is_finite() && m > 0.0);
+        let spent: f64 = usable
+            .clone()
+            .map(|&(d, m)| d * lambda_crawl_on_change_probability(m, d, 1.0, level))
+            .sum();
+        if level == f64::MAX {
+            prop_assert!(usable.map(|(d, _)| d).sum::<f64>() <= budget);
+        } else {
+            prop_assert!(spent <= budget * (1.0 + 1e-9), "{} vs {}", spent, budget);
+            // Unless the level is beyond f64 (subnormal importances).
+            if level < f64::MAX / 2.0 {
+                prop_assert!(spent >= budget * (1.0 - 1e-6), "{} vs {}", spent, budget);
+            }
+        }
         let mu = optimal_multiplier(&all, budget);
         let rates: Vec<f64> = all.iter().map(|&(l, w)| optimal_rate(l, w, mu)).collect();
         let sum: f64 = rates.iter().sum();
