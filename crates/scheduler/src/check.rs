@@ -119,7 +119,7 @@ pub struct Stats {
     /// [`Store::full_stats`] counts the leases running now only).
     pub leased: u64,
     /// Active URLs due now (from [`Store::stats`]: at most
-    /// [`DUE_COUNT_LIMIT`](crate::queue::DUE_COUNT_LIMIT)).
+    /// [`DUE_COUNT_LIMIT`]).
     pub due_now: u64,
     /// More URLs are due than [`Stats::due_now`] counted.
     pub due_now_capped: bool,

@@ -5,7 +5,7 @@
 //! A lastmod is written with a precision (SPEC X7) and stands for a period:
 //! `2024-05-01` is "some time that day". Comparisons are conservative: the
 //! lastmod is newer than a fetch when the *latest* instant of its period is
-//! after the fetch ([`lastmod_is_newer`]). When the fetch fell inside the
+//! after the fetch ([`lastmod_is_newer`](super::lastmod_is_newer)). When the fetch fell inside the
 //! period the change may predate it, so the URL is due at the end of the
 //! period (one fetch after the period resolves it) unless the fallback is
 //! due sooner; refetching at once would repeat until the day is over.
@@ -27,9 +27,10 @@ pub use sitemapd_parser::date::precision_span;
 ///   [probation](HostState::lastmod_probation)), lastmod (not in
 ///   the future, SPEC X8) newer than the last successful fetch: due at
 ///   the lastmod ([`Reason::LastmodNewer`], or at the fallback's due time
-///   if that is earlier; a lastmod that moved after a read made since the
-///   fetch counts as newer, [`lastmod_says_changed`]), or at the end of the lastmod's period when its
-///   precision leaves the order open (on a complete host a refresh,
+///   if that is earlier; a coarse lastmod that moved after a read made
+///   since the fetch counts as newer, [`lastmod_says_changed`]), or at the
+///   end of the lastmod's period when its precision leaves the order open
+///   (on a complete host a refresh,
 ///   [`Reason::LastmodPeriod`], scored by how likely another change in
 ///   that time is).
 /// - **Complete host** ([`HostState::lastmod_complete`]: trusted, and its

@@ -324,8 +324,9 @@ pub struct Calibration {
     /// Crawl on change (`lambda-crawl`): the level c of
     /// [`lambda_crawl_on_change_level`] for the pages whose every change is
     /// observed (a complete host, lastmods to the second): each change of
-    /// page i is crawled with probability min(1, c μ_i/Δ_i). Not finite or
-    /// ≤ 0: not calibrated (every observed change is crawled).
+    /// page i is crawled with probability min(1, c μ_i/Δ_i); `f64::MAX`:
+    /// every change. Not finite or ≤ 0: not calibrated (each change is
+    /// crawled with probability ρ_i/Δ_i, the rate its allocation gives it).
     pub on_change_level: f64,
 }
 

@@ -442,9 +442,12 @@ impl Policy for LambdaCrawl {
         // changes instead.
         let budget = complete
             .iter()
-            .map(|&(d, m)| match positive(multiplier) {
-                true => lambda_crawl_rate(d, m, multiplier),
-                false => d,
+            .map(|&(d, m)| {
+                if positive(multiplier) {
+                    lambda_crawl_rate(d, m, multiplier)
+                } else {
+                    d
+                }
             })
             .filter(|r| r.is_finite())
             .sum::<f64>();
