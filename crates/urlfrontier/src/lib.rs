@@ -1,0 +1,137 @@
+//! The [URLFrontier](https://github.com/crawler-commons/url-frontier) gRPC
+//! protocol (API 2.6) for sitemapd: the messages, client and server that
+//! `build.rs` generates from `proto/urlfrontier.proto` (wire-compatible with
+//! the reference service: same package, rpcs, field numbers and names), and
+//! the protocol's naming rules ([`crawl_id`], [`queue_key`]) that every
+//! implementation must apply alike.
+//!
+//! ```
+//! use sitemapd_urlfrontier::{crawl_id, queue_key, QueueKeyError, DEFAULT_CRAWL};
+//! use sitemapd_urlfrontier::proto::{url_item, DiscoveredUrlItem, UrlInfo, UrlItem};
+//!
+//! // "" and "DEFAULT" are one crawl; replies name it DEFAULT.
+//! assert_eq!(crawl_id(""), DEFAULT_CRAWL);
+//! // No key sent: the queue is the URL's host, port dropped, case kept.
+//! assert_eq!(queue_key("https://Example.org:8080/a?b", ""), Ok("Example.org"));
+//! assert_eq!(queue_key("https:///nothing", ""), Err(QueueKeyError::NoHost));
+//!
+//! // A discovered URL, as a crawler puts it.
+//! let item = UrlItem {
+//!     item: Some(url_item::Item::Discovered(DiscoveredUrlItem {
+//!         info: Some(UrlInfo { url: "https://example.org/".into(), ..Default::default() }),
+//!     })),
+//!     id: "https://example.org/".into(),
+//!     creation_date: 0,
+//! };
+//! assert!(matches!(item.item, Some(url_item::Item::Discovered(_))));
+//! ```
+
+#![warn(missing_docs)]
+
+/// The generated protocol: messages ([`prost`]), the client
+/// ([`proto::url_frontier_client::UrlFrontierClient`]) and the server trait
+/// ([`proto::url_frontier_server::UrlFrontier`]) with its tonic service.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod proto {
+    tonic::include_proto!("urlfrontier");
+}
+
+/// The crawl that `""` and `"DEFAULT"` both name; replies always say this.
+pub const DEFAULT_CRAWL: &str = "DEFAULT";
+
+/// The longest queue key the protocol accepts, in characters.
+pub const MAX_KEY_CHARS: usize = 255;
+
+/// The default port of a URLFrontier service.
+pub const DEFAULT_PORT: u16 = 7071;
+
+/// A crawl id as the protocol names it: `""` is [`DEFAULT_CRAWL`], any
+/// other id is itself.
+pub fn crawl_id(id: &str) -> &str {
+    if id.is_empty() { DEFAULT_CRAWL } else { id }
+}
+
+/// Why an item has no queue: the protocol acks it `SKIPPED` (do not resend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKeyError {
+    /// No key was sent and the URL has no host to take one from.
+    NoHost,
+    /// The key is longer than [`MAX_KEY_CHARS`].
+    TooLong,
+}
+
+impl std::fmt::Display for QueueKeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            QueueKeyError::NoHost => "no key sent and the URL has no host",
+            QueueKeyError::TooLong => "the queue key is longer than 255 characters",
+        })
+    }
+}
+
+impl std::error::Error for QueueKeyError {}
+
+/// The queue an item goes to: the `key` the client sent, or when it sent
+/// none, the URL's host as the reference service derives it: the text after
+/// `://` (the whole URL when there is none), cut at the first `:`, `/`, `?`
+/// or `&` (so the port is dropped and the case kept).
+pub fn queue_key<'a>(url: &'a str, key: &'a str) -> Result<&'a str, QueueKeyError> {
+    let key = if key.is_empty() {
+        let rest = url.find("://").map_or(url, |i| &url[i + 3..]);
+        let end = rest.find([':', '/', '?', '&']).unwrap_or(rest.len());
+        &rest[..end]
+    } else {
+        key
+    };
+    if key.is_empty() {
+        return Err(QueueKeyError::NoHost);
+    }
+    if key.chars().count() > MAX_KEY_CHARS {
+        return Err(QueueKeyError::TooLong);
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crawl_ids_normalise_the_empty_one_only() {
+        assert_eq!(crawl_id(""), "DEFAULT");
+        assert_eq!(crawl_id("DEFAULT"), "DEFAULT");
+        assert_eq!(crawl_id("news"), "news");
+        // Case matters: another crawl.
+        assert_eq!(crawl_id("default"), "default");
+    }
+
+    #[test]
+    fn a_missing_key_is_the_host_as_the_reference_cuts_it() {
+        for (url, host) in [
+            ("https://example.org/a", "example.org"),
+            ("http://Example.ORG:8080/", "Example.ORG"),
+            ("https://example.org?q=1", "example.org"),
+            ("https://example.org&x", "example.org"),
+            ("https://user@example.org/", "user@example.org"),
+            ("example.org/path", "example.org"),
+            ("ftp://files.example/", "files.example"),
+        ] {
+            assert_eq!(queue_key(url, ""), Ok(host), "{url}");
+        }
+        for url in ["https:///x", "https://", "", "/path", ":80"] {
+            assert_eq!(queue_key(url, ""), Err(QueueKeyError::NoHost), "{url:?}");
+        }
+    }
+
+    #[test]
+    fn a_sent_key_is_kept_up_to_255_characters() {
+        assert_eq!(queue_key("https://a.example/", "shard-7"), Ok("shard-7"));
+        let long = "é".repeat(255);
+        assert_eq!(queue_key("https://a.example/", &long), Ok(long.as_str()));
+        let longer = "k".repeat(256);
+        assert_eq!(
+            queue_key("https://a.example/", &longer),
+            Err(QueueKeyError::TooLong)
+        );
+    }
+}
