@@ -9,7 +9,8 @@
 #
 #   scripts/scenario-table.sh [OUT] [SEEDS]     default: scenario-table, 5
 #
-# Not part of CI: about 25 minutes on a 2-core machine with nothing else on it.
+# Not part of CI: over an hour on a 2-core machine; most of it is the liar and
+# turncoat worlds, whose every sitemap read re-ingests every entry.
 set -euo pipefail
 out="${1:-scenario-table}"
 seeds="${2:-5}"
