@@ -39,11 +39,9 @@ pub mod proto {
 /// The crawl that `""` and `"DEFAULT"` both name; replies always say this.
 pub const DEFAULT_CRAWL: &str = "DEFAULT";
 
-/// The longest queue key the protocol accepts, in characters.
+/// The longest queue key the protocol accepts, in characters as the
+/// reference service (Java) counts them: UTF-16 code units.
 pub const MAX_KEY_CHARS: usize = 255;
-
-/// The default port of a URLFrontier service.
-pub const DEFAULT_PORT: u16 = 7071;
 
 /// A crawl id as the protocol names it: `""` is [`DEFAULT_CRAWL`], any
 /// other id is itself.
@@ -52,24 +50,15 @@ pub fn crawl_id(id: &str) -> &str {
 }
 
 /// Why an item has no queue: the protocol acks it `SKIPPED` (do not resend).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum QueueKeyError {
     /// No key was sent and the URL has no host to take one from.
+    #[error("no key sent and the URL has no host")]
     NoHost,
     /// The key is longer than [`MAX_KEY_CHARS`].
+    #[error("the queue key is longer than {MAX_KEY_CHARS} characters")]
     TooLong,
 }
-
-impl std::fmt::Display for QueueKeyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            QueueKeyError::NoHost => "no key sent and the URL has no host",
-            QueueKeyError::TooLong => "the queue key is longer than 255 characters",
-        })
-    }
-}
-
-impl std::error::Error for QueueKeyError {}
 
 /// The queue an item goes to: the `key` the client sent, or when it sent
 /// none, the URL's host as the reference service derives it: the text after
@@ -86,7 +75,8 @@ pub fn queue_key<'a>(url: &'a str, key: &'a str) -> Result<&'a str, QueueKeyErro
     if key.is_empty() {
         return Err(QueueKeyError::NoHost);
     }
-    if key.chars().count() > MAX_KEY_CHARS {
+    // Counted no further than the limit: a key may be megabytes long.
+    if key.encode_utf16().nth(MAX_KEY_CHARS).is_some() {
         return Err(QueueKeyError::TooLong);
     }
     Ok(key)
@@ -124,7 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn a_sent_key_is_kept_up_to_255_characters() {
+    fn a_sent_key_is_kept_up_to_255_utf16_units() {
         assert_eq!(queue_key("https://a.example/", "shard-7"), Ok("shard-7"));
         let long = "é".repeat(255);
         assert_eq!(queue_key("https://a.example/", &long), Ok(long.as_str()));
@@ -132,6 +122,16 @@ mod tests {
         assert_eq!(
             queue_key("https://a.example/", &longer),
             Err(QueueKeyError::TooLong)
+        );
+        // Java counts a character outside the BMP twice: 128 of them are 256.
+        let astral = "😀".repeat(128);
+        assert_eq!(
+            queue_key("https://a.example/", &astral),
+            Err(QueueKeyError::TooLong)
+        );
+        assert_eq!(
+            queue_key("https://a.example/", &astral[4..]),
+            Ok(&astral[4..])
         );
     }
 }

@@ -1,12 +1,15 @@
 //! The generated protocol is the reference's on the wire: field numbers and
-//! types (checked on encoded bytes), rpc paths, and a real round trip
-//! through the generated client and server on loopback.
+//! types (checked on encoded bytes), and the rpc paths, in the generated
+//! code and as the generated client sends them to a server on loopback.
+
+use std::sync::{Arc, Mutex};
 
 use prost::Message;
 use sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient;
 use sitemapd_urlfrontier::proto::{
-    AckMessage, AnyCrawlId, BatchAck, GetParams, KnownUrlItem, ListUrlParams, LogLevelParams,
-    Stats, StringList, UrlInfo, UrlItem, ack_message, get_params, log_level_params, url_item,
+    AckMessage, AnyCrawlId, BatchAck, GetParams, KnownUrlItem, ListUrlParams, Local,
+    LogLevelParams, Stats, StringList, UrlInfo, UrlItem, ack_message, get_params, log_level_params,
+    url_item,
 };
 
 /// A field's tag byte: number << 3 | wire type (0 varint, 2 length-delimited).
@@ -152,25 +155,44 @@ fn every_rpc_has_the_reference_path() {
 }
 
 #[tokio::test]
-async fn the_client_reaches_a_server_on_loopback_and_is_told_what_is_missing() {
-    // A plain HTTP/2 gRPC endpoint that implements nothing: tonic answers
-    // UNIMPLEMENTED for an unknown service, which proves the client's path,
-    // framing and status handling end to end without a frontier behind it.
+async fn the_generated_client_calls_the_reference_paths_on_loopback() {
+    // A gRPC endpoint that records each request's path and answers
+    // UNIMPLEMENTED (trailers-only): what the generated client puts on the
+    // wire, unary and streaming, read back by a real HTTP/2 server.
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let record = seen.clone();
+    let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let record = record.clone();
+        async move {
+            record.lock().unwrap().push(uri.path().to_string());
+            [("content-type", "application/grpc"), ("grpc-status", "12")]
+        }
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
         tonic::transport::Server::builder()
-            .add_routes(tonic::service::Routes::default())
+            .add_routes(tonic::service::Routes::from(router))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
             .await
     });
     let mut client = UrlFrontierClient::connect(format!("http://{addr}"))
         .await
         .unwrap();
-    let status = client
-        .get_active(sitemapd_urlfrontier::proto::Local { local: false })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Unimplemented, "{status:?}");
+    let unary = client.get_active(Local { local: false }).await.unwrap_err();
+    assert_eq!(unary.code(), tonic::Code::Unimplemented, "{unary:?}");
+    let streaming = client.get_ur_ls(GetParams::default()).await.unwrap_err();
+    assert_eq!(
+        streaming.code(),
+        tonic::Code::Unimplemented,
+        "{streaming:?}"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "/urlfrontier.URLFrontier/GetActive",
+            "/urlfrontier.URLFrontier/GetURLs"
+        ]
+    );
     server.abort();
 }
