@@ -9,8 +9,9 @@
 #
 #   scripts/scenario-table.sh [OUT] [SEEDS]     default: scenario-table, 5
 #
-# Not part of CI: over an hour on a 2-core machine; most of it is the liar and
-# turncoat worlds, whose every sitemap read re-ingests every entry.
+# Not part of CI: over an hour on a 2-core machine (estimated from runs of each
+# part); most of it is the liar and turncoat worlds, whose every sitemap read
+# re-ingests every entry.
 set -euo pipefail
 out="${1:-scenario-table}"
 seeds="${2:-5}"
