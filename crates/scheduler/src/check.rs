@@ -102,6 +102,8 @@ pub struct Stats {
     pub gone: u64,
     /// URLs moved for good (permanent redirect repeated): probed only.
     pub moved: u64,
+    /// URLs a URL frontier client completed: out of the queue for good.
+    pub completed: u64,
     /// How the last fetch of each URL ended, by outcome name (`changed`,
     /// `not-modified`, `gone`, `error`, `redirected`; never fetched ones
     /// are `never_fetched`).
@@ -281,6 +283,7 @@ impl Store {
             s.blocked += count(t.blocked);
             s.gone += count(t.gone);
             s.moved += count(t.moved);
+            s.completed += count(t.completed);
             s.never_fetched += count(t.never_fetched);
             s.with_lastmod += count(t.with_lastmod);
             s.leased += count(t.leases);
@@ -291,7 +294,7 @@ impl Store {
                         .or_default() += count(n);
                 }
             }
-            if t.active > 0 || t.retired > 0 || t.blocked > 0 {
+            if t.active > 0 || t.retired > 0 || t.blocked > 0 || t.completed > 0 {
                 // The trust only: not `host_record`, which also reads the
                 // host's robots rules for its delay.
                 let lastmod_trusted = match self.get::<HostRecord>(&keys::host(&name)) {
@@ -362,6 +365,10 @@ impl Store {
             if rec.retired {
                 s.retired += 1;
                 host.retired += 1;
+                continue;
+            }
+            if rec.completed {
+                s.completed += 1;
                 continue;
             }
             if rec.blocked {

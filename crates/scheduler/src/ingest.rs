@@ -803,6 +803,8 @@ impl UrlRecord {
             last_status: 0,
             redirected_from: None,
             listed: None,
+            completed: false,
+            metadata: Vec::new(),
         }
     }
 

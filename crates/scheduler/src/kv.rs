@@ -224,6 +224,46 @@ impl Kv {
         Kv::new(Backend::Sled { db, tree }, path)
     }
 
+    /// Tree `name` of the same database on disk (created if absent), with
+    /// a keyspace of its own; in memory, a new empty map (the caller keeps
+    /// it).
+    pub(crate) fn sibling(&self, name: &str) -> Result<Kv, StoreError> {
+        match &self.backend {
+            Backend::Sled { db, .. } => {
+                let tree = self.read(|| db.open_tree(name))?;
+                Ok(Kv::sled(
+                    db.clone(),
+                    tree,
+                    format!("{} ({name})", self.path),
+                ))
+            }
+            Backend::Memory { .. } => Ok(Kv::memory()),
+        }
+    }
+
+    /// The names of the database's trees that start with `prefix` (none in
+    /// memory).
+    pub(crate) fn sibling_names(&self, prefix: &str) -> Vec<String> {
+        match &self.backend {
+            Backend::Sled { db, .. } => db
+                .tree_names()
+                .into_iter()
+                .filter_map(|n| String::from_utf8(n.to_vec()).ok())
+                .filter(|n| n.starts_with(prefix))
+                .collect(),
+            Backend::Memory { .. } => Vec::new(),
+        }
+    }
+
+    /// Drops tree `name` of the database, every key in it; whether it was
+    /// there (in memory: nothing to drop).
+    pub(crate) fn drop_sibling(&self, name: &str) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sled { db, .. } => self.write(|| db.drop_tree(name)),
+            Backend::Memory { .. } => Ok(false),
+        }
+    }
+
     fn new(backend: Backend, path: String) -> Kv {
         Kv {
             backend,

@@ -4,6 +4,7 @@
 pub mod check;
 mod error;
 pub mod estimate;
+pub mod frontier;
 mod hash;
 pub mod ingest;
 mod kv;
@@ -26,6 +27,7 @@ pub mod internal;
 use internal::{keys, record};
 
 pub use check::{CheckReport, Stats};
+pub use frontier::{KnownUrl, Metadata, Put, QueueCounts};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;

@@ -105,6 +105,9 @@ pub struct Leased {
     pub expires: Option<Timestamp>,
     /// Fetch it no earlier than this (host politeness).
     pub not_before: Timestamp,
+    /// What a URL frontier client stored with it ([`Store::put_known`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<(String, Vec<String>)>,
 }
 
 /// What a crawler found when it fetched a URL.
@@ -541,6 +544,7 @@ impl Store {
                 lease: None,
                 expires: None,
                 not_before: Timestamp::from_unix(now),
+                metadata: rec.metadata,
                 url,
             })
             .collect())
@@ -559,6 +563,20 @@ impl Store {
     /// each URL leased earns that share of a sample, and the samples a
     /// lease's credit pays for come first, ahead of the other classes.
     pub fn lease(&self, request: &LeaseRequest, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        self.lease_admitting(request, now, |_| usize::MAX)
+    }
+
+    /// [`Store::lease`], where `admit` says how many URLs each host (by
+    /// name, `host[:port]`) may be given at most (0: none), on top of the
+    /// request's `per_host` and the host's politeness. It is asked once per
+    /// host with due URLs, under the store's write lock: what a URL
+    /// frontier client's per-queue rules decide ([`crate::frontier`]).
+    pub fn lease_admitting(
+        &self,
+        request: &LeaseRequest,
+        now: Timestamp,
+        mut admit: impl FnMut(&str) -> usize,
+    ) -> Result<Vec<Leased>, StoreError> {
         let now = now.unix();
         let n = request.n;
         let ttl = request.ttl_secs();
@@ -577,7 +595,7 @@ impl Store {
             // The scan reads no more of a host's URLs than it can be given.
             allowance: |host: &str| {
                 let record = self.host_record(host)?;
-                let allowed = allowance(&record, now, ttl).min(per_host);
+                let allowed = allowance(&record, now, ttl).min(per_host).min(admit(host));
                 hosts.insert(host.to_string(), (record, 0));
                 Ok(allowed)
             },
@@ -658,6 +676,7 @@ impl Store {
                 lease: Some(id),
                 expires: Some(Timestamp::from_unix(horizon)),
                 not_before: Timestamp::from_unix(not_before),
+                metadata: std::mem::take(&mut rec.metadata),
             });
         }
         for (name, (host, given)) in hosts {
@@ -769,7 +788,7 @@ impl Store {
 
     /// One completion applied to `rec` (returned) and `host`; the records
     /// are the caller's to write.
-    fn apply_completion(
+    pub(crate) fn apply_completion(
         &self,
         url: &str,
         mut rec: UrlRecord,

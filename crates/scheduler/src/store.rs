@@ -75,6 +75,9 @@ impl Default for StoreOptions {
     }
 }
 
+/// The sled tree name of crawl `name` is this prefix and the name.
+const CRAWL_TREE: &str = "crawl:";
+
 /// The longest a background writer waits for crawler requests to pass
 /// before it takes the write lock anyway.
 pub const GIVE_WAY: Duration = Duration::from_millis(100);
@@ -154,6 +157,36 @@ impl Store {
             ));
         }
         Store::with_kv(Kv::sled(db, tree, shown.clone()), options)
+    }
+
+    /// The store of crawl `name` (see [`crate::frontier`]): a store of its
+    /// own in its own tree of the same database, with this store's
+    /// options, so that no key of one crawl is ever another's. Created
+    /// when first opened; in memory, a new empty store each time (the
+    /// caller keeps it).
+    pub fn crawl(&self, name: &str) -> Result<Store, StoreError> {
+        let kv = self.kv.sibling(&format!("{CRAWL_TREE}{name}"))?;
+        Store::with_kv(kv, self.options.clone())
+    }
+
+    /// The names of the crawls [`Store::crawl`] created on disk, in name
+    /// order (none for a store in memory).
+    pub fn crawl_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .kv
+            .sibling_names(CRAWL_TREE)
+            .into_iter()
+            .map(|n| n[CRAWL_TREE.len()..].to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Deletes crawl `name` with everything in it; whether it was there.
+    /// A [`Store`] still open on it must not be used after.
+    pub fn drop_crawl(&self, name: &str) -> Result<bool, StoreError> {
+        let _lock = self.lock();
+        self.kv.drop_sibling(&format!("{CRAWL_TREE}{name}"))
     }
 
     /// What has gone wrong with the store so far: damage met while

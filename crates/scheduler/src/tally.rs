@@ -44,9 +44,43 @@ pub(crate) struct Tally {
     /// Every record (retired ones too) by its last fetch's outcome, in
     /// [`OUTCOMES`] order.
     pub outcomes: [i64; 5],
+    /// Completed by a URL frontier client, out of the queue for good
+    /// (format version 6).
+    pub completed: i64,
 }
 
-impl Record for Tally {}
+/// [`Tally`] as format versions 4 and 5 wrote it: without `completed`.
+#[derive(Deserialize)]
+struct TallyV5 {
+    active: i64,
+    retired: i64,
+    blocked: i64,
+    gone: i64,
+    moved: i64,
+    never_fetched: i64,
+    with_lastmod: i64,
+    leases: i64,
+    outcomes: [i64; 5],
+}
+
+impl Record for Tally {
+    fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        let _ = version;
+        let v: TallyV5 = postcard::from_bytes(body)?;
+        Ok(Tally {
+            active: v.active,
+            retired: v.retired,
+            blocked: v.blocked,
+            gone: v.gone,
+            moved: v.moved,
+            never_fetched: v.never_fetched,
+            with_lastmod: v.with_lastmod,
+            leases: v.leases,
+            outcomes: v.outcomes,
+            completed: 0,
+        })
+    }
+}
 
 impl Tally {
     /// What one record adds to its host's counts.
@@ -57,6 +91,10 @@ impl Tally {
         }
         if rec.retired {
             t.retired = 1;
+            return t;
+        }
+        if rec.completed {
+            t.completed = 1;
             return t;
         }
         if rec.blocked {
@@ -83,6 +121,7 @@ impl Tally {
             (&mut self.never_fetched, other.never_fetched),
             (&mut self.with_lastmod, other.with_lastmod),
             (&mut self.leases, other.leases),
+            (&mut self.completed, other.completed),
         ];
         for (mine, theirs) in pairs {
             *mine = mine.saturating_add(theirs.saturating_mul(sign));
@@ -146,6 +185,21 @@ mod tests {
         blocked.blocked = true;
         let t = Tally::of(&blocked);
         assert_eq!((t.active, t.blocked, t.never_fetched), (0, 1, 0));
+        let mut completed = record();
+        completed.completed = true;
+        let t = Tally::of(&completed);
+        assert_eq!((t.active, t.completed, t.never_fetched), (0, 1, 0));
+    }
+
+    /// Counts written before `completed` was kept read with none.
+    #[test]
+    fn version_5_counts_read_with_none_completed() {
+        let mut t = Tally::of(&record());
+        t.completed = 0;
+        let mut bytes = crate::record::encode(&t);
+        bytes.truncate(bytes.len() - 1); // the varint 0 of `completed`
+        bytes[0] = 5;
+        assert_eq!(crate::record::decode::<Tally>(&bytes).unwrap(), t);
     }
 
     /// A count's place in `outcomes` is its kind's place in [`OUTCOMES`].

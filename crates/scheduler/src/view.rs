@@ -96,6 +96,9 @@ pub struct UrlView {
     pub redirected_from: Option<String>,
     /// Sitemaps listing it (the store remembers 8 at most).
     pub sources: usize,
+    /// What a URL frontier client stored with it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<(String, Vec<String>)>,
 }
 
 /// Where a URL stands in the queue ([`UrlView::status`]).
@@ -116,12 +119,15 @@ pub enum UrlStatus {
     /// Moved for good (a permanent redirect, repeated): only a revival
     /// probe now and then.
     Moved,
+    /// A URL frontier client completed it: out of the queue for good.
+    Completed,
 }
 
 impl UrlStatus {
     pub(crate) fn of(r: &UrlRecord) -> UrlStatus {
         match (r.retired, r.blocked, r.lapsed) {
             (true, _, _) => UrlStatus::Retired,
+            _ if r.completed => UrlStatus::Completed,
             (_, true, _) => UrlStatus::Blocked,
             (_, _, Some(Lapse::Gone)) => UrlStatus::Gone,
             (_, _, Some(Lapse::Moved)) => UrlStatus::Moved,
@@ -172,6 +178,7 @@ impl UrlView {
             last_status: (r.last_status != 0).then_some(r.last_status),
             redirected_from: r.redirected_from.clone(),
             sources: r.sources.len(),
+            metadata: r.metadata.clone(),
         }
     }
 }

@@ -181,6 +181,21 @@ impl<'s> UrlWrites<'s> {
         self.count(url, before, after);
     }
 
+    /// Deletes the record of `url`, which was `before` when read: out of
+    /// its place in the queue, and out of its host's counts.
+    pub(crate) fn remove(&mut self, url: &str, before: &Before) {
+        self.leave(url, before.place.clone());
+        self.batch.remove(keys::url(url));
+        let mut change = Tally::default();
+        change.add(&before.tally, -1);
+        if !change.is_zero() {
+            self.changes
+                .entry(keys::host_of(url).to_string())
+                .or_default()
+                .add(&change, 1);
+        }
+    }
+
     /// `url` leaves its place in the queue.
     fn leave(&mut self, url: &str, place: Option<Place>) {
         match place {

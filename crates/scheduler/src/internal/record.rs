@@ -11,6 +11,7 @@
 //! | 3 | [`LastmodTrust`] (in [`HostRecord`]) split by error kind: `announced`, `missed`, `false_alarms` appended |
 //! | 4 | [`UrlRecord`]: `blocked`, `lapsed`, `repeats`, `last_status`, `redirected_from` appended; [`HostRecord`]: `errors_in_a_row` appended |
 //! | 5 | [`UrlRecord::listed`] appended: the due list that holds a new URL's due entry |
+//! | 6 | [`UrlRecord`]: `completed`, `metadata` appended (what a URL frontier client put, [`crate::frontier`]); the host counts (`Tally`): `completed` appended |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -29,7 +30,7 @@ use crate::policy::{FetchOutcome, Reason, Urgency, effective_priority};
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 5;
+pub const FORMAT_VERSION: u8 = 6;
 
 /// The read time of a [`UrlRecord::lastmod_history`] entry whose move is
 /// not dated.
@@ -333,6 +334,8 @@ pub enum StoredReason {
     LastmodPeriod,
     /// Appended in format version 4.
     Probe,
+    /// Appended in format version 6.
+    Requested,
 }
 
 impl StoredReason {
@@ -360,6 +363,7 @@ impl From<Reason> for StoredReason {
             Reason::Safety => Self::Safety,
             Reason::LastmodPeriod => Self::LastmodPeriod,
             Reason::Probe => Self::Probe,
+            Reason::Requested => Self::Requested,
         }
     }
 }
@@ -380,6 +384,7 @@ impl From<StoredReason> for Reason {
             StoredReason::Safety => Self::Safety,
             StoredReason::LastmodPeriod => Self::LastmodPeriod,
             StoredReason::Probe => Self::Probe,
+            StoredReason::Requested => Self::Requested,
         }
     }
 }
@@ -445,6 +450,14 @@ pub struct UrlRecord {
     /// them all) until its schedule first changes. `None`: its due entry
     /// is its own key ([`UrlRecord::due_key`]).
     pub listed: Option<u32>,
+    /// A URL frontier client completed it (a known item with no refetch
+    /// date, [`crate::frontier`]): out of the queue for good, until a
+    /// client schedules it again.
+    pub completed: bool,
+    /// What a URL frontier client stored with it (keys with their values),
+    /// returned with it when it is handed out: at most
+    /// [`MAX_METADATA_BYTES`](crate::frontier::MAX_METADATA_BYTES).
+    pub metadata: Vec<(String, Vec<String>)>,
 }
 
 /// Why a URL was retired by its fetches.
@@ -494,7 +507,7 @@ impl UrlRecord {
     /// Whether it has an entry in the due index: not retired as absent
     /// from its sitemaps, not blocked by robots.txt.
     pub fn queued(&self) -> bool {
-        !self.retired && !self.blocked
+        !self.retired && !self.blocked && !self.completed
     }
 
     /// Its entry in the due index: by urgency class, due time, and within
@@ -631,6 +644,25 @@ impl From<UrlRecordV1> for UrlRecord {
             last_status: 0,
             redirected_from: None,
             listed: None,
+            completed: false,
+            metadata: Vec::new(),
+        }
+    }
+}
+
+/// [`UrlRecord`] as format version 5 wrote it: without what version 6
+/// appended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct UrlRecordV5 {
+    v4: UrlRecordV4,
+    listed: Option<u32>,
+}
+
+impl From<UrlRecordV5> for UrlRecord {
+    fn from(v: UrlRecordV5) -> Self {
+        UrlRecord {
+            listed: v.listed,
+            ..v.v4.into()
         }
     }
 }
@@ -640,7 +672,8 @@ impl Record for UrlRecord {
         match version {
             1 => postcard::from_bytes::<UrlRecordV1>(body).map(Into::into),
             2 | 3 => postcard::from_bytes::<UrlRecordV3>(body).map(Into::into),
-            _ => postcard::from_bytes::<UrlRecordV4>(body).map(Into::into),
+            4 => postcard::from_bytes::<UrlRecordV4>(body).map(Into::into),
+            _ => postcard::from_bytes::<UrlRecordV5>(body).map(Into::into),
         }
     }
 }
@@ -713,6 +746,10 @@ impl UrlRecord {
 
 impl Record for HostRecord {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        if version >= 4 {
+            // Unchanged since version 4.
+            return postcard::from_bytes(body);
+        }
         if version == 3 {
             let v3: HostRecordV3 = postcard::from_bytes(body)?;
             return Ok(HostRecord {
@@ -1072,6 +1109,7 @@ mod tests {
             StoredReason::Safety,
             StoredReason::LastmodPeriod,
             StoredReason::Probe,
+            StoredReason::Requested,
         ];
         for (i, r) in all.into_iter().enumerate() {
             assert_eq!(postcard::to_allocvec(&r).unwrap(), [i as u8]);

@@ -226,6 +226,9 @@ pub enum Reason {
     /// Retired by its fetches (gone, or moved for good): re-checked once
     /// per `probe_interval` in case it answers again.
     Probe,
+    /// A URL frontier client put it, due at the date it gave (set by
+    /// [`Store::put_known`](crate::Store::put_known), not by policies).
+    Requested,
 }
 
 /// The urgency classes a lease serves in order; within a class the
@@ -278,6 +281,7 @@ impl Reason {
             Reason::Leased => "leased",
             Reason::LastmodPeriod => "lastmod-period",
             Reason::Probe => "probe",
+            Reason::Requested => "requested",
         }
     }
 
@@ -286,7 +290,9 @@ impl Reason {
     /// [`Reason::LeaseExpired`] itself counts as a refresh.
     pub fn urgency(self) -> Urgency {
         match self {
-            Reason::Notified | Reason::LastmodNewer | Reason::New => Urgency::Changed,
+            Reason::Notified | Reason::LastmodNewer | Reason::New | Reason::Requested => {
+                Urgency::Changed
+            }
             Reason::Validation => Urgency::Validation,
             _ => Urgency::Refresh,
         }

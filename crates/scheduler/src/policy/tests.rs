@@ -103,6 +103,7 @@ fn reason_names() {
         (Reason::Retry, "retry"),
         (Reason::LeaseExpired, "lease-expired"),
         (Reason::Notified, "notified"),
+        (Reason::Requested, "requested"),
     ];
     for (r, s) in all {
         assert_eq!(r.as_str(), s);
@@ -550,6 +551,7 @@ fn urgency_classes_follow_the_reason() {
         (Reason::Notified, Changed),
         (Reason::LastmodNewer, Changed),
         (Reason::New, Changed),
+        (Reason::Requested, Changed),
         (Reason::Adaptive, Refresh),
         (Reason::Retry, Refresh),
         (Reason::Safety, Refresh),

@@ -1,0 +1,498 @@
+//! What a URL frontier client (a crawler speaking the URLFrontier
+//! protocol to the daemon) does to a store, beside the sitemaps: it puts
+//! URLs it discovered ([`Store::discover`]), reports the ones it fetched
+//! with the earliest time to fetch them again, or none for "done"
+//! ([`Store::put_known`]), reads and deletes queues
+//! ([`Store::queues`], [`Store::delete_queue`]) and URLs
+//! ([`Store::queue_urls`], [`Store::delete_urls`]).
+//!
+//! A queue is a host (`host[:port]`, [`keys::host_of`]): the store's unit
+//! of politeness and counts. Its counts are the kept ones ([`Tally`]), so
+//! reading them costs one key per queue.
+//!
+//! The rules, from the protocol's reference service:
+//! - a discovered URL the store does not hold is added, due now, with the
+//!   metadata sent; one it holds in any state is left as it is;
+//! - a known URL is always written: with a refetch date it is due then (a
+//!   date in the past is due now; a lease holding it is released), with
+//!   none it is completed, out of the queue for good; its metadata is
+//!   replaced. When the client says how the fetch went ([`KnownUrl::completion`])
+//!   the store records it as it records any completion (change-rate
+//!   estimate, lastmod trust), and the client's date still decides when
+//!   it is due.
+//!
+//! A URL the sitemaps list is scheduled by the store's policy as any
+//! other: a client's date holds until a sitemap read changes what the
+//! store knows of the URL (a newer lastmod, a new priority), which
+//! schedules it anew.
+
+use std::collections::HashMap;
+
+use crate::keys;
+use crate::queue::Completion;
+use crate::record::{HostRecord, Schedule, StoredReason, UrlRecord};
+use crate::store::{Store, StoreError};
+use crate::tally::Tally;
+use crate::time::Timestamp;
+use crate::view::UrlView;
+use crate::writes::{Before, UrlWrites};
+
+/// The most metadata bytes (keys and values) stored with one URL: a
+/// client that sends more has its metadata cut to the entries that fit,
+/// in the order sent.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+
+/// Metadata as a frontier client sends it: keys, each with its values.
+pub type Metadata = Vec<(String, Vec<String>)>;
+
+/// URL records removed per batch by [`Store::delete_queue`] and
+/// [`Store::delete_urls`]: a queue of a million URLs is removed in
+/// batches, each one atomic.
+const DELETE_BATCH: usize = 10_000;
+
+/// What became of one URL a client put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// Written.
+    Stored,
+    /// A discovered URL the store already holds: nothing changed.
+    Known,
+    /// Not an absolute http(s) URL, or too long: not stored.
+    Invalid,
+}
+
+/// A URL a client fetched (or scheduled), for [`Store::put_known`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnownUrl {
+    /// The URL, as sent.
+    pub url: String,
+    /// When to fetch it again at the earliest; `None`: never (completed).
+    pub refetch: Option<Timestamp>,
+    /// What the client stores with it (replaces what was stored).
+    pub metadata: Metadata,
+    /// How the fetch went, when the client said.
+    pub completion: Option<Completion>,
+}
+
+/// One queue's counts ([`Store::queues`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueCounts {
+    /// URLs scheduled, handed out ones included (neither completed nor
+    /// out of the queue).
+    pub scheduled: u64,
+    /// URLs handed out whose lease was not completed (one that ran out is
+    /// counted until the URL is handed out again or reported).
+    pub leased: u64,
+    /// URLs completed.
+    pub completed: u64,
+    /// URLs out of the queue otherwise: retired (absent from their
+    /// sitemaps) or disallowed by robots.txt.
+    pub out: u64,
+}
+
+impl QueueCounts {
+    fn of(t: &Tally) -> QueueCounts {
+        let count = |n: i64| n.max(0).unsigned_abs();
+        QueueCounts {
+            scheduled: count(t.active),
+            leased: count(t.leases),
+            completed: count(t.completed),
+            out: count(t.retired).saturating_add(count(t.blocked)),
+        }
+    }
+
+    /// Every URL of the queue, in any state.
+    pub fn total(&self) -> u64 {
+        self.scheduled
+            .saturating_add(self.completed)
+            .saturating_add(self.out)
+    }
+}
+
+/// `metadata` cut to [`MAX_METADATA_BYTES`]: whole entries, in order.
+fn bounded(metadata: Metadata) -> Metadata {
+    let mut used = 0usize;
+    let mut out = Vec::new();
+    for (key, values) in metadata {
+        let size = key.len() + values.iter().map(|v| v.len() + 1).sum::<usize>() + 1;
+        if used + size > MAX_METADATA_BYTES {
+            tracing::debug!(key, "metadata over the limit not stored");
+            break;
+        }
+        used += size;
+        out.push((key, values));
+    }
+    out
+}
+
+impl Store {
+    /// URLs a client discovered, each with its metadata: one the store
+    /// does not hold is added, due now ([`Put::Stored`]); one it holds is
+    /// left as it is ([`Put::Known`], a repeat within `items` too); one
+    /// that is not an absolute http(s) URL is [`Put::Invalid`]. One atomic
+    /// write; what was found, in the order given.
+    pub fn discover(
+        &self,
+        items: impl IntoIterator<Item = (String, Metadata)>,
+        now: Timestamp,
+    ) -> Result<Vec<Put>, StoreError> {
+        let now = now.unix();
+        let _lock = self.lock();
+        let mut added: HashMap<String, UrlRecord> = HashMap::new();
+        let mut hosts: HashMap<String, HostRecord> = HashMap::new();
+        let mut rules = crate::robots::RulesCache::new(self);
+        let mut found = Vec::new();
+        for (url, metadata) in items {
+            let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&url) else {
+                found.push(Put::Invalid);
+                continue;
+            };
+            let url = norm.into_string();
+            if added.contains_key(&url) || self.url_record(&url)?.is_some() {
+                found.push(Put::Known);
+                continue;
+            }
+            let mut rec = UrlRecord::new(now, &[]);
+            rec.metadata = bounded(metadata);
+            rules.mark(&url, &mut rec)?;
+            let host_name = keys::host_of(&url);
+            if !hosts.contains_key(host_name) {
+                hosts.insert(host_name.to_string(), self.host_record(host_name)?);
+            }
+            let host = &hosts[host_name];
+            let due = self.schedule(&url, &rec, host, now);
+            rec.schedule = Schedule {
+                due: now,
+                score: due.score as f32,
+                reason: StoredReason::New,
+                lease: None,
+            };
+            added.insert(url, rec);
+            found.push(Put::Stored);
+        }
+        let mut writes = UrlWrites::new(self);
+        for (url, rec) in &mut added {
+            writes.put(url, None, rec);
+        }
+        writes.apply()?;
+        Ok(found)
+    }
+
+    /// URLs a client fetched or scheduled ([`KnownUrl`]), written whatever
+    /// the store held (see the module docs); one that is not an absolute
+    /// http(s) URL is [`Put::Invalid`]. A URL put twice takes the last.
+    /// One atomic write; what was done, in the order given.
+    pub fn put_known(&self, items: Vec<KnownUrl>, now: Timestamp) -> Result<Vec<Put>, StoreError> {
+        let now = now.unix();
+        let _lock = self.lock();
+        let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
+        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut rules = crate::robots::RulesCache::new(self);
+        let mut found = Vec::with_capacity(items.len());
+        for item in items {
+            let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&item.url) else {
+                found.push(Put::Invalid);
+                continue;
+            };
+            let url = norm.into_string();
+            let (mut rec, before) = match records.remove(&url) {
+                Some(known) => known,
+                None => match self.url_record(&url) {
+                    Ok(Some(rec)) => {
+                        let before = Before::of(&url, &rec);
+                        (rec, Some(before))
+                    }
+                    Ok(None) => {
+                        let mut rec = UrlRecord::new(now, &[]);
+                        rules.mark(&url, &mut rec)?;
+                        (rec, None)
+                    }
+                    Err(StoreError::Record { key, source }) => {
+                        tracing::warn!(%key, error = %source, "corrupt URL record replaced");
+                        (UrlRecord::new(now, &[]), None)
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            let host_name = keys::host_of(&url);
+            if !hosts.contains_key(host_name) {
+                hosts.insert(host_name.to_string(), (self.host_record(host_name)?, false));
+            }
+            let (host, host_changed) = hosts.get_mut(host_name).expect("inserted above");
+            if let Some(completion) = &item.completion {
+                rec = self.apply_completion(&url, rec, completion, host, host_changed, now);
+            }
+            rec.metadata = bounded(item.metadata);
+            match item.refetch {
+                None => {
+                    rec.completed = true;
+                    rec.schedule.lease = None;
+                }
+                Some(at) => {
+                    rec.completed = false;
+                    let score = rec.schedule.score;
+                    rec.schedule = Schedule {
+                        due: at.unix(),
+                        score,
+                        reason: StoredReason::Requested,
+                        lease: None,
+                    };
+                }
+            }
+            records.insert(url, (rec, before));
+            found.push(Put::Stored);
+        }
+        let mut writes = UrlWrites::new(self);
+        for (url, (rec, before)) in &mut records {
+            writes.put(url, before.as_ref(), rec);
+        }
+        for (name, (host, changed)) in &hosts {
+            if *changed {
+                writes
+                    .batch()
+                    .insert(keys::host(name), crate::record::encode(host));
+            }
+        }
+        writes.apply()?;
+        Ok(found)
+    }
+
+    /// Every queue (host) the store keeps counts for, in name order, with
+    /// its counts. A queue stays until [`Store::delete_queue`], its URLs
+    /// all deleted or not.
+    pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
+        self.records::<Tally>([keys::TALLY])
+            .filter(crate::error::intact)
+            .map(|item| item.map(|(name, t)| (name, QueueCounts::of(&t))))
+    }
+
+    /// The counts of queue `host`, if the store keeps any.
+    pub fn queue(&self, host: &str) -> Result<Option<QueueCounts>, StoreError> {
+        Ok(self
+            .get::<Tally>(&keys::tally(host))
+            .or_else(|e| match e {
+                StoreError::Record { .. } => Ok(Some(Tally::default())),
+                other => Err(other),
+            })?
+            .map(|t| QueueCounts::of(&t)))
+    }
+
+    /// The URLs of queue `host` (every queue's when `None`), in any state,
+    /// in URL order (http before https within a host). Records that do not
+    /// decode are passed over.
+    pub fn queue_urls<'a>(
+        &'a self,
+        host: Option<&'a str>,
+        now: Timestamp,
+    ) -> Box<dyn Iterator<Item = Result<UrlView, StoreError>> + 'a> {
+        let view = move |item: Result<(String, UrlRecord), StoreError>| {
+            item.map(|(url, r)| UrlView::of(&url, &r, now))
+        };
+        match host {
+            Some(host) => Box::new(self.host_urls(host).map(view)),
+            None => Box::new(
+                self.records::<UrlRecord>([keys::URL])
+                    .filter(crate::error::intact)
+                    .map(view),
+            ),
+        }
+    }
+
+    /// Deletes queue `host`: its URLs, their due entries, its counts, its
+    /// host record and robots rules. The number of URLs deleted.
+    pub fn delete_queue(&self, host: &str) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        loop {
+            let urls: Vec<String> = self
+                .host_urls(host)
+                .take(DELETE_BATCH)
+                .map(|item| item.map(|(url, _)| url))
+                .collect::<Result<_, _>>()?;
+            if urls.is_empty() {
+                break;
+            }
+            deleted += self.delete_urls(&urls)?;
+        }
+        let _lock = self.lock();
+        let mut batch = crate::kv::Batch::default();
+        for key in [keys::tally(host), keys::host(host), keys::robots(host)] {
+            batch.remove(key);
+        }
+        self.kv.apply_batch(batch)?;
+        Ok(deleted)
+    }
+
+    /// Deletes the records of `urls` (as the store holds them, normalised)
+    /// with their due entries, their hosts' counts kept in step; batches of
+    /// [`DELETE_BATCH`], each atomic. The number deleted (a URL the store
+    /// does not hold counts none).
+    pub fn delete_urls(&self, urls: &[String]) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        for chunk in urls.chunks(DELETE_BATCH) {
+            let _lock = self.lock();
+            let mut writes = UrlWrites::new(self);
+            let mut seen = std::collections::HashSet::new();
+            for url in chunk {
+                if !seen.insert(url) {
+                    continue;
+                }
+                if let Some(rec) = self.url_record(url)? {
+                    writes.remove(url, &Before::of(url, &rec));
+                    deleted += 1;
+                }
+            }
+            writes.apply()?;
+        }
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Completion, LeaseRequest, Outcome, StoreOptions};
+
+    const T0: i64 = 1_700_000_000;
+
+    fn ts(t: i64) -> Timestamp {
+        Timestamp::from_unix(t)
+    }
+
+    fn known(url: &str, refetch: Option<i64>) -> KnownUrl {
+        KnownUrl {
+            url: url.into(),
+            refetch: refetch.map(ts),
+            metadata: vec![("depth".into(), vec!["1".into()])],
+            completion: None,
+        }
+    }
+
+    fn urls(leased: &[crate::Leased]) -> Vec<&str> {
+        leased.iter().map(|l| l.url.as_str()).collect()
+    }
+
+    #[test]
+    fn discovered_urls_are_added_once_and_known_ones_left_alone() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let meta = vec![("k".to_string(), vec!["v".to_string()])];
+        let put = s
+            .discover(
+                [
+                    ("https://a.example/1".to_string(), meta.clone()),
+                    ("https://a.example/1".to_string(), Vec::new()),
+                    ("not a url".to_string(), Vec::new()),
+                ],
+                ts(T0),
+            )
+            .unwrap();
+        assert_eq!(put, [Put::Stored, Put::Known, Put::Invalid]);
+        let again = s
+            .discover(
+                [("https://a.example/1".to_string(), Vec::new())],
+                ts(T0 + 5),
+            )
+            .unwrap();
+        assert_eq!(again, [Put::Known]);
+        let view = s.url("https://a.example/1").unwrap().unwrap();
+        assert_eq!((view.metadata, view.due), (meta, ts(T0)));
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_known_url_is_due_at_its_date_and_completed_without_one() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let a = "https://a.example/a";
+        let b = "https://a.example/b";
+        s.put_known(vec![known(a, Some(T0 + 100)), known(b, None)], ts(T0))
+            .unwrap();
+        assert!(
+            s.lease(&LeaseRequest::new(10), ts(T0 + 99))
+                .unwrap()
+                .is_empty()
+        );
+        let leased = s.lease(&LeaseRequest::new(10), ts(T0 + 100)).unwrap();
+        assert_eq!(urls(&leased), [a]);
+        assert_eq!(leased[0].metadata, known(a, None).metadata);
+        // A known update releases the lease at once: due at its new date.
+        s.put_known(vec![known(a, Some(T0))], ts(T0 + 101)).unwrap();
+        assert_eq!(
+            urls(&s.lease(&LeaseRequest::new(10), ts(T0 + 101)).unwrap()),
+            [a]
+        );
+        let q = s.queue("a.example").unwrap().unwrap();
+        assert_eq!((q.scheduled, q.completed, q.total()), (1, 1, 2));
+        let stats = s.stats(ts(T0)).unwrap();
+        assert_eq!(stats.completed, 1);
+        assert_eq!(stats.completed, s.full_stats(ts(T0)).unwrap().completed);
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_reported_fetch_is_recorded_and_the_date_still_holds() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let a = "https://a.example/a";
+        s.discover([(a.to_string(), Vec::new())], ts(T0)).unwrap();
+        s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();
+        let mut item = known(a, Some(T0 + 3600));
+        item.completion = Some(Completion::from(Outcome::NotModified));
+        s.put_known(vec![item], ts(T0 + 10)).unwrap();
+        let view = s.url(a).unwrap().unwrap();
+        assert_eq!((view.fetches, view.due), (1, ts(T0 + 3600)));
+        assert_eq!(view.reason, crate::policy::Reason::Requested);
+    }
+
+    #[test]
+    fn an_admit_rule_limits_a_lease_per_host() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let items = [
+            "https://a.example/1",
+            "https://a.example/2",
+            "https://b.example/1",
+        ]
+        .map(|u| (u.to_string(), Vec::new()));
+        s.discover(items, ts(T0)).unwrap();
+        let leased = s
+            .lease_admitting(&LeaseRequest::new(10), ts(T0), |host| {
+                usize::from(host == "a.example")
+            })
+            .unwrap();
+        assert_eq!(leased.len(), 1);
+        assert!(leased[0].url.starts_with("https://a.example/"));
+    }
+
+    #[test]
+    fn a_deleted_queue_takes_its_urls_and_counts() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let items = [
+            "https://a.example/1",
+            "https://a.example/2",
+            "https://b.example/1",
+        ]
+        .map(|u| (u.to_string(), Vec::new()));
+        s.discover(items, ts(T0)).unwrap();
+        s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();
+        assert_eq!(s.delete_queue("a.example").unwrap(), 2);
+        assert_eq!(s.delete_queue("a.example").unwrap(), 0);
+        let names: Vec<String> = s.queues().map(|q| q.unwrap().0).collect();
+        assert_eq!(names, ["b.example"]);
+        assert_eq!(s.queue_urls(None, ts(T0)).count(), 1);
+        assert!(s.check().unwrap().is_ok());
+        assert_eq!(s.stats(ts(T0)).unwrap().active, 1);
+    }
+
+    #[test]
+    fn crawls_never_share_a_url_and_drop_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let c = s.crawl("news").unwrap();
+        c.discover([("https://a.example/1".to_string(), Vec::new())], ts(T0))
+            .unwrap();
+        assert!(s.url("https://a.example/1").unwrap().is_none());
+        assert_eq!(s.crawl("news").unwrap().queues().count(), 1);
+        assert_eq!(s.crawl_names(), ["news"]);
+        assert!(s.drop_crawl("news").unwrap());
+        assert!(s.crawl_names().is_empty());
+        assert_eq!(s.crawl("news").unwrap().queues().count(), 0);
+    }
+}
