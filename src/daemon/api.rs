@@ -240,16 +240,22 @@ async fn durable<T: Send + 'static>(
     .await
 }
 
+/// Whether an `Authorization` value is `Bearer <token>`: constant time
+/// over the token's bytes (a length mismatch fails without comparing).
+pub(crate) fn bearer_matches(authorization: Option<&[u8]>, token: &str) -> bool {
+    let given = authorization
+        .and_then(|v| v.strip_prefix(b"Bearer "))
+        .unwrap_or_default();
+    bool::from(given.ct_eq(token.as_bytes()))
+}
+
 async fn auth(State(state): State<Shared>, req: Request, next: Next) -> Response {
     if let Some(token) = &state.token {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .unwrap_or_default();
-        // Constant time over the token's bytes (a length mismatch fails
-        // without comparing).
-        if !bool::from(given.ct_eq(token.as_bytes())) {
+            .map(|v| v.as_bytes());
+        if !bearer_matches(given, token) {
             return ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is required")
                 .into_response();
         }

@@ -12,6 +12,7 @@ mod api;
 mod conns;
 mod metrics;
 mod refresh;
+mod urlfrontier;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ const COMMIT: Duration = Duration::from_secs(3);
 /// Runs the daemon until a signal.
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
-    init_logs(settings.api.log_format);
+    let log_level = init_logs(settings.api.log_format);
     access::check_settings(&settings.api.allowed_origins, &settings.api.allowed_hosts)?;
     let token = settings.api.token()?;
     let loopback = settings.api.listen.ip().is_loopback();
@@ -60,6 +61,9 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
              set SITEMAPD_TOKEN or api.token_file"
         ),
         Some(_) => {}
+    }
+    if let Some(addr) = settings.api.urlfrontier_listen {
+        urlfrontier::check_access(addr, token.as_deref())?;
     }
     let store = Arc::new(settings.store.open_with(StoreOptions {
         refresh: settings.refresh.params(),
@@ -82,6 +86,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         .block_on(tokio::net::TcpListener::bind(settings.api.listen))
         .with_context(|| format!("cannot listen on {}", settings.api.listen))?;
     let address = listener.local_addr()?;
+    let frontier_listener = match settings.api.urlfrontier_listen {
+        Some(addr) => Some(
+            runtime
+                .block_on(tokio::net::TcpListener::bind(addr))
+                .with_context(|| format!("cannot listen on {addr} (URLFrontier)"))?,
+        ),
+        None => None,
+    };
     // Before "listening" is announced: from then on a signal must stop the
     // daemon cleanly, not kill it (the default action).
     let signals = {
@@ -134,6 +146,15 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         &settings.api.allowed_hosts,
         address,
     );
+    if let Some(listener) = frontier_listener {
+        runtime.spawn(urlfrontier::serve(
+            listener,
+            store.clone(),
+            token.clone(),
+            log_level,
+            stop_rx.clone(),
+        ));
+    }
     let app = api::router(
         api::ApiState {
             store: store.clone(),
@@ -222,15 +243,48 @@ impl Signals {
 }
 
 /// The log subscriber: SITEMAPD_LOG level (default info), pretty or JSON.
-fn init_logs(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SITEMAPD_LOG")
+fn init_logs(format: LogFormat) -> sitemapd_urlfrontier::service::LogLevelHook {
+    let base = std::env::var("SITEMAPD_LOG").unwrap_or_else(|_| "info".to_string());
+    let filter = tracing_subscriber::EnvFilter::try_new(&base)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter);
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    // URLFrontier's SetLogLevel: one more `target=level` directive over the
+    // filter the daemon started with.
+    let directives = Arc::new(std::sync::Mutex::new(vec![base]));
+    macro_rules! hook {
+        ($handle:expr) => {{
+            let handle = $handle;
+            Arc::new(move |target: &str, level: &str| {
+                let directive = if target.is_empty() {
+                    level.to_string()
+                } else {
+                    format!("{target}={level}")
+                };
+                let mut all = directives.lock().unwrap_or_else(|e| e.into_inner());
+                all.push(directive);
+                let filter = tracing_subscriber::EnvFilter::try_new(all.join(","))
+                    .map_err(|e| e.to_string())?;
+                handle.reload(filter).map_err(|e| e.to_string())
+            }) as sitemapd_urlfrontier::service::LogLevelHook
+        }};
+    }
     match format {
-        LogFormat::Pretty => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Pretty => {
+            let builder = builder.with_env_filter(filter).with_filter_reloading();
+            let hook = hook!(builder.reload_handle());
+            builder.init();
+            hook
+        }
+        LogFormat::Json => {
+            let builder = builder
+                .json()
+                .with_env_filter(filter)
+                .with_filter_reloading();
+            let hook = hook!(builder.reload_handle());
+            builder.init();
+            hook
+        }
     }
 }

@@ -629,6 +629,11 @@ pub struct ApiSettings {
     /// against DNS rebinding.
     #[arg(long, value_delimiter = ',', value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
+    /// Address of the URLFrontier gRPC service (crawler-commons' frontier protocol; 7071 is
+    /// its usual port), on the same store and queue as the HTTP API. Default off. Off loopback
+    /// it requires the API token, sent as gRPC metadata `authorization: Bearer <token>`.
+    #[arg(long, value_name = "ADDR")]
+    pub urlfrontier_listen: Option<SocketAddr>,
 }
 
 /// The shortest API token accepted off loopback, bytes.
@@ -648,6 +653,7 @@ impl Default for ApiSettings {
             max_connections_per_ip: 128,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            urlfrontier_listen: None,
         }
     }
 }

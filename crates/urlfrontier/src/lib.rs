@@ -36,6 +36,9 @@ pub mod proto {
     tonic::include_proto!("urlfrontier");
 }
 
+pub mod service;
+pub use service::Frontier;
+
 /// The crawl that `""` and `"DEFAULT"` both name; replies always say this.
 pub const DEFAULT_CRAWL: &str = "DEFAULT";
 

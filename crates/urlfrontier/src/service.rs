@@ -1,0 +1,1066 @@
+//! The URLFrontier service on a sitemapd store ([`Frontier`]): every rpc
+//! of the protocol, mapped onto the store as `docs/urlfrontier.md` tables
+//! it.
+//!
+//! - A crawl is a store: `DEFAULT` the one the daemon's sitemaps feed,
+//!   any other a store of its own in the same database
+//!   ([`Store::crawl`]).
+//! - A queue is a host (`host[:port]`, as the store keys it): a client's
+//!   `key` names a queue when it is a host; a URL is always filed under its
+//!   own host.
+//! - GetURLs is a lease ([`Store::lease_admitting`]): the store's
+//!   politeness and priority order, with the protocol's per-queue rules
+//!   (blocks, delays, crawl limits, in-transit URLs, `max_queues`) as its
+//!   admit rule. Those rules live in memory, as in the reference service:
+//!   a restart forgets them (the URLs and their leases stay).
+//! - PutURLs and PutDiscovered write through [`Store::put_known`] and
+//!   [`Store::discover`].
+//!
+//! Every store call runs on tokio's blocking pool: a slow disk never
+//! stalls the runtime.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sitemapd_scheduler::{
+    Completion, KnownUrl, LeaseRequest, Metadata, Outcome, Put, Store, StoreError, Timestamp,
+    UrlStatus, UrlView,
+};
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::proto::{self, url_frontier_server::UrlFrontier};
+use crate::{DEFAULT_CRAWL, crawl_id, queue_key};
+
+/// How long a URL handed out stays in transit when the client asks for
+/// no time (`delay_requestable` 0), as the reference service does.
+pub const DEFAULT_IN_TRANSIT: Duration = Duration::from_secs(30);
+/// Seconds between two servings of one queue unless SetDelay said
+/// otherwise, as the reference service does.
+pub const DEFAULT_QUEUE_DELAY: u32 = 1;
+/// URLs one GetURLs call sends at most, whatever it asks.
+pub const MAX_URLS_PER_CALL: usize = 10_000;
+/// `size` of ListQueues and ListURLs when the client gives 0.
+pub const DEFAULT_PAGE: usize = 100;
+/// Items of a PutURLs stream read and written together (each acked once
+/// written): the reference reads 1024 unacked items per stream.
+pub const PUT_CHUNK: usize = 1024;
+/// URLs PurgeURLs deletes per pass.
+const PURGE_BATCH: usize = 10_000;
+/// The longest a PutURLs item waits for others to be written with.
+pub const PUT_WAIT: Duration = Duration::from_millis(2);
+/// A put stream that sends nothing for this long is closed.
+pub const IDLE_STREAM: Duration = Duration::from_secs(600);
+
+/// Status codes as a client reports them in metadata (StormCrawler's
+/// `fetch.statusCode`), the content signature it computed (`signature`)
+/// and a redirect's target (`_redirTo`).
+pub const STATUS_KEY: &str = "fetch.statusCode";
+/// See [`STATUS_KEY`].
+pub const SIGNATURE_KEY: &str = "signature";
+/// See [`STATUS_KEY`].
+pub const REDIRECT_KEY: &str = "_redirTo";
+
+/// What SetLogLevel calls: a logger (package) name and a level (`trace`
+/// … `error`).
+pub type LogLevelHook = Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
+
+/// The per-queue rules of the protocol, in memory.
+#[derive(Debug, Default, Clone)]
+struct QueueRules {
+    /// Not served while now < this (unix seconds).
+    blocked_until: i64,
+    /// Seconds between two servings (SetDelay); `None`: the default.
+    delay: Option<u32>,
+    /// No more serving once this many URLs are completed; 0: no limit.
+    limit: u32,
+    /// The last time a GetURLs call sent it a URL.
+    last_served: i64,
+    /// URLs handed out and not reported, with the end of their hold.
+    in_transit: HashMap<String, i64>,
+}
+
+impl QueueRules {
+    fn in_transit(&mut self, now: i64) -> usize {
+        self.in_transit.retain(|_, until| *until > now);
+        self.in_transit.len()
+    }
+}
+
+/// The URLFrontier service on a store. Cheap to clone.
+#[derive(Clone)]
+pub struct Frontier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The store the sitemaps feed: crawl `DEFAULT`.
+    store: Arc<Store>,
+    /// The other crawls opened so far.
+    crawls: Mutex<HashMap<String, Arc<Store>>>,
+    /// Per crawl and queue: the protocol's rules.
+    rules: Mutex<HashMap<(String, String), QueueRules>>,
+    default_delay: AtomicU32,
+    active: AtomicBool,
+    node: String,
+    log_level: Option<LogLevelHook>,
+}
+
+impl Frontier {
+    /// The service on `store` (crawl `DEFAULT`), naming itself `node`
+    /// (`host:port`) in ListNodes.
+    pub fn new(store: Arc<Store>, node: impl Into<String>) -> Frontier {
+        Frontier {
+            inner: Arc::new(Inner {
+                store,
+                crawls: Mutex::new(HashMap::new()),
+                rules: Mutex::new(HashMap::new()),
+                default_delay: AtomicU32::new(DEFAULT_QUEUE_DELAY),
+                active: AtomicBool::new(true),
+                node: node.into(),
+                log_level: None,
+            }),
+        }
+    }
+
+    /// With what SetLogLevel changes (none: SetLogLevel answers
+    /// UNIMPLEMENTED).
+    pub fn with_log_level(mut self, hook: LogLevelHook) -> Frontier {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.log_level = Some(hook);
+        }
+        self
+    }
+
+    /// The tonic service, with the protocol's message size bound.
+    pub fn into_server(self) -> proto::url_frontier_server::UrlFrontierServer<Frontier> {
+        proto::url_frontier_server::UrlFrontierServer::new(self)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+    }
+}
+
+/// The largest request message accepted, bytes.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+impl Inner {
+    /// The store of `crawl` (normalised), opened (created) if need be.
+    fn store(&self, crawl: &str) -> Result<Arc<Store>, Status> {
+        let crawl = crawl_id(crawl);
+        if crawl == DEFAULT_CRAWL {
+            return Ok(self.store.clone());
+        }
+        let mut crawls = lock(&self.crawls);
+        if let Some(s) = crawls.get(crawl) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(self.store.crawl(crawl).map_err(store_status)?);
+        crawls.insert(crawl.to_string(), s.clone());
+        Ok(s)
+    }
+
+    /// The store of `crawl` if it exists (a read never creates one).
+    fn existing(&self, crawl: &str) -> Result<Option<Arc<Store>>, Status> {
+        let crawl = crawl_id(crawl);
+        if crawl == DEFAULT_CRAWL
+            || lock(&self.crawls).contains_key(crawl)
+            || self.store.crawl_names().iter().any(|n| n == crawl)
+        {
+            return self.store(crawl).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Every crawl: DEFAULT, then the others by name.
+    fn all_crawls(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.store.crawl_names();
+        names.extend(lock(&self.crawls).keys().cloned());
+        names.sort();
+        names.dedup();
+        names.retain(|n| n != DEFAULT_CRAWL);
+        names.insert(0, DEFAULT_CRAWL.to_string());
+        names
+    }
+
+    fn now() -> i64 {
+        Timestamp::now().unix()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn store_status(e: StoreError) -> Status {
+    tracing::warn!(error = %e, "urlfrontier: store error");
+    Status::unavailable(e.to_string())
+}
+
+/// Runs `f` on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+}
+
+fn metadata_of(map: HashMap<String, proto::StringList>) -> Metadata {
+    let mut m: Metadata = map.into_iter().map(|(k, v)| (k, v.values)).collect();
+    m.sort_by(|a, b| a.0.cmp(&b.0));
+    m
+}
+
+fn metadata_map(m: &Metadata) -> HashMap<String, proto::StringList> {
+    m.iter()
+        .map(|(k, v)| (k.clone(), proto::StringList { values: v.clone() }))
+        .collect()
+}
+
+fn first<'m>(m: &'m Metadata, key: &str) -> Option<&'m str> {
+    m.iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| v.first())
+        .map(String::as_str)
+}
+
+/// How the fetch went, from the metadata a client sends (`previous`: what
+/// was stored before, for the signature): none when it sends no status.
+pub fn completion_of(metadata: &Metadata, previous: Option<&Metadata>) -> Option<Completion> {
+    let status: u16 = first(metadata, STATUS_KEY)?.trim().parse().ok()?;
+    let outcome = match status {
+        304 => Outcome::NotModified,
+        200..=299 => {
+            let now = first(metadata, SIGNATURE_KEY);
+            let before = previous.and_then(|p| first(p, SIGNATURE_KEY));
+            match (now, before) {
+                (Some(a), Some(b)) if a == b => Outcome::NotModified,
+                _ => Outcome::Changed,
+            }
+        }
+        404 | 410 => Outcome::Gone(status),
+        301 | 302 | 303 | 307 | 308 => match first(metadata, REDIRECT_KEY) {
+            Some(to) => Outcome::Redirected {
+                to: to.to_string(),
+                status,
+            },
+            None => Outcome::Error(status),
+        },
+        _ => Outcome::Error(status),
+    };
+    Some(Completion::from(outcome))
+}
+
+/// A URL as the protocol shows it.
+fn url_item(view: &UrlView, crawl: &str) -> proto::UrlItem {
+    let info = proto::UrlInfo {
+        url: view.url.clone(),
+        key: host_of(&view.url).to_string(),
+        metadata: metadata_map(&view.metadata),
+        crawl_id: crawl_id(crawl).to_string(),
+    };
+    let refetch = if view.status == UrlStatus::Completed {
+        0
+    } else {
+        // A scheduled URL's date is above 0 (one due "at 0" would read as
+        // completed).
+        view.due.unix().max(1).unsigned_abs()
+    };
+    proto::UrlItem {
+        item: Some(proto::url_item::Item::Known(proto::KnownUrlItem {
+            info: Some(info),
+            refetchable_from_date: refetch,
+        })),
+        id: String::new(),
+        creation_date: view.first_seen.unix().max(1).unsigned_abs(),
+    }
+}
+
+/// The host (`host[:port]`) of a normalised URL: its queue.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest)
+}
+
+/// What one put item asks, once read.
+enum Item {
+    Discovered { url: String, metadata: Metadata },
+    Known(KnownUrl),
+}
+
+/// An item's id (its URL when it has none), crawl and what it asks; `Err`
+/// with the id when it is to be SKIPPED (no URL, no queue, a key too
+/// long).
+fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), String> {
+    let (info, refetch) = match item.item {
+        Some(proto::url_item::Item::Discovered(d)) => (d.info, None),
+        Some(proto::url_item::Item::Known(k)) => (k.info, Some(k.refetchable_from_date)),
+        None => (None, None),
+    };
+    let Some(info) = info else {
+        return Err(item.id);
+    };
+    let id = if item.id.is_empty() {
+        info.url.clone()
+    } else {
+        item.id
+    };
+    if queue_key(&info.url, &info.key).is_err() {
+        return Err(id);
+    }
+    let metadata = metadata_of(info.metadata);
+    let what = match refetch {
+        None => Item::Discovered {
+            url: info.url,
+            metadata,
+        },
+        Some(date) => Item::Known(KnownUrl {
+            url: info.url,
+            refetch: (date > 0)
+                .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
+            metadata,
+            completion: None,
+        }),
+    };
+    Ok((id, info.crawl_id, what))
+}
+
+impl Inner {
+    /// Writes the items of one chunk, crawl by crawl; a status per item,
+    /// in order.
+    fn put(&self, items: Vec<(String, Item)>) -> Vec<proto::ack_message::Status> {
+        use proto::ack_message::Status as Ack;
+        let mut statuses = vec![Ack::Fail; items.len()];
+        let mut by_crawl: BTreeMap<String, Vec<(usize, Item)>> = BTreeMap::new();
+        for (i, (crawl, item)) in items.into_iter().enumerate() {
+            by_crawl
+                .entry(crawl_id(&crawl).to_string())
+                .or_default()
+                .push((i, item));
+        }
+        let now = Inner::now();
+        for (crawl, items) in by_crawl {
+            let Ok(store) = self.store(&crawl) else {
+                continue;
+            };
+            let mut discovered = Vec::new();
+            let mut known = Vec::new();
+            for (i, item) in items {
+                match item {
+                    Item::Discovered { url, metadata } => discovered.push((i, url, metadata)),
+                    Item::Known(mut k) => {
+                        let previous = store.url(&k.url).ok().flatten().map(|v| v.metadata);
+                        k.completion = completion_of(&k.metadata, previous.as_ref());
+                        known.push((i, k));
+                    }
+                }
+            }
+            let put =
+                |result: Result<Vec<Put>, StoreError>, at: Vec<usize>, st: &mut [Ack]| match result
+                {
+                    Ok(found) => {
+                        for (i, p) in at.into_iter().zip(found) {
+                            st[i] = match p {
+                                Put::Stored => Ack::Ok,
+                                Put::Known | Put::Invalid => Ack::Skipped,
+                            };
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "urlfrontier: put failed");
+                    }
+                };
+            if !discovered.is_empty() {
+                let at = discovered.iter().map(|d| d.0).collect();
+                let result =
+                    store.discover(discovered.into_iter().map(|(_, u, m)| (u, m)), now_ts(now));
+                put(result, at, &mut statuses);
+            }
+            if !known.is_empty() {
+                {
+                    // A known update releases the URL's hold at once.
+                    let mut rules = lock(&self.rules);
+                    for (_, k) in &known {
+                        if let Some(r) =
+                            rules.get_mut(&(crawl.clone(), host_of(&k.url).to_string()))
+                        {
+                            r.in_transit.retain(|u, _| u != &k.url);
+                        }
+                    }
+                }
+                let at = known.iter().map(|k| k.0).collect();
+                let result =
+                    store.put_known(known.into_iter().map(|(_, k)| k).collect(), now_ts(now));
+                put(result, at, &mut statuses);
+            }
+            // Acked once on disk: a crash after an OK loses nothing.
+            if let Err(e) = store.flush() {
+                tracing::warn!(error = %e, "urlfrontier: flush failed");
+                statuses.fill(Ack::Fail);
+            }
+        }
+        statuses
+    }
+
+    /// One GetURLs call.
+    fn get_urls(&self, p: proto::GetParams) -> Result<Vec<proto::UrlInfo>, Status> {
+        if !self.active.load(Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
+        let crawls = match &p.item {
+            Some(proto::get_params::Item::CrawlId(c)) => vec![crawl_id(c).to_string()],
+            _ => self.all_crawls(),
+        };
+        let per_queue = if p.max_urls_per_queue == 0 {
+            usize::MAX
+        } else {
+            p.max_urls_per_queue as usize
+        };
+        let max_queues = if p.max_queues == 0 {
+            usize::MAX
+        } else {
+            p.max_queues as usize
+        };
+        let n = per_queue.saturating_mul(max_queues).min(MAX_URLS_PER_CALL);
+        let hold = if p.delay_requestable == 0 {
+            DEFAULT_IN_TRANSIT
+        } else {
+            Duration::from_secs(u64::from(p.delay_requestable))
+        };
+        let now = Inner::now();
+        let default_delay = i64::from(self.default_delay.load(Ordering::SeqCst));
+        let mut out = Vec::new();
+        let mut queues_served = 0usize;
+        // Check and reservation under one lock: two calls never serve a
+        // queue twice in one window.
+        let mut rules = lock(&self.rules);
+        for crawl in crawls {
+            let Some(store) = self.existing(&crawl)? else {
+                continue;
+            };
+            let left = n.saturating_sub(out.len());
+            if left == 0 || queues_served >= max_queues {
+                break;
+            }
+            let request = LeaseRequest::new(left)
+                .per_host(per_queue.min(left))
+                .ttl(hold);
+            let mut admitted = 0usize;
+            let leased = store
+                .lease_admitting(&request, now_ts(now), |host| {
+                    if (!p.key.is_empty() && host != p.key)
+                        || queues_served + admitted >= max_queues
+                    {
+                        return 0;
+                    }
+                    let r = rules.entry((crawl.clone(), host.to_string())).or_default();
+                    let delay = i64::from(r.delay.unwrap_or(default_delay as u32));
+                    let limited = r.limit > 0
+                        && store
+                            .queue(host)
+                            .ok()
+                            .flatten()
+                            .is_some_and(|q| q.completed >= u64::from(r.limit));
+                    let waiting = r.last_served > 0 && now < r.last_served.saturating_add(delay);
+                    let in_transit = r.in_transit(now);
+                    if r.blocked_until > now || limited || waiting || in_transit >= per_queue {
+                        return 0;
+                    }
+                    admitted += 1;
+                    per_queue - in_transit
+                })
+                .map_err(store_status)?;
+            let until = now.saturating_add(i64::try_from(hold.as_secs()).unwrap_or(i64::MAX));
+            let mut served = std::collections::HashSet::new();
+            for l in leased {
+                let host = host_of(&l.url).to_string();
+                let r = rules.entry((crawl.clone(), host.clone())).or_default();
+                r.last_served = now;
+                r.in_transit.insert(l.url.clone(), until);
+                served.insert(host.clone());
+                out.push(proto::UrlInfo {
+                    metadata: metadata_map(&l.metadata),
+                    url: l.url,
+                    key: host,
+                    crawl_id: crawl.clone(),
+                });
+            }
+            queues_served += served.len();
+        }
+        Ok(out)
+    }
+
+    /// The counts of one crawl (one queue of it with `key`).
+    fn stats(&self, key: &str, crawl: &str) -> Result<proto::Stats, Status> {
+        let crawl = crawl_id(crawl).to_string();
+        let mut stats = proto::Stats {
+            crawl_id: crawl.clone(),
+            ..Default::default()
+        };
+        let Some(store) = self.existing(&crawl)? else {
+            return Ok(stats);
+        };
+        let now = Inner::now();
+        let mut rules = lock(&self.rules);
+        let (mut completed, mut active_queues) = (0u64, 0u64);
+        let mut count = |name: &str, q: sitemapd_scheduler::QueueCounts| {
+            stats.size += q.scheduled;
+            completed += q.completed;
+            stats.number_of_queues += 1;
+            active_queues += u64::from(q.scheduled > 0);
+            if let Some(r) = rules.get_mut(&(crawl.clone(), name.to_string())) {
+                stats.in_process += u32::try_from(r.in_transit(now)).unwrap_or(u32::MAX);
+            }
+        };
+        if key.is_empty() {
+            for q in store.queues() {
+                let (name, q) = q.map_err(store_status)?;
+                count(&name, q);
+            }
+        } else if let Some(q) = store.queue(key).map_err(store_status)? {
+            count(key, q);
+        }
+        stats.counts.insert("completed".into(), completed);
+        stats.counts.insert("active_queues".into(), active_queues);
+        Ok(stats)
+    }
+
+    /// The queue `key` of `crawl`, if it exists, with its rules to change.
+    fn with_rules<T>(
+        &self,
+        crawl: &str,
+        key: &str,
+        f: impl FnOnce(&mut QueueRules) -> T,
+    ) -> Result<Option<T>, Status> {
+        let crawl = crawl_id(crawl).to_string();
+        let Some(store) = self.existing(&crawl)? else {
+            return Ok(None);
+        };
+        if store.queue(key).map_err(store_status)?.is_none() {
+            return Ok(None);
+        }
+        let mut rules = lock(&self.rules);
+        Ok(Some(f(rules.entry((crawl, key.to_string())).or_default())))
+    }
+
+    /// Visits the URLs of `crawl` (one queue of it with `key`) matching
+    /// `filter` (a substring), in store order, while `visit` says go on:
+    /// one record in memory at a time.
+    fn each_matching(
+        &self,
+        crawl: &str,
+        key: &str,
+        filter: Option<String>,
+        ignore_case: bool,
+        mut visit: impl FnMut(UrlView) -> bool,
+    ) -> Result<(), Status> {
+        let Some(store) = self.existing(crawl)? else {
+            return Ok(());
+        };
+        let filter = filter
+            .filter(|f| !f.is_empty())
+            .map(|f| if ignore_case { f.to_lowercase() } else { f });
+        let host = (!key.is_empty()).then_some(key);
+        for view in store.queue_urls(host, Timestamp::now()) {
+            let view = view.map_err(store_status)?;
+            let keep = match &filter {
+                None => true,
+                Some(f) if ignore_case => view.url.to_lowercase().contains(f.as_str()),
+                Some(f) => view.url.contains(f.as_str()),
+            };
+            if keep && !visit(view) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn now_ts(now: i64) -> Timestamp {
+    Timestamp::from_unix(now)
+}
+
+type Stream<T> = ReceiverStream<Result<T, Status>>;
+
+/// A stream of `items`, sent as the client reads them.
+fn stream_of<T: Send + 'static>(items: Vec<T>) -> Stream<T> {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        for item in items {
+            if tx.send(Ok(item)).await.is_err() {
+                break;
+            }
+        }
+    });
+    ReceiverStream::new(rx)
+}
+
+#[tonic::async_trait]
+impl UrlFrontier for Frontier {
+    async fn list_nodes(
+        &self,
+        _: Request<proto::Empty>,
+    ) -> Result<Response<proto::StringList>, Status> {
+        Ok(Response::new(proto::StringList {
+            values: vec![self.inner.node.clone()],
+        }))
+    }
+
+    async fn list_crawls(
+        &self,
+        _: Request<proto::Local>,
+    ) -> Result<Response<proto::StringList>, Status> {
+        let inner = self.inner.clone();
+        let values = blocking(move || {
+            let mut values = Vec::new();
+            for crawl in inner.all_crawls() {
+                let store = inner.existing(&crawl)?;
+                if store.is_some_and(|s| s.queues().next().is_some()) {
+                    values.push(crawl);
+                }
+            }
+            Ok(values)
+        })
+        .await?;
+        Ok(Response::new(proto::StringList { values }))
+    }
+
+    async fn delete_crawl(
+        &self,
+        request: Request<proto::DeleteCrawlMessage>,
+    ) -> Result<Response<proto::Long>, Status> {
+        let crawl = crawl_id(&request.into_inner().value).to_string();
+        let inner = self.inner.clone();
+        let value = blocking(move || {
+            let Some(store) = inner.existing(&crawl)? else {
+                return Ok(0);
+            };
+            let mut removed = 0;
+            let names: Vec<String> = store
+                .queues()
+                .map(|q| q.map(|(name, _)| name))
+                .collect::<Result<_, _>>()
+                .map_err(store_status)?;
+            if crawl == DEFAULT_CRAWL {
+                for name in &names {
+                    removed += store.delete_queue(name).map_err(store_status)?;
+                }
+            } else {
+                for q in store.queues() {
+                    removed += q.map_err(store_status)?.1.total();
+                }
+                lock(&inner.crawls).remove(&crawl);
+                drop(store);
+                inner.store.drop_crawl(&crawl).map_err(store_status)?;
+            }
+            lock(&inner.rules).retain(|(c, _), _| c != &crawl);
+            Ok(removed)
+        })
+        .await?;
+        Ok(Response::new(proto::Long { value }))
+    }
+
+    async fn list_queues(
+        &self,
+        request: Request<proto::Pagination>,
+    ) -> Result<Response<proto::QueueList>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let crawl = crawl_id(&p.crawl_id).to_string();
+        let reply_crawl = crawl.clone();
+        let values = blocking(move || {
+            let Some(store) = inner.existing(&crawl)? else {
+                return Ok(Vec::new());
+            };
+            let size = if p.size == 0 {
+                DEFAULT_PAGE
+            } else {
+                p.size as usize
+            };
+            let now = Inner::now();
+            let rules = lock(&inner.rules);
+            let mut values = Vec::new();
+            let mut matched = 0usize;
+            for q in store.queues() {
+                let (name, q) = q.map_err(store_status)?;
+                let blocked = rules
+                    .get(&(crawl.clone(), name.clone()))
+                    .is_some_and(|r| r.blocked_until > now);
+                if !p.include_inactive && (blocked || q.scheduled == 0) {
+                    continue;
+                }
+                matched += 1;
+                if matched > p.start as usize {
+                    values.push(name);
+                    if values.len() >= size {
+                        break;
+                    }
+                }
+            }
+            Ok(values)
+        })
+        .await?;
+        Ok(Response::new(proto::QueueList {
+            size: u32::try_from(values.len()).unwrap_or(u32::MAX),
+            values,
+            total: 0,
+            start: p.start,
+            crawl_id: reply_crawl,
+        }))
+    }
+
+    type GetURLsStream = Stream<proto::UrlInfo>;
+
+    async fn get_ur_ls(
+        &self,
+        request: Request<proto::GetParams>,
+    ) -> Result<Response<Self::GetURLsStream>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let urls = blocking(move || inner.get_urls(p)).await?;
+        Ok(Response::new(stream_of(urls)))
+    }
+
+    type PutURLsStream = Stream<proto::AckMessage>;
+
+    async fn put_ur_ls(
+        &self,
+        request: Request<Streaming<proto::UrlItem>>,
+    ) -> Result<Response<Self::PutURLsStream>, Status> {
+        let inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel(PUT_CHUNK);
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let chunks = inbound
+                .timeout(IDLE_STREAM)
+                .chunks_timeout(PUT_CHUNK, PUT_WAIT);
+            tokio::pin!(chunks);
+            while let Some(chunk) = chunks.next().await {
+                let mut items = Vec::new();
+                let mut acks = Vec::new();
+                let mut done = false;
+                for item in chunk {
+                    match item {
+                        Ok(Ok(item)) => match read_item(item) {
+                            Ok((id, crawl, what)) => items.push((id, crawl, what)),
+                            Err(id) => acks.push((id, proto::ack_message::Status::Skipped)),
+                        },
+                        // A broken or idle stream ends here.
+                        _ => done = true,
+                    }
+                }
+                let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
+                let work = items.into_iter().map(|(_, c, w)| (c, w)).collect();
+                let inner = inner.clone();
+                let statuses = tokio::task::spawn_blocking(move || inner.put(work))
+                    .await
+                    .unwrap_or_default();
+                acks.extend(ids.into_iter().zip(statuses));
+                for (id, status) in acks {
+                    let ack = proto::AckMessage {
+                        id,
+                        status: status as i32,
+                    };
+                    if tx.send(Ok(ack)).await.is_err() {
+                        return;
+                    }
+                }
+                if done {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    type PutDiscoveredStream = Stream<proto::BatchAck>;
+
+    async fn put_discovered(
+        &self,
+        request: Request<Streaming<proto::DiscoveredBatch>>,
+    ) -> Result<Response<Self::PutDiscoveredStream>, Status> {
+        let inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel(16);
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let batches = inbound.timeout(IDLE_STREAM);
+            tokio::pin!(batches);
+            while let Some(Ok(Ok(batch))) = batches.next().await {
+                use proto::ack_message::Status as Ack;
+                let mut statuses = vec![Ack::Skipped; batch.items.len()];
+                let mut work = Vec::new();
+                let mut at = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                for (i, info) in batch.items.into_iter().enumerate() {
+                    if queue_key(&info.url, &info.key).is_err() || !seen.insert(info.url.clone()) {
+                        continue;
+                    }
+                    at.push(i);
+                    let metadata = metadata_of(info.metadata);
+                    work.push((
+                        info.crawl_id,
+                        Item::Discovered {
+                            url: info.url,
+                            metadata,
+                        },
+                    ));
+                }
+                let inner = inner.clone();
+                let done = tokio::task::spawn_blocking(move || inner.put(work))
+                    .await
+                    .unwrap_or_default();
+                for (i, s) in at.into_iter().zip(done) {
+                    statuses[i] = s;
+                }
+                let ack = proto::BatchAck {
+                    id: batch.id,
+                    statuses: statuses.into_iter().map(|s| s as i32).collect(),
+                };
+                if tx.send(Ok(ack)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn get_stats(
+        &self,
+        request: Request<proto::QueueWithinCrawlParams>,
+    ) -> Result<Response<proto::Stats>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let stats = blocking(move || inner.stats(&p.key, &p.crawl_id)).await?;
+        Ok(Response::new(stats))
+    }
+
+    async fn delete_queue(
+        &self,
+        request: Request<proto::QueueWithinCrawlParams>,
+    ) -> Result<Response<proto::Long>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let value = blocking(move || {
+            let crawl = crawl_id(&p.crawl_id).to_string();
+            let Some(store) = inner.existing(&crawl)? else {
+                return Ok(0);
+            };
+            if p.key.is_empty() {
+                return Ok(0);
+            }
+            let removed = store.delete_queue(&p.key).map_err(store_status)?;
+            lock(&inner.rules).remove(&(crawl, p.key));
+            Ok(removed)
+        })
+        .await?;
+        Ok(Response::new(proto::Long { value }))
+    }
+
+    async fn block_queue_until(
+        &self,
+        request: Request<proto::BlockQueueParams>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        blocking(move || {
+            let until = i64::try_from(p.time).unwrap_or(i64::MAX);
+            inner.with_rules(&p.crawl_id, &p.key, |r| r.blocked_until = until)
+        })
+        .await?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn set_active(
+        &self,
+        request: Request<proto::Active>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let state = request.into_inner().state;
+        self.inner.active.store(state, Ordering::SeqCst);
+        tracing::info!(active = state, "urlfrontier: SetActive");
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn get_active(
+        &self,
+        _: Request<proto::Local>,
+    ) -> Result<Response<proto::Boolean>, Status> {
+        Ok(Response::new(proto::Boolean {
+            state: self.inner.active.load(Ordering::SeqCst),
+        }))
+    }
+
+    async fn set_delay(
+        &self,
+        request: Request<proto::QueueDelayParams>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let p = request.into_inner();
+        if p.key.is_empty() {
+            self.inner
+                .default_delay
+                .store(p.delay_requestable, Ordering::SeqCst);
+            return Ok(Response::new(proto::Empty {}));
+        }
+        let inner = self.inner.clone();
+        blocking(move || {
+            inner.with_rules(&p.crawl_id, &p.key, |r| r.delay = Some(p.delay_requestable))
+        })
+        .await?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn set_log_level(
+        &self,
+        request: Request<proto::LogLevelParams>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let p = request.into_inner();
+        let Some(hook) = &self.inner.log_level else {
+            return Err(Status::unimplemented(
+                "this service does not change log levels",
+            ));
+        };
+        let level = proto::log_level_params::Level::try_from(p.level)
+            .map_err(|_| Status::invalid_argument("unknown level"))?;
+        let level = match level {
+            proto::log_level_params::Level::Trace => "trace",
+            proto::log_level_params::Level::Debug => "debug",
+            proto::log_level_params::Level::Info => "info",
+            proto::log_level_params::Level::Warn => "warn",
+            proto::log_level_params::Level::Error => "error",
+        };
+        hook(&p.package, level).map_err(Status::invalid_argument)?;
+        Ok(Response::new(proto::Empty {}))
+    }
+
+    async fn set_crawl_limit(
+        &self,
+        request: Request<proto::CrawlLimitParams>,
+    ) -> Result<Response<proto::Empty>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let key = p.key.clone();
+        let found =
+            blocking(move || inner.with_rules(&p.crawl_id, &p.key, |r| r.limit = p.limit)).await?;
+        match found {
+            Some(()) => Ok(Response::new(proto::Empty {})),
+            None => Err(Status::unknown(format!("no queue {key}"))),
+        }
+    }
+
+    async fn get_url_status(
+        &self,
+        request: Request<proto::UrlStatusRequest>,
+    ) -> Result<Response<proto::UrlItem>, Status> {
+        let p = request.into_inner();
+        if queue_key(&p.url, &p.key).is_err() {
+            return Err(Status::invalid_argument("no queue key for this URL"));
+        }
+        let inner = self.inner.clone();
+        let item = blocking(move || {
+            let crawl = crawl_id(&p.crawl_id).to_string();
+            let Some(store) = inner.existing(&crawl)? else {
+                return Err(Status::not_found(format!("no crawl {crawl}")));
+            };
+            match store.url(&p.url).map_err(store_status)? {
+                Some(view) if !p.key.is_empty() && host_of(&view.url) != p.key => {
+                    Err(Status::not_found("not in that queue"))
+                }
+                Some(view) => Ok(url_item(&view, &crawl)),
+                None => Err(Status::not_found("unknown URL")),
+            }
+        })
+        .await?;
+        Ok(Response::new(item))
+    }
+
+    type ListURLsStream = Stream<proto::UrlItem>;
+
+    async fn list_ur_ls(
+        &self,
+        request: Request<proto::ListUrlParams>,
+    ) -> Result<Response<Self::ListURLsStream>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let items = blocking(move || {
+            let size = if p.size == 0 {
+                DEFAULT_PAGE
+            } else {
+                p.size as usize
+            };
+            let (mut skip, mut items) = (p.start as usize, Vec::new());
+            let ignore_case = p.ignore_case.unwrap_or(false);
+            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v| {
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    items.push(url_item(&v, &p.crawl_id));
+                }
+                items.len() < size
+            })?;
+            Ok(items)
+        })
+        .await?;
+        Ok(Response::new(stream_of(items)))
+    }
+
+    async fn count_ur_ls(
+        &self,
+        request: Request<proto::CountUrlParams>,
+    ) -> Result<Response<proto::Long>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let value = blocking(move || {
+            let mut n = 0u64;
+            let ignore_case = p.ignore_case.unwrap_or(false);
+            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |_| {
+                n += 1;
+                true
+            })?;
+            Ok(n)
+        })
+        .await?;
+        Ok(Response::new(proto::Long { value }))
+    }
+
+    async fn purge_ur_ls(
+        &self,
+        request: Request<proto::PurgeUrlParams>,
+    ) -> Result<Response<proto::Long>, Status> {
+        let p = request.into_inner();
+        let inner = self.inner.clone();
+        let value = blocking(move || {
+            let Some(store) = inner.existing(&p.crawl_id)? else {
+                return Ok(0);
+            };
+            let cutoff = Inner::now().saturating_sub(i64::from(p.days) * 86_400);
+            let host = (!p.key.is_empty()).then_some(p.key.as_str());
+            // Collected a batch at a time (deleting while iterating the
+            // same keys is left to no store).
+            let mut purged = 0;
+            loop {
+                let mut old = Vec::new();
+                for view in store.queue_urls(host, Timestamp::now()) {
+                    let view = view.map_err(store_status)?;
+                    if view.first_seen.unix() < cutoff {
+                        old.push(view.url);
+                        if old.len() >= PURGE_BATCH {
+                            break;
+                        }
+                    }
+                }
+                if old.is_empty() {
+                    return Ok(purged);
+                }
+                let deleted = store.delete_urls(&old).map_err(store_status)?;
+                if deleted == 0 {
+                    return Ok(purged);
+                }
+                purged += deleted;
+            }
+        })
+        .await?;
+        Ok(Response::new(proto::Long { value }))
+    }
+}

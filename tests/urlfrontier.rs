@@ -1,0 +1,567 @@
+//! The daemon's URLFrontier service (issue 20), through the real binary on
+//! loopback with the generated tonic client: every rpc and the protocol's
+//! edge rules (in-transit URLs, completed URLs, discovered-known, crawl
+//! isolation, deletes, SetActive, blocks, paging and filters, the token),
+//! and a sitemap site's URLs leased, reported and brought back by a
+//! changed lastmod.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::daemon::{Daemon, TOKEN};
+use sitemapd_testsite::{Reply, TestSite};
+use sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient;
+use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
+use tonic::Request;
+use tonic::transport::Channel;
+
+/// What the client adds to every call: the token.
+type Auth = Box<dyn FnMut(Request<()>) -> Result<Request<()>, tonic::Status> + Send>;
+type Client = UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The address the daemon's URLFrontier service listens on, from its log.
+fn frontier_addr(d: &Daemon) -> String {
+    let mut addr = String::new();
+    d.wait_for("the URLFrontier service", |d| {
+        let log = d.log();
+        let Some(at) = log.find("URLFrontier service listening on ") else {
+            return false;
+        };
+        let rest = &log[at + "URLFrontier service listening on ".len()..];
+        addr = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+        true
+    });
+    addr
+}
+
+async fn client(addr: &str, token: Option<&'static str>) -> Client {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let auth: Auth = Box::new(move |mut req: Request<()>| {
+        if let Some(t) = token {
+            req.metadata_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        Ok(req)
+    });
+    UrlFrontierClient::with_interceptor(channel, auth)
+}
+
+fn info(url: &str, crawl: &str, meta: &[(&str, &str)]) -> proto::UrlInfo {
+    proto::UrlInfo {
+        url: url.into(),
+        key: String::new(),
+        metadata: meta
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    proto::StringList {
+                        values: vec![v.to_string()],
+                    },
+                )
+            })
+            .collect(),
+        crawl_id: crawl.into(),
+    }
+}
+
+fn discovered(url: &str, crawl: &str) -> proto::UrlItem {
+    proto::UrlItem {
+        item: Some(proto::url_item::Item::Discovered(
+            proto::DiscoveredUrlItem {
+                info: Some(info(url, crawl, &[("depth", "1")])),
+            },
+        )),
+        id: String::new(),
+        creation_date: 0,
+    }
+}
+
+fn known(url: &str, crawl: &str, date: u64, meta: &[(&str, &str)]) -> proto::UrlItem {
+    proto::UrlItem {
+        item: Some(proto::url_item::Item::Known(proto::KnownUrlItem {
+            info: Some(info(url, crawl, meta)),
+            refetchable_from_date: date,
+        })),
+        id: String::new(),
+        creation_date: 0,
+    }
+}
+
+/// PutURLs of `items` on one stream: the acks by id.
+async fn put(c: &mut Client, items: Vec<proto::UrlItem>) -> HashMap<String, Ack> {
+    let n = items.len();
+    let mut acks = c
+        .put_ur_ls(tokio_stream::iter(items))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = HashMap::new();
+    while let Some(ack) = acks.message().await.unwrap() {
+        out.insert(ack.id, Ack::try_from(ack.status).unwrap());
+    }
+    assert_eq!(out.len(), n, "one ack per item");
+    out
+}
+
+fn get(max_per_queue: u32, max_queues: u32, key: &str, crawl: Option<&str>) -> proto::GetParams {
+    proto::GetParams {
+        max_urls_per_queue: max_per_queue,
+        max_queues,
+        key: key.into(),
+        delay_requestable: 0,
+        item: Some(match crawl {
+            Some(c) => proto::get_params::Item::CrawlId(c.into()),
+            None => proto::get_params::Item::AnyCrawlId(proto::AnyCrawlId {}),
+        }),
+    }
+}
+
+async fn get_urls(c: &mut Client, p: proto::GetParams) -> Vec<proto::UrlInfo> {
+    let mut s = c.get_ur_ls(p).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(u) = s.message().await.unwrap() {
+        out.push(u);
+    }
+    out
+}
+
+fn urls(infos: &[proto::UrlInfo]) -> Vec<&str> {
+    let mut v: Vec<&str> = infos.iter().map(|i| i.url.as_str()).collect();
+    v.sort();
+    v
+}
+
+fn scoped(key: &str, crawl: &str) -> proto::QueueWithinCrawlParams {
+    proto::QueueWithinCrawlParams {
+        key: key.into(),
+        crawl_id: crawl.into(),
+        local: false,
+    }
+}
+
+const A1: &str = "https://a.example/1";
+const A2: &str = "https://a.example/2";
+const B1: &str = "https://b.example/1";
+
+#[test]
+fn every_rpc_through_the_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &["--urlfrontier-listen", "127.0.0.1:0"],
+    );
+    let addr = frontier_addr(&d);
+    runtime().block_on(async {
+        // The token: none, or a wrong one, is refused.
+        let mut anon = client(&addr, None).await;
+        let refused = anon.get_active(proto::Local { local: false }).await;
+        assert_eq!(refused.unwrap_err().code(), tonic::Code::Unauthenticated);
+        let mut c = client(&addr, Some(TOKEN)).await;
+        // No delay between two servings of a queue, for the test.
+        c.set_delay(proto::QueueDelayParams {
+            key: String::new(),
+            delay_requestable: 0,
+            crawl_id: String::new(),
+            local: false,
+        })
+        .await
+        .unwrap();
+
+        // Discovered: OK once, then SKIPPED; a URL with no host SKIPPED.
+        let acks = put(
+            &mut c,
+            vec![discovered(A1, ""), discovered(A2, ""), discovered(B1, "")],
+        )
+        .await;
+        assert!(acks.values().all(|a| *a == Ack::Ok), "{acks:?}");
+        let acks = put(
+            &mut c,
+            vec![discovered(A1, ""), discovered("https:///x", "")],
+        )
+        .await;
+        assert_eq!(acks[A1], Ack::Skipped);
+        assert_eq!(acks["https:///x"], Ack::Skipped);
+        // Another crawl holds its own URLs.
+        let acks = put(&mut c, vec![discovered(A1, "other")]).await;
+        assert_eq!(acks[A1], Ack::Ok);
+
+        // GetURLs: per queue and queue limits, metadata back, in transit
+        // not re-sent, crawls apart.
+        let got = get_urls(&mut c, get(1, 1, "", Some("DEFAULT"))).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].crawl_id, "DEFAULT");
+        assert_eq!(got[0].metadata["depth"].values, ["1"]);
+        let rest = get_urls(&mut c, get(0, 0, "", Some("DEFAULT"))).await;
+        let mut all: Vec<&str> = urls(&got);
+        all.extend(urls(&rest));
+        all.sort();
+        assert_eq!(all, [A1, A2, B1], "every URL once, none twice");
+        assert!(get_urls(&mut c, get(0, 0, "", Some(""))).await.is_empty());
+        let other = get_urls(&mut c, get(0, 0, "", Some("other"))).await;
+        assert_eq!(
+            (urls(&other), other[0].crawl_id.as_str()),
+            (vec![A1], "other")
+        );
+
+        // Known with a date: due then (the past: now), its hold released.
+        // Known with 0: completed, never sent again.
+        let acks = put(&mut c, vec![known(A1, "", 1, &[]), known(A2, "", 0, &[])]).await;
+        assert!(acks.values().all(|a| *a == Ack::Ok));
+        let again = get_urls(&mut c, get(0, 0, "a.example", Some("DEFAULT"))).await;
+        assert_eq!(urls(&again), [A1]);
+        let stats = c.get_stats(scoped("", "")).await.unwrap().into_inner();
+        assert_eq!(stats.crawl_id, "DEFAULT");
+        assert_eq!((stats.size, stats.number_of_queues), (2, 2));
+        assert_eq!(stats.counts["completed"], 1);
+        assert_eq!(stats.in_process, 2, "A1 and B1 in transit");
+        let a = c
+            .get_stats(scoped("a.example", ""))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((a.size, a.counts["completed"]), (1, 1));
+
+        // GetURLStatus: dates as the protocol shows them.
+        let status = |url: &str| proto::UrlStatusRequest {
+            url: url.into(),
+            key: String::new(),
+            crawl_id: String::new(),
+        };
+        let a2 = c.get_url_status(status(A2)).await.unwrap().into_inner();
+        let Some(proto::url_item::Item::Known(k)) = a2.item else {
+            panic!("a known item")
+        };
+        assert_eq!(k.refetchable_from_date, 0);
+        assert!(a2.creation_date > 0);
+        let missing = c.get_url_status(status("https://a.example/none")).await;
+        assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
+        let nokey = c.get_url_status(status("https:///")).await;
+        assert_eq!(nokey.unwrap_err().code(), tonic::Code::InvalidArgument);
+
+        // ListQueues, ListURLs, CountURLs: paging and filters.
+        let page = |start, size, inactive| proto::Pagination {
+            start,
+            size,
+            include_inactive: inactive,
+            crawl_id: String::new(),
+            local: false,
+        };
+        let queues = c.list_queues(page(0, 0, true)).await.unwrap().into_inner();
+        assert_eq!(queues.values, ["a.example", "b.example"]);
+        let second = c.list_queues(page(1, 1, true)).await.unwrap().into_inner();
+        assert_eq!(
+            (second.values, second.start, second.size),
+            (vec!["b.example".to_string()], 1, 1)
+        );
+        let list = |start, size, filter: Option<&str>, ignore| proto::ListUrlParams {
+            start,
+            size,
+            key: String::new(),
+            crawl_id: String::new(),
+            local: false,
+            filter: filter.map(Into::into),
+            ignore_case: Some(ignore),
+        };
+        let mut s = c
+            .list_ur_ls(list(1, 1, None, false))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut listed = Vec::new();
+        while let Some(item) = s.message().await.unwrap() {
+            let Some(proto::url_item::Item::Known(k)) = item.item else {
+                panic!("known items")
+            };
+            listed.push(k.info.unwrap().url);
+        }
+        assert_eq!(listed, [A2]);
+        let count = |filter: Option<&str>, ignore| proto::CountUrlParams {
+            key: String::new(),
+            crawl_id: String::new(),
+            filter: filter.map(Into::into),
+            ignore_case: Some(ignore),
+            local: Some(false),
+        };
+        let n = |r: tonic::Response<proto::Long>| r.into_inner().value;
+        assert_eq!(n(c.count_ur_ls(count(None, false)).await.unwrap()), 3);
+        assert_eq!(
+            n(c.count_ur_ls(count(Some("A.EXAMPLE"), false))
+                .await
+                .unwrap()),
+            0
+        );
+        assert_eq!(
+            n(c.count_ur_ls(count(Some("A.EXAMPLE"), true)).await.unwrap()),
+            2
+        );
+
+        // BlockQueueUntil, SetCrawlLimit, SetActive.
+        put(&mut c, vec![known(A1, "", 1, &[]), known(B1, "", 1, &[])]).await;
+        let far = u64::try_from(sitemapd_scheduler::Timestamp::now().unix()).unwrap() + 3600;
+        let block = |key: &str, time| proto::BlockQueueParams {
+            key: key.into(),
+            time,
+            crawl_id: String::new(),
+            local: false,
+        };
+        c.block_queue_until(block("b.example", far)).await.unwrap();
+        let hidden = c.list_queues(page(0, 0, false)).await.unwrap().into_inner();
+        assert_eq!(hidden.values, ["a.example"], "a blocked queue is inactive");
+        assert_eq!(urls(&get_urls(&mut c, get(0, 0, "", None)).await), [A1]);
+        c.block_queue_until(block("b.example", 0)).await.unwrap();
+        assert_eq!(urls(&get_urls(&mut c, get(0, 0, "", None)).await), [B1]);
+        let limit = |key: &str, limit| proto::CrawlLimitParams {
+            key: key.into(),
+            limit,
+            crawl_id: String::new(),
+            local: false,
+        };
+        let unknown = c.set_crawl_limit(limit("nowhere.example", 1)).await;
+        assert_eq!(unknown.unwrap_err().code(), tonic::Code::Unknown);
+        c.set_crawl_limit(limit("a.example", 1)).await.unwrap();
+        put(&mut c, vec![known(A1, "", 1, &[])]).await;
+        assert!(
+            get_urls(&mut c, get(0, 0, "a.example", None))
+                .await
+                .is_empty(),
+            "limit reached"
+        );
+        c.set_crawl_limit(limit("a.example", 0)).await.unwrap();
+        c.set_active(proto::Active {
+            state: false,
+            local: false,
+        })
+        .await
+        .unwrap();
+        assert!(
+            !c.get_active(proto::Local { local: false })
+                .await
+                .unwrap()
+                .into_inner()
+                .state
+        );
+        assert!(
+            get_urls(&mut c, get(0, 0, "", None)).await.is_empty(),
+            "inactive"
+        );
+        c.set_active(proto::Active {
+            state: true,
+            local: false,
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            urls(&get_urls(&mut c, get(0, 0, "a.example", None)).await),
+            [A1]
+        );
+
+        // SetLogLevel, ListNodes, ListCrawls.
+        c.set_log_level(proto::LogLevelParams {
+            package: "sitemapd".into(),
+            level: proto::log_level_params::Level::Debug as i32,
+            local: false,
+        })
+        .await
+        .unwrap();
+        let nodes = c.list_nodes(proto::Empty {}).await.unwrap().into_inner();
+        assert_eq!(nodes.values, [addr.as_str()]);
+        let crawls = c
+            .list_crawls(proto::Local { local: false })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(crawls.values, ["DEFAULT", "other"]);
+
+        // PutDiscovered: a status per item in order, a repeat SKIPPED, an
+        // empty batch acked empty.
+        let batch = proto::DiscoveredBatch {
+            id: "batch-1".into(),
+            items: vec![
+                info("https://c.example/1", "", &[]),
+                info("https://c.example/1", "", &[]),
+                info(A1, "", &[]),
+            ],
+        };
+        let empty = proto::DiscoveredBatch {
+            id: "batch-2".into(),
+            items: Vec::new(),
+        };
+        let mut acks = c
+            .put_discovered(tokio_stream::iter(vec![batch, empty]))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = acks.message().await.unwrap().unwrap();
+        assert_eq!(first.id, "batch-1");
+        assert_eq!(
+            first.statuses,
+            [Ack::Ok as i32, Ack::Skipped as i32, Ack::Skipped as i32]
+        );
+        let second = acks.message().await.unwrap().unwrap();
+        assert_eq!((second.id.as_str(), second.statuses.len()), ("batch-2", 0));
+
+        // DeleteQueue, PurgeURLs, DeleteCrawl: counts of what they removed.
+        let n = |r: tonic::Response<proto::Long>| r.into_inner().value;
+        assert_eq!(n(c.delete_queue(scoped("a.example", "")).await.unwrap()), 2);
+        assert_eq!(n(c.delete_queue(scoped("a.example", "")).await.unwrap()), 0);
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let purge = proto::PurgeUrlParams {
+            key: "c.example".into(),
+            crawl_id: String::new(),
+            days: 0,
+        };
+        assert_eq!(n(c.purge_ur_ls(purge).await.unwrap()), 1);
+        let delete = |crawl: &str| proto::DeleteCrawlMessage {
+            value: crawl.into(),
+            local: false,
+        };
+        assert_eq!(n(c.delete_crawl(delete("other")).await.unwrap()), 1);
+        let crawls = c
+            .list_crawls(proto::Local { local: false })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(crawls.values, ["DEFAULT"]);
+    });
+    // Everything written through the service leaves a consistent store.
+    drop(d);
+    let check = common::run(&[
+        "stats",
+        "--check",
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+    ]);
+    assert!(check.status.success(), "{}", common::stderr(&check));
+}
+
+#[test]
+fn off_loopback_without_a_token_the_daemon_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::bin()
+        .args(["daemon", "--store", dir.path().join("s").to_str().unwrap()])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--urlfrontier-listen",
+            "0.0.0.0:0",
+        ])
+        .env_remove("SITEMAPD_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        common::stderr(&out).contains("needs the API token"),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
+/// A sitemap site's URLs through the frontier: leased, reported (a 304 for
+/// one, a changed signature for the other, each with a refetch date a
+/// day away), and the one whose lastmod the next sitemap read moves comes
+/// back through GetURLs first.
+#[test]
+fn a_changed_lastmod_brings_a_reported_url_back_first() {
+    let site = TestSite::start();
+    let sitemap = |lastmod_b: &str| {
+        format!(
+            r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{}</loc><lastmod>2026-01-01T00:00:00Z</lastmod></url><url><loc>{}</loc><lastmod>{lastmod_b}</lastmod></url></urlset>"#,
+            site.url("/a"),
+            site.url("/b")
+        )
+    };
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nSitemap: {}\n",
+            site.url("/sitemap.xml")
+        )),
+    );
+    site.route("/sitemap.xml", Reply::ok(sitemap("2026-01-01T00:00:00Z")));
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &[
+            "--urlfrontier-listen",
+            "127.0.0.1:0",
+            "--sitemap-secs",
+            "1",
+            "--min-refresh-secs",
+            "1",
+            "--policy",
+            "lastmod",
+            &site.url("/"),
+        ],
+    );
+    d.wait_for("the sitemap's URLs", |d| d.active() == 2);
+    let addr = frontier_addr(&d);
+    let (a, b) = (site.url("/a"), site.url("/b"));
+    runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        c.set_delay(proto::QueueDelayParams {
+            key: String::new(),
+            delay_requestable: 0,
+            crawl_id: String::new(),
+            local: false,
+        })
+        .await
+        .unwrap();
+        let got = get_urls(&mut c, get(10, 10, "", None)).await;
+        assert_eq!(urls(&got), [a.as_str(), b.as_str()]);
+        let tomorrow = u64::try_from(sitemapd_scheduler::Timestamp::now().unix()).unwrap() + 86_400;
+        let acks = put(
+            &mut c,
+            vec![
+                known(&a, "", tomorrow, &[("fetch.statusCode", "304")]),
+                known(
+                    &b,
+                    "",
+                    tomorrow,
+                    &[("fetch.statusCode", "200"), ("signature", "s1")],
+                ),
+            ],
+        )
+        .await;
+        assert!(acks.values().all(|s| *s == Ack::Ok));
+        assert!(
+            get_urls(&mut c, get(10, 10, "", None)).await.is_empty(),
+            "due tomorrow"
+        );
+    });
+    let record = |url: &str| d.get(&format!("/v1/urls?url={url}"))["record"].clone();
+    assert_eq!(record(&a)["last_outcome"], "not-modified");
+    assert_eq!(record(&b)["last_outcome"], "changed");
+    // The next read of the sitemap moves b's lastmod: to after the fetch.
+    std::thread::sleep(Duration::from_millis(1100));
+    let now = sitemapd_scheduler::Timestamp::now().unix();
+    site.route(
+        "/sitemap.xml",
+        Reply::ok(sitemap(&sitemapd_testsite::w3c(now))),
+    );
+    d.wait_for("b's new lastmod", |_| {
+        record(&b)["reason"] == "lastmod-newer"
+    });
+    runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        let got = get_urls(&mut c, get(10, 10, "", None)).await;
+        assert_eq!(
+            urls(&got),
+            [b.as_str()],
+            "the changed URL first, the other tomorrow"
+        );
+    });
+}
