@@ -348,6 +348,7 @@ impl Inner {
             };
             let mut discovered = Vec::new();
             let mut known = Vec::new();
+            let written: Vec<usize> = items.iter().map(|(i, _)| *i).collect();
             for (i, item) in items {
                 match item {
                     Item::Discovered { url, metadata } => discovered.push((i, url, metadata)),
@@ -399,7 +400,9 @@ impl Inner {
             // Acked once on disk: a crash after an OK loses nothing.
             if let Err(e) = store.flush() {
                 tracing::warn!(error = %e, "urlfrontier: flush failed");
-                statuses.fill(Ack::Fail);
+                for i in written {
+                    statuses[i] = Ack::Fail;
+                }
             }
         }
         statuses
