@@ -59,6 +59,19 @@ async fn client(addr: &str, token: Option<&'static str>) -> Client {
     UrlFrontierClient::with_interceptor(channel, auth)
 }
 
+/// No delay between two servings of a queue (SetDelay, no key), for the
+/// tests.
+async fn no_delay(c: &mut Client) {
+    c.set_delay(proto::QueueDelayParams {
+        key: String::new(),
+        delay_requestable: 0,
+        crawl_id: String::new(),
+        local: false,
+    })
+    .await
+    .unwrap();
+}
+
 fn info(url: &str, crawl: &str, meta: &[(&str, &str)]) -> proto::UrlInfo {
     proto::UrlInfo {
         url: url.into(),
@@ -171,15 +184,7 @@ fn every_rpc_through_the_daemon() {
         let refused = anon.get_active(proto::Local { local: false }).await;
         assert_eq!(refused.unwrap_err().code(), tonic::Code::Unauthenticated);
         let mut c = client(&addr, Some(TOKEN)).await;
-        // No delay between two servings of a queue, for the test.
-        c.set_delay(proto::QueueDelayParams {
-            key: String::new(),
-            delay_requestable: 0,
-            crawl_id: String::new(),
-            local: false,
-        })
-        .await
-        .unwrap();
+        no_delay(&mut c).await;
 
         // Discovered: OK once, then SKIPPED; a URL with no host SKIPPED.
         let acks = put(
@@ -512,14 +517,7 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
     let (a, b) = (site.url("/a"), site.url("/b"));
     runtime().block_on(async {
         let mut c = client(&addr, Some(TOKEN)).await;
-        c.set_delay(proto::QueueDelayParams {
-            key: String::new(),
-            delay_requestable: 0,
-            crawl_id: String::new(),
-            local: false,
-        })
-        .await
-        .unwrap();
+        no_delay(&mut c).await;
         let got = get_urls(&mut c, get(10, 10, "", None)).await;
         assert_eq!(urls(&got), [a.as_str(), b.as_str()]);
         let tomorrow = u64::try_from(sitemapd_scheduler::Timestamp::now().unix()).unwrap() + 86_400;

@@ -368,6 +368,19 @@ mod tests {
         }
     }
 
+    /// A store with two URLs of a.example and one of b.example, discovered.
+    fn two_hosts() -> Store {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let items = [
+            "https://a.example/1",
+            "https://a.example/2",
+            "https://b.example/1",
+        ]
+        .map(|u| (u.to_string(), Vec::new()));
+        s.discover(items, ts(T0)).unwrap();
+        s
+    }
+
     fn urls(leased: &[crate::Leased]) -> Vec<&str> {
         leased.iter().map(|l| l.url.as_str()).collect()
     }
@@ -444,14 +457,7 @@ mod tests {
 
     #[test]
     fn an_admit_rule_limits_a_lease_per_host() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
-        let items = [
-            "https://a.example/1",
-            "https://a.example/2",
-            "https://b.example/1",
-        ]
-        .map(|u| (u.to_string(), Vec::new()));
-        s.discover(items, ts(T0)).unwrap();
+        let s = two_hosts();
         let leased = s
             .lease_admitting(&LeaseRequest::new(10), ts(T0), |host| {
                 usize::from(host == "a.example")
@@ -463,14 +469,7 @@ mod tests {
 
     #[test]
     fn a_deleted_queue_takes_its_urls_and_counts() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
-        let items = [
-            "https://a.example/1",
-            "https://a.example/2",
-            "https://b.example/1",
-        ]
-        .map(|u| (u.to_string(), Vec::new()));
-        s.discover(items, ts(T0)).unwrap();
+        let s = two_hosts();
         s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();
         assert_eq!(s.delete_queue("a.example").unwrap(), 2);
         assert_eq!(s.delete_queue("a.example").unwrap(), 0);

@@ -188,12 +188,7 @@ impl<'s> UrlWrites<'s> {
         self.batch.remove(keys::url(url));
         let mut change = Tally::default();
         change.add(&before.tally, -1);
-        if !change.is_zero() {
-            self.changes
-                .entry(keys::host_of(url).to_string())
-                .or_default()
-                .add(&change, 1);
-        }
+        self.tally_change(url, &change);
     }
 
     /// `url` leaves its place in the queue.
@@ -215,11 +210,16 @@ impl<'s> UrlWrites<'s> {
         if let Some(before) = before {
             change.add(&before.tally, -1);
         }
+        self.tally_change(url, &change);
+    }
+
+    /// The counts of `url`'s host change by `change`.
+    fn tally_change(&mut self, url: &str, change: &Tally) {
         if !change.is_zero() {
             self.changes
                 .entry(keys::host_of(url).to_string())
                 .or_default()
-                .add(&change, 1);
+                .add(change, 1);
         }
     }
 
