@@ -374,14 +374,47 @@ fn every_rpc_through_the_daemon() {
             [A1]
         );
 
-        // SetLogLevel, ListNodes, ListCrawls.
-        c.set_log_level(proto::LogLevelParams {
-            package: "sitemapd".into(),
+        // SetLogLevel: the scheduler's debug lines show from then on (the
+        // one for metadata over the bound, which is cut); a target that is
+        // not one is refused.
+        let level = |package: &str| proto::LogLevelParams {
+            package: package.into(),
             level: proto::log_level_params::Level::Debug as i32,
             local: false,
-        })
-        .await
-        .unwrap();
+        };
+        c.set_log_level(level("sitemapd_scheduler")).await.unwrap();
+        let refused = c.set_log_level(level("a=trace,b")).await;
+        assert_eq!(refused.unwrap_err().code(), tonic::Code::InvalidArgument);
+        let mut big = discovered("https://d.example/big", "");
+        if let Some(proto::url_item::Item::Discovered(d)) = &mut big.item {
+            let info = d.info.as_mut().unwrap();
+            info.metadata.insert(
+                "huge".into(),
+                proto::StringList {
+                    values: vec!["x".repeat(20_000)],
+                },
+            );
+        }
+        assert_eq!(
+            put(&mut c, vec![big]).await["https://d.example/big"],
+            Ack::Ok
+        );
+        assert!(
+            d.log().contains("metadata over the limit not stored"),
+            "{}",
+            d.log()
+        );
+        let big = c
+            .get_url_status(status("https://d.example/big"))
+            .await
+            .unwrap();
+        let Some(proto::url_item::Item::Known(k)) = big.into_inner().item else {
+            panic!("a known item")
+        };
+        assert!(
+            !k.info.unwrap().metadata.contains_key("huge"),
+            "over the bound: cut"
+        );
         let nodes = c.list_nodes(proto::Empty {}).await.unwrap().into_inner();
         assert_eq!(nodes.values, [addr.as_str()]);
         let crawls = c
@@ -468,10 +501,10 @@ fn off_loopback_without_a_token_the_daemon_refuses_to_start() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+    let err = common::stderr(&out);
     assert!(
-        common::stderr(&out).contains("needs the API token"),
-        "{}",
-        common::stderr(&out)
+        err.contains("listening on 0.0.0.0:0 (not loopback) needs an API token"),
+        "{err}"
     );
 }
 

@@ -14,6 +14,7 @@ mod metrics;
 mod refresh;
 mod urlfrontier;
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use sitemapd_scheduler::StoreOptions;
+use sitemapd_urlfrontier::service::LogLevelHook;
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
@@ -37,33 +39,44 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// After the signal, how long the refresh loop may take to commit.
 const COMMIT: Duration = Duration::from_secs(3);
 
+/// Whether a listener on `addr` runs without a token: only on loopback.
+/// Off loopback it needs the API token, of [`MIN_TOKEN_BYTES`] at least.
+fn runs_open(addr: SocketAddr, token: Option<&str>) -> Result<bool> {
+    let loopback = addr.ip().is_loopback();
+    match token {
+        None if !loopback => bail!(
+            "listening on {addr} (not loopback) needs an API token: set SITEMAPD_TOKEN or token_file"
+        ),
+        Some(t) if !loopback && t.len() < MIN_TOKEN_BYTES => bail!(
+            "the API token has {} bytes: listening on {addr} (not loopback) needs one of at least \
+             {MIN_TOKEN_BYTES} bytes",
+            t.len()
+        ),
+        None => Ok(true),
+        Some(_) => Ok(false),
+    }
+}
+
 /// Runs the daemon until a signal.
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     let log_level = init_logs(settings.api.log_format);
     access::check_settings(&settings.api.allowed_origins, &settings.api.allowed_hosts)?;
     let token = settings.api.token()?;
-    let loopback = settings.api.listen.ip().is_loopback();
-    match &token {
-        None if !loopback => bail!(
-            "listening on {} (not loopback) needs an API token: set SITEMAPD_TOKEN or token_file",
-            settings.api.listen
-        ),
-        Some(t) if !loopback && t.len() < MIN_TOKEN_BYTES => bail!(
-            "the API token has {} bytes: listening on {} (not loopback) needs one of at least \
-             {MIN_TOKEN_BYTES} bytes",
-            t.len(),
-            settings.api.listen
-        ),
-        None => warn!(
+    if runs_open(settings.api.listen, token.as_deref())? {
+        warn!(
             "the API runs without an API token: every local process can lease, complete and \
              add sites (browser pages are refused: Host, Origin and Content-Type are checked); \
              set SITEMAPD_TOKEN or api.token_file"
-        ),
-        Some(_) => {}
+        );
     }
     if let Some(addr) = settings.api.urlfrontier_listen {
-        urlfrontier::check_access(addr, token.as_deref())?;
+        if runs_open(addr, token.as_deref())? {
+            warn!(
+                "the URLFrontier service runs without an API token: every local process can \
+                 lease and put URLs; set SITEMAPD_TOKEN or api.token_file"
+            );
+        }
     }
     let store = Arc::new(settings.store.open_with(StoreOptions {
         refresh: settings.refresh.params(),
@@ -243,48 +256,60 @@ impl Signals {
 }
 
 /// The log subscriber: SITEMAPD_LOG level (default info), pretty or JSON.
-fn init_logs(format: LogFormat) -> sitemapd_urlfrontier::service::LogLevelHook {
+fn init_logs(format: LogFormat) -> LogLevelHook {
+    use tracing_subscriber::prelude::*;
     let base = std::env::var("SITEMAPD_LOG").unwrap_or_else(|_| "info".to_string());
     let filter = tracing_subscriber::EnvFilter::try_new(&base)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    // URLFrontier's SetLogLevel: one more `target=level` directive over the
-    // filter the daemon started with.
-    let directives = Arc::new(std::sync::Mutex::new(vec![base]));
-    macro_rules! hook {
-        ($handle:expr) => {{
-            let handle = $handle;
-            Arc::new(move |target: &str, level: &str| {
-                let directive = if target.is_empty() {
-                    level.to_string()
-                } else {
-                    format!("{target}={level}")
-                };
-                let mut all = directives.lock().unwrap_or_else(|e| e.into_inner());
-                all.push(directive);
-                let filter = tracing_subscriber::EnvFilter::try_new(all.join(","))
-                    .map_err(|e| e.to_string())?;
-                handle.reload(filter).map_err(|e| e.to_string())
-            }) as sitemapd_urlfrontier::service::LogLevelHook
-        }};
-    }
-    match format {
-        LogFormat::Pretty => {
-            let builder = builder.with_env_filter(filter).with_filter_reloading();
-            let hook = hook!(builder.reload_handle());
-            builder.init();
-            hook
+    let lines = match format {
+        LogFormat::Pretty => lines.boxed(),
+        LogFormat::Json => lines.json().boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .init();
+    log_level_hook(base, handle)
+}
+
+/// Targets URLFrontier's SetLogLevel may set a level for, at most.
+const MAX_LOG_TARGETS: usize = 256;
+
+/// URLFrontier's SetLogLevel on the daemon's log filter: a level per
+/// target (a Java package's dots read as `::`; no target: the default
+/// level) over the filter the daemon started with (`base`). A target set
+/// again replaces its level; a filter that does not parse changes nothing.
+fn log_level_hook<S: 'static>(
+    base: String,
+    handle: tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, S>,
+) -> LogLevelHook {
+    let levels = std::sync::Mutex::new(std::collections::BTreeMap::<String, String>::new());
+    Arc::new(move |target: &str, level: &str| {
+        if !target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '.'))
+        {
+            return Err(format!("not a log target: {target:?}"));
         }
-        LogFormat::Json => {
-            let builder = builder
-                .json()
-                .with_env_filter(filter)
-                .with_filter_reloading();
-            let hook = hook!(builder.reload_handle());
-            builder.init();
-            hook
+        let mut levels = levels.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = levels.clone();
+        next.insert(target.replace('.', "::"), level.to_string());
+        if next.len() > MAX_LOG_TARGETS {
+            return Err(format!("at most {MAX_LOG_TARGETS} log targets"));
         }
-    }
+        let directives = next.iter().map(|(target, level)| match target.as_str() {
+            "" => level.clone(),
+            _ => format!("{target}={level}"),
+        });
+        let all: Vec<String> = std::iter::once(base.clone()).chain(directives).collect();
+        let filter =
+            tracing_subscriber::EnvFilter::try_new(all.join(",")).map_err(|e| e.to_string())?;
+        handle.reload(filter).map_err(|e| e.to_string())?;
+        *levels = next;
+        Ok(())
+    })
 }

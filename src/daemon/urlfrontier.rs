@@ -3,10 +3,8 @@
 //! token when one is set (gRPC metadata `authorization: Bearer <token>`),
 //! until the daemon stops.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
 use sitemapd_scheduler::Store;
 use sitemapd_urlfrontier::Frontier;
 use sitemapd_urlfrontier::service::LogLevelHook;
@@ -14,27 +12,6 @@ use tokio::sync::watch;
 use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Status};
 use tracing::{info, warn};
-
-/// Whether the service may listen on `addr` with or without a token: off
-/// loopback it needs one.
-pub fn check_access(addr: SocketAddr, token: Option<&str>) -> Result<()> {
-    if addr.ip().is_loopback() {
-        if token.is_none() {
-            warn!(
-                "the URLFrontier service runs without a token: every local process can lease \
-                 and put URLs"
-            );
-        }
-        return Ok(());
-    }
-    if token.is_none() {
-        bail!(
-            "the URLFrontier service on {addr} (not loopback) needs the API token (SITEMAPD_TOKEN \
-             or api.token_file), sent by clients as `authorization: Bearer <token>`"
-        );
-    }
-    Ok(())
-}
 
 /// Serves the URLFrontier protocol on `listener` until `stop` turns true.
 pub async fn serve(
@@ -48,7 +25,7 @@ pub async fn serve(
         .local_addr()
         .map_or_else(|_| "localhost:7071".to_string(), |a| a.to_string());
     info!("URLFrontier service listening on {node}");
-    let frontier = Frontier::new(store, node).with_log_level(log_level);
+    let frontier = Frontier::new(store, node, Some(log_level));
     let check = move |req: Request<()>| -> Result<Request<()>, Status> {
         if let Some(token) = &token {
             let given = req.metadata().get("authorization").map(|v| v.as_bytes());

@@ -277,7 +277,7 @@ impl Store {
         let mut s = Stats::default();
         for item in self.records::<Tally>([keys::TALLY]).filter(intact) {
             let (name, t) = item?;
-            let count = |n: i64| n.max(0).unsigned_abs();
+            let count = crate::tally::count;
             s.active += count(t.active);
             s.retired += count(t.retired);
             s.blocked += count(t.blocked);

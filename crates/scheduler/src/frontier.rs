@@ -70,8 +70,12 @@ pub struct KnownUrl {
     pub refetch: Option<Timestamp>,
     /// What the client stores with it (replaces what was stored).
     pub metadata: Metadata,
-    /// How the fetch went, when the client said.
-    pub completion: Option<Completion>,
+}
+
+/// The queue of a URL as the store holds it (normalised): its host,
+/// `host[:port]`.
+pub fn queue_of(url: &str) -> &str {
+    keys::host_of(url)
 }
 
 /// One queue's counts ([`Store::queues`]).
@@ -93,7 +97,7 @@ pub struct QueueCounts {
 
 impl QueueCounts {
     fn of(t: &Tally) -> QueueCounts {
-        let count = |n: i64| n.max(0).unsigned_abs();
+        let count = crate::tally::count;
         QueueCounts {
             scheduled: count(t.active),
             leased: count(t.leases),
@@ -149,7 +153,7 @@ impl Store {
                 continue;
             };
             let url = norm.into_string();
-            if added.contains_key(&url) || self.url_record(&url)?.is_some() {
+            if added.contains_key(&url) || self.url_record_to_replace(&url)?.is_some() {
                 found.push(Put::Known);
                 continue;
             }
@@ -181,9 +185,17 @@ impl Store {
 
     /// URLs a client fetched or scheduled ([`KnownUrl`]), written whatever
     /// the store held (see the module docs); one that is not an absolute
-    /// http(s) URL is [`Put::Invalid`]. A URL put twice takes the last.
-    /// One atomic write; what was done, in the order given.
-    pub fn put_known(&self, items: Vec<KnownUrl>, now: Timestamp) -> Result<Vec<Put>, StoreError> {
+    /// http(s) URL is [`Put::Invalid`]. `outcome` tells from an item and
+    /// the metadata stored before (empty for a URL new to the store) how
+    /// the fetch went, when the client said: it is recorded as any
+    /// completion is. A URL put twice takes the last. One atomic write;
+    /// what was done, in the order given.
+    pub fn put_known(
+        &self,
+        items: Vec<KnownUrl>,
+        now: Timestamp,
+        outcome: impl Fn(&KnownUrl, &Metadata) -> Option<Completion>,
+    ) -> Result<Vec<Put>, StoreError> {
         let now = now.unix();
         let _lock = self.lock();
         let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
@@ -198,21 +210,16 @@ impl Store {
             let url = norm.into_string();
             let (mut rec, before) = match records.remove(&url) {
                 Some(known) => known,
-                None => match self.url_record(&url) {
-                    Ok(Some(rec)) => {
+                None => match self.url_record_to_replace(&url)? {
+                    Some(rec) => {
                         let before = Before::of(&url, &rec);
                         (rec, Some(before))
                     }
-                    Ok(None) => {
+                    None => {
                         let mut rec = UrlRecord::new(now, &[]);
                         rules.mark(&url, &mut rec)?;
                         (rec, None)
                     }
-                    Err(StoreError::Record { key, source }) => {
-                        tracing::warn!(%key, error = %source, "corrupt URL record replaced");
-                        (UrlRecord::new(now, &[]), None)
-                    }
-                    Err(e) => return Err(e),
                 },
             };
             let host_name = keys::host_of(&url);
@@ -220,8 +227,8 @@ impl Store {
                 hosts.insert(host_name.to_string(), (self.host_record(host_name)?, false));
             }
             let (host, host_changed) = hosts.get_mut(host_name).expect("inserted above");
-            if let Some(completion) = &item.completion {
-                rec = self.apply_completion(&url, rec, completion, host, host_changed, now);
+            if let Some(completion) = outcome(&item, &rec.metadata) {
+                rec = self.apply_completion(&url, rec, &completion, host, host_changed, now);
             }
             rec.metadata = bounded(item.metadata);
             match item.refetch {
@@ -230,7 +237,11 @@ impl Store {
                     rec.schedule.lease = None;
                 }
                 Some(at) => {
+                    // Scheduled, whatever took it out of the queue before
+                    // (a completion, the absence from its sitemaps; not
+                    // its host's robots.txt, which still holds).
                     rec.completed = false;
+                    rec.retired = false;
                     let score = rec.schedule.score;
                     rec.schedule = Schedule {
                         due: at.unix(),
@@ -314,12 +325,16 @@ impl Store {
             }
             deleted += self.delete_urls(&urls)?;
         }
+        // The queue goes with its last URL: unless a writer (an ingest)
+        // added one since, its counts are zero now.
         let _lock = self.lock();
-        let mut batch = crate::kv::Batch::default();
-        for key in [keys::tally(host), keys::host(host), keys::robots(host)] {
-            batch.remove(key);
+        if self.tally(host)?.is_zero() {
+            let mut batch = crate::kv::Batch::default();
+            for key in [keys::tally(host), keys::host(host), keys::robots(host)] {
+                batch.remove(key);
+            }
+            self.kv.apply_batch(batch)?;
         }
-        self.kv.apply_batch(batch)?;
         Ok(deleted)
     }
 
@@ -364,8 +379,12 @@ mod tests {
             url: url.into(),
             refetch: refetch.map(ts),
             metadata: vec![("depth".into(), vec!["1".into()])],
-            completion: None,
         }
+    }
+
+    /// No outcome said.
+    fn silent(_: &KnownUrl, _: &Metadata) -> Option<Completion> {
+        None
     }
 
     /// A store with two URLs of a.example and one of b.example, discovered.
@@ -417,8 +436,12 @@ mod tests {
         let s = Store::in_memory(StoreOptions::default()).unwrap();
         let a = "https://a.example/a";
         let b = "https://a.example/b";
-        s.put_known(vec![known(a, Some(T0 + 100)), known(b, None)], ts(T0))
-            .unwrap();
+        s.put_known(
+            vec![known(a, Some(T0 + 100)), known(b, None)],
+            ts(T0),
+            silent,
+        )
+        .unwrap();
         assert!(
             s.lease(&LeaseRequest::new(10), ts(T0 + 99))
                 .unwrap()
@@ -428,7 +451,8 @@ mod tests {
         assert_eq!(urls(&leased), [a]);
         assert_eq!(leased[0].metadata, known(a, None).metadata);
         // A known update releases the lease at once: due at its new date.
-        s.put_known(vec![known(a, Some(T0))], ts(T0 + 101)).unwrap();
+        s.put_known(vec![known(a, Some(T0))], ts(T0 + 101), silent)
+            .unwrap();
         assert_eq!(
             urls(&s.lease(&LeaseRequest::new(10), ts(T0 + 101)).unwrap()),
             [a]
@@ -447,12 +471,42 @@ mod tests {
         let a = "https://a.example/a";
         s.discover([(a.to_string(), Vec::new())], ts(T0)).unwrap();
         s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();
+        let stored = vec![("depth".to_string(), vec!["0".to_string()])];
+        s.put_known(vec![known(a, Some(T0))], ts(T0 + 1), silent)
+            .unwrap();
         let mut item = known(a, Some(T0 + 3600));
-        item.completion = Some(Completion::from(Outcome::NotModified));
-        s.put_known(vec![item], ts(T0 + 10)).unwrap();
+        item.metadata = stored.clone();
+        // The outcome is told from the item and what was stored before.
+        s.put_known(vec![item], ts(T0 + 10), |k, before| {
+            assert_eq!((k.url.as_str(), before), (a, &known(a, None).metadata));
+            Some(Completion::from(Outcome::NotModified))
+        })
+        .unwrap();
         let view = s.url(a).unwrap().unwrap();
         assert_eq!((view.fetches, view.due), (1, ts(T0 + 3600)));
         assert_eq!(view.reason, crate::policy::Reason::Requested);
+        assert_eq!(view.metadata, stored);
+    }
+
+    /// A date puts back in the queue a URL its sitemaps' absence retired.
+    #[test]
+    fn a_date_schedules_a_retired_url() {
+        let s = two_hosts();
+        let host = sitemapd_parser::NormUrl::parse("https://b.example/")
+            .unwrap()
+            .host_key();
+        assert_eq!(s.retire_host(&host).unwrap(), 1);
+        let b = "https://b.example/1";
+        assert_eq!(s.url(b).unwrap().unwrap().status, crate::UrlStatus::Retired);
+        s.put_known(vec![known(b, Some(T0))], ts(T0), silent)
+            .unwrap();
+        let leased = s
+            .lease_admitting(&LeaseRequest::new(10), ts(T0), |h| {
+                usize::from(h == "b.example")
+            })
+            .unwrap();
+        assert_eq!(urls(&leased), [b]);
+        assert!(s.check().unwrap().is_ok());
     }
 
     #[test]

@@ -637,18 +637,7 @@ impl<'s> Ingest<'s> {
                 hosts.insert(host_name.to_string(), store.host_record(host_name)?);
             }
             let host = hosts.get_mut(host_name).expect("inserted above");
-            let existing = match store.url_record(&url) {
-                Ok(r) => r,
-                // Only a record that does not decode; a store that cannot
-                // be read (damaged, failing) is an error.
-                Err(e @ StoreError::Record { .. }) => {
-                    // A corrupt record is replaced; its old due entry (if
-                    // any) is unknown and `stats --check` will name it.
-                    tracing::warn!(%url, error = %e, "corrupt URL record replaced");
-                    None
-                }
-                Err(e) => return Err(e),
-            };
+            let existing = store.url_record_to_replace(&url)?;
             let new = existing.is_none();
             let before = existing.as_ref().map(|r| Before::of(&url, r));
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));

@@ -77,16 +77,7 @@ impl Store {
             let (existing, stored) = match records.remove(url) {
                 Some((rec, stored)) => (Some(rec), stored),
                 None => {
-                    let rec = match self.url_record(url) {
-                        Ok(r) => r,
-                        Err(StoreError::Record { key, source }) => {
-                            // As ingest does: replaced; `stats --check`
-                            // names any due entry it leaves behind.
-                            tracing::warn!(%key, error = %source, "corrupt URL record replaced");
-                            None
-                        }
-                        Err(e) => return Err(e),
-                    };
+                    let rec = self.url_record_to_replace(url)?;
                     let stored = rec.as_ref().map(|r| Before::of(url, r));
                     (rec, stored)
                 }

@@ -412,12 +412,23 @@ impl Store {
     /// defaults.
     pub fn host(&self, host: &HostKey) -> Result<HostView, StoreError> {
         let tally = self.tally(host.as_str())?;
-        let urls = tally
-            .active
-            .saturating_add(tally.blocked)
-            .max(0)
-            .unsigned_abs();
+        let urls = crate::tally::count(tally.active.saturating_add(tally.blocked));
         Ok(HostView::of(host, &self.host_record(host.as_str())?, urls))
+    }
+
+    /// The record of `url` (normalised) for a writer that replaces it: as
+    /// [`Store::url_record`], except that a record that does not decode
+    /// reads as none (logged), so the writer replaces it; its old due entry
+    /// (if any) is unknown and `stats --check` names it. A store that
+    /// cannot be read (damaged, failing) is an error.
+    pub(crate) fn url_record_to_replace(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
+        match self.url_record(url) {
+            Err(e @ StoreError::Record { .. }) => {
+                tracing::warn!(%url, error = %e, "corrupt URL record replaced");
+                Ok(None)
+            }
+            other => other,
+        }
     }
 
     /// The record of `url` (normalised), if the store holds it.

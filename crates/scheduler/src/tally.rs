@@ -137,6 +137,12 @@ impl Tally {
     }
 }
 
+/// A kept count as a number of records: a count below zero (damaged
+/// counts) reads as none.
+pub(crate) fn count(n: i64) -> u64 {
+    n.max(0).unsigned_abs()
+}
+
 fn outcome_index(outcome: StoredOutcome) -> usize {
     match outcome {
         StoredOutcome::Changed => 0,

@@ -63,6 +63,13 @@ pub enum QueueKeyError {
     TooLong,
 }
 
+/// Whether `s` (a queue key, a crawl id) is longer than
+/// [`MAX_KEY_CHARS`]: counted no further than the limit, since a client
+/// may send megabytes.
+pub fn too_long(s: &str) -> bool {
+    s.encode_utf16().nth(MAX_KEY_CHARS).is_some()
+}
+
 /// The queue an item goes to: the `key` the client sent, or when it sent
 /// none, the URL's host as the reference service derives it: the text after
 /// `://` (the whole URL when there is none), cut at the first `:`, `/`, `?`
@@ -78,8 +85,7 @@ pub fn queue_key<'a>(url: &'a str, key: &'a str) -> Result<&'a str, QueueKeyErro
     if key.is_empty() {
         return Err(QueueKeyError::NoHost);
     }
-    // Counted no further than the limit: a key may be megabytes long.
-    if key.encode_utf16().nth(MAX_KEY_CHARS).is_some() {
+    if too_long(key) {
         return Err(QueueKeyError::TooLong);
     }
     Ok(key)

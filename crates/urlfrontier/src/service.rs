@@ -20,13 +20,13 @@
 //! stalls the runtime.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sitemapd_scheduler::{
     Completion, KnownUrl, LeaseRequest, Metadata, Outcome, Put, Store, StoreError, Timestamp,
-    UrlStatus, UrlView,
+    UrlStatus, UrlView, queue_of,
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -34,7 +34,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::proto::{self, url_frontier_server::UrlFrontier};
-use crate::{DEFAULT_CRAWL, crawl_id, queue_key};
+use crate::{DEFAULT_CRAWL, MAX_KEY_CHARS, crawl_id, queue_key, too_long};
 
 /// How long a URL handed out stays in transit when the client asks for
 /// no time (`delay_requestable` 0), as the reference service does.
@@ -49,11 +49,14 @@ pub const DEFAULT_PAGE: usize = 100;
 /// Items of a PutURLs stream read and written together (each acked once
 /// written): the reference reads 1024 unacked items per stream.
 pub const PUT_CHUNK: usize = 1024;
+/// Seconds between two prunings of the per-queue rules.
+const PRUNE_EVERY: i64 = 60;
 /// URLs PurgeURLs deletes per pass.
 const PURGE_BATCH: usize = 10_000;
 /// The longest a PutURLs item waits for others to be written with.
 pub const PUT_WAIT: Duration = Duration::from_millis(2);
-/// A put stream that sends nothing for this long is closed.
+/// A put stream that sends nothing for this long is closed, as is a
+/// ListURLs stream whose client reads nothing for this long.
 pub const IDLE_STREAM: Duration = Duration::from_secs(600);
 
 /// Status codes as a client reports them in metadata (StormCrawler's
@@ -108,12 +111,19 @@ struct Inner {
     active: AtomicBool,
     node: String,
     log_level: Option<LogLevelHook>,
+    /// When `rules` was last pruned of what no longer holds anything.
+    pruned: AtomicI64,
 }
 
 impl Frontier {
     /// The service on `store` (crawl `DEFAULT`), naming itself `node`
-    /// (`host:port`) in ListNodes.
-    pub fn new(store: Arc<Store>, node: impl Into<String>) -> Frontier {
+    /// (`host:port`) in ListNodes; SetLogLevel calls `log_level` (none:
+    /// it answers UNIMPLEMENTED).
+    pub fn new(
+        store: Arc<Store>,
+        node: impl Into<String>,
+        log_level: Option<LogLevelHook>,
+    ) -> Frontier {
         Frontier {
             inner: Arc::new(Inner {
                 store,
@@ -122,18 +132,10 @@ impl Frontier {
                 default_delay: AtomicU32::new(DEFAULT_QUEUE_DELAY),
                 active: AtomicBool::new(true),
                 node: node.into(),
-                log_level: None,
+                log_level,
+                pruned: AtomicI64::new(0),
             }),
         }
-    }
-
-    /// With what SetLogLevel changes (none: SetLogLevel answers
-    /// UNIMPLEMENTED).
-    pub fn with_log_level(mut self, hook: LogLevelHook) -> Frontier {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.log_level = Some(hook);
-        }
-        self
     }
 
     /// The tonic service, with the protocol's message size bound.
@@ -142,6 +144,11 @@ impl Frontier {
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 }
+
+/// Crawls other than `DEFAULT` the service holds at most: each is a sled
+/// tree, and a client naming a new crawl per item must not make a tree
+/// per item.
+pub const MAX_CRAWLS: usize = 1000;
 
 /// The largest request message accepted, bytes.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
@@ -156,6 +163,17 @@ impl Inner {
         let mut crawls = lock(&self.crawls);
         if let Some(s) = crawls.get(crawl) {
             return Ok(s.clone());
+        }
+        if too_long(crawl) {
+            return Err(Status::invalid_argument(format!(
+                "a crawl id has at most {MAX_KEY_CHARS} characters"
+            )));
+        }
+        let names = self.store.crawl_names();
+        if !names.iter().any(|n| n == crawl) && names.len() >= MAX_CRAWLS {
+            return Err(Status::resource_exhausted(format!(
+                "this service holds {MAX_CRAWLS} crawls at most: delete one first"
+            )));
         }
         let s = Arc::new(self.store.crawl(crawl).map_err(store_status)?);
         crawls.insert(crawl.to_string(), s.clone());
@@ -229,13 +247,13 @@ fn first<'m>(m: &'m Metadata, key: &str) -> Option<&'m str> {
 
 /// How the fetch went, from the metadata a client sends (`previous`: what
 /// was stored before, for the signature): none when it sends no status.
-pub fn completion_of(metadata: &Metadata, previous: Option<&Metadata>) -> Option<Completion> {
+pub fn completion_of(metadata: &Metadata, previous: &Metadata) -> Option<Completion> {
     let status: u16 = first(metadata, STATUS_KEY)?.trim().parse().ok()?;
     let outcome = match status {
         304 => Outcome::NotModified,
         200..=299 => {
             let now = first(metadata, SIGNATURE_KEY);
-            let before = previous.and_then(|p| first(p, SIGNATURE_KEY));
+            let before = first(previous, SIGNATURE_KEY);
             match (now, before) {
                 (Some(a), Some(b)) if a == b => Outcome::NotModified,
                 _ => Outcome::Changed,
@@ -258,7 +276,7 @@ pub fn completion_of(metadata: &Metadata, previous: Option<&Metadata>) -> Option
 fn url_item(view: &UrlView, crawl: &str) -> proto::UrlItem {
     let info = proto::UrlInfo {
         url: view.url.clone(),
-        key: host_of(&view.url).to_string(),
+        key: queue_of(&view.url).to_string(),
         metadata: metadata_map(&view.metadata),
         crawl_id: crawl_id(crawl).to_string(),
     };
@@ -277,12 +295,6 @@ fn url_item(view: &UrlView, crawl: &str) -> proto::UrlItem {
         id: String::new(),
         creation_date: view.first_seen.unix().max(1).unsigned_abs(),
     }
-}
-
-/// The host (`host[:port]`) of a normalised URL: its queue.
-fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?', '#']).next().unwrap_or(rest)
 }
 
 /// What one put item asks, once read.
@@ -308,9 +320,17 @@ fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), String> {
     } else {
         item.id
     };
-    if queue_key(&info.url, &info.key).is_err() {
-        return Err(id);
+    match item_of(info, refetch) {
+        Some((crawl, what)) => Ok((id, crawl, what)),
+        None => Err(id),
     }
+}
+
+/// What `info` asks, with its crawl: discovered, or known with its
+/// `refetch` date (0: completed). None when it has no queue (no host, a
+/// key over the limit): SKIPPED.
+fn item_of(info: proto::UrlInfo, refetch: Option<u64>) -> Option<(String, Item)> {
+    queue_key(&info.url, &info.key).ok()?;
     let metadata = metadata_of(info.metadata);
     let what = match refetch {
         None => Item::Discovered {
@@ -322,10 +342,21 @@ fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), String> {
             refetch: (date > 0)
                 .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
             metadata,
-            completion: None,
         }),
     };
-    Ok((id, info.crawl_id, what))
+    Some((info.crawl_id, what))
+}
+
+/// [`Inner::put`] on the blocking pool; every item FAIL (to resend) if it
+/// could not run.
+async fn put_blocking(
+    inner: Arc<Inner>,
+    work: Vec<(String, Item)>,
+) -> Vec<proto::ack_message::Status> {
+    let n = work.len();
+    tokio::task::spawn_blocking(move || inner.put(work))
+        .await
+        .unwrap_or_else(|_| vec![proto::ack_message::Status::Fail; n])
 }
 
 impl Inner {
@@ -343,8 +374,21 @@ impl Inner {
         }
         let now = Inner::now();
         for (crawl, items) in by_crawl {
-            let Ok(store) = self.store(&crawl) else {
-                continue;
+            let store = match self.store(&crawl) {
+                Ok(store) => store,
+                Err(refused) => {
+                    // A crawl id over the bounds: do not resend. The store
+                    // failing: resend.
+                    let ack = if refused.code() == tonic::Code::Unavailable {
+                        Ack::Fail
+                    } else {
+                        Ack::Skipped
+                    };
+                    for (i, _) in items {
+                        statuses[i] = ack;
+                    }
+                    continue;
+                }
             };
             let mut discovered = Vec::new();
             let mut known = Vec::new();
@@ -352,11 +396,7 @@ impl Inner {
             for (i, item) in items {
                 match item {
                     Item::Discovered { url, metadata } => discovered.push((i, url, metadata)),
-                    Item::Known(mut k) => {
-                        let previous = store.url(&k.url).ok().flatten().map(|v| v.metadata);
-                        k.completion = completion_of(&k.metadata, previous.as_ref());
-                        known.push((i, k));
-                    }
+                    Item::Known(k) => known.push((i, k)),
                 }
             }
             let put =
@@ -382,19 +422,26 @@ impl Inner {
             }
             if !known.is_empty() {
                 {
-                    // A known update releases the URL's hold at once.
+                    // A known update releases the URL's hold at once (held
+                    // under the URL as the store holds it).
                     let mut rules = lock(&self.rules);
                     for (_, k) in &known {
-                        if let Some(r) =
-                            rules.get_mut(&(crawl.clone(), host_of(&k.url).to_string()))
+                        let Ok(url) = sitemapd_parser::NormUrl::parse(&k.url) else {
+                            continue;
+                        };
+                        let url = url.as_str();
+                        if let Some(r) = rules.get_mut(&(crawl.clone(), queue_of(url).to_string()))
                         {
-                            r.in_transit.retain(|u, _| u != &k.url);
+                            r.in_transit.remove(url);
                         }
                     }
                 }
                 let at = known.iter().map(|k| k.0).collect();
-                let result =
-                    store.put_known(known.into_iter().map(|(_, k)| k).collect(), now_ts(now));
+                let result = store.put_known(
+                    known.into_iter().map(|(_, k)| k).collect(),
+                    now_ts(now),
+                    |k, stored| completion_of(&k.metadata, stored),
+                );
                 put(result, at, &mut statuses);
             }
             // Acked once on disk: a crash after an OK loses nothing.
@@ -406,6 +453,31 @@ impl Inner {
             }
         }
         statuses
+    }
+
+    /// Drops, once a minute, the rules of queues that no longer hold
+    /// anything (no block, delay or limit set, nothing in transit, their
+    /// delay since the last serving over), so that what the service
+    /// remembers follows what clients set and hold, not every host ever
+    /// served.
+    fn prune(&self, rules: &mut HashMap<(String, String), QueueRules>, now: i64) {
+        if now
+            < self
+                .pruned
+                .load(Ordering::Relaxed)
+                .saturating_add(PRUNE_EVERY)
+        {
+            return;
+        }
+        self.pruned.store(now, Ordering::Relaxed);
+        let default_delay = i64::from(self.default_delay.load(Ordering::SeqCst));
+        rules.retain(|_, r| {
+            r.in_transit(now) > 0
+                || r.delay.is_some()
+                || r.limit > 0
+                || r.blocked_until > now
+                || now < r.last_served.saturating_add(default_delay)
+        });
     }
 
     /// One GetURLs call.
@@ -434,12 +506,13 @@ impl Inner {
             Duration::from_secs(u64::from(p.delay_requestable))
         };
         let now = Inner::now();
-        let default_delay = i64::from(self.default_delay.load(Ordering::SeqCst));
+        let default_delay = self.default_delay.load(Ordering::SeqCst);
         let mut out = Vec::new();
         let mut queues_served = 0usize;
         // Check and reservation under one lock: two calls never serve a
         // queue twice in one window.
         let mut rules = lock(&self.rules);
+        self.prune(&mut rules, now);
         for crawl in crawls {
             let Some(store) = self.existing(&crawl)? else {
                 continue;
@@ -459,19 +532,31 @@ impl Inner {
                     {
                         return 0;
                     }
-                    let r = rules.entry((crawl.clone(), host.to_string())).or_default();
-                    let delay = i64::from(r.delay.unwrap_or(default_delay as u32));
-                    let limited = r.limit > 0
-                        && store
-                            .queue(host)
-                            .ok()
-                            .flatten()
-                            .is_some_and(|q| q.completed >= u64::from(r.limit));
-                    let waiting = r.last_served > 0 && now < r.last_served.saturating_add(delay);
-                    let in_transit = r.in_transit(now);
-                    if r.blocked_until > now || limited || waiting || in_transit >= per_queue {
-                        return 0;
-                    }
+                    // A queue with no rules yet (none set, never served)
+                    // is served.
+                    let in_transit = match rules.get_mut(&(crawl.clone(), host.to_string())) {
+                        None => 0,
+                        Some(r) => {
+                            let delay = i64::from(r.delay.unwrap_or(default_delay));
+                            let limited = r.limit > 0
+                                && store
+                                    .queue(host)
+                                    .ok()
+                                    .flatten()
+                                    .is_some_and(|q| q.completed >= u64::from(r.limit));
+                            let waiting =
+                                r.last_served > 0 && now < r.last_served.saturating_add(delay);
+                            let in_transit = r.in_transit(now);
+                            if r.blocked_until > now
+                                || limited
+                                || waiting
+                                || in_transit >= per_queue
+                            {
+                                return 0;
+                            }
+                            in_transit
+                        }
+                    };
                     admitted += 1;
                     per_queue - in_transit
                 })
@@ -479,7 +564,7 @@ impl Inner {
             let until = now.saturating_add(i64::try_from(hold.as_secs()).unwrap_or(i64::MAX));
             let mut served = std::collections::HashSet::new();
             for l in leased {
-                let host = host_of(&l.url).to_string();
+                let host = queue_of(&l.url).to_string();
                 let r = rules.entry((crawl.clone(), host.clone())).or_default();
                 r.last_served = now;
                 r.in_transit.insert(l.url.clone(), until);
@@ -506,25 +591,28 @@ impl Inner {
         let Some(store) = self.existing(&crawl)? else {
             return Ok(stats);
         };
+        // In transit: what this service handed out (the lock held for
+        // that only, not while the store is read).
         let now = Inner::now();
-        let mut rules = lock(&self.rules);
+        let held: usize = lock(&self.rules)
+            .iter_mut()
+            .filter(|((c, host), _)| *c == crawl && (key.is_empty() || host == key))
+            .map(|(_, r)| r.in_transit(now))
+            .sum();
+        stats.in_process = u32::try_from(held).unwrap_or(u32::MAX);
         let (mut completed, mut active_queues) = (0u64, 0u64);
-        let mut count = |name: &str, q: sitemapd_scheduler::QueueCounts| {
+        let mut count = |q: sitemapd_scheduler::QueueCounts| {
             stats.size += q.scheduled;
             completed += q.completed;
             stats.number_of_queues += 1;
             active_queues += u64::from(q.scheduled > 0);
-            if let Some(r) = rules.get_mut(&(crawl.clone(), name.to_string())) {
-                stats.in_process += u32::try_from(r.in_transit(now)).unwrap_or(u32::MAX);
-            }
         };
         if key.is_empty() {
             for q in store.queues() {
-                let (name, q) = q.map_err(store_status)?;
-                count(&name, q);
+                count(q.map_err(store_status)?.1);
             }
         } else if let Some(q) = store.queue(key).map_err(store_status)? {
-            count(key, q);
+            count(q);
         }
         stats.counts.insert("completed".into(), completed);
         stats.counts.insert("active_queues".into(), active_queues);
@@ -588,18 +676,9 @@ fn now_ts(now: i64) -> Timestamp {
 
 type Stream<T> = ReceiverStream<Result<T, Status>>;
 
-/// A stream of `items`, sent as the client reads them.
-fn stream_of<T: Send + 'static>(items: Vec<T>) -> Stream<T> {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        for item in items {
-            if tx.send(Ok(item)).await.is_err() {
-                break;
-            }
-        }
-    });
-    ReceiverStream::new(rx)
-}
+/// Items a server stream holds before the client reads them: a client that
+/// reads slowly holds the producer, never a growing buffer.
+const STREAM_BUFFER: usize = 64;
 
 #[tonic::async_trait]
 impl UrlFrontier for Frontier {
@@ -642,12 +721,13 @@ impl UrlFrontier for Frontier {
                 return Ok(0);
             };
             let mut removed = 0;
-            let names: Vec<String> = store
-                .queues()
-                .map(|q| q.map(|(name, _)| name))
-                .collect::<Result<_, _>>()
-                .map_err(store_status)?;
             if crawl == DEFAULT_CRAWL {
+                // Named first: each deletion changes the keys read.
+                let names: Vec<String> = store
+                    .queues()
+                    .map(|q| q.map(|(name, _)| name))
+                    .collect::<Result<_, _>>()
+                    .map_err(store_status)?;
                 for name in &names {
                     removed += store.delete_queue(name).map_err(store_status)?;
                 }
@@ -684,15 +764,16 @@ impl UrlFrontier for Frontier {
                 p.size as usize
             };
             let now = Inner::now();
-            let rules = lock(&inner.rules);
+            let blocked: std::collections::HashSet<String> = lock(&inner.rules)
+                .iter()
+                .filter(|((c, _), r)| *c == crawl && r.blocked_until > now)
+                .map(|((_, host), _)| host.clone())
+                .collect();
             let mut values = Vec::new();
             let mut matched = 0usize;
             for q in store.queues() {
                 let (name, q) = q.map_err(store_status)?;
-                let blocked = rules
-                    .get(&(crawl.clone(), name.clone()))
-                    .is_some_and(|r| r.blocked_until > now);
-                if !p.include_inactive && (blocked || q.scheduled == 0) {
+                if !p.include_inactive && (blocked.contains(&name) || q.scheduled == 0) {
                     continue;
                 }
                 matched += 1;
@@ -715,7 +796,7 @@ impl UrlFrontier for Frontier {
         }))
     }
 
-    type GetURLsStream = Stream<proto::UrlInfo>;
+    type GetURLsStream = tokio_stream::Iter<std::vec::IntoIter<Result<proto::UrlInfo, Status>>>;
 
     async fn get_ur_ls(
         &self,
@@ -724,7 +805,8 @@ impl UrlFrontier for Frontier {
         let p = request.into_inner();
         let inner = self.inner.clone();
         let urls = blocking(move || inner.get_urls(p)).await?;
-        Ok(Response::new(stream_of(urls)))
+        let urls: Vec<_> = urls.into_iter().map(Ok).collect();
+        Ok(Response::new(tokio_stream::iter(urls)))
     }
 
     type PutURLsStream = Stream<proto::AckMessage>;
@@ -757,10 +839,7 @@ impl UrlFrontier for Frontier {
                 }
                 let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
                 let work = items.into_iter().map(|(_, c, w)| (c, w)).collect();
-                let inner = inner.clone();
-                let statuses = tokio::task::spawn_blocking(move || inner.put(work))
-                    .await
-                    .unwrap_or_default();
+                let statuses = put_blocking(inner.clone(), work).await;
                 acks.extend(ids.into_iter().zip(statuses));
                 for (id, status) in acks {
                     let ack = proto::AckMessage {
@@ -793,28 +872,18 @@ impl UrlFrontier for Frontier {
             tokio::pin!(batches);
             while let Some(Ok(Ok(batch))) = batches.next().await {
                 use proto::ack_message::Status as Ack;
+                // A repeat within the batch is SKIPPED by the store (it
+                // knows the URL by then).
                 let mut statuses = vec![Ack::Skipped; batch.items.len()];
                 let mut work = Vec::new();
                 let mut at = Vec::new();
-                let mut seen = std::collections::HashSet::new();
                 for (i, info) in batch.items.into_iter().enumerate() {
-                    if queue_key(&info.url, &info.key).is_err() || !seen.insert(info.url.clone()) {
-                        continue;
+                    if let Some(item) = item_of(info, None) {
+                        at.push(i);
+                        work.push(item);
                     }
-                    at.push(i);
-                    let metadata = metadata_of(info.metadata);
-                    work.push((
-                        info.crawl_id,
-                        Item::Discovered {
-                            url: info.url,
-                            metadata,
-                        },
-                    ));
                 }
-                let inner = inner.clone();
-                let done = tokio::task::spawn_blocking(move || inner.put(work))
-                    .await
-                    .unwrap_or_default();
+                let done = put_blocking(inner.clone(), work).await;
                 for (i, s) in at.into_iter().zip(done) {
                     statuses[i] = s;
                 }
@@ -967,7 +1036,7 @@ impl UrlFrontier for Frontier {
                 return Err(Status::not_found(format!("no crawl {crawl}")));
             };
             match store.url(&p.url).map_err(store_status)? {
-                Some(view) if !p.key.is_empty() && host_of(&view.url) != p.key => {
+                Some(view) if !p.key.is_empty() && queue_of(&view.url) != p.key => {
                     Err(Status::not_found("not in that queue"))
                 }
                 Some(view) => Ok(url_item(&view, &crawl)),
@@ -986,26 +1055,37 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<Self::ListURLsStream>, Status> {
         let p = request.into_inner();
         let inner = self.inner.clone();
-        let items = blocking(move || {
+        // Read and sent one URL at a time (a dump asks for 2^31 - 1 of
+        // them): the reading waits while the client does not read, and
+        // gives up on a client that reads nothing for IDLE_STREAM.
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let send = |item| {
+                runtime
+                    .block_on(tokio::time::timeout(IDLE_STREAM, tx.send(item)))
+                    .is_ok_and(|sent| sent.is_ok())
+            };
             let size = if p.size == 0 {
                 DEFAULT_PAGE
             } else {
                 p.size as usize
             };
-            let (mut skip, mut items) = (p.start as usize, Vec::new());
+            let (mut skip, mut sent) = (p.start as usize, 0usize);
             let ignore_case = p.ignore_case.unwrap_or(false);
-            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v| {
+            let read = inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v| {
                 if skip > 0 {
                     skip -= 1;
-                } else {
-                    items.push(url_item(&v, &p.crawl_id));
+                    return true;
                 }
-                items.len() < size
-            })?;
-            Ok(items)
-        })
-        .await?;
-        Ok(Response::new(stream_of(items)))
+                sent += 1;
+                send(Ok(url_item(&v, &p.crawl_id))) && sent < size
+            });
+            if let Err(status) = read {
+                send(Err(status));
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
     }
 
     async fn count_ur_ls(

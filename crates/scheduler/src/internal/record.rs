@@ -505,7 +505,8 @@ impl UrlRecord {
     }
 
     /// Whether it has an entry in the due index: not retired as absent
-    /// from its sitemaps, not blocked by robots.txt.
+    /// from its sitemaps, not blocked by robots.txt, not completed by a
+    /// URL frontier client.
     pub fn queued(&self) -> bool {
         !self.retired && !self.blocked && !self.completed
     }
