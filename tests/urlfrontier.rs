@@ -203,6 +203,9 @@ fn every_rpc_through_the_daemon() {
         // Another crawl holds its own URLs.
         let acks = put(&mut c, vec![discovered(A1, "other")]).await;
         assert_eq!(acks[A1], Ack::Ok);
+        // A crawl id over 255 characters makes no crawl: do not resend.
+        let acks = put(&mut c, vec![discovered(A2, &"x".repeat(256))]).await;
+        assert_eq!(acks[A2], Ack::Skipped);
 
         // GetURLs: per queue and queue limits, metadata back, in transit
         // not re-sent, crawls apart.

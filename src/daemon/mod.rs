@@ -258,9 +258,11 @@ impl Signals {
 /// The log subscriber: SITEMAPD_LOG level (default info), pretty or JSON.
 fn init_logs(format: LogFormat) -> LogLevelHook {
     use tracing_subscriber::prelude::*;
-    let base = std::env::var("SITEMAPD_LOG").unwrap_or_else(|_| "info".to_string());
-    let filter = tracing_subscriber::EnvFilter::try_new(&base)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A SITEMAPD_LOG that does not parse is "info", for SetLogLevel too.
+    let (base, filter) = std::env::var("SITEMAPD_LOG")
+        .ok()
+        .and_then(|b| Some((b.clone(), tracing_subscriber::EnvFilter::try_new(b).ok()?)))
+        .unwrap_or_else(|| ("info".into(), tracing_subscriber::EnvFilter::new("info")));
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
