@@ -207,7 +207,7 @@ impl Store {
                 found.push(Put::Invalid);
                 continue;
             };
-            let url = norm.into_string();
+            let url = norm.as_str().to_string();
             let (mut rec, before) = match records.remove(&url) {
                 Some(known) => known,
                 None => match self.url_record_to_replace(&url)? {
@@ -229,6 +229,15 @@ impl Store {
             let (host, host_changed) = hosts.get_mut(host_name).expect("inserted above");
             if let Some(completion) = outcome(&item, &rec.metadata) {
                 rec = self.apply_completion(&url, rec, &completion, host, host_changed, now);
+                self.add_redirect_target(
+                    &norm,
+                    &rec,
+                    &completion,
+                    host,
+                    &mut rules,
+                    &mut records,
+                    now,
+                )?;
             }
             rec.metadata = bounded(item.metadata);
             match item.refetch {
@@ -486,6 +495,42 @@ mod tests {
         assert_eq!((view.fetches, view.due), (1, ts(T0 + 3600)));
         assert_eq!(view.reason, crate::policy::Reason::Requested);
         assert_eq!(view.metadata, stored);
+    }
+
+    #[test]
+    fn a_reported_redirect_adds_its_target_as_a_completion_does() {
+        let s = two_hosts();
+        let from = "https://a.example/1";
+        let redirect = |to: &str| {
+            let to = to.to_string();
+            move |_: &KnownUrl, _: &Metadata| {
+                Some(Completion::from(Outcome::Redirected {
+                    status: 301,
+                    to: to.clone(),
+                }))
+            }
+        };
+        s.put_known(
+            vec![known(from, Some(T0 + 3600))],
+            ts(T0 + 1),
+            redirect("/1/"),
+        )
+        .unwrap();
+        let target = s
+            .url("https://a.example/1/")
+            .unwrap()
+            .expect("target added");
+        assert_eq!(target.redirected_from.as_deref(), Some(from));
+        assert_eq!(s.url(from).unwrap().unwrap().due, ts(T0 + 3600));
+        // Another host's target is not followed.
+        s.put_known(
+            vec![known("https://a.example/2", Some(T0 + 3600))],
+            ts(T0 + 2),
+            redirect("https://c.example/"),
+        )
+        .unwrap();
+        assert!(s.url("https://c.example/").unwrap().is_none());
+        assert!(s.check().unwrap().is_ok());
     }
 
     /// A date puts back in the queue a URL its sitemaps' absence retired.

@@ -753,24 +753,7 @@ impl Store {
                 Entry::Vacant(e) => e.insert((self.host_record(host_name)?, false)),
             };
             let rec = self.apply_completion(url, rec, completion, host, host_changed, now);
-            if let Outcome::Redirected { to, .. } = &completion.outcome {
-                if let Some(target) = redirect_target(&norm, to) {
-                    let target = target.as_str();
-                    let known = records.contains_key(target)
-                        || !matches!(self.url_record(target), Ok(None));
-                    if !known {
-                        let mut new = UrlRecord::new(now, &[]);
-                        new.first_source = rec.first_source;
-                        new.priority = rec.priority;
-                        new.redirected_from = Some(url.to_string());
-                        rules.mark(target, &mut new)?;
-                        let due = self.schedule(target, &new, host, now);
-                        new.schedule = Schedule::of(&due);
-                        tracing::debug!(from = url, to = target, "redirect target added");
-                        records.insert(target.to_string(), (new, None));
-                    }
-                }
-            }
+            self.add_redirect_target(&norm, &rec, completion, host, &mut rules, &mut records, now)?;
             records.insert(url.to_string(), (rec, before));
         }
         let mut writes = UrlWrites::new(self);
@@ -784,6 +767,43 @@ impl Store {
         }
         writes.apply()?;
         Ok(unknown)
+    }
+
+    /// After `completion` of `from` (recorded as `rec`): when it is a
+    /// redirect to a URL of the same host that neither the store nor
+    /// `records` holds, the target goes into `records` as a new URL, due
+    /// as the scheduler says, with the source's priority and first source.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_redirect_target(
+        &self,
+        from: &sitemapd_parser::NormUrl,
+        rec: &UrlRecord,
+        completion: &Completion,
+        host: &HostRecord,
+        rules: &mut RulesCache,
+        records: &mut HashMap<String, (UrlRecord, Option<Before>)>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let Outcome::Redirected { to, .. } = &completion.outcome else {
+            return Ok(());
+        };
+        let Some(target) = redirect_target(from, to) else {
+            return Ok(());
+        };
+        let target = target.as_str();
+        if records.contains_key(target) || !matches!(self.url_record(target), Ok(None)) {
+            return Ok(());
+        }
+        let mut new = UrlRecord::new(now, &[]);
+        new.first_source = rec.first_source;
+        new.priority = rec.priority;
+        new.redirected_from = Some(from.as_str().to_string());
+        rules.mark(target, &mut new)?;
+        let due = self.schedule(target, &new, host, now);
+        new.schedule = Schedule::of(&due);
+        tracing::debug!(from = from.as_str(), to = target, "redirect target added");
+        records.insert(target.to_string(), (new, None));
+        Ok(())
     }
 
     /// One completion applied to `rec` (returned) and `host`; the records
