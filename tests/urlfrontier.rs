@@ -478,6 +478,30 @@ fn every_rpc_through_the_daemon() {
             .into_inner();
         assert_eq!(crawls.values, ["DEFAULT"]);
     });
+    // /metrics counts the rpcs by status and times them; a stream is
+    // counted once, when it ends.
+    let metrics = d.get("/metrics");
+    let metrics = metrics.as_str().unwrap();
+    let value = |name: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("{name} missing from\n{metrics}"));
+        line[name.len()..].trim().parse().unwrap()
+    };
+    let count = |rpc: &str, code: &str| {
+        value(&format!(
+            "sitemapd_urlfrontier_rpcs_total{{rpc=\"{rpc}\",code=\"{code}\"}}"
+        ))
+    };
+    assert_eq!(count("GetActive", "Unauthenticated"), 1.0);
+    assert_eq!(count("ListCrawls", "Ok"), 2.0);
+    assert_eq!(count("PutDiscovered", "Ok"), 1.0);
+    assert!(count("PutURLs", "Ok") >= 5.0);
+    assert!(count("GetURLs", "Ok") >= 3.0);
+    let timed = value("sitemapd_urlfrontier_rpc_seconds_count{rpc=\"GetURLs\"}");
+    assert_eq!(timed, count("GetURLs", "Ok"));
+    assert!(value("sitemapd_urlfrontier_rpc_seconds_sum{rpc=\"GetURLs\"}") > 0.0);
     // Everything written through the service leaves a consistent store.
     drop(d);
     let check = common::run(&[
@@ -509,6 +533,88 @@ fn off_loopback_without_a_token_the_daemon_refuses_to_start() {
         err.contains("listening on 0.0.0.0:0 (not loopback) needs an API token"),
         "{err}"
     );
+}
+
+/// The mutual-TLS certificates of `fixtures/tls/mutual/` (see its
+/// generate.sh).
+fn pki(name: &str) -> String {
+    format!("{}/fixtures/tls/mutual/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A channel over TLS (trusting the test CA), presenting the client
+/// certificate `identity` (`client`, `stranger`) if any.
+async fn tls_channel(addr: &str, identity: Option<&str>) -> Result<Channel, String> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let read = |name: &str| std::fs::read(pki(name)).unwrap();
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read("ca.pem")))
+        .domain_name("localhost");
+    if let Some(name) = identity {
+        let (cert, key) = (read(&format!("{name}.pem")), read(&format!("{name}.key")));
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
+    Channel::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .map_err(|e| format!("connect: {e:?}"))
+}
+
+/// GetActive over `channel`, or why it failed.
+async fn get_active(channel: Result<Channel, String>) -> Result<bool, String> {
+    let mut c = UrlFrontierClient::new(channel?);
+    let active = c.get_active(proto::Local { local: false }).await;
+    active
+        .map(|r| r.into_inner().state)
+        .map_err(|e| format!("call: {e:?}"))
+}
+
+/// Mutual TLS: a client certificate the configured CA signed stands for the
+/// token (StormCrawler cannot send one); no certificate, one of another CA,
+/// or plain text are refused; the HTTP API still asks its token.
+#[test]
+fn a_client_certificate_stands_for_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &[
+            "--urlfrontier-listen",
+            "127.0.0.1:0",
+            "--urlfrontier-tls-cert",
+            &pki("server.pem"),
+            "--urlfrontier-tls-key",
+            &pki("server.key"),
+            "--urlfrontier-client-ca",
+            &pki("ca.pem"),
+        ],
+    );
+    let addr = frontier_addr(&d);
+    runtime().block_on(async {
+        assert_eq!(
+            get_active(tls_channel(&addr, Some("client")).await).await,
+            Ok(true)
+        );
+        for identity in [None, Some("stranger")] {
+            let refused = get_active(tls_channel(&addr, identity).await).await;
+            assert!(refused.is_err(), "{identity:?}: {refused:?}");
+        }
+        // Plain text is not a TLS handshake.
+        let plain = Channel::from_shared(format!("http://{addr}")).unwrap();
+        let refused = get_active(plain.connect().await.map_err(|e| e.to_string())).await;
+        assert!(refused.is_err(), "{refused:?}");
+        // The client's certificate serves every rpc: a URL in, and out.
+        let channel = tls_channel(&addr, Some("client")).await.unwrap();
+        let auth: Auth = Box::new(Ok);
+        let mut c = UrlFrontierClient::with_interceptor(channel, auth);
+        no_delay(&mut c).await;
+        let acks = put(&mut c, vec![discovered(A1, "")]).await;
+        assert_eq!(acks[A1], Ack::Ok);
+        assert_eq!(urls(&get_urls(&mut c, get(0, 0, "", None)).await), [A1]);
+    });
+    let (status, _) = common::http(d.addr, "GET", "/v1/stats", None, None);
+    assert_eq!(status, 401);
 }
 
 /// A sitemap site's URLs through the frontier: leased, reported (a 304 for

@@ -15,6 +15,23 @@ pub struct Status {
     pub status: String,
 }
 
+/// An rpc of the URLFrontier service, and how it ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RpcCode {
+    /// The rpc (`GetURLs` …; `other` for a path that names none).
+    pub rpc: String,
+    /// Its gRPC status (`Ok`, `Unauthenticated` …; `Cancelled` when the
+    /// response was dropped before its end).
+    pub code: String,
+}
+
+/// An rpc of the URLFrontier service.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Rpc {
+    /// The rpc, as in [`RpcCode`].
+    pub rpc: String,
+}
+
 /// Every metric, registered once; cheap to update from any thread.
 #[derive(Debug)]
 pub struct Metrics {
@@ -43,6 +60,11 @@ pub struct Metrics {
     pub queue_depth: Gauge,
     /// Sites followed (set at each scrape).
     pub sites: Gauge,
+    /// URLFrontier rpcs by rpc and gRPC status.
+    pub rpcs: Family<RpcCode, Counter>,
+    /// URLFrontier rpc time by rpc, seconds: from the request to the end of
+    /// the response (a streaming rpc: its whole stream).
+    pub rpc_seconds: Family<Rpc, Histogram, fn() -> Histogram>,
 }
 
 impl Metrics {
@@ -62,6 +84,10 @@ impl Metrics {
             notified: Counter::default(),
             queue_depth: Gauge::default(),
             sites: Gauge::default(),
+            rpcs: Family::default(),
+            rpc_seconds: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.000_25, 2.0, 20))
+            }),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -113,6 +139,16 @@ impl Metrics {
             m.queue_depth.clone(),
         );
         r.register("sites", "Sites followed", m.sites.clone());
+        r.register(
+            "urlfrontier_rpcs",
+            "URLFrontier rpcs by rpc and gRPC status",
+            m.rpcs.clone(),
+        );
+        r.register(
+            "urlfrontier_rpc_seconds",
+            "URLFrontier rpc time, from the request to the end of the response",
+            m.rpc_seconds.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -127,6 +163,16 @@ impl Metrics {
         ] {
             self.ingest_urls.get_or_create(&label(kind)).inc_by(n);
         }
+    }
+
+    /// Records an rpc of the URLFrontier service that ended with `code`
+    /// after `seconds`.
+    pub fn rpc_ended(&self, rpc: &str, code: String, seconds: f64) {
+        let rpc = rpc.to_string();
+        self.rpc_seconds
+            .get_or_create(&Rpc { rpc: rpc.clone() })
+            .observe(seconds);
+        self.rpcs.get_or_create(&RpcCode { rpc, code }).inc();
     }
 
     /// The text exposition format.

@@ -12,6 +12,7 @@ mod api;
 mod conns;
 mod metrics;
 mod refresh;
+mod rpc_metrics;
 mod urlfrontier;
 
 use std::net::SocketAddr;
@@ -57,6 +58,20 @@ fn runs_open(addr: SocketAddr, token: Option<&str>) -> Result<bool> {
     }
 }
 
+/// Whether the URLFrontier service, when it listens, runs open:
+/// [`runs_open`], except that client certificates (mutual TLS) protect it
+/// off loopback as the token does.
+fn frontier_runs_open(api: &crate::settings::ApiSettings, token: Option<&str>) -> Result<bool> {
+    match api.urlfrontier_listen {
+        Some(_) if api.urlfrontier_client_ca.is_some() => Ok(false),
+        Some(addr) => runs_open(addr, token).context(
+            "the URLFrontier service needs the API token or client certificates \
+             (api.urlfrontier_client_ca)",
+        ),
+        None => Ok(false),
+    }
+}
+
 /// Runs the daemon until a signal.
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
@@ -70,14 +85,18 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
              set SITEMAPD_TOKEN or api.token_file"
         );
     }
-    if let Some(addr) = settings.api.urlfrontier_listen {
-        if runs_open(addr, token.as_deref())? {
-            warn!(
-                "the URLFrontier service runs without an API token: every local process can \
-                 lease and put URLs; set SITEMAPD_TOKEN or api.token_file"
-            );
-        }
+    if frontier_runs_open(&settings.api, token.as_deref())? {
+        warn!(
+            "the URLFrontier service runs without an API token: every local process can lease \
+             and put URLs; set SITEMAPD_TOKEN or api.token_file"
+        );
     }
+    // With client certificates asked for, the certificate is the credential.
+    let client_certs = settings.api.urlfrontier_client_ca.is_some();
+    let frontier_transport = match settings.api.urlfrontier_listen {
+        Some(_) => Some(urlfrontier::transport(&settings.api)?),
+        None => None,
+    };
     let store = Arc::new(settings.store.open_with(StoreOptions {
         refresh: settings.refresh.params(),
         ..settings.scheduler.store_options()
@@ -99,13 +118,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         .block_on(tokio::net::TcpListener::bind(settings.api.listen))
         .with_context(|| format!("cannot listen on {}", settings.api.listen))?;
     let address = listener.local_addr()?;
-    let frontier_listener = match settings.api.urlfrontier_listen {
-        Some(addr) => Some(
+    let frontier_listener = match (settings.api.urlfrontier_listen, frontier_transport) {
+        (Some(addr), Some(transport)) => Some((
+            transport,
             runtime
                 .block_on(tokio::net::TcpListener::bind(addr))
                 .with_context(|| format!("cannot listen on {addr} (URLFrontier)"))?,
-        ),
-        None => None,
+        )),
+        _ => None,
     };
     // Before "listening" is announced: from then on a signal must stop the
     // daemon cleanly, not kill it (the default action).
@@ -159,12 +179,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         &settings.api.allowed_hosts,
         address,
     );
-    if let Some(listener) = frontier_listener {
+    if let Some((transport, listener)) = frontier_listener {
         runtime.spawn(urlfrontier::serve(
+            transport,
             listener,
             store.clone(),
-            token.clone(),
+            token.clone().filter(|_| !client_certs),
             log_level,
+            metrics.clone(),
             stop_rx.clone(),
         ));
     }
@@ -314,4 +336,32 @@ fn log_level_hook<S: 'static>(
         *levels = next;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::ApiSettings;
+
+    #[test]
+    fn off_loopback_the_frontier_takes_a_token_or_client_certificates() {
+        let api = |listen: &str, client_ca: bool| ApiSettings {
+            urlfrontier_listen: Some(listen.parse().unwrap()),
+            urlfrontier_client_ca: client_ca.then(|| "ca.pem".into()),
+            ..ApiSettings::default()
+        };
+        let long = "0123456789abcdef";
+        // Loopback: open without a token.
+        assert!(frontier_runs_open(&api("127.0.0.1:7071", false), None).unwrap());
+        // Off loopback: a token of 16 bytes, or client certificates.
+        let e = frontier_runs_open(&api("0.0.0.0:7071", false), None).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("api.urlfrontier_client_ca") && e.contains("needs an API token"));
+        assert!(frontier_runs_open(&api("0.0.0.0:7071", false), Some("short")).is_err());
+        assert!(!frontier_runs_open(&api("0.0.0.0:7071", false), Some(long)).unwrap());
+        assert!(!frontier_runs_open(&api("0.0.0.0:7071", true), None).unwrap());
+        // Not listening: nothing to protect.
+        let off = ApiSettings::default();
+        assert!(!frontier_runs_open(&off, None).unwrap());
+    }
 }

@@ -631,9 +631,23 @@ pub struct ApiSettings {
     pub allowed_hosts: Vec<String>,
     /// Address of the URLFrontier gRPC service (crawler-commons' frontier protocol; 7071 is
     /// its usual port), on the same store and queue as the HTTP API. Default off. Off loopback
-    /// it requires the API token, sent as gRPC metadata `authorization: Bearer <token>`.
+    /// it requires the API token, sent as gRPC metadata `authorization: Bearer <token>`, or
+    /// client certificates (`urlfrontier_client_ca`).
     #[arg(long, value_name = "ADDR")]
     pub urlfrontier_listen: Option<SocketAddr>,
+    /// The URLFrontier service's TLS certificate chain (PEM). With `urlfrontier_tls_key`, the
+    /// service speaks gRPC over TLS only.
+    #[arg(long, value_name = "FILE")]
+    pub urlfrontier_tls_cert: Option<PathBuf>,
+    /// The private key of `urlfrontier_tls_cert` (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub urlfrontier_tls_key: Option<PathBuf>,
+    /// Mutual TLS: the CA certificates (PEM) that sign the clients' certificates. A client
+    /// without a certificate signed by one of them is refused during the TLS handshake, and a
+    /// verified certificate stands for the API token (StormCrawler's client can present a
+    /// certificate but cannot send a token). Needs `urlfrontier_tls_cert`.
+    #[arg(long, value_name = "FILE")]
+    pub urlfrontier_client_ca: Option<PathBuf>,
 }
 
 /// The shortest API token accepted off loopback, bytes.
@@ -654,6 +668,9 @@ impl Default for ApiSettings {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             urlfrontier_listen: None,
+            urlfrontier_tls_cert: None,
+            urlfrontier_tls_key: None,
+            urlfrontier_client_ca: None,
         }
     }
 }
@@ -712,6 +729,17 @@ impl ApiSettings {
             "api.max_connections_per_ip",
             (1..=self.max_connections).contains(&self.max_connections_per_ip),
             "between 1 and api.max_connections",
+        )?;
+        check(
+            "api.urlfrontier_tls_key",
+            self.urlfrontier_tls_cert.is_some() == self.urlfrontier_tls_key.is_some(),
+            "set with api.urlfrontier_tls_cert: a certificate and its key go together",
+        )?;
+        check(
+            "api.urlfrontier_client_ca",
+            self.urlfrontier_client_ca.is_none() || self.urlfrontier_tls_cert.is_some(),
+            "set only with api.urlfrontier_tls_cert and api.urlfrontier_tls_key: client \
+             certificates are asked for during a TLS handshake",
         )?;
         Ok(())
     }

@@ -225,6 +225,14 @@ fn bad_values_name_their_key() {
         ("[fetch]\ntimeout = 0\n", "fetch.timeout"),
         ("[fetch]\nresolve = [\"a.example:1=1.2.3.4\"]\n", "resolve"),
         ("[scheduler]\nretire_after = 9\n", "scheduler.retire_after"),
+        (
+            "[api]\nurlfrontier_tls_cert = \"c.pem\"\n",
+            "api.urlfrontier_tls_key",
+        ),
+        (
+            "[api]\nurlfrontier_client_ca = \"ca.pem\"\n",
+            "api.urlfrontier_client_ca",
+        ),
     ] {
         let path = file(&dir, text);
         let e = format!(

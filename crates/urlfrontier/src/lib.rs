@@ -39,6 +39,36 @@ pub mod proto {
 pub mod service;
 pub use service::Frontier;
 
+/// The protocol's rpcs, as their paths name them
+/// (`/urlfrontier.URLFrontier/<rpc>`): a bounded set of labels for metrics.
+pub const RPCS: [&str; 19] = [
+    "ListNodes",
+    "ListCrawls",
+    "DeleteCrawl",
+    "ListQueues",
+    "GetURLs",
+    "PutURLs",
+    "PutDiscovered",
+    "GetStats",
+    "DeleteQueue",
+    "BlockQueueUntil",
+    "SetActive",
+    "GetActive",
+    "SetDelay",
+    "SetLogLevel",
+    "SetCrawlLimit",
+    "GetURLStatus",
+    "ListURLs",
+    "CountURLs",
+    "PurgeURLs",
+];
+
+/// The rpc a request path names, one of [`RPCS`]; `None` for any other path.
+pub fn rpc_of(path: &str) -> Option<&'static str> {
+    let method = path.strip_prefix("/urlfrontier.URLFrontier/")?;
+    RPCS.iter().copied().find(|rpc| *rpc == method)
+}
+
 /// The crawl that `""` and `"DEFAULT"` both name; replies always say this.
 pub const DEFAULT_CRAWL: &str = "DEFAULT";
 

@@ -127,31 +127,25 @@ fn messages_carry_the_reference_field_numbers() {
 #[test]
 fn every_rpc_has_the_reference_path() {
     let generated = include_str!(concat!(env!("OUT_DIR"), "/urlfrontier.rs"));
-    for rpc in [
-        "ListNodes",
-        "ListCrawls",
-        "DeleteCrawl",
-        "ListQueues",
-        "GetURLs",
-        "PutURLs",
-        "PutDiscovered",
-        "GetStats",
-        "DeleteQueue",
-        "BlockQueueUntil",
-        "SetActive",
-        "GetActive",
-        "SetDelay",
-        "SetLogLevel",
-        "SetCrawlLimit",
-        "GetURLStatus",
-        "ListURLs",
-        "CountURLs",
-        "PurgeURLs",
-    ] {
+    for rpc in sitemapd_urlfrontier::RPCS {
         let path = format!("\"/urlfrontier.URLFrontier/{rpc}\"");
         // Once in the client, once in the server's router.
         assert_eq!(generated.matches(&path).count(), 2, "{path}");
+        assert_eq!(
+            sitemapd_urlfrontier::rpc_of(&path[1..path.len() - 1]),
+            Some(rpc)
+        );
     }
+    // And RPCS has them all: the generated code names no other path.
+    assert_eq!(
+        generated.matches("\"/urlfrontier.URLFrontier/").count(),
+        2 * sitemapd_urlfrontier::RPCS.len()
+    );
+    assert_eq!(
+        sitemapd_urlfrontier::rpc_of("/urlfrontier.URLFrontier/Nope"),
+        None
+    );
+    assert_eq!(sitemapd_urlfrontier::rpc_of("/other.Service/GetURLs"), None);
 }
 
 #[tokio::test]
