@@ -82,7 +82,9 @@ pub async fn serve(
         Ok(req)
     };
     let service = InterceptedService::new(frontier.into_server(), check);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Without TCP_NODELAY a streamed answer's last segment waits for the
+    // client's delayed ACK: 40 ms per call on Linux.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let result = transport
         .layer(RpcMetricsLayer(metrics))
         .add_service(service)

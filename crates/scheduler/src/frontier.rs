@@ -533,6 +533,25 @@ mod tests {
         assert!(s.check().unwrap().is_ok());
     }
 
+    #[test]
+    fn a_batch_put_with_one_date_is_filed_in_due_lists() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let urls: Vec<String> = (0..40).map(|i| format!("https://a.example/{i}")).collect();
+        s.discover(urls.iter().map(|u| (u.clone(), Vec::new())), ts(T0))
+            .unwrap();
+        s.lease(&LeaseRequest::new(40).per_host(40), ts(T0))
+            .unwrap();
+        let items = urls.iter().map(|u| known(u, Some(T0 + 3600))).collect();
+        s.put_known(items, ts(T0 + 1), silent).unwrap();
+        // One key per list of 32 (not one per URL), all due at the date.
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "{report:?}");
+        assert_eq!(report.due_entries, 40);
+        assert_eq!(s.kv.scan_prefix([keys::DUE]).count(), 2);
+        let leased = s.lease(&LeaseRequest::new(100).per_host(100), ts(T0 + 3600));
+        assert_eq!(leased.unwrap().len(), 40);
+    }
+
     /// A date puts back in the queue a URL its sitemaps' absence retired.
     #[test]
     fn a_date_schedules_a_retired_url() {

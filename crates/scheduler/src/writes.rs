@@ -308,11 +308,14 @@ impl<'s> UrlWrites<'s> {
 }
 
 /// Whether a record moving in the queue goes into a due list rather than a
-/// key of its own: a URL new to the store (due when it was found), and a
-/// URL just leased (due again when the lease runs out, with every other URL
-/// of its host in that lease). Others are due at times of their own.
+/// key of its own: a URL new to the store (due when it was found), a URL
+/// just leased (due again when the lease runs out, with every other URL of
+/// its host in that lease), and a URL a frontier client put with a date
+/// (a crawler reports a batch with one refetch date). Others are due at
+/// times of their own.
 fn listable(before: Option<&Before>, after: &UrlRecord) -> bool {
     after.schedule.lease.is_some()
+        || after.schedule.reason == StoredReason::Requested
         || (before.is_none()
             && matches!(
                 after.schedule.reason,
