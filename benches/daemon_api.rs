@@ -28,6 +28,11 @@
 //! status; at the end RSS at 5 min, at the end, the peak and the slope over
 //! the second half, worker errors and API latencies.
 //!
+//! URLFrontier beside the HTTP API (`cargo bench --bench daemon_api --
+//! --frontier`, about 2 minutes): a 1M-URL store, GetURLs + PutURLs
+//! against lease + complete in alternating windows; see
+//! `daemon_api/frontier.rs`.
+//!
 //! The daemon's log goes to a file in the temp directory (path printed).
 
 use std::collections::BTreeMap;
@@ -42,6 +47,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+#[path = "daemon_api/frontier.rs"]
+mod frontier;
+
 use serde_json::{Value, json};
 use sitemapd_testsite::{Reply, Request, TestSite, client};
 
@@ -55,6 +63,9 @@ fn main() {
     }
     if args.iter().any(|a| a == "--serve") {
         return serve(&args);
+    }
+    if args.iter().any(|a| a == "--frontier") {
+        return frontier::compare(&args);
     }
     match arg::<f64>(&args, "--soak-minutes") {
         Some(minutes) => soak(&args, minutes),
@@ -359,6 +370,8 @@ struct LogCount {
 struct Daemon {
     child: Child,
     api: Api,
+    /// Its URLFrontier service's address, once its log said it.
+    frontier: Arc<Mutex<Option<SocketAddr>>>,
     log_path: PathBuf,
     log: Arc<Mutex<LogCount>>,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -419,6 +432,8 @@ impl Daemon {
         let (tx, rx) = mpsc::channel();
         let mut file = File::create(&log_path).unwrap();
         let counts = log.clone();
+        let frontier = Arc::new(Mutex::new(None));
+        let frontier_at = frontier.clone();
         let reader = std::thread::spawn(move || {
             let mut r = BufReader::new(stderr);
             let mut buf = Vec::new();
@@ -431,6 +446,11 @@ impl Daemon {
                 }
                 let _ = file.write_all(&buf);
                 let line = strip_ansi(String::from_utf8_lossy(&buf).trim_end());
+                if let Some(i) = line.find("URLFrontier service listening on ") {
+                    let rest = &line[i + "URLFrontier service listening on ".len()..];
+                    let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+                    *frontier_at.lock().unwrap() = addr.parse().ok();
+                }
                 if let Some(i) = line.find("listening on http://") {
                     let addr: String = line[i + "listening on http://".len()..]
                         .chars()
@@ -472,9 +492,25 @@ impl Daemon {
         Daemon {
             child,
             api: Api { addr },
+            frontier,
             log_path,
             log,
             reader: Some(reader),
+        }
+    }
+
+    /// Where its URLFrontier service listens, once it said so (10 s at most).
+    fn frontier_addr(&self) -> SocketAddr {
+        let start = Instant::now();
+        loop {
+            if let Some(addr) = *self.frontier.lock().unwrap() {
+                return addr;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the daemon did not say where its URLFrontier service listens"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -634,12 +670,28 @@ struct Worker {
     errors: Vec<String>,
     lease_ms: Vec<f64>,
     complete_ms: Vec<f64>,
+    /// Lease + complete, for the leases that handed out URLs.
+    round_ms: Vec<f64>,
 }
 
-/// `workers` threads loop lease (n 100, per_host 100) then complete
-/// (not-modified) for `seconds`; each finishes its last pair. Prints the
-/// figures and what the daemon did meanwhile.
-fn window(daemon: &Daemon, workers: usize, seconds: f64) {
+/// How many URLs a lease asks for, and at most how many of one host.
+#[derive(Clone, Copy)]
+struct Batch {
+    n: usize,
+    per_host: usize,
+}
+
+/// What a window measured: URLs taken through a full round trip per second,
+/// and each round trip's time (ms).
+struct Figures {
+    urls_per_s: f64,
+    round_ms: Vec<f64>,
+}
+
+/// `workers` threads loop lease (`batch`) then complete (not-modified) for
+/// `seconds`; each finishes its last pair. Prints the figures and what the
+/// daemon did meanwhile.
+fn window(daemon: &Daemon, workers: usize, seconds: f64, batch: Batch) -> Figures {
     let api = daemon.api;
     let m0 = api.metrics().unwrap();
     let cpu0 = cpu_secs(daemon.pid());
@@ -654,8 +706,9 @@ fn window(daemon: &Daemon, workers: usize, seconds: f64) {
                     let r = api.json(
                         "POST",
                         "/v1/lease",
-                        Some(&json!({ "n": 100, "ttl_secs": 300, "per_host": 100 })),
+                        Some(&json!({ "n": batch.n, "ttl_secs": 300, "per_host": batch.per_host })),
                     );
+                    let round = t;
                     w.lease_ms.push(ms(t));
                     let urls = match r {
                         Ok(v) => leased_urls(&v),
@@ -678,6 +731,7 @@ fn window(daemon: &Daemon, workers: usize, seconds: f64) {
                     let t = Instant::now();
                     let r = api.json("POST", "/v1/complete", Some(&Value::Array(items)));
                     w.complete_ms.push(ms(t));
+                    w.round_ms.push(ms(round));
                     match r {
                         Ok(v) => {
                             w.completed += v["completed"].as_u64().unwrap_or(0);
@@ -705,7 +759,8 @@ fn window(daemon: &Daemon, workers: usize, seconds: f64) {
     let mut complete_ms: Vec<f64> = done.iter().flat_map(|w| w.complete_ms.clone()).collect();
     let errors: Vec<&String> = done.iter().flat_map(|w| &w.errors).collect();
     println!(
-        "  {window:.2} s, {workers} client threads, lease n=100 per_host=100 ttl 300 s, complete not-modified"
+        "  {window:.2} s, {workers} client threads, lease n={} per_host={} ttl 300 s, complete not-modified",
+        batch.n, batch.per_host
     );
     println!(
         "  {:.0} URLs/s through lease + complete ({completed} completed, {leased} leased in {leases} leases: {:.1} URLs a lease; {} unknown, {} empty leases, {} errors)",
@@ -738,7 +793,17 @@ fn window(daemon: &Daemon, workers: usize, seconds: f64) {
             "NOT met"
         }
     );
+    Figures {
+        urls_per_s: completed as f64 / window,
+        round_ms: done.iter().flat_map(|w| w.round_ms.clone()).collect(),
+    }
 }
+
+/// The throughput mode's lease: 100 URLs, any number of one host.
+const HUNDRED: Batch = Batch {
+    n: 100,
+    per_host: 100,
+};
 
 fn throughput(args: &[String]) {
     let sitemaps: usize = arg(args, "--sitemaps").unwrap_or(20);
@@ -835,7 +900,7 @@ fn throughput(args: &[String]) {
         .unwrap();
     println!("POST /v1/sites: {added}");
     println!("\nwindow 1, while big2.test is being ingested:");
-    window(&daemon, workers, seconds);
+    window(&daemon, workers, seconds, HUNDRED);
 
     // The same once both walks are over: what the ingest cost the API.
     let wait = Instant::now();
@@ -858,7 +923,7 @@ fn throughput(args: &[String]) {
         stats["leased"]
     );
     println!("window 2, no ingest running:");
-    window(&daemon, workers, seconds);
+    window(&daemon, workers, seconds, HUNDRED);
 
     println!();
     daemon.print_log_summary();
