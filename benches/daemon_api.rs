@@ -782,17 +782,7 @@ fn window(daemon: &Daemon, workers: usize, seconds: f64, batch: Batch) -> Figure
         cpu / window * 100.0,
         loadavg()
     );
-    for e in errors.iter().take(10) {
-        println!("  error: {e}");
-    }
-    println!(
-        "  target >= 5,000 URLs/s: {}",
-        if completed as f64 / window >= 5_000.0 {
-            "met"
-        } else {
-            "NOT met"
-        }
-    );
+    print_errors_and_target(&errors, completed as f64 / window, 5_000.0);
     Figures {
         urls_per_s: completed as f64 / window,
         round_ms: done.iter().flat_map(|w| w.round_ms.clone()).collect(),
@@ -804,6 +794,21 @@ const HUNDRED: Batch = Batch {
     n: 100,
     per_host: 100,
 };
+
+/// A window's first errors, and whether it met its target (URLs/s).
+fn print_errors_and_target(errors: &[&String], urls_per_s: f64, target: f64) {
+    for e in errors.iter().take(10) {
+        println!("  error: {e}");
+    }
+    println!(
+        "  target >= {target:.0} URLs/s: {}",
+        if urls_per_s >= target {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+}
 
 fn throughput(args: &[String]) {
     let sitemaps: usize = arg(args, "--sitemaps").unwrap_or(20);

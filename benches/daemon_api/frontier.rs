@@ -13,7 +13,7 @@
 //!   delay_requestable 300 s), then one PutURLs stream with every URL as a
 //!   known item (`fetch.statusCode` 304, refetchable a day later), read
 //!   until every ack is in;
-//! - HTTP: the same number of threads loop `POST /v1/lease` (n = queues x
+//! - HTTP (first in even rounds): the same number of threads loop `POST /v1/lease` (n = queues x
 //!   per-queue, per_host = per-queue) then `POST /v1/complete`
 //!   (not-modified), as the throughput mode does.
 //!
@@ -33,7 +33,8 @@ use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
 use tonic::transport::Channel;
 
 use super::{
-    Batch, Daemon, Figures, TOKEN, arg, cpu_secs, loadavg, log_path, ms, percentiles, window,
+    Batch, Daemon, Figures, TOKEN, arg, cpu_secs, loadavg, log_path, ms, percentiles,
+    print_errors_and_target, window,
 };
 
 /// What one URLFrontier task did.
@@ -116,7 +117,15 @@ pub fn compare(args: &[String]) {
         per_host: per_queue as usize,
     };
     let mut rows = Vec::new();
+    // Which API goes first alternates: what one window leaves in the store
+    // (emptied due lists, cold pages) the next one meets.
     for round in 1..=rounds {
+        let http_first = round % 2 == 0;
+        let mut http = None;
+        if http_first {
+            println!("\nround {round}, HTTP API first:");
+            http = Some(window(&daemon, workers, seconds, batch));
+        }
         println!("\nround {round}, URLFrontier:");
         let cpu = cpu_secs(daemon.pid());
         let m0 = daemon.api.metrics().unwrap();
@@ -139,8 +148,10 @@ pub fn compare(args: &[String]) {
             "  daemon: {:.0}% of one core",
             (cpu_secs(daemon.pid()) - cpu) / seconds * 100.0
         );
-        println!("round {round}, HTTP API:");
-        let http = window(&daemon, workers, seconds, batch);
+        let http = http.unwrap_or_else(|| {
+            println!("round {round}, HTTP API:");
+            window(&daemon, workers, seconds, batch)
+        });
         rows.push((grpc, http));
     }
 
@@ -275,17 +286,7 @@ async fn grpc_window(
     );
     println!("  GetURLs:  {}", percentiles(&mut get_ms));
     println!("  PutURLs:  {}", percentiles(&mut put_ms));
-    for e in errors.iter().take(10) {
-        println!("  error: {e}");
-    }
-    println!(
-        "  target >= 20,000 URLs/s: {}",
-        if acked as f64 / window >= 20_000.0 {
-            "met"
-        } else {
-            "NOT met"
-        }
-    );
+    print_errors_and_target(&errors, acked as f64 / window, 20_000.0);
     Figures {
         urls_per_s: acked as f64 / window,
         round_ms,

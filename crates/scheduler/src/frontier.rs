@@ -586,6 +586,21 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_takes_the_urls_of_max_hosts_hosts_at_most() {
+        let s = two_hosts();
+        let request = LeaseRequest::new(10).per_host(10).max_hosts(1);
+        let leased = s.lease(&request, ts(T0)).unwrap();
+        assert_eq!(
+            urls(&leased),
+            ["https://a.example/1", "https://a.example/2"]
+        );
+        // The other host is left for the next lease.
+        let leased = s.lease(&request, ts(T0)).unwrap();
+        assert_eq!(urls(&leased), ["https://b.example/1"]);
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
     fn a_deleted_queue_takes_its_urls_and_counts() {
         let s = two_hosts();
         s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();

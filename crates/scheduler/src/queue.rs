@@ -9,8 +9,8 @@
 //! each URL carries the earliest time it should be fetched (`not_before`),
 //! spaced by that delay.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -29,7 +29,7 @@ use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 
 /// What a crawler asks of [`Store::lease`]: how many URLs, how many of one
-/// host at most, and for how long.
+/// host at most, of how many hosts at most, and for how long.
 ///
 /// ```
 /// use std::time::Duration;
@@ -38,6 +38,7 @@ use crate::writes::{Before, UrlWrites};
 /// let request = LeaseRequest::new(100).per_host(5).ttl(Duration::from_secs(600));
 /// assert_eq!((request.n, request.per_host), (100, 5));
 /// assert_eq!(LeaseRequest::new(100).ttl, LeaseRequest::DEFAULT_TTL);
+/// assert_eq!(LeaseRequest::new(100).max_hosts(3).max_hosts, 3);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -49,6 +50,11 @@ pub struct LeaseRequest {
     /// How long the lease holds (under a second counts as a second); a URL
     /// not completed by then is due again.
     pub ttl: Duration,
+    /// Hosts at most (`usize::MAX`: any number). Once that many hosts may
+    /// be given URLs, no other host is looked at, and the scan of the due
+    /// index ends as soon as they all have their share (a URL frontier's
+    /// `max_queues`).
+    pub max_hosts: usize,
 }
 
 impl LeaseRequest {
@@ -64,7 +70,14 @@ impl LeaseRequest {
             n,
             per_host: Self::DEFAULT_PER_HOST,
             ttl: Self::DEFAULT_TTL,
+            max_hosts: usize::MAX,
         }
+    }
+
+    /// URLs of at most `max_hosts` hosts.
+    pub const fn max_hosts(mut self, max_hosts: usize) -> LeaseRequest {
+        self.max_hosts = max_hosts;
+        self
     }
 
     /// At most `per_host` URLs of one host.
@@ -257,6 +270,18 @@ impl Candidate {
     }
 }
 
+/// Keeps the candidates of the first `max_hosts` hosts met, in order.
+fn keep_hosts(found: &mut Vec<Candidate>, max_hosts: usize) {
+    if max_hosts == usize::MAX {
+        return;
+    }
+    let mut hosts: HashSet<String> = HashSet::new();
+    found.retain(|c| {
+        let host = keys::host_of(&c.url);
+        hosts.contains(host) || (hosts.len() < max_hosts && hosts.insert(host.to_string()))
+    });
+}
+
 /// One pass over the due index at `now`: per host, how many URLs it may be
 /// given (asked once per host) and how many were taken.
 struct DueScan<'s, F> {
@@ -264,6 +289,12 @@ struct DueScan<'s, F> {
     now: i64,
     allowance: F,
     per: HashMap<String, (usize, usize)>,
+    /// Hosts that may be given URLs at most; then the others are passed.
+    max_hosts: usize,
+    /// Hosts found that may be given URLs, and how many of them have their
+    /// share.
+    open_hosts: usize,
+    full_hosts: usize,
     /// Each host's robots rules.
     rules: RulesCache<'s>,
     /// Due URLs the rules disallow, passed over (a lease marks them).
@@ -288,7 +319,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
         let mut from = keys::due_class(class as u8);
         'scan: loop {
             for item in self.store.kv.range(from.clone()..end.clone()) {
-                if taken_here >= limit {
+                if taken_here >= limit || self.exhausted() {
                     break 'scan;
                 }
                 let (key, value) = item?;
@@ -366,11 +397,23 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
         self.per.get(host).is_some_and(|(taken, cap)| taken >= cap)
     }
 
+    /// Whether nothing more can be taken: as many hosts as may be given
+    /// URLs were found, and each has its share.
+    fn exhausted(&self) -> bool {
+        self.open_hosts >= self.max_hosts && self.full_hosts >= self.open_hosts
+    }
+
     /// Whether a due URL of `host` may be taken: not if its host has its
-    /// allowance, nor if the rules disallow it (noted in `blocked`).
+    /// allowance (or comes after `max_hosts` others), nor if the rules
+    /// disallow it (noted in `blocked`).
     fn admit(&mut self, url: &str, host: &str) -> Result<Taken, StoreError> {
         if !self.per.contains_key(host) {
-            let cap = (self.allowance)(host)?;
+            let cap = if self.open_hosts >= self.max_hosts {
+                0
+            } else {
+                (self.allowance)(host)?
+            };
+            self.open_hosts += usize::from(cap > 0);
             self.per.insert(host.to_string(), (0, cap));
         }
         if self.full(host) {
@@ -385,8 +428,9 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
 
     /// One more URL taken for `host`.
     fn take(&mut self, host: &str) {
-        if let Some((taken, _)) = self.per.get_mut(host) {
+        if let Some((taken, cap)) = self.per.get_mut(host) {
             *taken += 1;
+            self.full_hosts += usize::from(*taken == *cap);
         }
     }
 
@@ -521,6 +565,9 @@ impl Store {
             now,
             allowance: |_: &str| Ok(usize::MAX),
             per: HashMap::new(),
+            max_hosts: usize::MAX,
+            open_hosts: 0,
+            full_hosts: 0,
             rules: RulesCache::new(self),
             blocked: Vec::new(),
         };
@@ -600,6 +647,10 @@ impl Store {
                 Ok(allowed)
             },
             per: HashMap::new(),
+            // Twice the hosts, as twice the URLs: a choice by urgency.
+            max_hosts: request.max_hosts.saturating_mul(OVERSCAN),
+            open_hosts: 0,
+            full_hosts: 0,
             rules: RulesCache::new(self),
             blocked: Vec::new(),
         };
@@ -618,8 +669,10 @@ impl Store {
         let blocked = std::mem::take(&mut scan.blocked);
         drop(scan);
         found.sort_by(Candidate::order);
+        keep_hosts(&mut found, request.max_hosts);
         found.truncate(n - samples.len());
         found.extend(samples);
+        keep_hosts(&mut found, request.max_hosts);
         let found = self.with_records(found)?;
         let mut writes = UrlWrites::new(self);
         // Due URLs whose host's rules changed since they were scheduled

@@ -523,13 +523,11 @@ impl Inner {
             }
             let request = LeaseRequest::new(left)
                 .per_host(per_queue.min(left))
+                .max_hosts(max_queues - queues_served)
                 .ttl(hold);
-            let mut admitted = 0usize;
             let leased = store
                 .lease_admitting(&request, now_ts(now), |host| {
-                    if (!p.key.is_empty() && host != p.key)
-                        || queues_served + admitted >= max_queues
-                    {
+                    if !p.key.is_empty() && host != p.key {
                         return 0;
                     }
                     // A queue with no rules yet (none set, never served)
@@ -557,7 +555,6 @@ impl Inner {
                             in_transit
                         }
                     };
-                    admitted += 1;
                     per_queue - in_transit
                 })
                 .map_err(store_status)?;
