@@ -479,7 +479,13 @@ fn every_rpc_through_the_daemon() {
         assert_eq!(crawls.values, ["DEFAULT"]);
     });
     // /metrics counts the rpcs by status and times them; a stream is
-    // counted once, when it ends.
+    // counted once, when it ends. An rpc is counted when the daemon drops
+    // its answer, which may come just after the client read it: the last
+    // one is waited for.
+    let last = "sitemapd_urlfrontier_rpcs_total{rpc=\"ListCrawls\",code=\"Ok\"} 2\n";
+    d.wait_for("the last rpc counted", |d| {
+        d.get("/metrics").as_str().is_some_and(|m| m.contains(last))
+    });
     let metrics = d.get("/metrics");
     let metrics = metrics.as_str().unwrap();
     let value = |name: &str| -> f64 {

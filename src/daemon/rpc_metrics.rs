@@ -4,8 +4,9 @@
 //! An rpc is timed from its request to the end of its response body: a
 //! streaming rpc (GetURLs, ListURLs, PutURLs …) for its whole stream. Its
 //! status is read from the response head (a trailers-only answer, as a
-//! refused token gets) or from its trailers. A response dropped before it
-//! ended (the client went away, the daemon stopped) counts as `Cancelled`.
+//! refused token gets) or from its trailers. A response that ended without
+//! a status (the client went away, the daemon stopped, the body failed)
+//! counts as `Cancelled`.
 //! Paths that name no rpc of the protocol count as the rpc `other`, so the
 //! labels stay a bounded set.
 
@@ -67,7 +68,8 @@ where
         };
         let response = self.inner.call(request);
         Box::pin(async move {
-            // An error here is the transport's: no status was sent.
+            // An error here is the transport's: no status was sent, and
+            // the call counts as Cancelled.
             let response = response.await?;
             call.code = status_of(response.headers());
             Ok(response.map(|inner| MeteredBody { inner, call }))

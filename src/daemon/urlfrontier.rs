@@ -37,6 +37,12 @@ const HANDSHAKE: Duration = Duration::from_secs(10);
 pub fn transport(api: &ApiSettings) -> Result<Server> {
     let server = Server::builder().http2_keepalive_interval(Some(Duration::from_secs(60)));
     let (Some(cert), Some(key)) = (&api.urlfrontier_tls_cert, &api.urlfrontier_tls_key) else {
+        // The settings' check refuses this too; the token rule relies on
+        // it, so it is refused here again rather than served in plain text.
+        anyhow::ensure!(
+            api.urlfrontier_client_ca.is_none(),
+            "api.urlfrontier_client_ca needs api.urlfrontier_tls_cert and api.urlfrontier_tls_key"
+        );
         return Ok(server);
     };
     let mut tls = ServerTlsConfig::new()
@@ -53,7 +59,8 @@ pub fn transport(api: &ApiSettings) -> Result<Server> {
 
 /// A PEM file's bytes.
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    std::fs::read(path)
+        .with_context(|| format!("cannot read {} (URLFrontier TLS settings)", path.display()))
 }
 
 /// Serves the URLFrontier protocol on `listener` through `transport` until

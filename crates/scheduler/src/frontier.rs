@@ -601,6 +601,32 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_looks_at_twice_max_hosts_hosts_and_serves_max_hosts() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let items = ["a", "b", "c"]
+            .into_iter()
+            .flat_map(|h| (0..3).map(move |i| (format!("https://{h}.example/{i}"), Vec::new())));
+        s.discover(items, ts(T0)).unwrap();
+        let mut asked = Vec::new();
+        let request = LeaseRequest::new(10).per_host(2).max_hosts(1);
+        let leased = s
+            .lease_admitting(&request, ts(T0), |host| {
+                asked.push(host.to_string());
+                usize::MAX
+            })
+            .unwrap();
+        // Twice max_hosts hosts are looked at (a choice by urgency): c is
+        // never asked; the URLs of one host are handed out.
+        assert_eq!(asked, ["a.example", "b.example"]);
+        assert_eq!(leased.len(), 2);
+        assert!(
+            urls(&leased)
+                .iter()
+                .all(|u| u.starts_with("https://a.example/"))
+        );
+    }
+
+    #[test]
     fn a_deleted_queue_takes_its_urls_and_counts() {
         let s = two_hosts();
         s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();

@@ -50,10 +50,11 @@ pub struct LeaseRequest {
     /// How long the lease holds (under a second counts as a second); a URL
     /// not completed by then is due again.
     pub ttl: Duration,
-    /// Hosts at most (`usize::MAX`: any number). Once that many hosts may
-    /// be given URLs, no other host is looked at, and the scan of the due
-    /// index ends as soon as they all have their share (a URL frontier's
-    /// `max_queues`).
+    /// Hosts at most (`usize::MAX`, the default: any number; 0 counts as
+    /// 1): a URL frontier's `max_queues`. The scan of the due index looks
+    /// at twice as many hosts (the choice by urgency among twice the URLs a
+    /// lease hands out), no more, and ends once they all have their share;
+    /// the most urgent URLs of `max_hosts` of them are handed out.
     pub max_hosts: usize,
 }
 
@@ -616,8 +617,9 @@ impl Store {
     /// [`Store::lease`], where `admit` says how many URLs each host (by
     /// name, `host[:port]`) may be given at most (0: none), on top of the
     /// request's `per_host` and the host's politeness. It is asked once per
-    /// host with due URLs, under the store's write lock: what a URL
-    /// frontier client's per-queue rules decide ([`crate::frontier`]).
+    /// host the scan of the due index looks at (not past the request's
+    /// `max_hosts`), under the store's write lock: what a URL frontier
+    /// client's per-queue rules decide ([`crate::frontier`]).
     pub fn lease_admitting(
         &self,
         request: &LeaseRequest,
@@ -629,6 +631,7 @@ impl Store {
         let ttl = request.ttl_secs();
         let horizon = now.saturating_add(ttl);
         let per_host = request.per_host.max(1);
+        let max_hosts = request.max_hosts.max(1);
         let _lock = self.lock();
         let mut credit = self
             .validation_credit
@@ -648,7 +651,7 @@ impl Store {
             },
             per: HashMap::new(),
             // Twice the hosts, as twice the URLs: a choice by urgency.
-            max_hosts: request.max_hosts.saturating_mul(OVERSCAN),
+            max_hosts: max_hosts.saturating_mul(OVERSCAN),
             open_hosts: 0,
             full_hosts: 0,
             rules: RulesCache::new(self),
@@ -669,11 +672,14 @@ impl Store {
         let blocked = std::mem::take(&mut scan.blocked);
         drop(scan);
         found.sort_by(Candidate::order);
-        keep_hosts(&mut found, request.max_hosts);
-        found.truncate(n - samples.len());
-        found.extend(samples);
-        keep_hosts(&mut found, request.max_hosts);
-        let found = self.with_records(found)?;
+        // The samples first, so that a limit on hosts keeps them (their
+        // credit is spent), then the most urgent; handed out after them.
+        let mut chosen = samples;
+        chosen.extend(found);
+        keep_hosts(&mut chosen, max_hosts);
+        chosen.truncate(n);
+        chosen.sort_by_key(|c| c.class == Urgency::Validation);
+        let found = self.with_records(chosen)?;
         let mut writes = UrlWrites::new(self);
         // Due URLs whose host's rules changed since they were scheduled
         // (and no `set_robots` pass reached them yet): out of the queue.

@@ -13,9 +13,10 @@
 //! record names the list ([`UrlRecord::listed`]). A lease files the URLs it
 //! hands out the same way (all of a host's share of one lease are due again
 //! at its expiry): a lease of 1,000 URLs writes a list per host, not 1,000
-//! due keys. When its place in the queue changes otherwise (a fetch, a
-//! block, a retirement), a URL leaves its list for a due key of its own; a
-//! list left empty is removed.
+//! due keys, and so does a URL frontier client's report of a batch with
+//! one refetch date (reason `requested`). When its place in the queue
+//! changes otherwise (a fetch, a block, a retirement), a URL leaves its
+//! list for a due key of its own; a list left empty is removed.
 //! A URL's record and its list change in the same batch, so a crash never
 //! leaves one without the other.
 //!

@@ -8,10 +8,10 @@
 //! - A queue is a host (`host[:port]`, as the store keys it): a client's
 //!   `key` names a queue when it is a host; a URL is always filed under its
 //!   own host.
-//! - GetURLs is a lease ([`Store::lease_admitting`]): the store's
-//!   politeness and priority order, with the protocol's per-queue rules
-//!   (blocks, delays, crawl limits, in-transit URLs, `max_queues`) as its
-//!   admit rule. Those rules live in memory, as in the reference service:
+//! - GetURLs is a lease ([`Store::lease_admitting`]) of `max_queues`
+//!   hosts at most ([`LeaseRequest::max_hosts`]): the store's politeness
+//!   and priority order, with the protocol's per-queue rules (blocks,
+//!   delays, crawl limits, in-transit URLs) as its admit rule. Those rules live in memory, as in the reference service:
 //!   a restart forgets them (the URLs and their leases stay).
 //! - PutURLs and PutDiscovered write through [`Store::put_known`] and
 //!   [`Store::discover`].
