@@ -248,6 +248,7 @@ fn the_api_answers_errors_ranges_ids_and_times_plainly() {
         (json!({"per_host": 6}), "per_host must be between 1 and 5"),
         (json!({"per_host": 0}), "per_host must be between 1 and 5"),
         (json!({"n": 51}), "n must be between 1 and 50"),
+        (json!({"max_hosts": 0}), "max_hosts must be at least 1"),
         (
             json!({"ttl_secs": 0}),
             "ttl_secs must be between 1 and 604800",

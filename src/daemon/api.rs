@@ -309,6 +309,8 @@ struct LeaseRequest {
     n: Option<usize>,
     ttl_secs: Option<i64>,
     per_host: Option<usize>,
+    /// URLs of this many hosts at most (default: any number).
+    max_hosts: Option<usize>,
 }
 
 /// URLs per lease when a request gives no `n` (fewer if `api.max_lease` is lower).
@@ -345,9 +347,16 @@ async fn lease(
             state.per_host
         )));
     }
+    if req.max_hosts == Some(0) {
+        return Err(ApiError::bad_request(
+            "max_hosts must be at least 1 (leave it out for any number)",
+        ));
+    }
+    let max_hosts = req.max_hosts.unwrap_or(usize::MAX);
     let leased = durable(&state, move |store| {
         let request = sitemapd_scheduler::LeaseRequest::new(n)
             .per_host(per_host)
+            .max_hosts(max_hosts)
             .ttl(std::time::Duration::from_secs(ttl.unsigned_abs()));
         Ok(store.lease(&request, Timestamp::now())?)
     })
