@@ -44,11 +44,16 @@ fn frontier_addr(d: &Daemon) -> String {
 }
 
 async fn client(addr: &str, token: Option<&'static str>) -> Client {
+    try_client(addr, token).await.unwrap()
+}
+
+/// [`client`], or why it could not connect.
+async fn try_client(addr: &str, token: Option<&'static str>) -> Result<Client, String> {
     let channel = Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
         .await
-        .unwrap();
+        .map_err(|e| format!("connect: {e:?}"))?;
     let auth: Auth = Box::new(move |mut req: Request<()>| {
         if let Some(t) = token {
             req.metadata_mut()
@@ -56,7 +61,7 @@ async fn client(addr: &str, token: Option<&'static str>) -> Client {
         }
         Ok(req)
     });
-    UrlFrontierClient::with_interceptor(channel, auth)
+    Ok(UrlFrontierClient::with_interceptor(channel, auth))
 }
 
 /// No delay between two servings of a queue (SetDelay, no key), for the
@@ -621,6 +626,56 @@ fn a_client_certificate_stands_for_the_token() {
     });
     let (status, _) = common::http(d.addr, "GET", "/v1/stats", None, None);
     assert_eq!(status, 401);
+}
+
+/// The service holds `api.max_connections` connections at most: one more
+/// is closed when accepted, and a slot frees when a client goes away.
+#[test]
+fn connections_beyond_the_cap_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &[
+            "--urlfrontier-listen",
+            "127.0.0.1:0",
+            "--max-connections",
+            "2",
+            "--max-connections-per-ip",
+            "2",
+        ],
+    );
+    let addr = frontier_addr(&d);
+    runtime().block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut c = client(&addr, Some(TOKEN)).await;
+            assert!(c.get_active(proto::Local { local: false }).await.is_ok());
+            held.push(c);
+        }
+        // A third connection, with the token: closed before its call.
+        let refused = match try_client(&addr, Some(TOKEN)).await {
+            Ok(mut c) => c
+                .get_active(proto::Local { local: false })
+                .await
+                .map(|r| r.into_inner().state)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        assert!(refused.is_err(), "{refused:?}");
+        drop(held.pop());
+        // The closed connection's slot comes back.
+        let mut served = false;
+        for _ in 0..50 {
+            if let Ok(mut c) = try_client(&addr, Some(TOKEN)).await {
+                if c.get_active(proto::Local { local: false }).await.is_ok() {
+                    served = true;
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(served, "no slot came back after a client left");
+    });
 }
 
 /// A sitemap site's URLs through the frontier: leased, reported (a 304 for

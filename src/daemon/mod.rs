@@ -180,9 +180,16 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         address,
     );
     if let Some((transport, listener)) = frontier_listener {
+        // Its connections come out of what the HTTP API leaves of the
+        // open-file limit.
+        let frontier_connections = conns::connection_cap(
+            settings.api.max_connections,
+            fd_limit.map(|l| l.saturating_sub(max_connections as u64)),
+        );
         runtime.spawn(urlfrontier::serve(
             transport,
             listener,
+            frontier_connections,
             store.clone(),
             token.clone().filter(|_| !client_certs),
             log_level,

@@ -10,18 +10,24 @@
 //! a token.
 
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sitemapd_scheduler::Store;
 use sitemapd_urlfrontier::Frontier;
 use sitemapd_urlfrontier::service::LogLevelHook;
-use tokio::sync::watch;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_stream::StreamExt;
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::Connected;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Status};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::metrics::Metrics;
 use super::rpc_metrics::RpcMetricsLayer;
@@ -29,13 +35,17 @@ use crate::settings::ApiSettings;
 
 /// How long a client may take over its TLS handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
+/// Streams (calls) one connection may have open at once.
+const STREAMS_PER_CONNECTION: u32 = 128;
 
 /// The service's transport, as the settings ask: TLS when a certificate is
 /// set, and client certificates required when a client CA is. Built before
 /// the daemon listens, so that a file that does not read or parse stops it
 /// at start.
 pub fn transport(api: &ApiSettings) -> Result<Server> {
-    let server = Server::builder().http2_keepalive_interval(Some(Duration::from_secs(60)));
+    let server = Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(60)))
+        .max_concurrent_streams(Some(STREAMS_PER_CONNECTION));
     let (Some(cert), Some(key)) = (&api.urlfrontier_tls_cert, &api.urlfrontier_tls_key) else {
         // The settings' check refuses this too; the token rule relies on
         // it, so it is refused here again rather than served in plain text.
@@ -64,10 +74,14 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Serves the URLFrontier protocol on `listener` through `transport` until
-/// `stop` turns true. `token`, when set, is asked of every call.
+/// `stop` turns true, holding `max_connections` connections at most (one
+/// more is closed as soon as it is accepted). `token`, when set, is asked
+/// of every call.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     transport: Server,
     listener: tokio::net::TcpListener,
+    max_connections: usize,
     store: Arc<Store>,
     token: Option<String>,
     log_level: LogLevelHook,
@@ -92,6 +106,20 @@ pub async fn serve(
     // Without TCP_NODELAY a streamed answer's last segment waits for the
     // client's delayed ACK: 40 ms per call on Linux.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let incoming = incoming.filter_map(move |accepted| match accepted {
+        Ok(io) => match slots.clone().try_acquire_owned() {
+            Ok(slot) => Some(Ok(Held { io, _slot: slot })),
+            Err(_) => {
+                debug!(
+                    peer = ?io.peer_addr().ok(),
+                    "URLFrontier connection closed: {max_connections} connections open"
+                );
+                None
+            }
+        },
+        Err(e) => Some(Err(e)),
+    });
     let result = transport
         .layer(RpcMetricsLayer(metrics))
         .add_service(service)
@@ -101,5 +129,66 @@ pub async fn serve(
         .await;
     if let Err(e) = result {
         warn!(error = %e, "the URLFrontier service stopped");
+    }
+}
+
+/// An accepted connection, holding one of the service's connection slots
+/// until it closes.
+struct Held {
+    io: TcpStream,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Held {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Held {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+impl Connected for Held {
+    type ConnectInfo = <TcpStream as Connected>::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.io.connect_info()
     }
 }

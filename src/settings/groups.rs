@@ -611,7 +611,9 @@ pub struct ApiSettings {
     /// Connections the API holds at most; lowered at start to stay below the open-file limit
     /// (RLIMIT_NOFILE, less 256 for the store and the fetcher). When all are taken, a new
     /// connection takes the slot of the oldest idle one (no request in flight) of the address
-    /// holding the most, which is closed; with none idle it is answered 503.
+    /// holding the most, which is closed; with none idle it is answered 503. The URLFrontier
+    /// service holds as many in a pool of its own (within what the open-file limit leaves), and
+    /// closes one more as soon as it is accepted.
     #[arg(long, default_value_t = ApiSettings::default().max_connections)]
     pub max_connections: usize,
     /// Connections one client address (an IPv4 address, an IPv6 /64) holds at most; its next
