@@ -319,6 +319,61 @@ impl Store {
         }
     }
 
+    /// Deletes the URLs of queue `host` (of every queue when `None`) that
+    /// the store first held before `cutoff`: [`Store::delete_urls`] a batch
+    /// at a time, each pass of the scan going on from where the last one
+    /// stopped (not from the first URL again). The number deleted.
+    pub fn purge(&self, host: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
+        self.purge_in_batches(host, cutoff, DELETE_BATCH)
+    }
+
+    fn purge_in_batches(
+        &self,
+        host: Option<&str>,
+        cutoff: Timestamp,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        let prefixes = match host {
+            Some(host) => crate::store::host_prefixes(host),
+            None => vec![vec![keys::URL]],
+        };
+        let mut deleted = 0;
+        for prefix in prefixes {
+            let mut end = prefix.clone();
+            if let Some(last) = end.last_mut() {
+                *last += 1; // a URL prefix ends in '/' or 'u': never 0xff
+            }
+            let mut from = prefix;
+            loop {
+                let mut old = Vec::new();
+                let mut read_to = None;
+                let mut whole = true;
+                for item in self.records_in::<UrlRecord>(from.clone()..end.clone()) {
+                    let Ok((url, rec)) = item else {
+                        continue; // a record that does not decode: `check` names it
+                    };
+                    if rec.first_seen < cutoff.unix() {
+                        old.push(url.clone());
+                    }
+                    read_to = Some(url);
+                    if old.len() >= batch {
+                        whole = false;
+                        break;
+                    }
+                }
+                deleted += self.delete_urls(&old)?;
+                match read_to {
+                    Some(url) if !whole => {
+                        from = keys::url(&url);
+                        from.push(0);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Deletes queue `host`: its URLs, their due entries, its counts, its
     /// host record and robots rules. The number of URLs deleted.
     pub fn delete_queue(&self, host: &str) -> Result<u64, StoreError> {
@@ -624,6 +679,34 @@ mod tests {
                 .iter()
                 .all(|u| u.starts_with("https://a.example/"))
         );
+    }
+
+    #[test]
+    fn a_purge_deletes_the_old_urls_pass_after_pass() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        // Old and young URLs interleaved in key order, on two schemes.
+        let url = |i: usize| {
+            let scheme = if i % 3 == 0 { "http" } else { "https" };
+            format!("{scheme}://a.example/{i:02}")
+        };
+        let (old, young): (Vec<usize>, Vec<usize>) = (0..12).partition(|i| i % 2 == 0);
+        s.discover(old.iter().map(|&i| (url(i), Vec::new())), ts(T0))
+            .unwrap();
+        s.discover(young.iter().map(|&i| (url(i), Vec::new())), ts(T0 + 100))
+            .unwrap();
+        s.discover([("https://b.example/1".to_string(), Vec::new())], ts(T0))
+            .unwrap();
+        // Batches of 2: six passes over a.example, each going on from the
+        // last.
+        let purged = s.purge_in_batches(Some("a.example"), ts(T0 + 50), 2);
+        assert_eq!(purged.unwrap(), 6);
+        for i in 0..12 {
+            assert_eq!(s.url(&url(i)).unwrap().is_some(), i % 2 == 1, "{}", url(i));
+        }
+        assert!(s.url("https://b.example/1").unwrap().is_some());
+        // Every queue: b.example's old URL goes too.
+        assert_eq!(s.purge(None, ts(T0 + 50)).unwrap(), 1);
+        assert!(s.check().unwrap().is_ok());
     }
 
     #[test]

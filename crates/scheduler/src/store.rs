@@ -360,14 +360,9 @@ impl Store {
         &'a self,
         host: &'a str,
     ) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a {
-        let schemes: &[&str] = if host.is_empty() || host.contains(['/', '?', '#']) {
-            &[]
-        } else {
-            &["http", "https"]
-        };
-        schemes
-            .iter()
-            .flat_map(move |scheme| self.records(keys::url(&format!("{scheme}://{host}/"))))
+        host_prefixes(host)
+            .into_iter()
+            .flat_map(move |prefix| self.records(prefix))
             .filter(crate::error::intact)
     }
 
@@ -664,6 +659,18 @@ fn as_of(r: &UrlRecord) -> i64 {
         t = t.max(n.last);
     }
     t
+}
+
+/// The key prefixes of the URL records of `host` (`host[:port]`): its http
+/// and https URLs; none for a name no URL can have.
+pub(crate) fn host_prefixes(host: &str) -> Vec<Vec<u8>> {
+    if host.is_empty() || host.contains(['/', '?', '#']) {
+        return Vec::new();
+    }
+    ["http", "https"]
+        .iter()
+        .map(|scheme| keys::url(&format!("{scheme}://{host}/")))
+        .collect()
 }
 
 #[cfg(test)]

@@ -51,8 +51,6 @@ pub const DEFAULT_PAGE: usize = 100;
 pub const PUT_CHUNK: usize = 1024;
 /// Seconds between two prunings of the per-queue rules.
 const PRUNE_EVERY: i64 = 60;
-/// URLs PurgeURLs deletes per pass.
-const PURGE_BATCH: usize = 10_000;
 /// The longest a PutURLs item waits for others to be written with.
 pub const PUT_WAIT: Duration = Duration::from_millis(2);
 /// A put stream that sends nothing for this long is closed, as is a
@@ -1116,29 +1114,9 @@ impl UrlFrontier for Frontier {
             };
             let cutoff = Inner::now().saturating_sub(i64::from(p.days) * 86_400);
             let host = (!p.key.is_empty()).then_some(p.key.as_str());
-            // Collected a batch at a time (deleting while iterating the
-            // same keys is left to no store).
-            let mut purged = 0;
-            loop {
-                let mut old = Vec::new();
-                for view in store.queue_urls(host, Timestamp::now()) {
-                    let view = view.map_err(store_status)?;
-                    if view.first_seen.unix() < cutoff {
-                        old.push(view.url);
-                        if old.len() >= PURGE_BATCH {
-                            break;
-                        }
-                    }
-                }
-                if old.is_empty() {
-                    return Ok(purged);
-                }
-                let deleted = store.delete_urls(&old).map_err(store_status)?;
-                if deleted == 0 {
-                    return Ok(purged);
-                }
-                purged += deleted;
-            }
+            store
+                .purge(host, Timestamp::from_unix(cutoff))
+                .map_err(store_status)
         })
         .await?;
         Ok(Response::new(proto::Long { value }))
