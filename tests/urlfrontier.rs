@@ -628,6 +628,76 @@ fn a_client_certificate_stands_for_the_token() {
     assert_eq!(status, 401);
 }
 
+/// A client's key that is not the host (StormCrawler partitioning by
+/// domain) names one queue of several hosts: listed, counted, served,
+/// limited and deleted as one.
+#[test]
+fn a_client_key_is_one_queue_of_its_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        &dir.path().join("store"),
+        &["--urlfrontier-listen", "127.0.0.1:0"],
+    );
+    let addr = frontier_addr(&d);
+    runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        no_delay(&mut c).await;
+        let keyed = |url: &str| {
+            let mut item = discovered(url, "");
+            if let Some(proto::url_item::Item::Discovered(d)) = &mut item.item {
+                d.info.as_mut().unwrap().key = "example".into();
+            }
+            item
+        };
+        let acks = put(
+            &mut c,
+            vec![keyed(A1), keyed(B1), keyed("https://b.example/2")],
+        )
+        .await;
+        assert!(acks.values().all(|a| *a == Ack::Ok), "{acks:?}");
+        let page = proto::Pagination {
+            start: 0,
+            size: 0,
+            include_inactive: true,
+            crawl_id: String::new(),
+            local: false,
+        };
+        let queues = c.list_queues(page).await.unwrap().into_inner();
+        assert_eq!(queues.values, ["example"]);
+        let stats = c
+            .get_stats(scoped("example", ""))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((stats.size, stats.number_of_queues), (3, 1));
+        // Two URLs per queue, across its hosts: a call gives the first
+        // host the queue's share (a.example has one URL due), the next
+        // what is left; then the queue has its two in transit.
+        let mut got = get_urls(&mut c, get(2, 0, "", None)).await;
+        got.extend(get_urls(&mut c, get(2, 0, "", None)).await);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|i| i.key == "example"), "{got:?}");
+        assert!(get_urls(&mut c, get(2, 0, "", None)).await.is_empty());
+        let n = |r: tonic::Response<proto::Long>| r.into_inner().value;
+        assert_eq!(n(c.delete_queue(scoped("example", "")).await.unwrap()), 3);
+        let page = proto::Pagination {
+            start: 0,
+            size: 0,
+            include_inactive: true,
+            crawl_id: String::new(),
+            local: false,
+        };
+        assert!(
+            c.list_queues(page)
+                .await
+                .unwrap()
+                .into_inner()
+                .values
+                .is_empty()
+        );
+    });
+}
+
 /// The service holds `api.max_connections` connections at most: one more
 /// is closed when accepted, and a slot frees when a client goes away.
 #[test]

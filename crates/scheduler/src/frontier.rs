@@ -397,9 +397,65 @@ impl Store {
             for key in [keys::tally(host), keys::host(host), keys::robots(host)] {
                 batch.remove(key);
             }
+            self.unfile(host, &mut batch)?;
             self.kv.apply_batch(batch)?;
         }
         Ok(deleted)
+    }
+
+    /// Files each host under a client's queue `key` (a URL frontier key
+    /// that is not the host: a domain, an IP address …): the queue holds
+    /// the URLs of every host filed under it. A host is under one key at a
+    /// time, the last one given; its own name as the key files it back
+    /// under itself.
+    pub fn file_under<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), StoreError> {
+        let _lock = self.lock();
+        let mut batch = crate::kv::Batch::default();
+        let mut filed: HashMap<&str, &str> = HashMap::new();
+        for (host, key) in pairs {
+            filed.insert(host, key);
+        }
+        for (host, key) in filed {
+            if self.queue_key(host)?.as_deref() == Some(key) {
+                continue;
+            }
+            self.unfile(host, &mut batch)?;
+            if key != host {
+                batch.insert(keys::queue_of(host), key.as_bytes());
+                batch.insert(keys::queue_host(key, host), &[]);
+            }
+        }
+        self.kv.apply_batch(batch)
+    }
+
+    /// Takes `host` out of the queue it is filed under, if any (in `batch`).
+    fn unfile(&self, host: &str, batch: &mut crate::kv::Batch) -> Result<(), StoreError> {
+        if let Some(old) = self.queue_key(host)? {
+            batch.remove(keys::queue_of(host));
+            batch.remove(keys::queue_host(&old, host));
+        }
+        Ok(())
+    }
+
+    /// The client's queue `host` is filed under ([`Store::file_under`]),
+    /// if any.
+    pub fn queue_key(&self, host: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .kv
+            .get(keys::queue_of(host))?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// The hosts filed under the client's queue `key`, in name order.
+    pub fn hosts_under(&self, key: &str) -> Result<Vec<String>, StoreError> {
+        let prefix = keys::queue_hosts(key);
+        self.kv
+            .scan_prefix(&prefix)
+            .map(|item| item.map(|(k, _)| String::from_utf8_lossy(&k[prefix.len()..]).into_owned()))
+            .collect()
     }
 
     /// Deletes the records of `urls` (as the store holds them, normalised)
@@ -707,6 +763,31 @@ mod tests {
         // Every queue: b.example's old URL goes too.
         assert_eq!(s.purge(None, ts(T0 + 50)).unwrap(), 1);
         assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
+    fn hosts_are_filed_under_a_client_key_one_at_a_time() {
+        let s = two_hosts();
+        s.file_under([("a.example", "example"), ("b.example", "example")])
+            .unwrap();
+        assert_eq!(
+            s.hosts_under("example").unwrap(),
+            ["a.example", "b.example"]
+        );
+        assert_eq!(
+            s.queue_key("a.example").unwrap().as_deref(),
+            Some("example")
+        );
+        // The last key given holds; the host's own name files it back.
+        s.file_under([("a.example", "other"), ("b.example", "b.example")])
+            .unwrap();
+        assert_eq!(s.hosts_under("other").unwrap(), ["a.example"]);
+        assert!(s.hosts_under("example").unwrap().is_empty());
+        assert_eq!(s.queue_key("b.example").unwrap(), None);
+        // A deleted queue leaves no filing behind.
+        s.delete_queue("a.example").unwrap();
+        assert!(s.hosts_under("other").unwrap().is_empty());
+        assert_eq!(s.queue_key("a.example").unwrap(), None);
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod proto {
     tonic::include_proto!("urlfrontier");
 }
 
+mod queues;
 pub mod service;
 pub use service::Frontier;
 

@@ -34,6 +34,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::proto::{self, url_frontier_server::UrlFrontier};
+use crate::queues;
 use crate::{DEFAULT_CRAWL, MAX_KEY_CHARS, crawl_id, queue_key, too_long};
 
 /// How long a URL handed out stays in transit when the client asks for
@@ -210,7 +211,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn store_status(e: StoreError) -> Status {
+pub(crate) fn store_status(e: StoreError) -> Status {
     tracing::warn!(error = %e, "urlfrontier: store error");
     Status::unavailable(e.to_string())
 }
@@ -271,10 +272,11 @@ pub fn completion_of(metadata: &Metadata, previous: &Metadata) -> Option<Complet
 }
 
 /// A URL as the protocol shows it.
-fn url_item(view: &UrlView, crawl: &str) -> proto::UrlItem {
+/// A stored URL as the protocol shows it, in queue `queue`.
+fn url_item(view: &UrlView, queue: &str, crawl: &str) -> proto::UrlItem {
     let info = proto::UrlInfo {
         url: view.url.clone(),
-        key: queue_of(&view.url).to_string(),
+        key: queue.to_string(),
         metadata: metadata_map(&view.metadata),
         crawl_id: crawl_id(crawl).to_string(),
     };
@@ -295,10 +297,15 @@ fn url_item(view: &UrlView, crawl: &str) -> proto::UrlItem {
     }
 }
 
-/// What one put item asks, once read.
+/// What one put item asks, once read, with the queue key the client sent
+/// (empty: none).
 enum Item {
-    Discovered { url: String, metadata: Metadata },
-    Known(KnownUrl),
+    Discovered {
+        url: String,
+        metadata: Metadata,
+        key: String,
+    },
+    Known(KnownUrl, String),
 }
 
 /// An item's id (its URL when it has none), crawl and what it asks; `Err`
@@ -334,13 +341,17 @@ fn item_of(info: proto::UrlInfo, refetch: Option<u64>) -> Option<(String, Item)>
         None => Item::Discovered {
             url: info.url,
             metadata,
+            key: info.key,
         },
-        Some(date) => Item::Known(KnownUrl {
-            url: info.url,
-            refetch: (date > 0)
-                .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
-            metadata,
-        }),
+        Some(date) => Item::Known(
+            KnownUrl {
+                url: info.url,
+                refetch: (date > 0)
+                    .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
+                metadata,
+            },
+            info.key,
+        ),
     };
     Some((info.crawl_id, what))
 }
@@ -390,12 +401,28 @@ impl Inner {
             };
             let mut discovered = Vec::new();
             let mut known = Vec::new();
+            let mut filed = Vec::new();
             let written: Vec<usize> = items.iter().map(|(i, _)| *i).collect();
             for (i, item) in items {
-                match item {
-                    Item::Discovered { url, metadata } => discovered.push((i, url, metadata)),
-                    Item::Known(k) => known.push((i, k)),
+                let (url, key) = match item {
+                    Item::Discovered { url, metadata, key } => {
+                        discovered.push((i, url.clone(), metadata));
+                        (url, key)
+                    }
+                    Item::Known(k, key) => {
+                        let url = k.url.clone();
+                        known.push((i, k));
+                        (url, key)
+                    }
+                };
+                // A key sent files the URL's host under it (a key that is
+                // the host files it back under itself).
+                if let (false, Ok(url)) = (key.is_empty(), sitemapd_parser::NormUrl::parse(&url)) {
+                    filed.push((queue_of(url.as_str()).to_string(), key));
                 }
+            }
+            if let Err(e) = store.file_under(filed.iter().map(|(h, k)| (h.as_str(), k.as_str()))) {
+                tracing::warn!(error = %e, "urlfrontier: queue keys not filed");
             }
             let put =
                 |result: Result<Vec<Put>, StoreError>, at: Vec<usize>, st: &mut [Ack]| match result
@@ -428,8 +455,10 @@ impl Inner {
                             continue;
                         };
                         let url = url.as_str();
-                        if let Some(r) = rules.get_mut(&(crawl.clone(), queue_of(url).to_string()))
-                        {
+                        let Ok(name) = queues::name_of(&store, queue_of(url)) else {
+                            continue;
+                        };
+                        if let Some(r) = rules.get_mut(&(crawl.clone(), name)) {
                             r.in_transit.remove(url);
                         }
                     }
@@ -519,24 +548,35 @@ impl Inner {
             if left == 0 || queues_served >= max_queues {
                 break;
             }
+            // A queue of several hosts (filed under a client's key) has
+            // max_urls_per_queue for all of them: what its first hosts
+            // were allowed is taken from the others'.
             let request = LeaseRequest::new(left)
                 .per_host(per_queue.min(left))
                 .max_hosts(max_queues - queues_served)
                 .ttl(hold);
+            let mut names: HashMap<String, String> = HashMap::new();
+            let mut granted: HashMap<String, usize> = HashMap::new();
             let leased = store
                 .lease_admitting(&request, now_ts(now), |host| {
-                    if !p.key.is_empty() && host != p.key {
+                    let name = names
+                        .entry(host.to_string())
+                        .or_insert_with(|| {
+                            queues::name_of(&store, host).unwrap_or_else(|_| host.to_string())
+                        })
+                        .clone();
+                    if !p.key.is_empty() && name != p.key {
                         return 0;
                     }
+                    let given = granted.entry(name.clone()).or_default();
                     // A queue with no rules yet (none set, never served)
                     // is served.
-                    let in_transit = match rules.get_mut(&(crawl.clone(), host.to_string())) {
+                    let in_transit = match rules.get_mut(&(crawl.clone(), name.clone())) {
                         None => 0,
                         Some(r) => {
                             let delay = i64::from(r.delay.unwrap_or(default_delay));
                             let limited = r.limit > 0
-                                && store
-                                    .queue(host)
+                                && queues::counts_of(&store, &name)
                                     .ok()
                                     .flatten()
                                     .is_some_and(|q| q.completed >= u64::from(r.limit));
@@ -553,21 +593,27 @@ impl Inner {
                             in_transit
                         }
                     };
-                    per_queue - in_transit
+                    let allowed = per_queue.saturating_sub(in_transit + *given);
+                    *given += allowed;
+                    allowed
                 })
                 .map_err(store_status)?;
             let until = now.saturating_add(i64::try_from(hold.as_secs()).unwrap_or(i64::MAX));
             let mut served = std::collections::HashSet::new();
             for l in leased {
-                let host = queue_of(&l.url).to_string();
-                let r = rules.entry((crawl.clone(), host.clone())).or_default();
+                let host = queue_of(&l.url);
+                let name = match names.get(host) {
+                    Some(name) => name.clone(),
+                    None => queues::name_of(&store, host)?,
+                };
+                let r = rules.entry((crawl.clone(), name.clone())).or_default();
                 r.last_served = now;
                 r.in_transit.insert(l.url.clone(), until);
-                served.insert(host.clone());
+                served.insert(name.clone());
                 out.push(proto::UrlInfo {
                     metadata: metadata_map(&l.metadata),
                     url: l.url,
-                    key: host,
+                    key: name,
                     crawl_id: crawl.clone(),
                 });
             }
@@ -603,10 +649,10 @@ impl Inner {
             active_queues += u64::from(q.scheduled > 0);
         };
         if key.is_empty() {
-            for q in store.queues() {
-                count(q.map_err(store_status)?.1);
+            for q in queues::all(&store) {
+                count(q?.1);
             }
-        } else if let Some(q) = store.queue(key).map_err(store_status)? {
+        } else if let Some(q) = queues::counts_of(&store, key)? {
             count(q);
         }
         stats.counts.insert("completed".into(), completed);
@@ -625,7 +671,7 @@ impl Inner {
         let Some(store) = self.existing(&crawl)? else {
             return Ok(None);
         };
-        if store.queue(key).map_err(store_status)?.is_none() {
+        if queues::counts_of(&store, key)?.is_none() {
             return Ok(None);
         }
         let mut rules = lock(&self.rules);
@@ -633,15 +679,15 @@ impl Inner {
     }
 
     /// Visits the URLs of `crawl` (one queue of it with `key`) matching
-    /// `filter` (a substring), in store order, while `visit` says go on:
-    /// one record in memory at a time.
+    /// `filter` (a substring), in store order, with their queue's name,
+    /// while `visit` says go on: one record in memory at a time.
     fn each_matching(
         &self,
         crawl: &str,
         key: &str,
         filter: Option<String>,
         ignore_case: bool,
-        mut visit: impl FnMut(UrlView) -> bool,
+        mut visit: impl FnMut(UrlView, &str) -> bool,
     ) -> Result<(), Status> {
         let Some(store) = self.existing(crawl)? else {
             return Ok(());
@@ -649,16 +695,39 @@ impl Inner {
         let filter = filter
             .filter(|f| !f.is_empty())
             .map(|f| if ignore_case { f.to_lowercase() } else { f });
-        let host = (!key.is_empty()).then_some(key);
-        for view in store.queue_urls(host, Timestamp::now()) {
-            let view = view.map_err(store_status)?;
-            let keep = match &filter {
-                None => true,
-                Some(f) if ignore_case => view.url.to_lowercase().contains(f.as_str()),
-                Some(f) => view.url.contains(f.as_str()),
-            };
-            if keep && !visit(view) {
-                break;
+        let hosts: Vec<Option<String>> = if key.is_empty() {
+            vec![None]
+        } else {
+            queues::hosts_of(&store, key)?
+                .into_iter()
+                .map(Some)
+                .collect()
+        };
+        // The queue of the host read last (URLs come host by host).
+        let mut named: Option<(String, String)> = None;
+        for host in hosts {
+            for view in store.queue_urls(host.as_deref(), Timestamp::now()) {
+                let view = view.map_err(store_status)?;
+                let keep = match &filter {
+                    None => true,
+                    Some(f) if ignore_case => view.url.to_lowercase().contains(f.as_str()),
+                    Some(f) => view.url.contains(f.as_str()),
+                };
+                if !keep {
+                    continue;
+                }
+                let host = queue_of(&view.url);
+                let name = match &named {
+                    Some((h, name)) if h == host => name.clone(),
+                    _ => {
+                        let name = queues::name_of(&store, host)?;
+                        named = Some((host.to_string(), name.clone()));
+                        name
+                    }
+                };
+                if !visit(view, &name) {
+                    return Ok(());
+                }
             }
         }
         Ok(())
@@ -762,12 +831,12 @@ impl UrlFrontier for Frontier {
             let blocked: std::collections::HashSet<String> = lock(&inner.rules)
                 .iter()
                 .filter(|((c, _), r)| *c == crawl && r.blocked_until > now)
-                .map(|((_, host), _)| host.clone())
+                .map(|((_, name), _)| name.clone())
                 .collect();
             let mut values = Vec::new();
             let mut matched = 0usize;
-            for q in store.queues() {
-                let (name, q) = q.map_err(store_status)?;
+            for q in queues::all(&store) {
+                let (name, q) = q?;
                 if !p.include_inactive && (blocked.contains(&name) || q.scheduled == 0) {
                     continue;
                 }
@@ -918,7 +987,10 @@ impl UrlFrontier for Frontier {
             if p.key.is_empty() {
                 return Ok(0);
             }
-            let removed = store.delete_queue(&p.key).map_err(store_status)?;
+            let mut removed = 0;
+            for host in queues::hosts_of(&store, &p.key)? {
+                removed += store.delete_queue(&host).map_err(store_status)?;
+            }
             lock(&inner.rules).remove(&(crawl, p.key));
             Ok(removed)
         })
@@ -1030,13 +1102,14 @@ impl UrlFrontier for Frontier {
             let Some(store) = inner.existing(&crawl)? else {
                 return Err(Status::not_found(format!("no crawl {crawl}")));
             };
-            match store.url(&p.url).map_err(store_status)? {
-                Some(view) if !p.key.is_empty() && queue_of(&view.url) != p.key => {
-                    Err(Status::not_found("not in that queue"))
-                }
-                Some(view) => Ok(url_item(&view, &crawl)),
-                None => Err(Status::not_found("unknown URL")),
+            let Some(view) = store.url(&p.url).map_err(store_status)? else {
+                return Err(Status::not_found("unknown URL"));
+            };
+            let name = queues::name_of(&store, queue_of(&view.url))?;
+            if !p.key.is_empty() && name != p.key {
+                return Err(Status::not_found("not in that queue"));
             }
+            Ok(url_item(&view, &name, &crawl))
         })
         .await?;
         Ok(Response::new(item))
@@ -1068,13 +1141,13 @@ impl UrlFrontier for Frontier {
             };
             let (mut skip, mut sent) = (p.start as usize, 0usize);
             let ignore_case = p.ignore_case.unwrap_or(false);
-            let read = inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v| {
+            let read = inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v, q| {
                 if skip > 0 {
                     skip -= 1;
                     return true;
                 }
                 sent += 1;
-                send(Ok(url_item(&v, &p.crawl_id))) && sent < size
+                send(Ok(url_item(&v, q, &p.crawl_id))) && sent < size
             });
             if let Err(status) = read {
                 send(Err(status));
@@ -1092,7 +1165,7 @@ impl UrlFrontier for Frontier {
         let value = blocking(move || {
             let mut n = 0u64;
             let ignore_case = p.ignore_case.unwrap_or(false);
-            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |_| {
+            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |_, _| {
                 n += 1;
                 true
             })?;
@@ -1113,10 +1186,15 @@ impl UrlFrontier for Frontier {
                 return Ok(0);
             };
             let cutoff = Inner::now().saturating_sub(i64::from(p.days) * 86_400);
-            let host = (!p.key.is_empty()).then_some(p.key.as_str());
-            store
-                .purge(host, Timestamp::from_unix(cutoff))
-                .map_err(store_status)
+            let cutoff = Timestamp::from_unix(cutoff);
+            if p.key.is_empty() {
+                return store.purge(None, cutoff).map_err(store_status);
+            }
+            let mut purged = 0;
+            for host in queues::hosts_of(&store, &p.key)? {
+                purged += store.purge(Some(&host), cutoff).map_err(store_status)?;
+            }
+            Ok(purged)
         })
         .await?;
         Ok(Response::new(proto::Long { value }))

@@ -56,6 +56,11 @@ pub const REFRESH: u8 = b'r';
 pub const SITE: u8 = b'f';
 /// Each host's URL records counted by state.
 pub const TALLY: u8 = b't';
+/// The URL frontier queue a host is filed under, when a client named one
+/// that is not the host (`q` ‖ host -> key).
+pub const QUEUE_OF: u8 = b'q';
+/// The hosts filed under a queue (`k` ‖ key ‖ 0 ‖ host, no value).
+pub const QUEUE_HOST: u8 = b'k';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
@@ -109,6 +114,25 @@ pub fn host(host: &str) -> Vec<u8> {
 /// `t` ‖ host.
 pub fn tally(host: &str) -> Vec<u8> {
     with_prefix(TALLY, host.as_bytes())
+}
+
+/// `q` ‖ host.
+pub fn queue_of(host: &str) -> Vec<u8> {
+    with_prefix(QUEUE_OF, host.as_bytes())
+}
+
+/// `k` ‖ key ‖ 0: the prefix of the hosts filed under queue `key`.
+pub fn queue_hosts(key: &str) -> Vec<u8> {
+    let mut k = with_prefix(QUEUE_HOST, key.as_bytes());
+    k.push(0);
+    k
+}
+
+/// `k` ‖ key ‖ 0 ‖ host.
+pub fn queue_host(key: &str, host: &str) -> Vec<u8> {
+    let mut k = queue_hosts(key);
+    k.extend_from_slice(host.as_bytes());
+    k
 }
 
 /// `b` ‖ host.
