@@ -38,6 +38,7 @@ pub mod proto {
 
 mod queues;
 pub mod service;
+mod status;
 pub use service::Frontier;
 
 /// The protocol's rpcs, as their paths name them

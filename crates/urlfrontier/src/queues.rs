@@ -9,7 +9,7 @@
 use sitemapd_scheduler::{QueueCounts, Store, StoreError};
 use tonic::Status;
 
-use crate::service::store_status;
+use crate::status::store_status;
 
 /// The queue `host` is in: the client's key it is filed under, or itself.
 pub(crate) fn name_of(store: &Store, host: &str) -> Result<String, Status> {

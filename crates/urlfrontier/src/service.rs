@@ -35,6 +35,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::proto::{self, url_frontier_server::UrlFrontier};
 use crate::queues;
+use crate::status::store_status;
 use crate::{DEFAULT_CRAWL, MAX_KEY_CHARS, crawl_id, queue_key, too_long};
 
 /// How long a URL handed out stays in transit when the client asks for
@@ -209,11 +210,6 @@ impl Inner {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn store_status(e: StoreError) -> Status {
-    tracing::warn!(error = %e, "urlfrontier: store error");
-    Status::unavailable(e.to_string())
 }
 
 /// Runs `f` on the blocking pool.
