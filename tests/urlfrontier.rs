@@ -28,6 +28,15 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// `sitemapd daemon` on a store in `dir` with the URLFrontier service on
+/// loopback (and `extra` arguments), and the service's address.
+fn frontier_daemon(dir: &tempfile::TempDir, extra: &[&str]) -> (Daemon, String) {
+    let args = [&["--urlfrontier-listen", "127.0.0.1:0"][..], extra].concat();
+    let d = Daemon::start(&dir.path().join("store"), &args);
+    let addr = frontier_addr(&d);
+    (d, addr)
+}
+
 /// The address the daemon's URLFrontier service listens on, from its log.
 fn frontier_addr(d: &Daemon) -> String {
     let mut addr = String::new();
@@ -178,11 +187,7 @@ const B1: &str = "https://b.example/1";
 #[test]
 fn every_rpc_through_the_daemon() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &dir.path().join("store"),
-        &["--urlfrontier-listen", "127.0.0.1:0"],
-    );
-    let addr = frontier_addr(&d);
+    let (d, addr) = frontier_daemon(&dir, &[]);
     runtime().block_on(async {
         // The token: none, or a wrong one, is refused.
         let mut anon = client(&addr, None).await;
@@ -588,11 +593,9 @@ async fn get_active(channel: Result<Channel, String>) -> Result<bool, String> {
 #[test]
 fn a_client_certificate_stands_for_the_token() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &dir.path().join("store"),
+    let (d, addr) = frontier_daemon(
+        &dir,
         &[
-            "--urlfrontier-listen",
-            "127.0.0.1:0",
             "--urlfrontier-tls-cert",
             &pki("server.pem"),
             "--urlfrontier-tls-key",
@@ -601,7 +604,6 @@ fn a_client_certificate_stands_for_the_token() {
             &pki("ca.pem"),
         ],
     );
-    let addr = frontier_addr(&d);
     runtime().block_on(async {
         assert_eq!(
             get_active(tls_channel(&addr, Some("client")).await).await,
@@ -634,11 +636,7 @@ fn a_client_certificate_stands_for_the_token() {
 #[test]
 fn a_client_key_is_one_queue_of_its_hosts() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &dir.path().join("store"),
-        &["--urlfrontier-listen", "127.0.0.1:0"],
-    );
-    let addr = frontier_addr(&d);
+    let (_daemon, addr) = frontier_daemon(&dir, &[]);
     runtime().block_on(async {
         let mut c = client(&addr, Some(TOKEN)).await;
         no_delay(&mut c).await;
@@ -703,18 +701,10 @@ fn a_client_key_is_one_queue_of_its_hosts() {
 #[test]
 fn connections_beyond_the_cap_are_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &dir.path().join("store"),
-        &[
-            "--urlfrontier-listen",
-            "127.0.0.1:0",
-            "--max-connections",
-            "2",
-            "--max-connections-per-ip",
-            "2",
-        ],
+    let (_daemon, addr) = frontier_daemon(
+        &dir,
+        &["--max-connections", "2", "--max-connections-per-ip", "2"],
     );
-    let addr = frontier_addr(&d);
     runtime().block_on(async {
         let mut held = Vec::new();
         for _ in 0..2 {
@@ -771,11 +761,9 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
     );
     site.route("/sitemap.xml", Reply::ok(sitemap("2026-01-01T00:00:00Z")));
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(
-        &dir.path().join("store"),
+    let (d, addr) = frontier_daemon(
+        &dir,
         &[
-            "--urlfrontier-listen",
-            "127.0.0.1:0",
             "--sitemap-secs",
             "1",
             "--min-refresh-secs",
@@ -786,7 +774,6 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
         ],
     );
     d.wait_for("the sitemap's URLs", |d| d.active() == 2);
-    let addr = frontier_addr(&d);
     let (a, b) = (site.url("/a"), site.url("/b"));
     runtime().block_on(async {
         let mut c = client(&addr, Some(TOKEN)).await;
