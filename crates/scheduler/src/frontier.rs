@@ -114,8 +114,9 @@ impl QueueCounts {
     }
 }
 
-/// `metadata` cut to [`MAX_METADATA_BYTES`]: whole entries, in order.
-fn bounded(metadata: Metadata) -> Metadata {
+/// `metadata` cut to [`MAX_METADATA_BYTES`]: whole entries, in order (what
+/// the store keeps of a client's metadata).
+pub fn bounded_metadata(metadata: Metadata) -> Metadata {
     let mut used = 0usize;
     let mut out = Vec::new();
     for (key, values) in metadata {
@@ -158,7 +159,7 @@ impl Store {
                 continue;
             }
             let mut rec = UrlRecord::new(now, &[]);
-            rec.metadata = bounded(metadata);
+            rec.metadata = bounded_metadata(metadata);
             rules.mark(&url, &mut rec)?;
             let host_name = keys::host_of(&url);
             if !hosts.contains_key(host_name) {
@@ -239,7 +240,7 @@ impl Store {
                     now,
                 )?;
             }
-            rec.metadata = bounded(item.metadata);
+            rec.metadata = bounded_metadata(item.metadata);
             match item.refetch {
                 None => {
                     rec.completed = true;

@@ -27,7 +27,7 @@ pub mod internal;
 use internal::{keys, record};
 
 pub use check::{CheckReport, Stats};
-pub use frontier::{KnownUrl, Metadata, Put, QueueCounts, queue_of};
+pub use frontier::{KnownUrl, Metadata, Put, QueueCounts, bounded_metadata, queue_of};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;

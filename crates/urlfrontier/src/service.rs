@@ -51,6 +51,10 @@ pub const DEFAULT_PAGE: usize = 100;
 /// Items of a PutURLs stream read and written together (each acked once
 /// written): the reference reads 1024 unacked items per stream.
 pub const PUT_CHUNK: usize = 1024;
+/// Bytes of read items (ids, URLs, keys, metadata cut to
+/// [`sitemapd_scheduler::MAX_METADATA_BYTES`]) one PutURLs chunk holds at
+/// most: with messages of up to 4 MiB, 1,024 items could hold 4 GiB.
+pub const PUT_CHUNK_BYTES: usize = 8 << 20;
 /// Seconds between two prunings of the per-queue rules.
 const PRUNE_EVERY: i64 = 60;
 /// The longest a PutURLs item waits for others to be written with.
@@ -221,10 +225,11 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| Status::internal(e.to_string()))?
 }
 
+/// A client's metadata in key order, cut as the store keeps it.
 fn metadata_of(map: HashMap<String, proto::StringList>) -> Metadata {
     let mut m: Metadata = map.into_iter().map(|(k, v)| (k, v.values)).collect();
     m.sort_by(|a, b| a.0.cmp(&b.0));
-    m
+    sitemapd_scheduler::bounded_metadata(m)
 }
 
 fn metadata_map(m: &Metadata) -> HashMap<String, proto::StringList> {
@@ -302,6 +307,21 @@ enum Item {
         key: String,
     },
     Known(KnownUrl, String),
+}
+
+impl Item {
+    /// About the bytes it holds.
+    fn bytes(&self) -> usize {
+        let (url, metadata, key) = match self {
+            Item::Discovered { url, metadata, key } => (url, metadata, key),
+            Item::Known(k, key) => (&k.url, &k.metadata, key),
+        };
+        let metadata: usize = metadata
+            .iter()
+            .map(|(k, v)| k.len() + v.iter().map(String::len).sum::<usize>())
+            .sum();
+        url.len() + key.len() + metadata
+    }
 }
 
 /// An item's id (its URL when it has none), crawl and what it asks; `Err`
@@ -398,6 +418,9 @@ impl Inner {
             let mut discovered = Vec::new();
             let mut known = Vec::new();
             let mut filed = Vec::new();
+            // Known URLs as the store holds them (normalised): their holds
+            // are released.
+            let mut reported = Vec::new();
             let written: Vec<usize> = items.iter().map(|(i, _)| *i).collect();
             for (i, item) in items {
                 let (url, key) = match item {
@@ -411,10 +434,16 @@ impl Inner {
                         (url, key)
                     }
                 };
+                let Ok(norm) = sitemapd_parser::NormUrl::parse(&url) else {
+                    continue; // the store says Invalid
+                };
                 // A key sent files the URL's host under it (a key that is
                 // the host files it back under itself).
-                if let (false, Ok(url)) = (key.is_empty(), sitemapd_parser::NormUrl::parse(&url)) {
-                    filed.push((queue_of(url.as_str()).to_string(), key));
+                if !key.is_empty() {
+                    filed.push((queue_of(norm.as_str()).to_string(), key));
+                }
+                if matches!(known.last(), Some((at, _)) if *at == i) {
+                    reported.push(norm.into_string());
                 }
             }
             if let Err(e) = store.file_under(filed.iter().map(|(h, k)| (h.as_str(), k.as_str()))) {
@@ -442,23 +471,19 @@ impl Inner {
                 put(result, at, &mut statuses);
             }
             if !known.is_empty() {
-                {
-                    // A known update releases the URL's hold at once (held
-                    // under the URL as the store holds it).
-                    let mut rules = lock(&self.rules);
-                    for (_, k) in &known {
-                        let Ok(url) = sitemapd_parser::NormUrl::parse(&k.url) else {
-                            continue;
-                        };
-                        let url = url.as_str();
-                        let Ok(name) = queues::name_of(&store, queue_of(url)) else {
-                            continue;
-                        };
-                        if let Some(r) = rules.get_mut(&(crawl.clone(), name)) {
-                            r.in_transit.remove(url);
-                        }
+                // A known update releases the URL's hold at once (held
+                // under its queue; the names read before the lock is taken).
+                let held: Vec<(String, String)> = reported
+                    .into_iter()
+                    .filter_map(|url| Some((queues::name_of(&store, queue_of(&url)).ok()?, url)))
+                    .collect();
+                let mut rules = lock(&self.rules);
+                for (name, url) in held {
+                    if let Some(r) = rules.get_mut(&(crawl.clone(), name)) {
+                        r.in_transit.remove(&url);
                     }
                 }
+                drop(rules);
                 let at = known.iter().map(|k| k.0).collect();
                 let result = store.put_known(
                     known.into_iter().map(|(_, k)| k).collect(),
@@ -879,22 +904,43 @@ impl UrlFrontier for Frontier {
         let (tx, rx) = mpsc::channel(PUT_CHUNK);
         let inner = self.inner.clone();
         tokio::spawn(async move {
-            let chunks = inbound
-                .timeout(IDLE_STREAM)
-                .chunks_timeout(PUT_CHUNK, PUT_WAIT);
-            tokio::pin!(chunks);
-            while let Some(chunk) = chunks.next().await {
+            // Each item is read (its metadata cut) as it arrives; a chunk
+            // ends at PUT_CHUNK items, PUT_CHUNK_BYTES or PUT_WAIT after
+            // its first item.
+            let inbound = inbound.timeout(IDLE_STREAM);
+            tokio::pin!(inbound);
+            let mut done = false;
+            while !done {
                 let mut items = Vec::new();
                 let mut acks = Vec::new();
-                let mut done = false;
-                for item in chunk {
-                    match item {
-                        Ok(Ok(item)) => match read_item(item) {
-                            Ok((id, crawl, what)) => items.push((id, crawl, what)),
-                            Err(id) => acks.push((id, proto::ack_message::Status::Skipped)),
+                let (mut held, mut bytes) = (0usize, 0usize);
+                let mut deadline = None;
+                while held < PUT_CHUNK && bytes < PUT_CHUNK_BYTES {
+                    let next = match deadline {
+                        None => inbound.next().await,
+                        Some(at) => match tokio::time::timeout_at(at, inbound.next()).await {
+                            Ok(next) => next,
+                            Err(_) => break,
                         },
-                        // A broken or idle stream ends here.
-                        _ => done = true,
+                    };
+                    deadline.get_or_insert_with(|| tokio::time::Instant::now() + PUT_WAIT);
+                    held += 1;
+                    match next {
+                        Some(Ok(Ok(item))) => match read_item(item) {
+                            Ok((id, crawl, what)) => {
+                                bytes += id.len() + crawl.len() + what.bytes();
+                                items.push((id, crawl, what));
+                            }
+                            Err(id) => {
+                                bytes += id.len();
+                                acks.push((id, proto::ack_message::Status::Skipped));
+                            }
+                        },
+                        // A broken, idle or finished stream ends here.
+                        _ => {
+                            done = true;
+                            break;
+                        }
                     }
                 }
                 let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
@@ -909,9 +955,6 @@ impl UrlFrontier for Frontier {
                     if tx.send(Ok(ack)).await.is_err() {
                         return;
                     }
-                }
-                if done {
-                    return;
                 }
             }
         });
