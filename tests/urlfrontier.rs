@@ -86,6 +86,14 @@ async fn no_delay(c: &mut Client) {
     .unwrap();
 }
 
+async fn set_active(c: &mut Client, state: bool) {
+    let active = proto::Active {
+        state,
+        local: false,
+    };
+    c.set_active(active).await.unwrap();
+}
+
 fn info(url: &str, crawl: &str, meta: &[(&str, &str)]) -> proto::UrlInfo {
     proto::UrlInfo {
         url: url.into(),
@@ -359,12 +367,7 @@ fn every_rpc_through_the_daemon() {
             "limit reached"
         );
         c.set_crawl_limit(limit("a.example", 0)).await.unwrap();
-        c.set_active(proto::Active {
-            state: false,
-            local: false,
-        })
-        .await
-        .unwrap();
+        set_active(&mut c, false).await;
         assert!(
             !c.get_active(proto::Local { local: false })
                 .await
@@ -376,12 +379,7 @@ fn every_rpc_through_the_daemon() {
             get_urls(&mut c, get(0, 0, "", None)).await.is_empty(),
             "inactive"
         );
-        c.set_active(proto::Active {
-            state: true,
-            local: false,
-        })
-        .await
-        .unwrap();
+        set_active(&mut c, true).await;
         assert_eq!(
             urls(&get_urls(&mut c, get(0, 0, "a.example", None)).await),
             [A1]
@@ -678,6 +676,14 @@ fn a_client_key_is_one_queue_of_its_hosts() {
         assert!(get_urls(&mut c, get(2, 0, "", None)).await.is_empty());
         let n = |r: tonic::Response<proto::Long>| r.into_inner().value;
         assert_eq!(n(c.delete_queue(scoped("example", "")).await.unwrap()), 3);
+        // One stream of more items than a chunk holds: every one acked.
+        let many = (0..1_500).map(|i| discovered(&format!("https://c.example/{i}"), ""));
+        let acks = put(&mut c, many.collect()).await;
+        assert!(acks.values().all(|a| *a == Ack::Ok), "{acks:?}");
+        assert_eq!(
+            n(c.delete_queue(scoped("c.example", "")).await.unwrap()),
+            1_500
+        );
         let page = proto::Pagination {
             start: 0,
             size: 0,
