@@ -93,6 +93,10 @@ pub enum QueueKeyError {
     /// The key is longer than [`MAX_KEY_CHARS`].
     #[error("the queue key is longer than {MAX_KEY_CHARS} characters")]
     TooLong,
+    /// The key holds a control character (the store files hosts under a
+    /// key followed by a 0 byte).
+    #[error("the queue key holds a control character")]
+    Control,
 }
 
 /// Whether `s` (a queue key, a crawl id) is longer than
@@ -119,6 +123,9 @@ pub fn queue_key<'a>(url: &'a str, key: &'a str) -> Result<&'a str, QueueKeyErro
     }
     if too_long(key) {
         return Err(QueueKeyError::TooLong);
+    }
+    if key.chars().any(char::is_control) {
+        return Err(QueueKeyError::Control);
     }
     Ok(key)
 }
@@ -173,6 +180,11 @@ mod tests {
         assert_eq!(
             queue_key("https://a.example/", &astral[4..]),
             Ok(&astral[4..])
+        );
+        // A 0 byte would run into the store's key for the queue's hosts.
+        assert_eq!(
+            queue_key("https://a.example/", "a\0b"),
+            Err(QueueKeyError::Control)
         );
     }
 }
