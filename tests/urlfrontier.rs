@@ -658,7 +658,7 @@ fn a_client_key_is_one_queue_of_its_hosts() {
             crawl_id: String::new(),
             local: false,
         };
-        let queues = c.list_queues(page).await.unwrap().into_inner();
+        let queues = c.list_queues(page.clone()).await.unwrap().into_inner();
         assert_eq!(queues.values, ["example"]);
         let stats = c
             .get_stats(scoped("example", ""))
@@ -684,13 +684,6 @@ fn a_client_key_is_one_queue_of_its_hosts() {
             n(c.delete_queue(scoped("c.example", "")).await.unwrap()),
             1_500
         );
-        let page = proto::Pagination {
-            start: 0,
-            size: 0,
-            include_inactive: true,
-            crawl_id: String::new(),
-            local: false,
-        };
         assert!(
             c.list_queues(page)
                 .await
