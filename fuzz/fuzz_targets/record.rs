@@ -1,7 +1,8 @@
 //! The store's record decoder on any bytes: a corrupt or hostile store value
 //! must give an error, never a panic or a huge allocation. Every record
 //! type the store writes is tried (URL, sitemap, host, followed site,
-//! refresh schedule, robots rules), and so are the key parsers.
+//! refresh schedule, robots rules), and so are the key parsers and the
+//! page decoder (a page of URL records).
 //!
 //! Checked: what decodes re-encodes to bytes that decode to the same bytes
 //! again (compared as bytes: a NaN priority is not equal to itself); what
@@ -12,7 +13,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
-use sitemapd_scheduler::internal::keys;
+use sitemapd_scheduler::internal::{keys, page};
 use sitemapd_scheduler::internal::record::{
     DueList, HostRecord, Record, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
 };
@@ -53,6 +54,14 @@ fuzz_target!(|data: &[u8]| {
     let _ = round_trip::<RefreshState>(data);
     if let Some(list) = round_trip::<DueList>(data) {
         let _ = list.entries.iter().map(|e| keys::host_of(&e.url)).count();
+    }
+    if let Ok(entries) = page::decode(data) {
+        // A page that decodes re-encodes to the same entries, and each URL
+        // is found.
+        assert_eq!(page::decode(&page::encode(&entries)), Ok(entries.clone()));
+        for (url, rec) in &entries {
+            assert_eq!(page::find(data, url), Ok(Some(rec.clone())));
+        }
     }
     let _ = keys::parse_due(data).map(|d| keys::as_list(d.url));
     let _ = keys::suffix_url(data);

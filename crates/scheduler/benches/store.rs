@@ -108,16 +108,18 @@ fn main() {
     let first = ingest(&store, now, hosts, per_host, batch);
     store.flush().unwrap();
     println!(
-        "first ingest: {first:.1} s, {:.0} URLs/s; peak RSS {:.0} MiB",
+        "first ingest: {first:.1} s, {:.0} URLs/s; peak RSS {:.0} MiB; disk {:.0} bytes per URL",
         total as f64 / first,
-        peak_rss_mib()
+        peak_rss_mib(),
+        dir_bytes(path).0 as f64 / total as f64
     );
     let again = ingest(&store, now + 3600, hosts, per_host, batch);
     store.flush().unwrap();
     println!(
-        "unchanged re-ingest: {again:.1} s, {:.0} URLs/s; peak RSS {:.0} MiB",
+        "unchanged re-ingest: {again:.1} s, {:.0} URLs/s; peak RSS {:.0} MiB; disk {:.0} bytes per URL",
         total as f64 / again,
-        peak_rss_mib()
+        peak_rss_mib(),
+        dir_bytes(path).0 as f64 / total as f64
     );
 
     let mut times = Vec::new();

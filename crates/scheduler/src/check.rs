@@ -160,10 +160,16 @@ impl Store {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
         let mut lists = ListCache::default();
-        for item in self.kv.scan_prefix([keys::URL]) {
-            let (key, value) = item?;
+        for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
+            let (url, value) = match item {
+                Ok(entry) => entry,
+                Err(StoreError::Record { key, .. }) => {
+                    report.corrupt.push(key); // a page
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             report.urls += 1;
-            let url = String::from_utf8_lossy(&key[1..]).into_owned();
             let Ok(rec) = decode::<UrlRecord>(&value) else {
                 report.corrupt.push(url);
                 continue;
@@ -354,7 +360,7 @@ impl Store {
         let mut s = Stats::default();
         let mut rates = RateSketch::default();
         let mut next_due: Option<i64> = None;
-        for item in self.records::<UrlRecord>([keys::URL]).filter(intact) {
+        for item in self.all_url_records().filter(intact) {
             let (url, rec) = item?;
             let host = s.hosts.entry(keys::host_of(&url).to_string()).or_default();
             if let Some(outcome) = rec.fetch.last_outcome {
@@ -413,7 +419,7 @@ impl Store {
     /// (for `sitemapd export`); leases judged by the system clock, as
     /// [`Store::url`] does.
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
-        self.records::<UrlRecord>([keys::URL])
+        self.all_url_records()
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, Timestamp::now())))
     }
 

@@ -178,7 +178,7 @@ impl Store {
         }
         let mut writes = UrlWrites::new(self);
         for (url, rec) in &mut added {
-            writes.put(url, None, rec);
+            writes.put(url, None, rec)?;
         }
         writes.apply()?;
         Ok(found)
@@ -266,7 +266,7 @@ impl Store {
         }
         let mut writes = UrlWrites::new(self);
         for (url, (rec, before)) in &mut records {
-            writes.put(url, before.as_ref(), rec);
+            writes.put(url, before.as_ref(), rec)?;
         }
         for (name, (host, changed)) in &hosts {
             if *changed {
@@ -313,7 +313,7 @@ impl Store {
         match host {
             Some(host) => Box::new(self.host_urls(host).map(view)),
             None => Box::new(
-                self.records::<UrlRecord>([keys::URL])
+                self.all_url_records()
                     .filter(crate::error::intact)
                     .map(view),
             ),
@@ -336,20 +336,21 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let prefixes = match host {
             Some(host) => crate::store::host_prefixes(host),
-            None => vec![vec![keys::URL]],
+            None => vec![Vec::new()],
         };
         let mut deleted = 0;
         for prefix in prefixes {
             let mut end = prefix.clone();
-            if let Some(last) = end.last_mut() {
-                *last += 1; // a URL prefix ends in '/' or 'u': never 0xff
+            match end.last_mut() {
+                Some(last) => *last += 1, // a host's prefix ends in '/': never 0xff
+                None => end.push(0xff),
             }
             let mut from = prefix;
             loop {
                 let mut old = Vec::new();
                 let mut read_to = None;
                 let mut whole = true;
-                for item in self.records_in::<UrlRecord>(from.clone()..end.clone()) {
+                for item in self.url_records_in(&from, &end) {
                     let Ok((url, rec)) = item else {
                         continue; // a record that does not decode: `check` names it
                     };
@@ -365,7 +366,7 @@ impl Store {
                 deleted += self.delete_urls(&old)?;
                 match read_to {
                     Some(url) if !whole => {
-                        from = keys::url(&url);
+                        from = url.into_bytes();
                         from.push(0);
                     }
                     _ => break,
@@ -474,7 +475,7 @@ impl Store {
                     continue;
                 }
                 if let Some(rec) = self.url_record(url)? {
-                    writes.remove(url, &Before::of(url, &rec));
+                    writes.remove(url, &Before::of(url, &rec))?;
                     deleted += 1;
                 }
             }

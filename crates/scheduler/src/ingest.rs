@@ -584,9 +584,9 @@ impl<'s> Ingest<'s> {
         let mut retired = 0;
         let store = self.store;
         let _lock = store.lock_background();
-        let mut writes = UrlWrites::new(store);
+        let mut writes = UrlWrites::paged(store);
         for url in urls.drain(..) {
-            let Ok(Some(before)) = store.url_record(&url) else {
+            let Ok(Some(before)) = writes.read(&url) else {
                 continue;
             };
             if before.retired {
@@ -606,7 +606,7 @@ impl<'s> Ingest<'s> {
                 let was = Before::of(&url, &before);
                 let mut rec = before;
                 rec.retired = true;
-                writes.put(&url, Some(&was), &mut rec);
+                writes.put(&url, Some(&was), &mut rec)?;
                 self.stats.retired += 1;
                 retired += 1;
             }
@@ -623,7 +623,7 @@ impl<'s> Ingest<'s> {
         let store = self.store;
         let now = self.now;
         let _lock = store.lock_background();
-        let mut writes = UrlWrites::new(store);
+        let mut writes = UrlWrites::paged(store);
         let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(store);
         let mut recent: HashMap<u64, Vec<u64>> = self
@@ -637,7 +637,7 @@ impl<'s> Ingest<'s> {
                 hosts.insert(host_name.to_string(), store.host_record(host_name)?);
             }
             let host = hosts.get_mut(host_name).expect("inserted above");
-            let existing = store.url_record_to_replace(&url)?;
+            let existing = writes.read(&url)?;
             let new = existing.is_none();
             let before = existing.as_ref().map(|r| Before::of(&url, r));
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
@@ -711,7 +711,7 @@ impl<'s> Ingest<'s> {
                     rec.schedule = Schedule::of(&due);
                 }
             }
-            writes.put(&url, before.as_ref(), &mut rec);
+            writes.put(&url, before.as_ref(), &mut rec)?;
             match (new, revived, hints_changed) {
                 (true, _, _) => self.stats.new += 1,
                 (_, true, _) => self.stats.revived += 1,

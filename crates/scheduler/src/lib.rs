@@ -10,6 +10,7 @@ pub mod ingest;
 mod kv;
 mod migrate;
 pub mod notify;
+mod pages;
 pub mod policy;
 pub mod queue;
 pub mod refresh;
@@ -24,7 +25,7 @@ mod writes;
 
 #[doc(hidden)]
 pub mod internal;
-use internal::{keys, record};
+use internal::{keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
 pub use frontier::{KnownUrl, Metadata, Put, QueueCounts, bounded_metadata, queue_of};

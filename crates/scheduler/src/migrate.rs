@@ -28,7 +28,7 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         Some([v]) if *v > keys::LAYOUT_VERSION => return Err(StoreError::NewerLayout(*v)),
         _ => {}
     }
-    let empty = kv.scan_prefix([keys::URL]).next().is_none();
+    let empty = crate::pages::entries(kv, &[], &[0xff]).next().is_none();
     let version = match kv.get(keys::LAYOUT)?.as_deref() {
         Some([v]) => *v,
         _ => 1,
@@ -72,17 +72,17 @@ fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
 pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     clear(kv, keys::TALLY)?;
     let mut tallies: std::collections::HashMap<String, Tally> = Default::default();
-    for item in kv.scan_prefix([keys::URL]) {
-        let (key, value) = item?;
-        let Some(url) = key.get(1..).and_then(|u| std::str::from_utf8(u).ok()) else {
+    for item in crate::pages::entries(kv, &[], &[0xff]) {
+        // A record or page that does not decode is not counted; `check`
+        // names it.
+        let Ok((url, value)) = item else {
             continue;
         };
-        // A record that does not decode is not counted; `check` names it.
         let Ok(rec) = decode::<UrlRecord>(&value) else {
             continue;
         };
         tallies
-            .entry(keys::host_of(url).to_string())
+            .entry(keys::host_of(&url).to_string())
             .or_default()
             .add(&Tally::of(&rec), 1);
     }
@@ -100,21 +100,23 @@ pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
     clear(kv, keys::DUE)?;
     let mut batch = Batch::default();
     let mut n = 0;
-    for item in kv.scan_prefix([keys::URL]) {
-        let (key, value) = item?;
-        let Some(url) = key.get(1..).and_then(|u| std::str::from_utf8(u).ok()) else {
+    for item in crate::pages::entries(kv, &[], &[0xff]) {
+        // A record or page that does not decode keeps no entry; `check`
+        // names it.
+        let Ok((url, value)) = item else {
             continue;
         };
-        // A record that does not decode keeps no entry; `check` names it.
         let Ok(mut rec) = decode::<UrlRecord>(&value) else {
             continue;
         };
         if rec.queued() {
             // Out of its due list (the lists were cleared with the rest).
+            // (Written under a key of its own, which stands for its page's
+            // copy.)
             if rec.listed.take().is_some() {
-                batch.insert(key.to_vec(), encode(&rec));
+                batch.insert(keys::url(&url), encode(&rec));
             }
-            batch.insert(rec.due_key(url), &[]);
+            batch.insert(rec.due_key(&url), &[]);
             n += 1;
         }
         if n == BATCH {

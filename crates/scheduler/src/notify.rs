@@ -123,7 +123,7 @@ impl Store {
         }
         let mut writes = UrlWrites::new(self);
         for (url, (rec, stored)) in &mut records {
-            writes.put(url, stored.as_ref(), rec);
+            writes.put(url, stored.as_ref(), rec)?;
         }
         writes.apply()?;
         Ok(found)

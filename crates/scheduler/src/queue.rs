@@ -688,7 +688,7 @@ impl Store {
                 if rec.queued() {
                     let before = Before::of(&url, &rec);
                     rec.blocked = true;
-                    writes.put(&url, Some(&before), &mut rec);
+                    writes.put(&url, Some(&before), &mut rec)?;
                 }
             }
         }
@@ -707,7 +707,7 @@ impl Store {
                 let before = Before::of(&url, &rec);
                 let due = self.schedule(&url, &rec, host, now);
                 rec.schedule = Schedule::of(&due);
-                writes.put(&url, Some(&before), &mut rec);
+                writes.put(&url, Some(&before), &mut rec)?;
                 continue;
             }
             let not_before = host.next_allowed.max(now);
@@ -726,7 +726,7 @@ impl Store {
                 reason: rec.schedule.reason,
                 lease: Some((id, horizon)),
             };
-            writes.put(&url, Some(&before), &mut rec);
+            writes.put(&url, Some(&before), &mut rec)?;
             out.push(Leased {
                 url,
                 due: Timestamp::from_unix(due),
@@ -817,7 +817,7 @@ impl Store {
         }
         let mut writes = UrlWrites::new(self);
         for (url, (rec, before)) in &mut records {
-            writes.put(url, before.as_ref(), rec);
+            writes.put(url, before.as_ref(), rec)?;
         }
         for (name, (host, changed)) in &hosts {
             if *changed {

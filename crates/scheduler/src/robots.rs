@@ -147,7 +147,7 @@ impl Store {
                         rec.schedule = Schedule::of(&due);
                     }
                 }
-                writes.put(&url, Some(&before), &mut rec);
+                writes.put(&url, Some(&before), &mut rec)?;
             }
             writes.apply()
         };

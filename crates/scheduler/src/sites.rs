@@ -144,7 +144,7 @@ impl Store {
             }
             let before = Before::of(&url, &rec);
             rec.retired = true;
-            writes.put(&url, Some(&before), &mut rec);
+            writes.put(&url, Some(&before), &mut rec)?;
             retired += 1;
         }
         writes.apply()?;

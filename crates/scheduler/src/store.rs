@@ -242,7 +242,7 @@ impl Store {
 
     pub(crate) fn with_kv(kv: Kv, options: StoreOptions) -> Result<Store, StoreError> {
         crate::migrate::to_current_layout(&kv)?;
-        let empty = kv.scan_prefix([keys::URL]).next().is_none();
+        let empty = crate::pages::entries(&kv, &[], &[0xff]).next().is_none();
         let saved = kv
             .get(keys::POLICY)?
             .map(|v| String::from_utf8_lossy(&v).into_owned());
@@ -362,8 +362,37 @@ impl Store {
     ) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a {
         host_prefixes(host)
             .into_iter()
-            .flat_map(move |prefix| self.records(prefix))
+            .flat_map(move |prefix| {
+                let mut end = prefix.clone();
+                if let Some(last) = end.last_mut() {
+                    *last += 1; // a prefix ends in '/': never 0xff
+                }
+                self.url_records_in(&prefix, &end)
+            })
             .filter(crate::error::intact)
+    }
+
+    /// The URL records from URL `from` (included) to `to` (excluded), in
+    /// URL order, wherever each is kept ([`crate::pages`]).
+    pub(crate) fn url_records_in<'a>(
+        &'a self,
+        from: &[u8],
+        to: &[u8],
+    ) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + use<'a> {
+        crate::pages::entries(&self.kv, from, to).map(|item| {
+            let (url, bytes) = item?;
+            match decode(&bytes) {
+                Ok(rec) => Ok((url, rec)),
+                Err(source) => Err(StoreError::Record { key: url, source }),
+            }
+        })
+    }
+
+    /// Every URL record, in URL order.
+    pub(crate) fn all_url_records(
+        &self,
+    ) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + '_ {
+        self.url_records_in(&[], &[0xff])
     }
 
     /// What the store knows of `url` (normalised on the way in: a URL that
@@ -428,7 +457,15 @@ impl Store {
 
     /// The record of `url` (normalised), if the store holds it.
     pub(crate) fn url_record(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
-        self.get(&keys::url(url))
+        match crate::pages::record(&self.kv, url)? {
+            None => Ok(None),
+            Some(bytes) => decode(&bytes)
+                .map(Some)
+                .map_err(|source| StoreError::Record {
+                    key: url.to_string(),
+                    source,
+                }),
+        }
     }
 
     /// The record of the sitemap at `url`, if fetched before.
@@ -572,10 +609,7 @@ impl Store {
         // host, so one host record at a time.
         let mut complete = Vec::new();
         let mut host: Option<(String, HostState)> = None;
-        for item in self
-            .records::<UrlRecord>([keys::URL])
-            .filter(crate::error::intact)
-        {
+        for item in self.all_url_records().filter(crate::error::intact) {
             let (url, r) = item?;
             if r.queued() {
                 let name = keys::host_of(&url);
@@ -661,15 +695,15 @@ fn as_of(r: &UrlRecord) -> i64 {
     t
 }
 
-/// The key prefixes of the URL records of `host` (`host[:port]`): its http
-/// and https URLs; none for a name no URL can have.
+/// The URL prefixes of `host` (`host[:port]`): its http and https URLs;
+/// none for a name no URL can have.
 pub(crate) fn host_prefixes(host: &str) -> Vec<Vec<u8>> {
     if host.is_empty() || host.contains(['/', '?', '#']) {
         return Vec::new();
     }
     ["http", "https"]
         .iter()
-        .map(|scheme| keys::url(&format!("{scheme}://{host}/")))
+        .map(|scheme| format!("{scheme}://{host}/").into_bytes())
         .collect()
 }
 

@@ -4,6 +4,16 @@
 //! counts ([`Tally`]) change by the difference of the two records'
 //! contributions, all in one atomic batch.
 //!
+//! ## Where records go
+//!
+//! An ingest's batch ([`UrlWrites::paged`]) puts records into their pages
+//! (`p`, [`crate::pages`]): it reads each page it needs once, changes it
+//! in memory, and writes it once when the batch is applied, cut in two or
+//! more when it grew past [`PAGE_CAP`](crate::page::PAGE_CAP) URLs. Every
+//! other writer (a lease, a completion, a notification, a robots.txt
+//! change) writes a record under a key of its own (`u`), which stands for
+//! the page's copy until an ingest folds it back.
+//!
 //! ## Due lists: one key for many new URLs
 //!
 //! A URL new to the store (an ingest's, a notification's, a redirect's
@@ -38,7 +48,8 @@ use std::collections::{HashMap, HashSet};
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
-use crate::record::{DueList, Listed, StoredReason, UrlRecord, decode, encode};
+use crate::pages::Pages;
+use crate::record::{DueList, Listed, StoredReason, UrlRecord, decode, encode, encode_squeezed};
 use crate::store::Store;
 use crate::tally::Tally;
 
@@ -108,6 +119,10 @@ struct ListEdit {
 /// store's write lock from reading the records to applying.
 pub(crate) struct UrlWrites<'s> {
     store: &'s Store,
+    /// Records go into their pages ([`UrlWrites::paged`]), not keys of
+    /// their own.
+    paged: bool,
+    pages: Pages,
     batch: Batch,
     changes: HashMap<String, Tally>,
     lists: HashMap<Vec<u8>, ListEdit>,
@@ -121,6 +136,8 @@ impl<'s> UrlWrites<'s> {
     pub(crate) fn new(store: &'s Store) -> UrlWrites<'s> {
         UrlWrites {
             store,
+            paged: false,
+            pages: Pages::default(),
             batch: Batch::default(),
             changes: HashMap::new(),
             lists: HashMap::new(),
@@ -128,12 +145,66 @@ impl<'s> UrlWrites<'s> {
         }
     }
 
+    /// Writes to `store` that put records into their pages: an ingest's,
+    /// which reads them through [`UrlWrites::read`] (each page read once
+    /// per batch) and writes many URLs of each page. Records with keys of
+    /// their own that it writes go back into their pages.
+    pub(crate) fn paged(store: &'s Store) -> UrlWrites<'s> {
+        UrlWrites {
+            paged: true,
+            ..UrlWrites::new(store)
+        }
+    }
+
+    /// The record of `url` (normalised), as [`Store::url_record_to_replace`]
+    /// reads it; through this batch's pages when it writes pages.
+    pub(crate) fn read(&mut self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
+        if !self.paged {
+            return self.store.url_record_to_replace(url);
+        }
+        let Some(bytes) = self.pages.read(&self.store.kv, url)? else {
+            return Ok(None);
+        };
+        match decode(&bytes) {
+            Ok(rec) => Ok(Some(rec)),
+            Err(e) => {
+                tracing::warn!(%url, error = %e, "corrupt URL record replaced");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Writes the record of `url` (`None`: deletes it) where this batch
+    /// writes records.
+    fn write_record(&mut self, url: &str, record: Option<&UrlRecord>) -> Result<(), StoreError> {
+        let kv = &self.store.kv;
+        if self.paged {
+            if self.pages.set(kv, url, record.map(encode))? {
+                self.batch.remove(keys::url(url));
+            }
+            return Ok(());
+        }
+        match record {
+            Some(rec) => self.batch.insert(keys::url(url), encode(rec)),
+            None => {
+                self.batch.remove(keys::url(url));
+                self.pages.set(kv, url, None)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes `after` as the record of `url` (once per URL in a batch: the
     /// callers merge what they do to one URL first), which was `before` when read
     /// (`None`: a new URL). Its due entry moves if its place in the queue
     /// changed (a new queued URL is filed in a due list when the batch is
     /// applied), and its host's counts by the difference.
-    pub(crate) fn put(&mut self, url: &str, before: Option<&Before>, after: &mut UrlRecord) {
+    pub(crate) fn put(
+        &mut self,
+        url: &str,
+        before: Option<&Before>,
+        after: &mut UrlRecord,
+    ) -> Result<(), StoreError> {
         let old = before.and_then(|b| b.place.clone());
         let new = if !after.queued() {
             after.listed = None;
@@ -161,7 +232,7 @@ impl<'s> UrlWrites<'s> {
             self.fresh.entry(prefix).or_default().push(entry);
             self.leave(url, old);
             self.count(url, before, after);
-            return;
+            return Ok(());
         } else {
             after.listed = None;
             Some(Place::Key(after.due_key(url)))
@@ -178,18 +249,20 @@ impl<'s> UrlWrites<'s> {
                 None => {}
             }
         }
-        self.batch.insert(keys::url(url), encode(after));
+        self.write_record(url, Some(after))?;
         self.count(url, before, after);
+        Ok(())
     }
 
     /// Deletes the record of `url`, which was `before` when read: out of
     /// its place in the queue, and out of its host's counts.
-    pub(crate) fn remove(&mut self, url: &str, before: &Before) {
+    pub(crate) fn remove(&mut self, url: &str, before: &Before) -> Result<(), StoreError> {
         self.leave(url, before.place.clone());
-        self.batch.remove(keys::url(url));
+        self.write_record(url, None)?;
         let mut change = Tally::default();
         change.add(&before.tally, -1);
         self.tally_change(url, &change);
+        Ok(())
     }
 
     /// `url` leaves its place in the queue.
@@ -241,7 +314,7 @@ impl<'s> UrlWrites<'s> {
             }
             held += 1;
             rec.listed = Some(n);
-            self.batch.insert(keys::url(&entry.url), encode(&rec));
+            self.write_record(&entry.url, Some(&rec))?;
             let edit = self.lists.entry(rec.list_key(&entry.url, n)).or_default();
             edit.added.push(entry);
         }
@@ -293,7 +366,7 @@ impl<'s> UrlWrites<'s> {
             if list.entries.is_empty() {
                 self.batch.remove(key);
             } else {
-                self.batch.insert(key, encode(&list));
+                self.batch.insert(key, encode_squeezed(&list));
             }
         }
         for (host, change) in self.changes.drain() {
@@ -304,6 +377,7 @@ impl<'s> UrlWrites<'s> {
             tally.add(&change, 1);
             self.batch.insert(keys::tally(&host), encode(&tally));
         }
+        std::mem::take(&mut self.pages).write(&mut self.batch);
         store.kv.apply_batch(self.batch)
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! | prefix | key | value |
 //! |---|---|---|
-//! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord) |
+//! | `p` | the last URL of a page when it was cut, or origin ‖ 0xff for the last page of an origin: a page holds the URLs after the page key before it, up to its own | a [page](crate::page) of the records of up to [`PAGE_CAP`](crate::page::PAGE_CAP) URLs of one origin: what an ingest writes |
+//! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord): a record written since its page was (a lease, a fetch, a notification), which stands for the page's copy; the next ingest of the URL folds it back into its page |
 //! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank ([`RANK_BYTES`]: priority, lastmod, URL length) ‖ URL | empty |
 //! | `d` | urgency class ‖ due time ‖ rank of zeros ‖ NUL ‖ host ‖ NUL ‖ list number (8 hex digits): a due list ([`list`]) | [`DueList`](crate::record::DueList): up to [`LIST_CAP`] URLs new to the store, due in that second |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
@@ -29,13 +30,16 @@
 //! | 3 | the rank is 11 bytes: the priority, then the newest lastmod, then the shortest URL, so that a site's many URLs due in one second are read in that order (not alphabetically) |
 //! | 4 | `t` ‖ host: each host's URL records counted by state, kept in the batch that changes them |
 //! | 5 | due lists: the URLs an ingest finds new share one due key per host, second and [`LIST_CAP`] URLs, instead of one each |
+//! | 6 | record pages (`p`): an ingest writes URL records in pages of up to [`PAGE_CAP`](crate::page::PAGE_CAP); `u` keys are records written since. A layout-5 store opens as it is: its `u` records are read as such, and each ingest folds the ones it sees into pages |
 //!
 //! A store of an older layout is migrated when it is opened (the due
 //! index rebuilt from the URL records for layouts 1 and 2, the counts
 //! counted for layouts 1 to 3).
 
-/// URL records.
+/// URL records written one per key (since their page was).
 pub const URL: u8 = b'u';
+/// Pages of URL records.
+pub const PAGE: u8 = b'p';
 /// The due index.
 pub const DUE: u8 = b'd';
 /// Sitemap records.
@@ -74,7 +78,7 @@ pub const DATED_FROM: &[u8] = b"~dated-from";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 5;
+pub const LAYOUT_VERSION: u8 = 6;
 
 /// URLs a due list holds at most.
 pub const LIST_CAP: usize = 32;
@@ -89,6 +93,12 @@ fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
 /// `u` ‖ url.
 pub fn url(url: &str) -> Vec<u8> {
     with_prefix(URL, url.as_bytes())
+}
+
+/// `p` ‖ url: the key of a page whose last URL is `url` (the last page of
+/// an origin is keyed `p` ‖ origin ‖ 0xff).
+pub fn page(url: &str) -> Vec<u8> {
+    with_prefix(PAGE, url.as_bytes())
 }
 
 /// `s` ‖ sitemap url.

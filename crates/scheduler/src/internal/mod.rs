@@ -4,4 +4,6 @@
 //! views.
 
 pub mod keys;
+pub mod page;
 pub mod record;
+pub mod squeeze;

@@ -56,6 +56,33 @@ pub enum RecordError {
     /// The bytes do not decode.
     #[error("corrupt record: {0}")]
     Corrupt(#[from] postcard::Error),
+    /// The page of records it is in does not decode.
+    #[error("corrupt page: {0}")]
+    Page(#[from] crate::page::PageError),
+    /// A compressed record ([`encode_squeezed`]) that does not decompress.
+    #[error("compressed record does not decompress")]
+    Squeezed,
+}
+
+/// The first byte of a record compressed by [`encode_squeezed`]: a zstd
+/// frame of the record's [`encode`]d bytes follows.
+pub const SQUEEZED: u8 = 0xc5;
+
+/// Bytes a compressed record may decompress to, at most.
+const MAX_SQUEEZED: usize = 4 << 20;
+
+/// [`encode`], compressed ([`crate::squeeze`]) when that makes it smaller:
+/// for the records that hold many URLs (due lists).
+pub fn encode_squeezed<T: Serialize>(record: &T) -> Vec<u8> {
+    let plain = encode(record);
+    let frame = crate::squeeze::compress(&plain);
+    if frame.is_empty() || frame.len() + 1 >= plain.len() {
+        return plain;
+    }
+    let mut out = Vec::with_capacity(1 + frame.len());
+    out.push(SQUEEZED);
+    out.extend_from_slice(&frame);
+    out
 }
 
 /// Encodes a record: version byte + postcard.
@@ -78,9 +105,16 @@ pub trait Record: Serialize + DeserializeOwned {
     }
 }
 
-/// Decodes a record written by [`encode`], in this format version or an
-/// older one.
+/// Decodes a record written by [`encode`] (or [`encode_squeezed`]), in
+/// this format version or an older one.
 pub fn decode<T: Record>(bytes: &[u8]) -> Result<T, RecordError> {
+    if let Some((&SQUEEZED, frame)) = bytes.split_first() {
+        let plain = crate::squeeze::decompress(frame, MAX_SQUEEZED).ok_or(RecordError::Squeezed)?;
+        if plain.first() == Some(&SQUEEZED) {
+            return Err(RecordError::Squeezed);
+        }
+        return decode(&plain);
+    }
     match bytes.split_first() {
         None => Err(RecordError::Empty),
         Some((&FORMAT_VERSION, body)) => Ok(postcard::from_bytes(body)?),
@@ -885,6 +919,44 @@ impl Record for RobotsRecord {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn due_lists_are_stored_compressed_and_read_back() {
+        let list = DueList {
+            entries: (0..32)
+                .map(|i| Listed {
+                    score: 0.5,
+                    rank: [1; keys::RANK_BYTES],
+                    url: format!("https://a.example/catalog/section-{}/item-{i}.html", i % 7),
+                })
+                .collect(),
+        };
+        let squeezed = encode_squeezed(&list);
+        assert_eq!(squeezed[0], SQUEEZED);
+        assert!(
+            squeezed.len() * 3 < encode(&list).len(),
+            "{}",
+            squeezed.len()
+        );
+        let back: DueList = decode(&squeezed).unwrap();
+        assert_eq!(encode(&back), encode(&list));
+        // Too small to gain: stored as it is.
+        assert_eq!(
+            encode_squeezed(&DueList::default()),
+            encode(&DueList::default())
+        );
+        // A frame that does not decompress, or a record compressed twice.
+        assert!(matches!(
+            decode::<DueList>(&squeezed[..squeezed.len() - 2]),
+            Err(RecordError::Squeezed)
+        ));
+        let mut twice = vec![SQUEEZED];
+        twice.extend(crate::squeeze::compress(&squeezed));
+        assert!(matches!(
+            decode::<DueList>(&twice),
+            Err(RecordError::Squeezed)
+        ));
+    }
 
     #[test]
     fn exact_lastmods_give_the_observed_change_rate_and_the_move_time() {

@@ -1,0 +1,477 @@
+//! Where a URL record is: in its page (`p`, [`crate::page`]), or in a key
+//! of its own (`u`) that stands for the page's copy.
+//!
+//! An ingest reads and writes many URLs of a site at once, so it writes
+//! pages: one sled key for up to [`PAGE_CAP`](crate::page::PAGE_CAP)
+//! records ([`Pages`], through [`UrlWrites::paged`](crate::writes::UrlWrites::paged)).
+//! A crawler's lease, completion or notification touches a few URLs spread
+//! over many pages; rewriting a page of a hundred records for each would
+//! write a hundred times the bytes, so those write the record under a key
+//! of its own, which wins over the page's copy until the next ingest of
+//! the URL folds it back into its page (and removes the key).
+//!
+//! Readers see one record per URL either way: [`record`] looks for the key
+//! of its own first, and [`UrlEntries`] merges both in URL order.
+
+use std::collections::BTreeMap;
+
+use crate::error::StoreError;
+use crate::keys;
+use crate::kv::{Batch, Iter, Kv};
+use crate::page::{self, Entry, origin};
+use crate::record::RecordError;
+
+/// The key of the last page of `url`'s origin: `p` ‖ origin ‖ 0xff.
+fn last_page(url: &str) -> Vec<u8> {
+    let mut key = keys::page(origin(url));
+    key.push(0xff);
+    key
+}
+
+/// The page that holds `url` (or would): the first page key from `url`'s
+/// on within its origin ([`page`](crate::page) keys pages by their last
+/// URL), with its bytes.
+fn page_of(kv: &Kv, url: &str) -> Result<Option<(sled::IVec, sled::IVec)>, StoreError> {
+    let mut end = last_page(url);
+    end.push(0);
+    kv.range(keys::page(url)..end).next().transpose()
+}
+
+/// A page that does not decode, as a record error naming it.
+fn corrupt_page(key: &[u8], e: page::PageError) -> StoreError {
+    StoreError::Record {
+        key: format!(
+            "page {}",
+            String::from_utf8_lossy(key.get(1..).unwrap_or_default())
+        ),
+        source: RecordError::Page(e),
+    }
+}
+
+/// The encoded record of `url`: its own key's, else its page's.
+pub(crate) fn record(kv: &Kv, url: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    if let Some(own) = kv.get(keys::url(url))? {
+        return Ok(Some(own.to_vec()));
+    }
+    let Some((key, bytes)) = page_of(kv, url)? else {
+        return Ok(None);
+    };
+    match page::find(&bytes, url) {
+        Ok(found) => Ok(found),
+        Err(e) => Err(corrupt_page(&key, e)),
+    }
+}
+
+/// The URL records (encoded) from URL `from` (included) to `to`
+/// (excluded), in URL order, from keys of their own and pages merged (a
+/// key of its own wins). A page that does not decode is an error
+/// ([`StoreError::Record`]) and the scan goes on after it.
+pub(crate) struct UrlEntries<'k> {
+    from: Vec<u8>,
+    to: Vec<u8>,
+    own: Iter<'k>,
+    pages: Iter<'k>,
+    page: std::vec::IntoIter<Entry>,
+    pages_done: bool,
+    /// The page read last was keyed at or after `to`: none after it holds
+    /// a URL before `to`.
+    past: bool,
+    next_own: Option<Entry>,
+    next_paged: Option<Entry>,
+}
+
+/// [`UrlEntries`] of `kv` from `from` to `to` (URL bytes).
+pub(crate) fn entries<'k>(kv: &'k Kv, from: &[u8], to: &[u8]) -> UrlEntries<'k> {
+    let with = |prefix: u8, url: &[u8]| {
+        let mut k = vec![prefix];
+        k.extend_from_slice(url);
+        k
+    };
+    // Pages are keyed by their last URL: the first key from `from` on is
+    // the page that holds it.
+    let mut all = vec![keys::PAGE];
+    all.push(0xff);
+    UrlEntries {
+        from: from.to_vec(),
+        to: to.to_vec(),
+        own: kv.range(with(keys::URL, from)..with(keys::URL, to)),
+        pages: kv.range(with(keys::PAGE, from)..all),
+        page: Vec::new().into_iter(),
+        pages_done: false,
+        past: false,
+        next_own: None,
+        next_paged: None,
+    }
+}
+
+impl UrlEntries<'_> {
+    /// The next entry of a page within the range.
+    fn paged(&mut self) -> Option<Result<Entry, StoreError>> {
+        loop {
+            if self.pages_done {
+                return None;
+            }
+            for e in self.page.by_ref() {
+                if e.0.as_bytes() < self.from.as_slice() {
+                    continue;
+                }
+                if e.0.as_bytes() >= self.to.as_slice() {
+                    self.pages_done = true;
+                    return None;
+                }
+                return Some(Ok(e));
+            }
+            if self.past {
+                self.pages_done = true;
+                return None;
+            }
+            match self.pages.next()? {
+                Ok((key, bytes)) => match page::decode(&bytes) {
+                    Ok(es) => {
+                        self.past = key.get(1..).is_some_and(|k| k >= self.to.as_slice());
+                        self.page = es.into_iter();
+                    }
+                    Err(e) => return Some(Err(corrupt_page(&key, e))),
+                },
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+impl Iterator for UrlEntries<'_> {
+    type Item = Result<Entry, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next_own.is_none() {
+            match self.own.next() {
+                Some(Ok((k, v))) => {
+                    let url = String::from_utf8_lossy(k.get(1..).unwrap_or_default()).into_owned();
+                    self.next_own = Some((url, v.to_vec()));
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => {}
+            }
+        }
+        if self.next_paged.is_none() {
+            match self.paged() {
+                Some(Ok(e)) => self.next_paged = Some(e),
+                Some(Err(e)) => return Some(Err(e)),
+                None => {}
+            }
+        }
+        let order = match (&self.next_own, &self.next_paged) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(o), Some(p)) => o.0.cmp(&p.0),
+        };
+        if order.is_eq() {
+            self.next_paged = None; // the page's copy is stale
+        }
+        let own_first = order.is_le();
+        let next = if own_first {
+            self.next_own.take()
+        } else {
+            self.next_paged.take()
+        };
+        next.map(Ok)
+    }
+}
+
+/// A page read for writing.
+#[derive(Debug)]
+struct Loaded {
+    /// The smallest page key (`p` ‖ URL) known to belong in this page: its
+    /// first URL's, or a smaller one a seek found no page key between.
+    covered_from: Vec<u8>,
+    entries: BTreeMap<String, Vec<u8>>,
+    dirty: bool,
+}
+
+/// The pages one batch reads and changes, by key: each read once, changed
+/// in memory, and written (cut when they grew past a page's size) by
+/// [`Pages::write`]. The caller holds the store's write lock throughout.
+#[derive(Debug, Default)]
+pub(crate) struct Pages {
+    loaded: BTreeMap<Vec<u8>, Loaded>,
+    /// The URLs read, and whether each had a key of its own.
+    own: std::collections::HashMap<String, bool>,
+}
+
+impl Pages {
+    /// The page `url` belongs in, read if it was not yet.
+    fn locate(&mut self, kv: &Kv, url: &str) -> Result<&mut Loaded, StoreError> {
+        let key = keys::page(url);
+        // A loaded page covers `url` if it is the first from `url` on and
+        // covers it: no page key lies between.
+        let hit = self
+            .loaded
+            .range(key.clone()..)
+            .next()
+            .filter(|(_, l)| key >= l.covered_from)
+            .map(|(k, _)| k.clone());
+        let at = match hit {
+            Some(k) => k,
+            None => {
+                let (k, bytes) = match page_of(kv, url)? {
+                    Some((k, bytes)) => (k.to_vec(), Some(bytes)),
+                    None => (last_page(url), None),
+                };
+                if let Some(l) = self.loaded.get_mut(&k) {
+                    l.covered_from = l.covered_from.clone().min(key);
+                } else {
+                    let entries: BTreeMap<String, Vec<u8>> = match bytes.map(|b| page::decode(&b)) {
+                        Some(Ok(entries)) => entries.into_iter().collect(),
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %corrupt_page(&k, e), "corrupt page replaced");
+                            BTreeMap::new()
+                        }
+                        None => BTreeMap::new(),
+                    };
+                    let first = entries.keys().next().map(|u| keys::page(u));
+                    let covered_from = first.map_or(key.clone(), |f| f.min(key));
+                    self.loaded.insert(
+                        k.clone(),
+                        Loaded {
+                            covered_from,
+                            entries,
+                            dirty: false,
+                        },
+                    );
+                }
+                k
+            }
+        };
+        Ok(self.loaded.get_mut(&at).expect("loaded above"))
+    }
+
+    /// The encoded record of `url`: its own key's, else its page's.
+    pub(crate) fn read(&mut self, kv: &Kv, url: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let own = kv.get(keys::url(url))?;
+        self.own.insert(url.to_string(), own.is_some());
+        if let Some(own) = own {
+            return Ok(Some(own.to_vec()));
+        }
+        let page = self.locate(kv, url)?;
+        Ok(page.entries.get(url).cloned())
+    }
+
+    /// Sets (or with `None` removes) the record of `url` in its page;
+    /// whether `url` may have a key of its own (which the caller removes,
+    /// so that the page's copy stands): it had one when read, or it was
+    /// not read.
+    pub(crate) fn set(
+        &mut self,
+        kv: &Kv,
+        url: &str,
+        record: Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
+        let own = self.own.get(url).copied().unwrap_or(true);
+        let page = self.locate(kv, url)?;
+        let changed = match record {
+            Some(r) => {
+                page.entries.insert(url.to_string(), r);
+                true
+            }
+            None => page.entries.remove(url).is_some(),
+        };
+        page.dirty |= changed;
+        Ok(own)
+    }
+
+    /// Adds the changed pages to `batch`: an emptied page removed, one
+    /// grown too big cut into pages keyed by their last URLs (the last
+    /// keeps the page's key).
+    pub(crate) fn write(self, batch: &mut Batch) {
+        for (key, page) in self.loaded {
+            if !page.dirty {
+                continue;
+            }
+            if page.entries.is_empty() {
+                batch.remove(key);
+                continue;
+            }
+            let entries: Vec<Entry> = page.entries.into_iter().collect();
+            let parts = page::split(&entries);
+            let n = parts.len();
+            for (i, part) in parts.into_iter().enumerate() {
+                let at = if i + 1 == n {
+                    key.clone()
+                } else {
+                    keys::page(&part[part.len() - 1].0)
+                };
+                batch.insert(at, page::encode(part));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LeaseRequest, Store, StoreOptions, Timestamp};
+    use sitemapd_parser::{NormUrl, UrlEntry};
+
+    const SITEMAP: &str = "https://a.example/sitemap.xml";
+
+    fn ingest(s: &Store, now: i64, urls: &[String]) {
+        let mut ingest = s.ingest(Timestamp::from_unix(now)).with_batch(100);
+        for url in urls {
+            let entry = UrlEntry::new(NormUrl::parse(url).unwrap());
+            ingest.entry(SITEMAP, &entry).unwrap();
+        }
+        ingest.finish().unwrap();
+    }
+
+    /// 300 URLs of one origin (more than two pages' worth), 5 of another
+    /// scheme and 5 of another host, in no order.
+    fn urls() -> Vec<String> {
+        let mut urls: Vec<String> = (0..300)
+            .map(|i| format!("https://a.example/catalog/{}/item-{i}", i % 7))
+            .collect();
+        urls.extend((0..5).map(|i| format!("http://a.example/p{i}")));
+        urls.extend((0..5).map(|i| format!("https://a.example.org/q{i}")));
+        urls.reverse();
+        urls
+    }
+
+    fn count(s: &Store, prefix: u8) -> usize {
+        s.kv.scan_prefix([prefix]).count()
+    }
+
+    fn scanned(s: &Store) -> Vec<String> {
+        s.all_url_records().map(|r| r.unwrap().0).collect()
+    }
+
+    fn sorted(mut urls: Vec<String>) -> Vec<String> {
+        urls.sort();
+        urls
+    }
+
+    #[test]
+    fn an_ingest_writes_pages_a_lease_keys_of_their_own_and_the_next_ingest_folds_them_back() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let urls = urls();
+        ingest(&s, 1_000, &urls);
+        assert_eq!(count(&s, keys::URL), 0);
+        // 300 URLs of one origin in pages of at most PAGE_CAP (at least
+        // half full but for the last), one page per other origin.
+        let pages = count(&s, keys::PAGE);
+        let most = 2 + 2 * 300usize.div_ceil(page::PAGE_CAP);
+        assert!(
+            (2 + 300usize.div_ceil(page::PAGE_CAP)..=most).contains(&pages),
+            "{pages} pages"
+        );
+        for (key, bytes) in s.kv.scan_prefix([keys::PAGE]).map(Result::unwrap) {
+            let entries = page::decode(&bytes).unwrap();
+            assert!(entries.len() <= page::PAGE_CAP);
+            let last = keys::page(&entries[entries.len() - 1].0);
+            assert!(key.as_ref() >= last.as_slice());
+            assert!(
+                entries
+                    .iter()
+                    .all(|(u, _)| origin(u) == origin(&entries[0].0))
+            );
+        }
+        for url in &urls {
+            assert!(s.url_record(url).unwrap().is_some(), "{url}");
+        }
+        assert_eq!(s.url_record("https://a.example/catalog/9").unwrap(), None);
+        assert_eq!(scanned(&s), sorted(urls.clone()));
+        assert_eq!(s.host_urls("a.example").count(), 305);
+        assert_eq!(s.host_urls("a.example.org").count(), 5);
+
+        let leased = s
+            .lease(&LeaseRequest::new(10), Timestamp::from_unix(1_000))
+            .unwrap();
+        assert_eq!(leased.len(), 10);
+        assert_eq!(count(&s, keys::URL), 10, "a lease writes keys of their own");
+        assert_eq!(scanned(&s), sorted(urls.clone()), "each URL once");
+        for l in &leased {
+            let rec = s.url_record(l.url.as_str()).unwrap().unwrap();
+            assert!(rec.schedule.lease.is_some());
+        }
+        assert!(s.check().unwrap().is_ok());
+
+        ingest(&s, 2_000, &urls);
+        assert_eq!(count(&s, keys::URL), 0, "folded back into their pages");
+        for l in &leased {
+            let rec = s.url_record(l.url.as_str()).unwrap().unwrap();
+            assert!(rec.schedule.lease.is_some(), "the lease is kept");
+            assert_eq!(rec.last_seen, 2_000);
+        }
+        assert_eq!(scanned(&s), sorted(urls));
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_corrupt_page_is_named_skipped_by_scans_and_replaced_by_the_next_ingest() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let urls = urls();
+        ingest(&s, 1_000, &urls);
+        let (key, bytes) = s.kv.scan_prefix([keys::PAGE]).nth(1).unwrap().unwrap();
+        let lost = page::decode(&bytes).unwrap();
+        s.kv.insert(key.to_vec(), &b"\x01\xff\xff"[..]).unwrap();
+        let report = s.check().unwrap();
+        assert_eq!(report.corrupt.len(), 1, "{report:?}");
+        assert!(report.corrupt[0].starts_with("page https://"));
+        assert!(matches!(
+            s.url_record(&lost[0].0),
+            Err(StoreError::Record { .. })
+        ));
+        let intact = s.all_url_records().filter(crate::error::intact).count();
+        assert_eq!(intact, urls.len() - lost.len());
+
+        ingest(&s, 2_000, &urls);
+        for (url, _) in &lost {
+            assert!(s.url_record(url).unwrap().is_some());
+        }
+        s.repair().unwrap();
+        assert!(s.check().unwrap().is_ok());
+        assert_eq!(scanned(&s), sorted(urls));
+    }
+
+    #[test]
+    fn a_layout_5_store_reads_its_records_and_an_ingest_moves_them_into_pages() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let urls = urls();
+        ingest(&s, 1_000, &urls);
+        // Layout 5: every record under a key of its own, no pages.
+        let mut batch = Batch::default();
+        for (key, bytes) in s.kv.scan_prefix([keys::PAGE]).map(Result::unwrap) {
+            for (url, rec) in page::decode(&bytes).unwrap() {
+                batch.insert(keys::url(&url), rec);
+            }
+            batch.remove(key);
+        }
+        s.kv.apply_batch(batch).unwrap();
+        assert_eq!(count(&s, keys::PAGE), 0);
+        assert_eq!(scanned(&s), sorted(urls.clone()));
+        assert!(s.check().unwrap().is_ok());
+
+        ingest(&s, 2_000, &urls);
+        assert_eq!(count(&s, keys::URL), 0);
+        assert!(count(&s, keys::PAGE) >= 5);
+        assert_eq!(scanned(&s), sorted(urls));
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_scan_from_inside_a_page_starts_there() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let urls = urls();
+        ingest(&s, 1_000, &urls);
+        let all = scanned(&s);
+        let from = &all[150];
+        let got: Vec<String> = entries(&s.kv, from.as_bytes(), b"https://a.example0")
+            .map(|r| r.unwrap().0)
+            .collect();
+        let want: Vec<String> = all[150..]
+            .iter()
+            .filter(|u| u.starts_with("https://a.example/"))
+            .cloned()
+            .collect();
+        assert_eq!(got, want);
+    }
+}
