@@ -127,6 +127,44 @@ impl StoreHealth {
     }
 }
 
+/// The file in a store's directory that says it was closed cleanly: the
+/// number its last close wrote under [`keys::CLOSED`](crate::keys::CLOSED).
+pub(crate) const CLOSED_FILE: &str = "closed";
+
+/// Marks a clean close of a store on disk, when the last handle of its
+/// database is dropped: a number written under `~closed` and flushed, then
+/// the same number in the file [`CLOSED_FILE`] beside the database. A store
+/// opened again whose database does not hold that number lost writes that
+/// were on disk when it was closed: its `db` file was cut short (sled
+/// reads a log cut at a message boundary as an older state, with no
+/// error). A crash cannot lose the number (it was flushed before the file
+/// was written), so it is never taken for damage; it leaves the file of
+/// the close before, which the database still matches.
+pub(crate) struct CloseWitness {
+    pub(crate) db: sled::Db,
+    pub(crate) tree: sled::Tree,
+    pub(crate) dir: std::path::PathBuf,
+}
+
+impl Drop for CloseWitness {
+    fn drop(&mut self) {
+        let mark = || -> Result<u64, sled::Error> {
+            let n = self
+                .tree
+                .get(crate::keys::CLOSED)?
+                .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+                .map_or(1, |b| u64::from_be_bytes(b).wrapping_add(1));
+            self.tree.insert(crate::keys::CLOSED, &n.to_be_bytes())?;
+            self.db.flush()?;
+            Ok(n)
+        };
+        // A store that cannot write (damaged, failing) leaves no mark.
+        if let Ok(Ok(n)) = guard(mark) {
+            let _ = std::fs::write(self.dir.join(CLOSED_FILE), n.to_string());
+        }
+    }
+}
+
 /// Writes applied together by [`Kv::apply_batch`]: atomically, in order.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Batch {
@@ -197,6 +235,8 @@ pub(crate) enum Backend {
         db: sled::Db,
         /// The one tree every keyspace lives in.
         tree: sled::Tree,
+        /// Marks a clean close when the last handle of the database goes.
+        _witness: std::sync::Arc<CloseWitness>,
     },
     /// In memory, gone when dropped.
     Memory {
@@ -219,9 +259,21 @@ impl Kv {
         )
     }
 
-    /// A sled tree, of the store at `path`.
-    pub(crate) fn sled(db: sled::Db, tree: sled::Tree, path: String) -> Kv {
-        Kv::new(Backend::Sled { db, tree }, path)
+    /// A sled tree, of the store at `path`, which `witness` marks closed.
+    pub(crate) fn sled(
+        db: sled::Db,
+        tree: sled::Tree,
+        path: String,
+        witness: std::sync::Arc<CloseWitness>,
+    ) -> Kv {
+        Kv::new(
+            Backend::Sled {
+                db,
+                tree,
+                _witness: witness,
+            },
+            path,
+        )
     }
 
     /// Tree `name` of the same database on disk (created if absent), with
@@ -229,12 +281,13 @@ impl Kv {
     /// it).
     pub(crate) fn sibling(&self, name: &str) -> Result<Kv, StoreError> {
         match &self.backend {
-            Backend::Sled { db, .. } => {
+            Backend::Sled { db, _witness, .. } => {
                 let tree = self.read(|| db.open_tree(name))?;
                 Ok(Kv::sled(
                     db.clone(),
                     tree,
                     format!("{} ({name})", self.path),
+                    _witness.clone(),
                 ))
             }
             Backend::Memory { .. } => Ok(Kv::memory()),
@@ -704,7 +757,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::Config::new().path(dir.path()).open().unwrap();
         let tree = db.open_tree("t").unwrap();
-        let both = [Kv::sled(db, tree, "t".into()), Kv::memory()];
+        let witness = std::sync::Arc::new(CloseWitness {
+            db: db.clone(),
+            tree: tree.clone(),
+            dir: dir.path().to_path_buf(),
+        });
+        let both = [Kv::sled(db, tree, "t".into(), witness), Kv::memory()];
         for kv in &both {
             for i in 0..300u32 {
                 let prefix = if i % 3 == 0 { b'a' } else { b'b' };

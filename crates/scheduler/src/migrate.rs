@@ -10,7 +10,10 @@
 //! 3: every `t` key is removed, then written from one pass over the
 //! records), and writes the layout key last. A crash in the middle leaves
 //! the layout key unwritten, so the next open starts over: the rebuild is
-//! idempotent and the records are never touched.
+//! idempotent and the records are never touched. Layout 6 (record pages)
+//! needs nothing done: a layout-5 record is a record under a key of its
+//! own, which layout 6 reads as such, and each ingest moves the ones it
+//! reads into their pages ([`crate::pages`]). The rebuild reads both.
 
 use crate::error::StoreError;
 use crate::keys;

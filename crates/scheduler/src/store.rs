@@ -156,7 +156,29 @@ impl Store {
                 "its files are there but hold no data: the db file was cut short or emptied".into(),
             ));
         }
-        Store::with_kv(Kv::sled(db, tree, shown.clone()), options)
+        let closed_file = path.as_ref().join(crate::kv::CLOSED_FILE);
+        if let Ok(mark) = std::fs::read_to_string(&closed_file) {
+            let held = crate::kv::guard(|| tree.get(keys::CLOSED))
+                .map_err(&damaged)?
+                .ok()
+                .flatten()
+                .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+                .map(u64::from_be_bytes);
+            if held.map(|n| n.to_string()) != Some(mark.trim().to_string()) {
+                return Err(damaged(format!(
+                    "it was closed cleanly after write mark {}, but its files end before that mark \
+                     (they hold {}): the db file was cut short or lost its last writes",
+                    mark.trim(),
+                    held.map_or("none".to_string(), |n| n.to_string())
+                )));
+            }
+        }
+        let witness = Arc::new(crate::kv::CloseWitness {
+            db: db.clone(),
+            tree: tree.clone(),
+            dir: path.as_ref().to_path_buf(),
+        });
+        Store::with_kv(Kv::sled(db, tree, shown.clone(), witness), options)
     }
 
     /// The store of crawl `name` (see [`crate::frontier`]): a store of its
@@ -721,6 +743,32 @@ mod tests {
             )
             .unwrap();
         ingest.finish().unwrap();
+    }
+
+    #[test]
+    fn a_clean_close_leaves_a_mark_that_a_store_cut_short_no_longer_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let closed = dir.path().join(crate::kv::CLOSED_FILE);
+        {
+            let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            one_url(&s, 1_000);
+            let crawl = s.crawl("other").unwrap();
+            drop(s);
+            assert!(!closed.exists(), "not while a crawl's store is open");
+            drop(crawl);
+        }
+        assert_eq!(std::fs::read_to_string(&closed).unwrap(), "1");
+        // Opened and closed again: the next mark.
+        drop(Store::open(dir.path(), StoreOptions::default()).unwrap());
+        assert_eq!(std::fs::read_to_string(&closed).unwrap(), "2");
+        // A database that ends before its last mark (what a cut leaves).
+        std::fs::write(&closed, "3").unwrap();
+        let e = Store::open(dir.path(), StoreOptions::default()).unwrap_err();
+        assert!(e.is_damage(), "{e}");
+        assert!(
+            e.to_string().contains("damaged") || format!("{e:?}").contains("cut short"),
+            "{e:?}"
+        );
     }
 
     #[test]

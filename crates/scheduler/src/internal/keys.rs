@@ -20,6 +20,7 @@
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
 //! | `~layout` | | the key layout version ([`LAYOUT_VERSION`]) |
+//! | `~closed` | | the number of the last clean close ([`CLOSED`]) |
 //!
 //! ## Layout versions
 //!
@@ -75,6 +76,9 @@ pub const LAYOUT: &[u8] = b"~layout";
 /// lastmod history recorded before (the time a value was first seen, not
 /// the last read of the older one) is not a date of the move.
 pub const DATED_FROM: &[u8] = b"~dated-from";
+/// The number the store's last clean close wrote (u64, big endian; see
+/// the `closed` file beside the database).
+pub const CLOSED: &[u8] = b"~closed";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
