@@ -11,6 +11,8 @@ mod kv;
 mod migrate;
 pub mod notify;
 mod pages;
+#[cfg(test)]
+mod pages_tests;
 pub mod policy;
 pub mod queue;
 pub mod refresh;

@@ -1,0 +1,174 @@
+//! Tests of [`crate::pages`] through the store: where an ingest, a lease
+//! and the next ingest put records, a corrupt page, a layout-5 store. A
+//! module of its own, so that the pages module does not import the store
+//! and the queue (which import it).
+
+use crate::keys;
+use crate::kv::Batch;
+use crate::page::{self, origin};
+use crate::pages::entries;
+use crate::store::StoreError;
+use crate::{LeaseRequest, Store, StoreOptions, Timestamp};
+use sitemapd_parser::{NormUrl, UrlEntry};
+
+const SITEMAP: &str = "https://a.example/sitemap.xml";
+
+fn ingest(s: &Store, now: i64, urls: &[String]) {
+    let mut ingest = s.ingest(Timestamp::from_unix(now)).with_batch(100);
+    for url in urls {
+        let entry = UrlEntry::new(NormUrl::parse(url).unwrap());
+        ingest.entry(SITEMAP, &entry).unwrap();
+    }
+    ingest.finish().unwrap();
+}
+
+/// 300 URLs of one origin (more than two pages' worth), 5 of another
+/// scheme and 5 of another host, in no order.
+fn urls() -> Vec<String> {
+    let mut urls: Vec<String> = (0..300)
+        .map(|i| format!("https://a.example/catalog/{}/item-{i}", i % 7))
+        .collect();
+    urls.extend((0..5).map(|i| format!("http://a.example/p{i}")));
+    urls.extend((0..5).map(|i| format!("https://a.example.org/q{i}")));
+    urls.reverse();
+    urls
+}
+
+fn count(s: &Store, prefix: u8) -> usize {
+    s.kv.scan_prefix([prefix]).count()
+}
+
+fn scanned(s: &Store) -> Vec<String> {
+    s.all_url_records().map(|r| r.unwrap().0).collect()
+}
+
+fn sorted(mut urls: Vec<String>) -> Vec<String> {
+    urls.sort();
+    urls
+}
+
+#[test]
+fn an_ingest_writes_pages_a_lease_keys_of_their_own_and_the_next_ingest_folds_them_back() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let urls = urls();
+    ingest(&s, 1_000, &urls);
+    assert_eq!(count(&s, keys::URL), 0);
+    // 300 URLs of one origin in pages of at most PAGE_CAP (at least
+    // half full but for the last), one page per other origin.
+    let pages = count(&s, keys::PAGE);
+    let most = 2 + 2 * 300usize.div_ceil(page::PAGE_CAP);
+    assert!(
+        (2 + 300usize.div_ceil(page::PAGE_CAP)..=most).contains(&pages),
+        "{pages} pages"
+    );
+    for (key, bytes) in s.kv.scan_prefix([keys::PAGE]).map(Result::unwrap) {
+        let entries = page::decode(&bytes).unwrap();
+        assert!(entries.len() <= page::PAGE_CAP);
+        let last = keys::page(&entries[entries.len() - 1].0);
+        assert!(key.as_ref() >= last.as_slice());
+        assert!(
+            entries
+                .iter()
+                .all(|(u, _)| origin(u) == origin(&entries[0].0))
+        );
+    }
+    for url in &urls {
+        assert!(s.url_record(url).unwrap().is_some(), "{url}");
+    }
+    assert_eq!(s.url_record("https://a.example/catalog/9").unwrap(), None);
+    assert_eq!(scanned(&s), sorted(urls.clone()));
+    assert_eq!(s.host_urls("a.example").count(), 305);
+    assert_eq!(s.host_urls("a.example.org").count(), 5);
+
+    let leased = s
+        .lease(&LeaseRequest::new(10), Timestamp::from_unix(1_000))
+        .unwrap();
+    assert_eq!(leased.len(), 10);
+    assert_eq!(count(&s, keys::URL), 10, "a lease writes keys of their own");
+    assert_eq!(scanned(&s), sorted(urls.clone()), "each URL once");
+    for l in &leased {
+        let rec = s.url_record(l.url.as_str()).unwrap().unwrap();
+        assert!(rec.schedule.lease.is_some());
+    }
+    assert!(s.check().unwrap().is_ok());
+
+    ingest(&s, 2_000, &urls);
+    assert_eq!(count(&s, keys::URL), 0, "folded back into their pages");
+    for l in &leased {
+        let rec = s.url_record(l.url.as_str()).unwrap().unwrap();
+        assert!(rec.schedule.lease.is_some(), "the lease is kept");
+        assert_eq!(rec.last_seen, 2_000);
+    }
+    assert_eq!(scanned(&s), sorted(urls));
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn a_corrupt_page_is_named_skipped_by_scans_and_replaced_by_the_next_ingest() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let urls = urls();
+    ingest(&s, 1_000, &urls);
+    let (key, bytes) = s.kv.scan_prefix([keys::PAGE]).nth(1).unwrap().unwrap();
+    let lost = page::decode(&bytes).unwrap();
+    s.kv.insert(key.to_vec(), &b"\x01\xff\xff"[..]).unwrap();
+    let report = s.check().unwrap();
+    assert_eq!(report.corrupt.len(), 1, "{report:?}");
+    assert!(report.corrupt[0].starts_with("page https://"));
+    assert!(matches!(
+        s.url_record(&lost[0].0),
+        Err(StoreError::Record { .. })
+    ));
+    let intact = s.all_url_records().filter(crate::error::intact).count();
+    assert_eq!(intact, urls.len() - lost.len());
+
+    ingest(&s, 2_000, &urls);
+    for (url, _) in &lost {
+        assert!(s.url_record(url).unwrap().is_some());
+    }
+    s.repair().unwrap();
+    assert!(s.check().unwrap().is_ok());
+    assert_eq!(scanned(&s), sorted(urls));
+}
+
+#[test]
+fn a_layout_5_store_reads_its_records_and_an_ingest_moves_them_into_pages() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let urls = urls();
+    ingest(&s, 1_000, &urls);
+    // Layout 5: every record under a key of its own, no pages.
+    let mut batch = Batch::default();
+    for (key, bytes) in s.kv.scan_prefix([keys::PAGE]).map(Result::unwrap) {
+        for (url, rec) in page::decode(&bytes).unwrap() {
+            batch.insert(keys::url(&url), rec);
+        }
+        batch.remove(key);
+    }
+    s.kv.apply_batch(batch).unwrap();
+    assert_eq!(count(&s, keys::PAGE), 0);
+    assert_eq!(scanned(&s), sorted(urls.clone()));
+    assert!(s.check().unwrap().is_ok());
+
+    ingest(&s, 2_000, &urls);
+    assert_eq!(count(&s, keys::URL), 0);
+    assert!(count(&s, keys::PAGE) >= 5);
+    assert_eq!(scanned(&s), sorted(urls));
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn a_scan_from_inside_a_page_starts_there() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let urls = urls();
+    ingest(&s, 1_000, &urls);
+    let all = scanned(&s);
+    let from = &all[150];
+    let got: Vec<String> = entries(&s.kv, from.as_bytes(), b"https://a.example0")
+        .map(|r| r.unwrap().0)
+        .collect();
+    let want: Vec<String> = all[150..]
+        .iter()
+        .filter(|u| u.starts_with("https://a.example/"))
+        .cloned()
+        .collect();
+    assert_eq!(got, want);
+}
