@@ -137,9 +137,11 @@ pub(crate) const CLOSED_FILE: &str = "closed";
 /// opened again whose database does not hold that number lost writes that
 /// were on disk when it was closed: its `db` file was cut short (sled
 /// reads a log cut at a message boundary as an older state, with no
-/// error). A crash cannot lose the number (it was flushed before the file
-/// was written), so it is never taken for damage; it leaves the file of
-/// the close before, which the database still matches.
+/// error). The number is flushed before the file is written (to a
+/// temporary name, synced, then renamed), so a crash or a failed write can
+/// only leave a file behind the database, never ahead: the open refuses a
+/// database that holds less than the file says, and takes a missing or
+/// unreadable file for no mark.
 pub(crate) struct CloseWitness {
     pub(crate) db: sled::Db,
     pub(crate) tree: sled::Tree,
@@ -160,7 +162,18 @@ impl Drop for CloseWitness {
         };
         // A store that cannot write (damaged, failing) leaves no mark.
         if let Ok(Ok(n)) = guard(mark) {
-            let _ = std::fs::write(self.dir.join(CLOSED_FILE), n.to_string());
+            let file = self.dir.join(CLOSED_FILE);
+            let temp = self.dir.join(format!("{CLOSED_FILE}.tmp"));
+            let written = std::fs::File::create(&temp).and_then(|mut f| {
+                std::io::Write::write_all(&mut f, n.to_string().as_bytes())?;
+                f.sync_all()
+            });
+            if written
+                .and_then(|()| std::fs::rename(&temp, &file))
+                .is_err()
+            {
+                let _ = std::fs::remove_file(&temp);
+            }
         }
     }
 }

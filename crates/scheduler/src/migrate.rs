@@ -13,7 +13,7 @@
 //! idempotent and the records are never touched. Layout 6 (record pages)
 //! needs nothing done: a layout-5 record is a record under a key of its
 //! own, which layout 6 reads as such, and each ingest moves the ones it
-//! reads into their pages ([`crate::pages`]). The rebuild reads both.
+//! writes into their pages ([`crate::pages`]). The rebuild reads both.
 
 use crate::error::StoreError;
 use crate::keys;

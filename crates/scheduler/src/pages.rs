@@ -21,6 +21,13 @@ use crate::kv::{Batch, Iter, Kv};
 use crate::page::{self, Entry, origin};
 use crate::record::RecordError;
 
+/// Whether `url` can be in a page: its origin ends in `/` (every
+/// normalised URL's does), so that the origin's page keys are a range no
+/// other origin's fall in. Any other is kept under a key of its own.
+fn pageable(url: &str) -> bool {
+    origin(url).ends_with('/')
+}
+
 /// The key of the last page of `url`'s origin: `p` ‖ origin ‖ 0xff.
 fn last_page(url: &str) -> Vec<u8> {
     let mut key = keys::page(origin(url));
@@ -53,6 +60,9 @@ pub(crate) fn record(kv: &Kv, url: &str) -> Result<Option<Vec<u8>>, StoreError> 
     if let Some(own) = kv.get(keys::url(url))? {
         return Ok(Some(own.to_vec()));
     }
+    if !pageable(url) {
+        return Ok(None);
+    }
     let Some((key, bytes)) = page_of(kv, url)? else {
         return Ok(None);
     };
@@ -73,6 +83,7 @@ pub(crate) struct UrlEntries<'k> {
     pages: Iter<'k>,
     page: std::vec::IntoIter<Entry>,
     pages_done: bool,
+    own_done: bool,
     /// The page read last was keyed at or after `to`: none after it holds
     /// a URL before `to`.
     past: bool,
@@ -98,6 +109,7 @@ pub(crate) fn entries<'k>(kv: &'k Kv, from: &[u8], to: &[u8]) -> UrlEntries<'k> 
         pages: kv.range(with(keys::PAGE, from)..all),
         page: Vec::new().into_iter(),
         pages_done: false,
+        own_done: false,
         past: false,
         next_own: None,
         next_paged: None,
@@ -126,13 +138,13 @@ impl UrlEntries<'_> {
                 return None;
             }
             match self.pages.next()? {
-                Ok((key, bytes)) => match page::decode(&bytes) {
-                    Ok(es) => {
-                        self.past = key.get(1..).is_some_and(|k| k >= self.to.as_slice());
-                        self.page = es.into_iter();
+                Ok((key, bytes)) => {
+                    self.past = key.get(1..).is_some_and(|k| k >= self.to.as_slice());
+                    match page::decode(&bytes) {
+                        Ok(es) => self.page = es.into_iter(),
+                        Err(e) => return Some(Err(corrupt_page(&key, e))),
                     }
-                    Err(e) => return Some(Err(corrupt_page(&key, e))),
-                },
+                }
                 Err(e) => return Some(Err(e)),
             }
         }
@@ -143,14 +155,16 @@ impl Iterator for UrlEntries<'_> {
     type Item = Result<Entry, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next_own.is_none() {
+        if self.next_own.is_none() && !self.own_done {
+            // (sled's iterator is not fused: polled after its end, it
+            // would look again and find keys written since.)
             match self.own.next() {
                 Some(Ok((k, v))) => {
                     let url = String::from_utf8_lossy(k.get(1..).unwrap_or_default()).into_owned();
                     self.next_own = Some((url, v.to_vec()));
                 }
                 Some(Err(e)) => return Some(Err(e)),
-                None => {}
+                None => self.own_done = true,
             }
         }
         if self.next_paged.is_none() {
@@ -187,6 +201,20 @@ struct Loaded {
     covered_from: Vec<u8>,
     entries: BTreeMap<String, Vec<u8>>,
     dirty: bool,
+    /// It did not decode: left as it is for `stats --repair`, and the
+    /// records of its range go under keys of their own.
+    corrupt: bool,
+}
+
+/// Where [`Pages::set`] put a record.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Placed {
+    /// In its page. `own`: the URL may have a key of its own, which the
+    /// caller removes so that the page's copy stands.
+    Page { own: bool },
+    /// Not in a page (its page does not decode, or the URL cannot be in
+    /// one): the record given back goes under a key of its own.
+    OwnKey(Option<Vec<u8>>),
 }
 
 /// The pages one batch reads and changes, by key: each read once, changed
@@ -221,10 +249,12 @@ impl Pages {
                 if let Some(l) = self.loaded.get_mut(&k) {
                     l.covered_from = l.covered_from.clone().min(key);
                 } else {
+                    let mut corrupt = false;
                     let entries: BTreeMap<String, Vec<u8>> = match bytes.map(|b| page::decode(&b)) {
                         Some(Ok(entries)) => entries.into_iter().collect(),
                         Some(Err(e)) => {
-                            tracing::warn!(error = %corrupt_page(&k, e), "corrupt page replaced");
+                            tracing::warn!(error = %corrupt_page(&k, e), "corrupt page left for stats --repair");
+                            corrupt = true;
                             BTreeMap::new()
                         }
                         None => BTreeMap::new(),
@@ -237,6 +267,7 @@ impl Pages {
                             covered_from,
                             entries,
                             dirty: false,
+                            corrupt,
                         },
                     );
                 }
@@ -253,22 +284,30 @@ impl Pages {
         if let Some(own) = own {
             return Ok(Some(own.to_vec()));
         }
+        if !pageable(url) {
+            return Ok(None);
+        }
         let page = self.locate(kv, url)?;
         Ok(page.entries.get(url).cloned())
     }
 
-    /// Sets (or with `None` removes) the record of `url` in its page;
-    /// whether `url` may have a key of its own (which the caller removes,
-    /// so that the page's copy stands): it had one when read, or it was
-    /// not read.
+    /// Sets (or with `None` removes) the record of `url` in its page, or
+    /// says where it goes instead.
     pub(crate) fn set(
         &mut self,
         kv: &Kv,
         url: &str,
         record: Option<Vec<u8>>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Placed, StoreError> {
+        // A URL not read through these pages may have a key of its own.
         let own = self.own.get(url).copied().unwrap_or(true);
+        if !pageable(url) {
+            return Ok(Placed::OwnKey(record));
+        }
         let page = self.locate(kv, url)?;
+        if page.corrupt {
+            return Ok(Placed::OwnKey(record));
+        }
         let changed = match record {
             Some(r) => {
                 page.entries.insert(url.to_string(), r);
@@ -277,7 +316,7 @@ impl Pages {
             None => page.entries.remove(url).is_some(),
         };
         page.dirty |= changed;
-        Ok(own)
+        Ok(Placed::Page { own })
     }
 
     /// Adds the changed pages to `batch`: an emptied page removed, one
@@ -285,7 +324,7 @@ impl Pages {
     /// keeps the page's key).
     pub(crate) fn write(self, batch: &mut Batch) {
         for (key, page) in self.loaded {
-            if !page.dirty {
+            if !page.dirty || page.corrupt {
                 continue;
             }
             if page.entries.is_empty() {
@@ -305,4 +344,23 @@ impl Pages {
             }
         }
     }
+}
+
+/// Removes every page that does not decode (what `stats --check` named);
+/// how many. The records it held are lost (they could not be read); the
+/// due entries and counts that named them are rebuilt after this by
+/// [`Store::repair`](crate::Store::repair).
+pub(crate) fn remove_corrupt(kv: &Kv) -> Result<u64, StoreError> {
+    let mut batch = Batch::default();
+    let mut removed = 0;
+    for item in kv.scan_prefix([keys::PAGE]) {
+        let (key, bytes) = item?;
+        if let Err(e) = page::decode(&bytes) {
+            tracing::warn!(error = %corrupt_page(&key, e), "corrupt page removed");
+            batch.remove(key);
+            removed += 1;
+        }
+    }
+    kv.apply_batch(batch)?;
+    Ok(removed)
 }

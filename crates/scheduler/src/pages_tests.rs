@@ -104,7 +104,7 @@ fn an_ingest_writes_pages_a_lease_keys_of_their_own_and_the_next_ingest_folds_th
 }
 
 #[test]
-fn a_corrupt_page_is_named_skipped_by_scans_and_replaced_by_the_next_ingest() {
+fn a_corrupt_page_is_named_skipped_by_scans_written_around_and_removed_by_repair() {
     let s = Store::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
@@ -123,9 +123,18 @@ fn a_corrupt_page_is_named_skipped_by_scans_and_replaced_by_the_next_ingest() {
 
     ingest(&s, 2_000, &urls);
     for (url, _) in &lost {
-        assert!(s.url_record(url).unwrap().is_some());
+        assert!(
+            s.url_record(url).unwrap().is_some(),
+            "under a key of its own"
+        );
     }
+    assert_eq!(
+        s.check().unwrap().corrupt,
+        report.corrupt,
+        "left for repair"
+    );
     s.repair().unwrap();
+    assert!(s.kv.get(&key).unwrap().is_none(), "removed by repair");
     assert!(s.check().unwrap().is_ok());
     assert_eq!(scanned(&s), sorted(urls));
 }

@@ -19,7 +19,8 @@
 //! A URL new to the store (an ingest's, a notification's, a redirect's
 //! target) is filed in a due list ([`keys::list`]): one key per host, due
 //! second and class holds up to [`keys::LIST_CAP`] of them, so that an
-//! ingest writes one new key per new URL (its record) instead of two. Its
+//! ingest writes no due key of each new URL's own (and, with the record
+//! in a page, no key of its own at all). Its
 //! record names the list ([`UrlRecord::listed`]). A lease files the URLs it
 //! hands out the same way (all of a host's share of one lease are due again
 //! at its expiry): a lease of 1,000 URLs writes a list per host, not 1,000
@@ -48,7 +49,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
-use crate::pages::Pages;
+use crate::pages::{Pages, Placed};
 use crate::record::{DueList, Listed, StoredReason, UrlRecord, decode, encode, encode_squeezed};
 use crate::store::Store;
 use crate::tally::Tally;
@@ -178,18 +179,20 @@ impl<'s> UrlWrites<'s> {
     /// writes records.
     fn write_record(&mut self, url: &str, record: Option<&UrlRecord>) -> Result<(), StoreError> {
         let kv = &self.store.kv;
-        if self.paged {
-            if self.pages.set(kv, url, record.map(encode))? {
-                self.batch.remove(keys::url(url));
+        if !self.paged {
+            match record {
+                Some(rec) => self.batch.insert(keys::url(url), encode(rec)),
+                None => {
+                    self.batch.remove(keys::url(url));
+                    self.pages.set(kv, url, None)?;
+                }
             }
             return Ok(());
         }
-        match record {
-            Some(rec) => self.batch.insert(keys::url(url), encode(rec)),
-            None => {
-                self.batch.remove(keys::url(url));
-                self.pages.set(kv, url, None)?;
-            }
+        match self.pages.set(kv, url, record.map(encode))? {
+            Placed::Page { own: true } | Placed::OwnKey(None) => self.batch.remove(keys::url(url)),
+            Placed::Page { own: false } => {}
+            Placed::OwnKey(Some(bytes)) => self.batch.insert(keys::url(url), bytes),
         }
         Ok(())
     }
@@ -402,12 +405,14 @@ impl Store {
     /// Rebuilds what [`Store::check`] verifies from the URL records: the
     /// due index (every queued URL gets a due key of its own, out of any
     /// due list; what a corrupt due list held is back in the queue) and
-    /// each host's counts. What to run when the check names problems (a
-    /// record that did not decode was replaced, or the store was changed
-    /// behind its back). Holds the write lock throughout; a crash midway
-    /// leaves what a second run puts right.
+    /// each host's counts, after removing the pages that do not decode
+    /// (their records are lost: they could not be read). What to run when
+    /// the check names problems (a record that did not decode was replaced,
+    /// or the store was changed behind its back). Holds the write lock
+    /// throughout; a crash midway leaves what a second run puts right.
     pub fn repair(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
+        crate::pages::remove_corrupt(&self.kv)?;
         crate::migrate::rebuild_due_index(&self.kv)?;
         crate::migrate::count_tallies(&self.kv)
     }

@@ -4,7 +4,7 @@
 //!
 //! | prefix | key | value |
 //! |---|---|---|
-//! | `p` | the last URL of a page when it was cut, or origin ‖ 0xff for the last page of an origin: a page holds the URLs after the page key before it, up to its own | a [page](crate::page) of the records of up to [`PAGE_CAP`](crate::page::PAGE_CAP) URLs of one origin: what an ingest writes |
+//! | `p` | the last URL a page held when it was cut (it keeps the key if that URL goes), or origin ‖ 0xff for the last page of an origin: a page holds the URLs after the page key before it, up to its own | a [page](crate::page) of the records of up to [`PAGE_CAP`](crate::page::PAGE_CAP) URLs of one origin: what an ingest writes |
 //! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord): a record written since its page was (a lease, a fetch, a notification), which stands for the page's copy; the next ingest of the URL folds it back into its page |
 //! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank ([`RANK_BYTES`]: priority, lastmod, URL length) ‖ URL | empty |
 //! | `d` | urgency class ‖ due time ‖ rank of zeros ‖ NUL ‖ host ‖ NUL ‖ list number (8 hex digits): a due list ([`list`]) | [`DueList`](crate::record::DueList): up to [`LIST_CAP`] URLs new to the store, due in that second |

@@ -28,8 +28,8 @@
 /// pieces.
 pub const PAGE_CAP: usize = 64;
 
-/// Encoded bytes a page holds at most (records with large metadata cut a
-/// page earlier than [`PAGE_CAP`]).
+/// Bytes a page holds, about (records with large metadata cut a page
+/// earlier than [`PAGE_CAP`]; a record larger than this is a page alone).
 pub const PAGE_BYTES: usize = 16 << 10;
 
 /// The format byte of a page stored as it is.
@@ -37,8 +37,11 @@ const PAGE_PLAIN: u8 = 1;
 /// The format byte of a page whose body is one zstd frame.
 const PAGE_ZSTD: u8 = 2;
 /// Bytes a page's body may decompress to, at most (a page holds one
-/// record at least, of up to 16 KiB of metadata and a URL).
+/// record at least, of up to 16 KiB of metadata and a URL). A body larger
+/// than this is stored plain.
 const MAX_BODY: usize = 1 << 20;
+/// Bytes a URL in a page may have, at most.
+const MAX_URL: usize = 64 << 10;
 
 /// Why a page does not decode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,7 +131,11 @@ pub fn encode(entries: &[Entry]) -> Vec<u8> {
         body.extend_from_slice(rec);
         prev = url;
     }
-    let squeezed = crate::squeeze::compress(&body);
+    let squeezed = if body.len() <= MAX_BODY {
+        crate::squeeze::compress(&body)
+    } else {
+        Vec::new()
+    };
     let (format, bytes) = if !squeezed.is_empty() && squeezed.len() < body.len() {
         (PAGE_ZSTD, squeezed)
     } else {
@@ -161,11 +168,19 @@ fn walk<'a>(
     let mut r = Reader { bytes, at: 0 };
     let count = r.varint()?;
     let mut url: Vec<u8> = Vec::with_capacity(128);
+    // What the entries' URLs add up to, bounded: front coding lets a few
+    // bytes stand for a long URL, and a hostile page for a huge total.
+    let mut total = 0usize;
+    let most = bytes.len().saturating_mul(4).saturating_add(MAX_URL);
     for i in 0..count {
         let shared = r.varint()?;
         let len = r.varint()?;
-        if shared > url.len() {
+        if shared > url.len() || shared.saturating_add(len) > MAX_URL {
             return Err(PageError::Order(i));
+        }
+        total = total.saturating_add(shared + len);
+        if total > most {
+            return Err(PageError::Corrupt(r.at));
         }
         let suffix = r.take(len)?;
         if i > 0 && suffix.first() <= url.get(shared) {
@@ -222,23 +237,34 @@ pub fn find(bytes: &[u8], url: &str) -> Result<Option<Vec<u8>>, PageError> {
     Ok(found)
 }
 
-/// `entries` (in URL order) cut into pages: as few as keep each within
-/// [`PAGE_CAP`] URLs and about [`PAGE_BYTES`] bytes, of even sizes.
+/// The bytes an entry takes in a page, about (before compression).
+fn weight((url, rec): &Entry) -> usize {
+    url.len() + rec.len() + 4
+}
+
+/// `entries` (in URL order) cut into pages: of even counts, as few as keep
+/// each within [`PAGE_CAP`] URLs, and each cut early where the next entry
+/// would take it past [`PAGE_BYTES`] (a record larger than that is a page
+/// of its own).
 pub fn split(entries: &[Entry]) -> Vec<&[Entry]> {
-    let bytes: usize = entries.iter().map(|(u, r)| u.len() / 4 + r.len() + 4).sum();
+    let bytes: usize = entries.iter().map(weight).sum();
     let pieces = entries
         .len()
         .div_ceil(PAGE_CAP)
         .max(bytes.div_ceil(PAGE_BYTES))
         .clamp(1, entries.len().max(1));
+    let count = entries.len().div_ceil(pieces);
     let mut out = Vec::with_capacity(pieces);
-    let mut at = 0;
-    for i in 0..pieces {
-        let end = entries.len() * (i + 1) / pieces;
-        if end > at {
-            out.push(&entries[at..end]);
+    let (mut start, mut held) = (0, 0);
+    for (i, e) in entries.iter().enumerate() {
+        if i > start && (i - start >= count || held + weight(e) > PAGE_BYTES) {
+            out.push(&entries[start..i]);
+            (start, held) = (i, 0);
         }
-        at = end;
+        held += weight(e);
+    }
+    if start < entries.len() {
+        out.push(&entries[start..]);
     }
     out
 }
@@ -295,6 +321,24 @@ mod tests {
         // A count far beyond the bytes allocates nothing up front.
         assert!(decode(&[PAGE_PLAIN, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
         assert_eq!(decode(&[PAGE_ZSTD, 1, 2, 3]), Err(PageError::Compressed));
+        // Entries that each reuse a long URL and add a byte: refused
+        // before their URLs add up to much more than the page.
+        let mut hostile = vec![PAGE_PLAIN];
+        put_varint(&mut hostile, 100_000);
+        put_varint(&mut hostile, 0);
+        put_varint(&mut hostile, 60_000);
+        hostile.extend(std::iter::repeat_n(b'a', 60_000));
+        put_varint(&mut hostile, 0);
+        for i in 1..100_000u32 {
+            put_varint(&mut hostile, 59_999);
+            put_varint(&mut hostile, 1);
+            hostile.push(b'b' + (i % 2) as u8);
+            put_varint(&mut hostile, 0);
+        }
+        assert!(matches!(
+            decode(&hostile),
+            Err(PageError::Corrupt(_) | PageError::Order(_))
+        ));
         // The plain form of the same page reads the same.
         let e = entries(20);
         let mut plain = vec![PAGE_PLAIN];
@@ -314,6 +358,25 @@ mod tests {
             .map(|i| (format!("u{i}"), vec![0; PAGE_BYTES / 3]))
             .collect();
         assert!(split(&big).iter().all(|p| p.len() <= 3));
+        // Uneven records: no piece past the bound but for a lone record.
+        let mut mixed = entries(PAGE_CAP);
+        for e in mixed.iter_mut().take(8) {
+            e.1 = vec![7; PAGE_BYTES];
+        }
+        let parts = split(&mixed);
+        assert_eq!(parts.iter().map(|p| p.len()).sum::<usize>(), PAGE_CAP);
+        assert!(
+            parts
+                .iter()
+                .all(|p| p.len() == 1 || p.iter().map(weight).sum::<usize>() <= PAGE_BYTES)
+        );
+        // A body over the decoder's bound is stored plain, and reads back.
+        let huge: Vec<Entry> = (0..3)
+            .map(|i| (format!("u{i}"), vec![1; MAX_BODY / 2]))
+            .collect();
+        let bytes = encode(&huge);
+        assert_eq!(bytes[0], PAGE_PLAIN);
+        assert_eq!(decode(&bytes).unwrap(), huge);
     }
 
     #[test]
