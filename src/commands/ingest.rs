@@ -18,6 +18,13 @@ use crate::output::{DiagnosticSink, Tree};
 use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
+/// URLs merged per store batch. A bulk job with nothing waiting on the
+/// store's lock between batches, so larger than the library's default: a
+/// sitemap that lists its URLs out of URL order touches most of its host's
+/// record pages in every batch, and each batch rewrites the pages it
+/// touches (BENCHMARKS.md, "End to end").
+const BATCH: usize = 20_000;
+
 /// Runs the command.
 pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     let mut files = Vec::new();
@@ -123,7 +130,9 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
     let key = format!("file://{}", path.display());
     let input = std::fs::File::open(&path).with_context(|| format!("cannot open {file}"))?;
     let mut parser = sitemapd_parser::Parser::new(input, args.settings.parse.options(None));
-    let mut ingest = store.ingest(sitemapd_scheduler::Timestamp::now());
+    let mut ingest = store
+        .ingest(sitemapd_scheduler::Timestamp::now())
+        .with_batch(BATCH);
     for event in parser.by_ref() {
         if let sitemapd_parser::Event::Url(entry) = event {
             ingest.entry(&key, &entry)?;
@@ -152,7 +161,9 @@ fn walk_into(
     failed_sites: &mut u64,
 ) -> Result<IngestStats> {
     runtime()?.block_on(async {
-        let mut ingest = store.ingest(sitemapd_scheduler::Timestamp::from_unix(session_now));
+        let mut ingest = store
+            .ingest(sitemapd_scheduler::Timestamp::from_unix(session_now))
+            .with_batch(BATCH);
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
             walk_store::record(&mut ingest, &event)?;
