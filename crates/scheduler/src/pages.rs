@@ -5,8 +5,8 @@
 //! pages: one sled key for up to [`PAGE_CAP`](crate::page::PAGE_CAP)
 //! records ([`Pages`], through [`UrlWrites::paged`](crate::writes::UrlWrites::paged)).
 //! A crawler's lease, completion or notification touches a few URLs spread
-//! over many pages; rewriting a page of a hundred records for each would
-//! write a hundred times the bytes, so those write the record under a key
+//! over many pages; rewriting a page of up to 64 records for each would
+//! write up to 64 times the bytes, so those write the record under a key
 //! of its own, which wins over the page's copy until the next ingest of
 //! the URL folds it back into its page (and removes the key).
 //!
