@@ -163,16 +163,9 @@ impl<'s> UrlWrites<'s> {
         if !self.paged {
             return self.store.url_record_to_replace(url);
         }
-        let Some(bytes) = self.pages.read(&self.store.kv, url)? else {
-            return Ok(None);
-        };
-        match decode(&bytes) {
-            Ok(rec) => Ok(Some(rec)),
-            Err(e) => {
-                tracing::warn!(%url, error = %e, "corrupt URL record replaced");
-                Ok(None)
-            }
-        }
+        let read = self.pages.read(&self.store.kv, url)?;
+        let read = read.map(|bytes| crate::store::decode_url_record(url, &bytes));
+        crate::store::to_replace(url, read.transpose())
     }
 
     /// Writes the record of `url` (`None`: deletes it) where this batch
