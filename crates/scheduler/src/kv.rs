@@ -249,7 +249,7 @@ pub(crate) enum Backend {
         /// The one tree every keyspace lives in.
         tree: sled::Tree,
         /// Marks a clean close when the last handle of the database goes.
-        _witness: std::sync::Arc<CloseWitness>,
+        witness: std::sync::Arc<CloseWitness>,
     },
     /// In memory, gone when dropped.
     Memory {
@@ -279,14 +279,7 @@ impl Kv {
         path: String,
         witness: std::sync::Arc<CloseWitness>,
     ) -> Kv {
-        Kv::new(
-            Backend::Sled {
-                db,
-                tree,
-                _witness: witness,
-            },
-            path,
-        )
+        Kv::new(Backend::Sled { db, tree, witness }, path)
     }
 
     /// Tree `name` of the same database on disk (created if absent), with
@@ -294,13 +287,13 @@ impl Kv {
     /// it).
     pub(crate) fn sibling(&self, name: &str) -> Result<Kv, StoreError> {
         match &self.backend {
-            Backend::Sled { db, _witness, .. } => {
+            Backend::Sled { db, witness, .. } => {
                 let tree = self.read(|| db.open_tree(name))?;
                 Ok(Kv::sled(
                     db.clone(),
                     tree,
                     format!("{} ({name})", self.path),
-                    _witness.clone(),
+                    witness.clone(),
                 ))
             }
             Backend::Memory { .. } => Ok(Kv::memory()),
