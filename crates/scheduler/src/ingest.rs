@@ -631,7 +631,11 @@ impl<'s> Ingest<'s> {
             .values()
             .map(|r| (r.record.id, r.record.recent_complete.clone()))
             .collect();
-        for (url, seen) in self.pending.drain() {
+        // In URL order: each page is read once, and its keys of their own
+        // in one scan from its first URL read (see `Pages`).
+        let mut pending: Vec<(String, Observation)> = self.pending.drain().collect();
+        pending.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (url, seen) in pending {
             let host_name = keys::host_of(&url);
             if !hosts.contains_key(host_name) {
                 hosts.insert(host_name.to_string(), store.host_record(host_name)?);

@@ -200,6 +200,12 @@ struct Loaded {
     /// first URL's, or a smaller one a seek found no page key between.
     covered_from: Vec<u8>,
     entries: BTreeMap<String, Vec<u8>>,
+    /// The records under keys of their own (`u`) in this page's range, as
+    /// far as it was scanned for them: from `own_from` (a `u` key) to the
+    /// page's key. One range scan per page (extended if a URL before it
+    /// comes later), not a point read per URL.
+    own: BTreeMap<String, Vec<u8>>,
+    own_from: Vec<u8>,
     dirty: bool,
     /// It did not decode: left as it is for `stats --repair`, and the
     /// records of its range go under keys of their own.
@@ -209,8 +215,8 @@ struct Loaded {
 /// Where [`Pages::set`] put a record.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Placed {
-    /// In its page. `own`: the URL may have a key of its own, which the
-    /// caller removes so that the page's copy stands.
+    /// In its page. `own`: the URL has a key of its own, which the caller
+    /// removes so that the page's copy stands.
     Page { own: bool },
     /// Not in a page (its page does not decode, or the URL cannot be in
     /// one): the record given back goes under a key of its own.
@@ -223,8 +229,6 @@ pub(crate) enum Placed {
 #[derive(Debug, Default)]
 pub(crate) struct Pages {
     loaded: BTreeMap<Vec<u8>, Loaded>,
-    /// The URLs read, and whether each had a key of its own.
-    own: std::collections::HashMap<String, bool>,
 }
 
 impl Pages {
@@ -261,11 +265,18 @@ impl Pages {
                     };
                     let first = entries.keys().next().map(|u| keys::page(u));
                     let covered_from = first.map_or(key.clone(), |f| f.min(key));
+                    // Nothing scanned for keys of their own yet: the range
+                    // ends just past the page's key (its last URL).
+                    let mut own_from = keys::url("");
+                    own_from.extend_from_slice(&k[1..]);
+                    own_from.push(0);
                     self.loaded.insert(
                         k.clone(),
                         Loaded {
                             covered_from,
                             entries,
+                            own: BTreeMap::new(),
+                            own_from,
                             dirty: false,
                             corrupt,
                         },
@@ -274,21 +285,27 @@ impl Pages {
                 k
             }
         };
-        Ok(self.loaded.get_mut(&at).expect("loaded above"))
+        let page = self.loaded.get_mut(&at).expect("loaded above");
+        // The keys of their own from `url` on in this page's range.
+        let from = keys::url(url);
+        if from < page.own_from {
+            for item in kv.range(from.clone()..page.own_from.clone()) {
+                let (k, v) = item?;
+                let url = String::from_utf8_lossy(&k[1..]).into_owned();
+                page.own.insert(url, v.to_vec());
+            }
+            page.own_from = from;
+        }
+        Ok(page)
     }
 
     /// The encoded record of `url`: its own key's, else its page's.
     pub(crate) fn read(&mut self, kv: &Kv, url: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let own = kv.get(keys::url(url))?;
-        self.own.insert(url.to_string(), own.is_some());
-        if let Some(own) = own {
-            return Ok(Some(own.to_vec()));
-        }
         if !pageable(url) {
-            return Ok(None);
+            return Ok(kv.get(keys::url(url))?.map(|own| own.to_vec()));
         }
         let page = self.locate(kv, url)?;
-        Ok(page.entries.get(url).cloned())
+        Ok(page.own.get(url).or_else(|| page.entries.get(url)).cloned())
     }
 
     /// Sets (or with `None` removes) the record of `url` in its page, or
@@ -299,8 +316,6 @@ impl Pages {
         url: &str,
         record: Option<Vec<u8>>,
     ) -> Result<Placed, StoreError> {
-        // A URL not read through these pages may have a key of its own.
-        let own = self.own.get(url).copied().unwrap_or(true);
         if !pageable(url) {
             return Ok(Placed::OwnKey(record));
         }
@@ -308,6 +323,7 @@ impl Pages {
         if page.corrupt {
             return Ok(Placed::OwnKey(record));
         }
+        let own = page.own.contains_key(url);
         let changed = match record {
             Some(r) => {
                 page.entries.insert(url.to_string(), r);

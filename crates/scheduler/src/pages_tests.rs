@@ -6,7 +6,7 @@
 use crate::keys;
 use crate::kv::Batch;
 use crate::page::{self, origin};
-use crate::pages::entries;
+use crate::pages::{Pages, Placed, entries, record};
 use crate::store::StoreError;
 use crate::{LeaseRequest, Store, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
@@ -180,4 +180,34 @@ fn a_scan_from_inside_a_page_starts_there() {
         .cloned()
         .collect();
     assert_eq!(got, want);
+}
+
+#[test]
+fn a_batch_reads_keys_of_their_own_in_any_order_and_knows_which_urls_have_one() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let urls = urls();
+    ingest(&s, 1_000, &urls);
+    let leased = s
+        .lease(&LeaseRequest::new(40), Timestamp::from_unix(1_000))
+        .unwrap();
+    let own: std::collections::HashSet<&str> = leased.iter().map(|l| l.url.as_str()).collect();
+    assert!(leased.len() >= 10, "{} leased", leased.len());
+    assert_eq!(count(&s, keys::URL), leased.len());
+    // From the last URL back: each read starts before what its page's
+    // scan for keys of their own covered so far.
+    let mut backwards = sorted(urls);
+    backwards.reverse();
+    let mut pages = Pages::default();
+    for url in &backwards {
+        let read = pages.read(&s.kv, url).unwrap();
+        assert_eq!(read, record(&s.kv, url).unwrap(), "{url}");
+        assert!(read.is_some());
+    }
+    for url in &backwards {
+        let placed = pages.set(&s.kv, url, Some(b"x".to_vec())).unwrap();
+        let want = Placed::Page {
+            own: own.contains(url.as_str()),
+        };
+        assert_eq!(placed, want, "{url}");
+    }
 }
