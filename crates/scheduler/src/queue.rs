@@ -376,7 +376,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                     Taken::No => {}
                     Taken::HostFull => {
                         // Seek past this host's URLs due in this second.
-                        let scheme_end = url.find("://").map_or(0, |i| i + 3);
+                        let scheme_end = keys::scheme_end(url).unwrap_or(0);
                         let mut next = keys::due(due.class, due.at, due.rank, &url[..scheme_end]);
                         next.extend_from_slice(host.as_bytes());
                         next.extend_from_slice(b"/\xff");

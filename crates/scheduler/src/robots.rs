@@ -169,7 +169,7 @@ impl Store {
 /// query ([`NormUrl::path_and_query`](sitemapd_parser::NormUrl::path_and_query)) are what follows its host, and the
 /// lease's hot path need not parse it again.
 pub(crate) fn allowed(rules: &RobotsRules, url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = keys::scheme_end(url).map_or(url, |at| &url[at..]);
     let path = &rest[keys::host_of(url).len()..];
     rules.allows_path(if path.is_empty() { "/" } else { path })
 }

@@ -304,8 +304,18 @@ pub fn suffix_url(key: &[u8]) -> Option<&str> {
 
 /// The host of a normalised URL (`scheme://host:port`'s `host:port`).
 pub fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?']).next().unwrap_or(rest)
+    let rest = scheme_end(url).map_or(url, |at| &url[at..]);
+    let end = rest.bytes().position(|b| b == b'/' || b == b'?');
+    end.map_or(rest, |end| &rest[..end])
+}
+
+/// Where what follows the first `://` of `url` starts (a byte search: the
+/// scheme ends within a few bytes, and this runs for every URL handled).
+pub fn scheme_end(url: &str) -> Option<usize> {
+    url.as_bytes()
+        .windows(3)
+        .position(|w| w == b"://")
+        .map(|at| at + 3)
 }
 
 #[cfg(test)]
@@ -384,5 +394,11 @@ mod tests {
     fn hosts() {
         assert_eq!(host_of("https://example.com:8080/a?b"), "example.com:8080");
         assert_eq!(host_of("http://example.com?x"), "example.com");
+        assert_eq!(host_of("http://example.com"), "example.com");
+        assert_eq!(host_of("example.com/a"), "example.com");
+        assert_eq!(host_of("a:b://c/d"), "c");
+        assert_eq!(scheme_end("https://x/"), Some(8));
+        assert_eq!(scheme_end("x:/"), None);
+        assert_eq!(scheme_end("://"), Some(3));
     }
 }

@@ -66,11 +66,11 @@ pub type Entry = (String, Vec<u8>);
 /// The origin of `url` (`scheme://host[:port]/`): pages never hold URLs of
 /// two origins. A string without `://` is its own origin.
 pub fn origin(url: &str) -> &str {
-    let Some(at) = url.find("://") else {
+    let Some(at) = crate::keys::scheme_end(url) else {
         return url;
     };
-    match url[at + 3..].find('/') {
-        Some(slash) => &url[..at + 3 + slash + 1],
+    match url.as_bytes()[at..].iter().position(|&b| b == b'/') {
+        Some(slash) => &url[..at + slash + 1],
         None => url,
     }
 }

@@ -87,11 +87,12 @@ pub fn encode_squeezed<T: Serialize>(record: &T) -> Vec<u8> {
 
 /// Encodes a record: version byte + postcard.
 pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
-    let mut out = vec![FORMAT_VERSION];
+    // Room for a typical URL record, so that it is written without
+    // growing the vector (or copied after).
+    let mut out = Vec::with_capacity(192);
+    out.push(FORMAT_VERSION);
     // Serialising these plain structs into a Vec cannot fail.
-    let body = postcard::to_allocvec(record).unwrap_or_default();
-    out.extend_from_slice(&body);
-    out
+    postcard::to_extend(record, out).unwrap_or_else(|_| vec![FORMAT_VERSION])
 }
 
 /// A record the store writes, and how to read its older format versions.
