@@ -301,9 +301,12 @@ impl<'s> UrlWrites<'s> {
         prefix: &[u8],
         mut fresh: Vec<(Listed, UrlRecord)>,
     ) -> Result<(), StoreError> {
-        fresh.sort_by(|a, b| a.0.order(&b.0));
+        // Sorted by index: the records are large to move.
+        let mut order: Vec<usize> = (0..fresh.len()).collect();
+        order.sort_unstable_by(|&a, &b| fresh[a].0.order(&fresh[b].0));
+        let mut fresh: Vec<Option<(Listed, UrlRecord)>> = fresh.into_iter().map(Some).collect();
         let (mut n, mut held) = self.last_list(prefix)?;
-        for (entry, mut rec) in fresh {
+        for (entry, mut rec) in order.into_iter().filter_map(|i| fresh[i].take()) {
             if held >= keys::LIST_CAP {
                 n = n.saturating_add(1);
                 held = 0;
