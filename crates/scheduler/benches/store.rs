@@ -2,12 +2,17 @@
 //! `lease(1000)` latency, disk bytes per URL and peak RSS, on a fresh store
 //! on disk. Prints figures; asserts nothing.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR]`
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS]`
+//!
+//! `--crawl ROUNDS` then leases and completes 1,000 URLs ROUNDS times (a
+//! crawler at work: each completed record gets a key of its own) and
+//! ingests again (which folds them back into their pages), printing the
+//! disk after each.
 //!
 //! `--keep DIR` builds the store in `DIR` (which must not exist yet) and
 //! leaves it there, for measuring the commands on a big store.
 
-use sitemapd_scheduler::{LeaseRequest, Timestamp};
+use sitemapd_scheduler::{Completion, LeaseRequest, Outcome, Timestamp};
 use std::time::Duration;
 use std::time::Instant;
 
@@ -72,6 +77,46 @@ fn ingest(store: &Store, now: i64, hosts: usize, per_host: usize, batch: usize) 
     }
     session.finish().unwrap();
     started.elapsed().as_secs_f64()
+}
+
+/// `rounds` leases of 1,000 URLs, 10 s apart (a day later when none is
+/// due), each completed at once (not modified): a crawler working through
+/// the store. Prints what the
+/// completions cost and the disk the crawled records take (each has a key
+/// of its own until the next ingest folds it back); the time it ends at.
+fn crawl(store: &Store, mut at: i64, rounds: usize, total: usize, path: &std::path::Path) -> i64 {
+    let done = Completion::from(Outcome::NotModified);
+    let mut times = Vec::new();
+    let mut crawled = 0;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        let leased = store
+            .lease(&LeaseRequest::new(1000).per_host(10).ttl(secs(300)), ts(at))
+            .unwrap();
+        let t = Instant::now();
+        store
+            .complete_all(leased.iter().map(|l| (l.url.as_str(), &done)), ts(at))
+            .unwrap();
+        if leased.is_empty() {
+            // Nothing due: the crawler comes back a day later.
+            at += 86_400;
+            continue;
+        }
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        crawled += leased.len();
+        at += 10;
+    }
+    store.flush().unwrap();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "crawl: {crawled} URLs leased and completed in {:.1} s; complete_all(1000) median {:.1} ms, p90 {:.1} ms; disk {:.0} bytes per URL; peak RSS {:.0} MiB",
+        started.elapsed().as_secs_f64(),
+        times[times.len() / 2],
+        times[times.len() * 9 / 10],
+        dir_bytes(path).0 as f64 / total as f64,
+        peak_rss_mib()
+    );
+    at
 }
 
 fn main() {
@@ -141,11 +186,24 @@ fn main() {
         "lease(1000), 10 per host: median {:.1} ms, p90 {:.1} ms, max {:.1} ms",
         times[15], times[27], times[30]
     );
+    let mut at = now + 3600 + 400;
+    let rounds = arg("--crawl", 0);
+    if rounds > 0 {
+        at = crawl(&store, at, rounds, total, path);
+        let again = ingest(&store, at, hosts, per_host, batch);
+        store.flush().unwrap();
+        println!(
+            "re-ingest after the crawl: {again:.1} s, {:.0} URLs/s; disk {:.0} bytes per URL",
+            total as f64 / again,
+            dir_bytes(path).0 as f64 / total as f64
+        );
+        at += 3600;
+    }
     let t = Instant::now();
-    let kept = store.stats(ts(now + 3600 + 400)).unwrap();
+    let kept = store.stats(ts(at)).unwrap();
     let kept_ms = t.elapsed().as_secs_f64() * 1000.0;
     let t = Instant::now();
-    let full = store.full_stats(ts(now + 3600 + 400)).unwrap();
+    let full = store.full_stats(ts(at)).unwrap();
     let full_ms = t.elapsed().as_secs_f64() * 1000.0;
     assert_eq!(kept.active, full.active);
     println!("stats (kept counts): {kept_ms:.1} ms; full_stats (every record): {full_ms:.0} ms");
