@@ -299,7 +299,7 @@ impl<'s> UrlWrites<'s> {
     fn file(
         &mut self,
         prefix: &[u8],
-        mut fresh: Vec<(Listed, UrlRecord)>,
+        fresh: Vec<(Listed, UrlRecord)>,
     ) -> Result<(), StoreError> {
         // Sorted by index: the records are large to move.
         let mut order: Vec<usize> = (0..fresh.len()).collect();
