@@ -81,9 +81,9 @@ fn ingest(store: &Store, now: i64, hosts: usize, per_host: usize, batch: usize) 
 
 /// `rounds` leases of 1,000 URLs, 10 s apart (a day later when none is
 /// due), each completed at once (not modified): a crawler working through
-/// the store. Prints what the
-/// completions cost and the disk the crawled records take (each has a key
-/// of its own until the next ingest folds it back); the time it ends at.
+/// the store. Prints what the completions cost and the disk the crawled
+/// records take (each has a key of its own until the next ingest folds it
+/// back); the time it ends at.
 fn crawl(store: &Store, mut at: i64, rounds: usize, total: usize, path: &std::path::Path) -> i64 {
     let done = Completion::from(Outcome::NotModified);
     let mut times = Vec::new();
@@ -108,11 +108,12 @@ fn crawl(store: &Store, mut at: i64, rounds: usize, total: usize, path: &std::pa
     }
     store.flush().unwrap();
     times.sort_by(f64::total_cmp);
+    let at_rank = |q: usize| times.get(times.len() * q / 10).copied().unwrap_or(0.0);
     println!(
         "crawl: {crawled} URLs leased and completed in {:.1} s; complete_all(1000) median {:.1} ms, p90 {:.1} ms; disk {:.0} bytes per URL; peak RSS {:.0} MiB",
         started.elapsed().as_secs_f64(),
-        times[times.len() / 2],
-        times[times.len() * 9 / 10],
+        at_rank(5),
+        at_rank(9),
         dir_bytes(path).0 as f64 / total as f64,
         peak_rss_mib()
     );

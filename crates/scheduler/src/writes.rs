@@ -296,11 +296,7 @@ impl<'s> UrlWrites<'s> {
     /// Files the new URLs of one host, second and class (`prefix`,
     /// [`keys::lists_of`]) in due lists, best rank first: the last list
     /// while it has room, then new ones of [`keys::LIST_CAP`] each.
-    fn file(
-        &mut self,
-        prefix: &[u8],
-        fresh: Vec<(Listed, UrlRecord)>,
-    ) -> Result<(), StoreError> {
+    fn file(&mut self, prefix: &[u8], fresh: Vec<(Listed, UrlRecord)>) -> Result<(), StoreError> {
         // Sorted by index: the records are large to move.
         let mut order: Vec<usize> = (0..fresh.len()).collect();
         order.sort_unstable_by(|&a, &b| fresh[a].0.order(&fresh[b].0));
