@@ -211,3 +211,48 @@ fn a_batch_reads_keys_of_their_own_in_any_order_and_knows_which_urls_have_one() 
         assert_eq!(placed, want, "{url}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Any URLs with keys of their own, taken in any order by one batch:
+    /// each read gives what the store holds for the URL (its key of its
+    /// own's value first), and each placement says whether it has one.
+    #[test]
+    fn a_batch_finds_keys_of_their_own_whatever_the_order(
+        own in proptest::collection::vec(proptest::prelude::any::<bool>(), 310),
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let mut urls = sorted(urls());
+        ingest(&s, 1_000, &urls);
+        for (url, _) in urls.iter().zip(&own).filter(|(_, own)| **own) {
+            s.kv.insert(keys::url(url), format!("own:{url}").into_bytes())
+                .unwrap();
+        }
+        let has_own: std::collections::HashSet<String> = urls
+            .iter()
+            .zip(&own)
+            .filter(|(_, own)| **own)
+            .map(|(u, _)| u.clone())
+            .collect();
+        // A Fisher-Yates shuffle driven by `seed` (an LCG).
+        let mut state = seed | 1;
+        for i in (1..urls.len()).rev() {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            urls.swap(i, (state >> 33) as usize % (i + 1));
+        }
+        let mut pages = Pages::default();
+        for url in &urls {
+            let read = pages.read(&s.kv, url).unwrap();
+            proptest::prop_assert_eq!(&read, &record(&s.kv, url).unwrap(), "{}", url);
+            let placed = pages.set(&s.kv, url, Some(b"x".to_vec())).unwrap();
+            proptest::prop_assert_eq!(
+                placed,
+                Placed::Page { own: has_own.contains(url) },
+                "{}",
+                url
+            );
+        }
+    }
+}
