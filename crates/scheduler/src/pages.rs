@@ -44,6 +44,12 @@ fn page_of(kv: &Kv, url: &str) -> Result<Option<(sled::IVec, sled::IVec)>, Store
     kv.range(keys::page(url)..end).next().transpose()
 }
 
+/// The URL and record of a key of its own (`u` ‖ URL).
+fn own_entry(key: &[u8], value: &[u8]) -> Entry {
+    let url = String::from_utf8_lossy(key.get(1..).unwrap_or_default()).into_owned();
+    (url, value.to_vec())
+}
+
 /// A page that does not decode, as a record error naming it.
 fn corrupt_page(key: &[u8], e: page::PageError) -> StoreError {
     StoreError::Record {
@@ -159,10 +165,7 @@ impl Iterator for UrlEntries<'_> {
             // (sled's iterator is not fused: polled after its end, it
             // would look again and find keys written since.)
             match self.own.next() {
-                Some(Ok((k, v))) => {
-                    let url = String::from_utf8_lossy(k.get(1..).unwrap_or_default()).into_owned();
-                    self.next_own = Some((url, v.to_vec()));
-                }
+                Some(Ok((k, v))) => self.next_own = Some(own_entry(&k, &v)),
                 Some(Err(e)) => return Some(Err(e)),
                 None => self.own_done = true,
             }
@@ -200,16 +203,70 @@ struct Loaded {
     /// first URL's, or a smaller one a seek found no page key between.
     covered_from: Vec<u8>,
     entries: BTreeMap<String, Vec<u8>>,
-    /// The records under keys of their own (`u`) in this page's range, as
-    /// far as it was scanned for them: from `own_from` (a `u` key) to the
-    /// page's key. One range scan per page (extended if a URL before it
-    /// comes later), not a point read per URL.
-    own: BTreeMap<String, Vec<u8>>,
-    own_from: Vec<u8>,
+    /// Keys of their own in this page's range, as one scan read them.
+    own: OwnWindow,
     dirty: bool,
     /// It did not decode: left as it is for `stats --repair`, and the
     /// records of its range go under keys of their own.
     corrupt: bool,
+}
+
+/// Keys of their own a window reads at most: what a batch holds of them
+/// per page, whatever a page's range has (a layout-5 store has all of an
+/// origin's records under keys of their own, in the range of one page).
+pub(crate) const OWN_WINDOW: usize = 128;
+
+/// The records under keys of their own (`u`) of part of a page's range:
+/// from `lo` (included) to `hi` (excluded), both `u` keys, read with one
+/// range scan, not a point read per URL. A URL outside it moves it: a new
+/// scan from the URL, up to [`OWN_WINDOW`] keys or the end of the page's
+/// range. What it holds is what the store holds (a batch writes nothing
+/// before it is applied), so a window that moves forgets the last.
+#[derive(Debug)]
+struct OwnWindow {
+    lo: Vec<u8>,
+    hi: Vec<u8>,
+    /// Where the page's range ends: `u` ‖ the page key's URL ‖ 0.
+    end: Vec<u8>,
+    records: BTreeMap<String, Vec<u8>>,
+}
+
+impl OwnWindow {
+    /// An empty window of the page keyed `page` (`p` ‖ URL).
+    fn of_page(page: &[u8]) -> OwnWindow {
+        let mut end = vec![keys::URL];
+        end.extend_from_slice(&page[1..]);
+        end.push(0);
+        OwnWindow {
+            lo: end.clone(),
+            hi: end.clone(),
+            end,
+            records: BTreeMap::new(),
+        }
+    }
+
+    /// Moves the window to hold `url`, if it does not (`url` is in the
+    /// page's range).
+    fn cover(&mut self, kv: &Kv, url: &str) -> Result<(), StoreError> {
+        let at = url.as_bytes();
+        if self.lo[1..] <= *at && *at < self.hi[1..] {
+            return Ok(());
+        }
+        let from = keys::url(url);
+        self.records.clear();
+        self.hi = self.end.clone();
+        for item in kv.range(from.clone()..self.end.clone()) {
+            let (k, v) = item?;
+            if self.records.len() == OWN_WINDOW {
+                self.hi = k.to_vec();
+                break;
+            }
+            let (url, record) = own_entry(&k, &v);
+            self.records.insert(url, record);
+        }
+        self.lo = from;
+        Ok(())
+    }
 }
 
 /// Where [`Pages::set`] put a record.
@@ -265,18 +322,12 @@ impl Pages {
                     };
                     let first = entries.keys().next().map(|u| keys::page(u));
                     let covered_from = first.map_or(key.clone(), |f| f.min(key));
-                    // Nothing scanned for keys of their own yet: the range
-                    // ends just past the page's key (its last URL).
-                    let mut own_from = keys::url("");
-                    own_from.extend_from_slice(&k[1..]);
-                    own_from.push(0);
                     self.loaded.insert(
                         k.clone(),
                         Loaded {
                             covered_from,
                             entries,
-                            own: BTreeMap::new(),
-                            own_from,
+                            own: OwnWindow::of_page(&k),
                             dirty: false,
                             corrupt,
                         },
@@ -286,16 +337,7 @@ impl Pages {
             }
         };
         let page = self.loaded.get_mut(&at).expect("loaded above");
-        // The keys of their own from `url` on in this page's range.
-        let from = keys::url(url);
-        if from < page.own_from {
-            for item in kv.range(from.clone()..page.own_from.clone()) {
-                let (k, v) = item?;
-                let url = String::from_utf8_lossy(&k[1..]).into_owned();
-                page.own.insert(url, v.to_vec());
-            }
-            page.own_from = from;
-        }
+        page.own.cover(kv, url)?;
         Ok(page)
     }
 
@@ -305,7 +347,12 @@ impl Pages {
             return Ok(kv.get(keys::url(url))?.map(|own| own.to_vec()));
         }
         let page = self.locate(kv, url)?;
-        Ok(page.own.get(url).or_else(|| page.entries.get(url)).cloned())
+        Ok(page
+            .own
+            .records
+            .get(url)
+            .or_else(|| page.entries.get(url))
+            .cloned())
     }
 
     /// Sets (or with `None` removes) the record of `url` in its page, or
@@ -323,7 +370,7 @@ impl Pages {
         if page.corrupt {
             return Ok(Placed::OwnKey(record));
         }
-        let own = page.own.contains_key(url);
+        let own = page.own.records.contains_key(url);
         let changed = match record {
             Some(r) => {
                 page.entries.insert(url.to_string(), r);
@@ -333,6 +380,13 @@ impl Pages {
         };
         page.dirty |= changed;
         Ok(Placed::Page { own })
+    }
+
+    /// The most records under keys of their own one loaded page holds.
+    #[cfg(test)]
+    pub(crate) fn most_own_held(&self) -> usize {
+        let held = self.loaded.values().map(|l| l.own.records.len());
+        held.max().unwrap_or(0)
     }
 
     /// Adds the changed pages to `batch`: an emptied page removed, one
