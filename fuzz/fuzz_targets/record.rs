@@ -13,7 +13,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
-use sitemapd_scheduler::internal::{keys, page};
+use sitemapd_scheduler::internal::{due_list, keys, page};
 use sitemapd_scheduler::internal::record::{
     DueList, HostRecord, Record, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
 };
@@ -55,6 +55,19 @@ fuzz_target!(|data: &[u8]| {
     if let Some(list) = round_trip::<DueList>(data) {
         let _ = list.entries.iter().map(|e| keys::host_of(&e.url)).count();
     }
+    // A due list value with leases in front: what decodes re-encodes to
+    // the same list; a lease marked on it keeps the entries' bytes.
+    if let Ok(list) = due_list::decode(data) {
+        let bytes = due_list::encode(&list);
+        let back = due_list::decode(&bytes).expect("an encoded list decodes");
+        assert_eq!(due_list::encode(&back), bytes);
+        if let Ok(marked) = due_list::remark(data, &[(0, (1, 2))]) {
+            let marked = due_list::decode(&marked).expect("a marked list decodes");
+            assert_eq!(marked.entries.len(), list.entries.len());
+            assert_eq!(marked.entries[0].lease, Some((1, 2)));
+        }
+    }
+    let _ = due_list::all_leased(data, 0);
     if let Ok(entries) = page::decode(data) {
         // A page that decodes re-encodes to the same entries, and each URL
         // is found.

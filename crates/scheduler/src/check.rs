@@ -7,7 +7,7 @@
 //! [`Store::check`] recounts every host and names those whose kept counts
 //! differ.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -16,7 +16,7 @@ use crate::keys;
 use crate::policy::Urgency;
 use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::SiteRecord;
-use crate::record::{DueList, HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
+use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
 use crate::tally::{OUTCOMES, Tally};
@@ -51,40 +51,6 @@ impl CheckReport {
             && self.missing_due.is_empty()
             && self.orphan_refresh.is_empty()
             && self.miscounted.is_empty()
-    }
-}
-
-/// The due lists the check read last, by key: their URLs (a few hundred
-/// lists at most, so that a check's memory does not grow with the store;
-/// one host's records are read together, and so are its lists).
-#[derive(Default)]
-struct ListCache {
-    lists: HashMap<Vec<u8>, HashSet<String>>,
-}
-
-impl ListCache {
-    /// Whether due list `n` of the record `rec` of `url` holds it.
-    fn holds(
-        &mut self,
-        store: &Store,
-        url: &str,
-        rec: &UrlRecord,
-        n: u32,
-    ) -> Result<bool, StoreError> {
-        let key = rec.list_key(url, n);
-        if !self.lists.contains_key(&key) {
-            if self.lists.len() >= 256 {
-                self.lists.clear();
-            }
-            let urls = match store.kv.get(&key)? {
-                Some(value) => decode::<DueList>(&value)
-                    .map(|l| l.entries.into_iter().map(|e| e.url).collect())
-                    .unwrap_or_default(),
-                None => HashSet::new(),
-            };
-            self.lists.insert(key.clone(), urls);
-        }
-        Ok(self.lists.get(&key).is_some_and(|l| l.contains(url)))
     }
 }
 
@@ -159,7 +125,7 @@ impl Store {
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
-        let mut lists = ListCache::default();
+        let mut lists = crate::marks::ListCache::default();
         for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
             let (url, value) = match item {
                 Ok(entry) => entry,
@@ -170,19 +136,26 @@ impl Store {
                 Err(e) => return Err(e),
             };
             report.urls += 1;
-            let Ok(rec) = decode::<UrlRecord>(&value) else {
+            let Ok(mut rec) = decode::<UrlRecord>(&value) else {
                 report.corrupt.push(url);
                 continue;
+            };
+            let placed = match (rec.queued(), rec.listed) {
+                (false, _) => true,
+                (true, Some(n)) => match lists.entry(self, &rec.list_key(&url, n), &url)? {
+                    Some(mark) => {
+                        // Its entry's lease is the record's (see `marks`).
+                        rec.schedule.lease = mark.or(rec.schedule.lease);
+                        true
+                    }
+                    None => false,
+                },
+                (true, None) => self.kv.contains_key(rec.due_key(&url))?,
             };
             counted
                 .entry(keys::host_of(&url).to_string())
                 .or_default()
                 .add(&Tally::of(&rec), 1);
-            let placed = match (rec.queued(), rec.listed) {
-                (false, _) => true,
-                (true, Some(n)) => lists.holds(self, &url, &rec, n)?,
-                (true, None) => self.kv.contains_key(rec.due_key(&url))?,
-            };
             if !placed {
                 report.missing_due.push(url);
             }
@@ -247,7 +220,7 @@ impl Store {
                 continue;
             };
             if let Some((_, n)) = keys::as_list(due.url) {
-                let Ok(list) = decode::<DueList>(&value) else {
+                let Ok(list) = crate::due_list::decode(&value) else {
                     report
                         .corrupt
                         .push(String::from_utf8_lossy(&key).into_owned());
@@ -320,10 +293,12 @@ impl Store {
             }
         }
         self.sitemap_counts(&mut s)?;
-        let due = self.due_count(Timestamp::from_unix(now), DUE_COUNT_LIMIT + 1)?;
+        let (due, lease_ends) =
+            self.due_and_leased(Timestamp::from_unix(now), DUE_COUNT_LIMIT + 1)?;
         s.due_now = due.min(DUE_COUNT_LIMIT);
         s.due_now_capped = due > DUE_COUNT_LIMIT;
-        let mut next_due: Option<i64> = None;
+        // The first lease to run out of a URL due before it.
+        let mut next_due: Option<i64> = lease_ends;
         for class in Urgency::ALL {
             let later = keys::due_after(class as u8, now)..keys::due_class(class as u8 + 1);
             if let Some(item) = self.kv.range(later).next() {
@@ -360,7 +335,7 @@ impl Store {
         let mut s = Stats::default();
         let mut rates = RateSketch::default();
         let mut next_due: Option<i64> = None;
-        for item in self.all_url_records().filter(intact) {
+        for item in self.with_leases(self.all_url_records().filter(intact)) {
             let (url, rec) = item?;
             let host = s.hosts.entry(keys::host_of(&url).to_string()).or_default();
             if let Some(outcome) = rec.fetch.last_outcome {
@@ -390,11 +365,11 @@ impl Store {
                 None => {}
             }
             // A running lease's URL falls due again when it runs out.
-            let due = rec.schedule.due;
+            let due = rec.due_until();
             next_due = Some(next_due.map_or(due, |n| n.min(due)));
             s.never_fetched += u64::from(rec.fetch.last_fetch.is_none());
             s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
-            s.due_now += u64::from(rec.schedule.due <= now);
+            s.due_now += u64::from(due <= now);
             s.with_lastmod += u64::from(rec.lastmod.is_some());
             if let Some(rate) = self.url_state(&url, &rec, now).rate {
                 rates.add(rate * 86_400.0);
@@ -415,11 +390,26 @@ impl Store {
         Ok(s)
     }
 
+    /// What the store knows of `url` (normalised on the way in: a URL that
+    /// does not parse is not in the store), if it holds it. Its `reason`
+    /// tells a live lease from one that ran out by the system clock.
+    pub fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
+        let Ok(norm) = sitemapd_parser::NormUrl::parse(url) else {
+            return Ok(None);
+        };
+        let url = norm.as_str();
+        let Some(mut rec) = self.url_record(url)? else {
+            return Ok(None);
+        };
+        crate::marks::Marks::default().overlay(self, url, &mut rec)?;
+        Ok(Some(UrlView::of(url, &rec, Timestamp::now())))
+    }
+
     /// Every URL the store holds, retired ones included, in URL order
     /// (for `sitemapd export`); leases judged by the system clock, as
     /// [`Store::url`] does.
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
-        self.all_url_records()
+        self.with_leases(self.all_url_records())
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, Timestamp::now())))
     }
 
@@ -612,7 +602,7 @@ mod tests {
         let mut rec = s.url_record(url).unwrap().unwrap();
         let n = rec.listed.take().unwrap();
         let key = rec.list_key(url, n);
-        let mut list: DueList = decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
+        let mut list = crate::due_list::decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
         list.entries.retain(|e| e.url != url);
         if list.entries.is_empty() {
             s.kv.remove(&key).unwrap();
@@ -641,7 +631,7 @@ mod tests {
         let s = store();
         let rec = s.url_record(B).unwrap().unwrap();
         let key = rec.list_key(B, rec.listed.unwrap());
-        let list: DueList = decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
+        let list = crate::due_list::decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
         assert_eq!(list.entries.len(), 3);
         // B is left out of its list.
         let mut without_b = list.clone();

@@ -148,13 +148,14 @@ impl Store {
         let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::new();
+        let mut writes = UrlWrites::new(self);
         for (url, metadata) in items {
             let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&url) else {
                 found.push(Put::Invalid);
                 continue;
             };
             let url = norm.into_string();
-            if added.contains_key(&url) || self.url_record_to_replace(&url)?.is_some() {
+            if added.contains_key(&url) || writes.read(&url)?.is_some() {
                 found.push(Put::Known);
                 continue;
             }
@@ -176,7 +177,6 @@ impl Store {
             added.insert(url, rec);
             found.push(Put::Stored);
         }
-        let mut writes = UrlWrites::new(self);
         for (url, rec) in &mut added {
             writes.put(url, None, rec)?;
         }
@@ -203,6 +203,7 @@ impl Store {
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(items.len());
+        let mut writes = UrlWrites::new(self);
         for item in items {
             let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&item.url) else {
                 found.push(Put::Invalid);
@@ -211,9 +212,9 @@ impl Store {
             let url = norm.as_str().to_string();
             let (mut rec, before) = match records.remove(&url) {
                 Some(known) => known,
-                None => match self.url_record_to_replace(&url)? {
-                    Some(rec) => {
-                        let before = Before::of(&url, &rec);
+                None => match writes.read(&url)? {
+                    Some(mut rec) => {
+                        let before = writes.before(&url, &mut rec)?;
                         (rec, Some(before))
                     }
                     None => {
@@ -264,7 +265,6 @@ impl Store {
             records.insert(url, (rec, before));
             found.push(Put::Stored);
         }
-        let mut writes = UrlWrites::new(self);
         for (url, (rec, before)) in &mut records {
             writes.put(url, before.as_ref(), rec)?;
         }
@@ -311,10 +311,9 @@ impl Store {
             item.map(|(url, r)| UrlView::of(&url, &r, now))
         };
         match host {
-            Some(host) => Box::new(self.host_urls(host).map(view)),
+            Some(host) => Box::new(self.with_leases(self.host_urls(host)).map(view)),
             None => Box::new(
-                self.all_url_records()
-                    .filter(crate::error::intact)
+                self.with_leases(self.all_url_records().filter(crate::error::intact))
                     .map(view),
             ),
         }
@@ -474,8 +473,9 @@ impl Store {
                 if !seen.insert(url) {
                     continue;
                 }
-                if let Some(rec) = self.url_record(url)? {
-                    writes.remove(url, &Before::of(url, &rec))?;
+                if let Some(mut rec) = self.url_record(url)? {
+                    let before = writes.before(url, &mut rec)?;
+                    writes.remove(url, &before)?;
                     deleted += 1;
                 }
             }

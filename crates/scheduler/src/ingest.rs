@@ -19,7 +19,7 @@ use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshStat
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::view::RefreshView;
-use crate::writes::{Before, UrlWrites};
+use crate::writes::UrlWrites;
 
 /// URLs merged in memory before a batch is written (measured: see the
 /// store bench in docs/BENCHMARKS.md).
@@ -586,7 +586,7 @@ impl<'s> Ingest<'s> {
         let _lock = store.lock_background();
         let mut writes = UrlWrites::paged(store);
         for url in urls.drain(..) {
-            let Ok(Some(before)) = writes.read(&url) else {
+            let Ok(Some(mut before)) = writes.read(&url) else {
                 continue;
             };
             if before.retired {
@@ -603,7 +603,7 @@ impl<'s> Ingest<'s> {
                 }
             }
             if absent_everywhere {
-                let was = Before::of(&url, &before);
+                let was = writes.before(&url, &mut before)?;
                 let mut rec = before;
                 rec.retired = true;
                 writes.put(&url, Some(&was), &mut rec)?;
@@ -643,7 +643,10 @@ impl<'s> Ingest<'s> {
             let host = hosts.get_mut(host_name).expect("inserted above");
             let existing = writes.read(&url)?;
             let new = existing.is_none();
-            let before = existing.as_ref().map(|r| Before::of(&url, r));
+            // Its lease, which a listed record's entry holds, is read only
+            // if it may move (below): most of a re-read sitemap's URLs stay
+            // where they are, and so does the lease with them.
+            let mut before = existing.as_ref().map(|r| writes.before_in_place(&url, r));
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
@@ -694,7 +697,6 @@ impl<'s> Ingest<'s> {
             rules.mark(&url, &mut rec)?;
             // Back from a block its rules lifted meanwhile: scheduled anew.
             let unblocked = was_blocked && !rec.blocked;
-            let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
             // A push notification's "due now" stands until the URL is
             // fetched: a sitemap's news does not push it later.
             let notified = !revived && rec.schedule.reason == StoredReason::Notified;
@@ -707,6 +709,10 @@ impl<'s> Ingest<'s> {
             let outlived = !changed
                 && rec.lastmod.is_some()
                 && schedule_outlived(rec.schedule.reason, host.trust.is_complete());
+            if let (Some(before), true) = (before.as_mut(), changed || outlived || rec.blocked) {
+                writes.with_lease(&url, &mut rec, before)?;
+            }
+            let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
             if (changed || outlived) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
                 let same_mode = outlived && StoredReason::from(due.reason) == rec.schedule.reason;

@@ -8,6 +8,9 @@ pub mod frontier;
 mod hash;
 pub mod ingest;
 mod kv;
+mod marks;
+#[cfg(test)]
+mod marks_tests;
 mod migrate;
 pub mod notify;
 mod pages;
@@ -27,7 +30,7 @@ mod writes;
 
 #[doc(hidden)]
 pub mod internal;
-use internal::{keys, page, record, squeeze};
+use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
 pub use frontier::{KnownUrl, Metadata, Put, QueueCounts, bounded_metadata, queue_of};

@@ -14,6 +14,9 @@
 //! needs nothing done: a layout-5 record is a record under a key of its
 //! own, which layout 6 reads as such, and each ingest moves the ones it
 //! writes into their pages ([`crate::pages`]). The rebuild reads both.
+//! Layout 7 (leases of listed URLs in their due list entries) needs
+//! nothing done either: a layout-6 record's lease stands until the record
+//! is written again ([`crate::marks`]).
 
 use crate::error::StoreError;
 use crate::keys;
@@ -53,7 +56,7 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
 }
 
 /// Removes every key of the keyspace `prefix`, in batches.
-fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
+pub(crate) fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
     loop {
         let mut batch = Batch::default();
         let mut n = 0;

@@ -73,12 +73,16 @@ impl Store {
         let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(norms.len());
+        let mut writes = UrlWrites::new(self);
         for url in &norms {
             let (existing, stored) = match records.remove(url) {
                 Some((rec, stored)) => (Some(rec), stored),
                 None => {
-                    let rec = self.url_record_to_replace(url)?;
-                    let stored = rec.as_ref().map(|r| Before::of(url, r));
+                    let mut rec = writes.read(url)?;
+                    let stored = match rec.as_mut() {
+                        Some(rec) => Some(writes.before(url, rec)?),
+                        None => None,
+                    };
                     (rec, stored)
                 }
             };
@@ -121,7 +125,6 @@ impl Store {
             });
             records.insert(url.clone(), (rec, stored));
         }
-        let mut writes = UrlWrites::new(self);
         for (url, (rec, stored)) in &mut records {
             writes.put(url, stored.as_ref(), rec)?;
         }

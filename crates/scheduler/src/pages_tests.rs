@@ -8,7 +8,7 @@ use crate::kv::Batch;
 use crate::page::{self, origin};
 use crate::pages::{OWN_WINDOW, Pages, Placed, entries, record};
 use crate::store::StoreError;
-use crate::{LeaseRequest, Store, StoreOptions, Timestamp};
+use crate::{Completion, LeaseRequest, Outcome, Store, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
 use std::collections::HashSet;
 
@@ -49,7 +49,7 @@ fn sorted(mut urls: Vec<String>) -> Vec<String> {
 }
 
 #[test]
-fn an_ingest_writes_pages_a_lease_keys_of_their_own_and_the_next_ingest_folds_them_back() {
+fn an_ingest_writes_pages_a_completion_keys_of_their_own_and_the_next_ingest_folds_them_back() {
     let s = Store::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
@@ -85,20 +85,40 @@ fn an_ingest_writes_pages_a_lease_keys_of_their_own_and_the_next_ingest_folds_th
         .lease(&LeaseRequest::new(10), Timestamp::from_unix(1_000))
         .unwrap();
     assert_eq!(leased.len(), 10);
-    assert_eq!(count(&s, keys::URL), 10, "a lease writes keys of their own");
+    assert_eq!(
+        count(&s, keys::URL),
+        0,
+        "a lease of listed URLs writes no record"
+    );
     assert_eq!(scanned(&s), sorted(urls.clone()), "each URL once");
     for l in &leased {
-        let rec = s.url_record(l.url.as_str()).unwrap().unwrap();
-        assert!(rec.schedule.lease.is_some());
+        let view = s.url(l.url.as_str()).unwrap().unwrap();
+        assert!(view.leased_until.is_some(), "its entry holds the lease");
     }
+    assert!(s.check().unwrap().is_ok());
+    // Five fetched: their records are written under keys of their own.
+    let done = Completion::from(Outcome::NotModified);
+    let fetched: Vec<&str> = leased[..5].iter().map(|l| l.url.as_str()).collect();
+    s.complete_all(
+        fetched.iter().map(|u| (*u, &done)),
+        Timestamp::from_unix(1_100),
+    )
+    .unwrap();
+    assert_eq!(
+        count(&s, keys::URL),
+        5,
+        "a completion writes keys of their own"
+    );
+    assert_eq!(scanned(&s), sorted(urls.clone()), "each URL once");
     assert!(s.check().unwrap().is_ok());
 
     ingest(&s, 2_000, &urls);
     assert_eq!(count(&s, keys::URL), 0, "folded back into their pages");
-    for l in &leased {
-        let rec = s.url_record(l.url.as_str()).unwrap().unwrap();
-        assert!(rec.schedule.lease.is_some(), "the lease is kept");
-        assert_eq!(rec.last_seen, 2_000);
+    for (i, l) in leased.iter().enumerate() {
+        let view = s.url(l.url.as_str()).unwrap().unwrap();
+        assert_eq!(view.leased_until.is_some(), i >= 5, "the leases are kept");
+        assert_eq!(view.fetches, u32::from(i < 5));
+        assert_eq!(view.last_seen, Timestamp::from_unix(2_000));
     }
     assert_eq!(scanned(&s), sorted(urls));
     assert!(s.check().unwrap().is_ok());
@@ -221,6 +241,12 @@ fn a_batch_reads_keys_of_their_own_in_any_order_and_knows_which_urls_have_one() 
         .lease(&LeaseRequest::new(40), Timestamp::from_unix(1_000))
         .unwrap();
     assert!(leased.len() >= 10, "{} leased", leased.len());
+    let done = Completion::from(Outcome::NotModified);
+    s.complete_all(
+        leased.iter().map(|l| (l.url.as_str(), &done)),
+        Timestamp::from_unix(1_100),
+    )
+    .unwrap();
     assert_eq!(count(&s, keys::URL), leased.len());
     let own: HashSet<String> = leased.iter().map(|l| l.url.to_string()).collect();
     // From the last URL back: each read comes before what its page's

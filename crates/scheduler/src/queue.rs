@@ -2,7 +2,14 @@
 //! ([`Store::lease`]) and taking the fetch outcomes back
 //! ([`Store::complete`]).
 //!
-//! A lease moves the URL's due entry to the lease's expiry: a URL whose
+//! A lease of a URL in a due list (one an ingest found new, or one a lease
+//! handed out before) marks its entry there with the lease and its expiry,
+//! and reads or writes no record ([`crate::marks`]): the URL keeps its
+//! place, which a lease passes over until the lease runs out. A lease of
+//! a URL with a due key of its own (one fetched before), or whose record
+//! it must read (its entry says it holds a URL frontier client's metadata,
+//! or its host lost the trust that made it urgent), writes its record and
+//! moves it to a due list at the lease's expiry. Either way a URL whose
 //! lease runs out without an outcome is simply due again, with the reason
 //! `lease-expired`. Per lease, a host gets at most `per_host` URLs, and no
 //! more than its politeness delay allows over the lease's time to live;
@@ -16,12 +23,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::keys;
+use crate::marks::Lease;
 use crate::policy::Reason;
 use crate::policy::Urgency;
 use crate::policy::{lastmod_is_newer, lastmod_says_changed};
 use crate::record::{
-    DueList, HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
-    VISIT_HISTORY, decode, encode,
+    HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
+    VISIT_HISTORY, encode,
 };
 use crate::robots::RulesCache;
 use crate::store::{Store, StoreError};
@@ -253,8 +261,39 @@ struct Candidate {
     due: i64,
     rank: keys::Rank,
     rec: Option<UrlRecord>,
-    /// The due list it was found in, by number.
-    list: Option<u32>,
+    /// The due list it was found in, and what its entry says.
+    list: Option<ListSlot>,
+}
+
+/// A candidate's due list and entry.
+struct ListSlot {
+    /// The list's number.
+    n: u32,
+    /// The entry's place in the list.
+    index: usize,
+    /// The list's value as the scan read it.
+    value: sled::IVec,
+    reason: StoredReason,
+    meta: bool,
+    /// A lease that ran out.
+    lease: Option<Lease>,
+    legacy: bool,
+}
+
+impl ListSlot {
+    /// Whether a lease marks its entry without reading its record: not if
+    /// it must hand out the record's metadata, nor if its entry comes from
+    /// a format-6 list, nor if its host is `suspect` (its lists may hold
+    /// an entry no record names), nor if its lastmod made it urgent and its
+    /// host has lost the trust for that since (the record is rescheduled).
+    fn markable(&self, host: &HostRecord, suspect: bool) -> bool {
+        !self.legacy
+            && !suspect
+            && !self.meta
+            && (self.reason != StoredReason::LastmodNewer
+                || host.trust.is_trusted()
+                || host.trust.on_probation())
+    }
 }
 
 impl Candidate {
@@ -336,16 +375,22 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                         from = past;
                         continue 'scan;
                     }
-                    let list = match decode::<DueList>(&value) {
+                    if crate::due_list::all_leased(&value, self.now) {
+                        continue;
+                    }
+                    let list = match crate::due_list::decode(&value) {
                         Ok(list) => list,
                         Err(error) => {
                             tracing::warn!(%error, "corrupt due list skipped (stats --check names its URLs)");
                             continue;
                         }
                     };
-                    for entry in list.entries {
+                    for (index, entry) in list.entries.into_iter().enumerate() {
                         if taken_here >= limit {
                             break 'scan;
+                        }
+                        if entry.leased_at(self.now) {
+                            continue;
                         }
                         match self.admit(&entry.url, host)? {
                             Taken::Yes => {
@@ -357,7 +402,15 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                                     due: due.at,
                                     rank: entry.rank,
                                     rec: None,
-                                    list: Some(n),
+                                    list: Some(ListSlot {
+                                        n,
+                                        index,
+                                        value: value.clone(),
+                                        reason: entry.reason,
+                                        meta: entry.meta,
+                                        lease: entry.lease,
+                                        legacy: entry.legacy,
+                                    }),
                                     url: entry.url,
                                 });
                             }
@@ -498,29 +551,20 @@ impl Store {
         }
     }
 
-    /// `found` (sorted, cut to what is handed out) with every record: those
-    /// of URLs found in due lists are read now, and a URL whose record no
-    /// longer names its list is passed over.
-    fn with_records(
-        &self,
-        found: Vec<Candidate>,
-    ) -> Result<Vec<(String, UrlRecord, Urgency)>, StoreError> {
-        let mut out = Vec::with_capacity(found.len());
-        for c in found {
-            let rec = match (c.rec, c.list) {
-                (Some(rec), _) => rec,
-                (None, Some(n)) => {
-                    let owns = |rec: &UrlRecord| rec.in_list(c.class as u8, c.due, n);
-                    match self.live_record(&c.url, owns)? {
-                        Some(rec) => rec,
-                        None => continue,
-                    }
-                }
-                (None, None) => continue,
-            };
-            out.push((c.url, rec, c.class));
+    /// The record of candidate `c`: read now if it was found in a due list
+    /// (with its entry's lease), none if it no longer names that list.
+    fn record_of(&self, c: &mut Candidate) -> Result<Option<UrlRecord>, StoreError> {
+        if let Some(rec) = c.rec.take() {
+            return Ok(Some(rec));
         }
-        Ok(out)
+        let Some(slot) = &c.list else {
+            return Ok(None);
+        };
+        let owns = |rec: &UrlRecord| rec.in_list(c.class as u8, c.due, slot.n);
+        Ok(self.live_record(&c.url, owns)?.map(|mut rec| {
+            rec.schedule.lease = slot.lease.or(rec.schedule.lease);
+            rec
+        }))
     }
 
     /// URLs due at `now` (due time at or before it, leases run out
@@ -534,24 +578,51 @@ impl Store {
     /// URLs due at `now`, counted up to `at_most` (a due list's URLs all
     /// count: the count may pass `at_most` by a list's length).
     pub(crate) fn due_count(&self, now: Timestamp, at_most: u64) -> Result<u64, StoreError> {
+        Ok(self.due_and_leased(now, at_most)?.0)
+    }
+
+    /// [`Store::due_count`], and when the first lease of a URL whose entry
+    /// is due at `now` runs out, if the count stopped short of `at_most`
+    /// (a listed URL keeps its place while leased, see [`crate::marks`]).
+    pub(crate) fn due_and_leased(
+        &self,
+        now: Timestamp,
+        at_most: u64,
+    ) -> Result<(u64, Option<i64>), StoreError> {
         let now = now.unix();
         let mut n = 0u64;
+        let mut ends: Option<i64> = None;
         for class in Urgency::ALL {
             let range = keys::due_class(class as u8)..keys::due_after(class as u8, now);
             for item in self.kv.range(range) {
                 let (key, value) = item?;
                 if n >= at_most {
-                    return Ok(n);
+                    return Ok((n, None));
                 }
                 let listed = keys::parse_due(&key).is_some_and(|d| keys::as_list(d.url).is_some());
-                n += if listed {
-                    decode::<DueList>(&value).map_or(0, |l| l.entries.len() as u64)
-                } else {
-                    1
+                if !listed {
+                    n += 1;
+                    continue;
+                }
+                if crate::due_list::all_leased(&value, now) {
+                    let front = crate::due_list::leases(&value).map(|f| f.leases);
+                    for (_, (_, until)) in front.unwrap_or_default() {
+                        ends = Some(ends.map_or(until, |e| e.min(until)));
+                    }
+                    continue;
+                }
+                let Ok(list) = crate::due_list::decode(&value) else {
+                    continue;
                 };
+                for entry in &list.entries {
+                    match entry.lease.filter(|_| entry.leased_at(now)) {
+                        Some((_, until)) => ends = Some(ends.map_or(until, |e| e.min(until))),
+                        None => n += 1,
+                    }
+                }
             }
         }
-        Ok(n)
+        Ok((n, ends))
     }
 
     /// Up to `n` URLs due at `now`, most urgent first, without leasing
@@ -582,10 +653,12 @@ impl Store {
         }
         found.sort_by(Candidate::order);
         found.truncate(n);
-        Ok(self
-            .with_records(found)?
-            .into_iter()
-            .map(|(url, rec, _)| Leased {
+        let mut out = Vec::with_capacity(found.len());
+        for mut c in found {
+            let Some(rec) = self.record_of(&mut c)? else {
+                continue;
+            };
+            out.push(Leased {
                 due: Timestamp::from_unix(rec.schedule.due),
                 score: rec.schedule.score,
                 reason: reason_of(&rec, now),
@@ -593,9 +666,10 @@ impl Store {
                 expires: None,
                 not_before: Timestamp::from_unix(now),
                 metadata: rec.metadata,
-                url,
-            })
-            .collect())
+                url: c.url,
+            });
+        }
+        Ok(out)
     }
 
     /// Leases up to `request.n` due URLs for `request.ttl`: at most
@@ -637,8 +711,9 @@ impl Store {
             .validation_credit
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        // Each host's record (read once) and how many URLs it was given.
-        let mut hosts: HashMap<String, (HostRecord, usize)> = HashMap::new();
+        // Each host's record (read once), how many URLs it was given, and
+        // whether it is suspect.
+        let mut hosts: HashMap<String, (HostRecord, usize, bool)> = HashMap::new();
         let mut scan = DueScan {
             store: self,
             now,
@@ -646,7 +721,7 @@ impl Store {
             allowance: |host: &str| {
                 let record = self.host_record(host)?;
                 let allowed = allowance(&record, now, ttl).min(per_host).min(admit(host));
-                hosts.insert(host.to_string(), (record, 0));
+                hosts.insert(host.to_string(), (record, 0, self.suspect(host)?));
                 Ok(allowed)
             },
             per: HashMap::new(),
@@ -679,14 +754,13 @@ impl Store {
         keep_hosts(&mut chosen, max_hosts);
         chosen.truncate(n);
         chosen.sort_by_key(|c| c.class == Urgency::Validation);
-        let found = self.with_records(chosen)?;
         let mut writes = UrlWrites::new(self);
         // Due URLs whose host's rules changed since they were scheduled
         // (and no `set_robots` pass reached them yet): out of the queue.
         for url in blocked {
             if let Ok(Some(mut rec)) = self.url_record(&url) {
                 if rec.queued() {
-                    let before = Before::of(&url, &rec);
+                    let before = writes.before(&url, &mut rec)?;
                     rec.blocked = true;
                     writes.put(&url, Some(&before), &mut rec)?;
                 }
@@ -694,51 +768,104 @@ impl Store {
         }
         let mut out = Vec::new();
         let mut sampled = 0usize;
-        for (url, mut rec, class) in found {
-            let Some((host, given)) = hosts.get_mut(keys::host_of(&url)) else {
+        for mut c in chosen {
+            let Some((host, given, suspect)) = hosts.get_mut(keys::host_of(&c.url)) else {
                 continue; // every candidate's host was looked at by the scan
             };
-            if rec.schedule.reason == StoredReason::LastmodNewer
-                && !(host.trust.is_trusted() || host.trust.on_probation())
-            {
+            let marked = match &c.list {
+                Some(slot) if slot.markable(host, *suspect) => Some((
+                    slot.n,
+                    slot.index,
+                    slot.reason,
+                    slot.lease,
+                    slot.value.clone(),
+                )),
+                _ => None,
+            };
+            let mut rec = match marked {
+                Some(_) => None,
+                None => match self.record_of(&mut c)? {
+                    Some(rec) => Some(rec),
+                    None => {
+                        if let Some(slot) = &c.list {
+                            // An entry its record does not name: out.
+                            writes.drop_entry(&c.url, (c.class as u8, c.due, slot.n));
+                        }
+                        continue;
+                    }
+                },
+            };
+            if let Some(rec) = rec.as_mut().filter(|rec| {
+                rec.schedule.reason == StoredReason::LastmodNewer
+                    && !(host.trust.is_trusted() || host.trust.on_probation())
+            }) {
                 // Its host lost its trust since the sitemap read that made
                 // it urgent (a generation-time sitemap is caught once read
                 // whole): rescheduled without its lastmod, not handed out.
-                let before = Before::of(&url, &rec);
-                let due = self.schedule(&url, &rec, host, now);
+                let before = writes.before(&c.url, rec)?;
+                let due = self.schedule(&c.url, rec, host, now);
                 rec.schedule = Schedule::of(&due);
-                writes.put(&url, Some(&before), &mut rec)?;
+                writes.put(&c.url, Some(&before), rec)?;
                 continue;
             }
             let not_before = host.next_allowed.max(now);
             host.next_allowed = not_before.saturating_add(step(host));
             *given += 1;
-            sampled += usize::from(class == Urgency::Validation);
+            sampled += usize::from(c.class == Urgency::Validation);
             let id = self.kv.generate_id()?;
-            let reason = reason_of(&rec, now);
-            let due = rec.schedule.due;
-            let before = Before::of(&url, &rec);
-            // The reason it was leased for stays: a lease that runs out
-            // is due again in the same class.
-            rec.schedule = Schedule {
-                due: horizon,
-                score: rec.schedule.score,
-                reason: rec.schedule.reason,
-                lease: Some((id, horizon)),
+            let leased = match (marked, rec) {
+                // Its entry takes the lease; its record is not read.
+                (Some((n, index, reason, ran_out, value)), _) => {
+                    let slot = (c.class as u8, c.due, n);
+                    writes.mark(
+                        &c.url,
+                        (slot, index, value),
+                        (id, horizon),
+                        ran_out.is_some(),
+                    );
+                    Leased {
+                        due: Timestamp::from_unix(c.due),
+                        score: c.score,
+                        reason: match ran_out {
+                            Some(_) => Reason::LeaseExpired,
+                            None => Reason::from(reason),
+                        },
+                        lease: Some(id),
+                        expires: Some(Timestamp::from_unix(horizon)),
+                        not_before: Timestamp::from_unix(not_before),
+                        metadata: Vec::new(),
+                        url: c.url,
+                    }
+                }
+                (None, Some(mut rec)) => {
+                    let reason = reason_of(&rec, now);
+                    let due = rec.schedule.due;
+                    let before = writes.before(&c.url, &mut rec)?;
+                    // The reason it was leased for stays: a lease that runs
+                    // out is due again in the same class.
+                    rec.schedule = Schedule {
+                        due: horizon,
+                        score: rec.schedule.score,
+                        reason: rec.schedule.reason,
+                        lease: Some((id, horizon)),
+                    };
+                    writes.put(&c.url, Some(&before), &mut rec)?;
+                    Leased {
+                        due: Timestamp::from_unix(due),
+                        score: rec.schedule.score,
+                        reason,
+                        lease: Some(id),
+                        expires: Some(Timestamp::from_unix(horizon)),
+                        not_before: Timestamp::from_unix(not_before),
+                        metadata: std::mem::take(&mut rec.metadata),
+                        url: c.url,
+                    }
+                }
+                (None, None) => continue,
             };
-            writes.put(&url, Some(&before), &mut rec)?;
-            out.push(Leased {
-                url,
-                due: Timestamp::from_unix(due),
-                score: rec.schedule.score,
-                reason,
-                lease: Some(id),
-                expires: Some(Timestamp::from_unix(horizon)),
-                not_before: Timestamp::from_unix(not_before),
-                metadata: std::mem::take(&mut rec.metadata),
-            });
+            out.push(leased);
         }
-        for (name, (host, given)) in hosts {
+        for (name, (host, given, _)) in hosts {
             if given > 0 {
                 writes.batch().insert(keys::host(&name), encode(&host));
             }
@@ -787,6 +914,7 @@ impl Store {
         let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
         let mut unknown = Vec::new();
         let mut rules = RulesCache::new(self);
+        let mut writes = UrlWrites::new(self);
         for (given, completion) in completions {
             let Ok(norm) = sitemapd_parser::NormUrl::parse(given) else {
                 unknown.push(given.to_string());
@@ -796,8 +924,8 @@ impl Store {
             let (rec, before) = match records.remove(url) {
                 Some(known) => known,
                 None => match self.url_record(url)? {
-                    Some(rec) => {
-                        let before = Before::of(url, &rec);
+                    Some(mut rec) => {
+                        let before = writes.before(url, &mut rec)?;
                         (rec, Some(before))
                     }
                     None => {
@@ -815,7 +943,6 @@ impl Store {
             self.add_redirect_target(&norm, &rec, completion, host, &mut rules, &mut records, now)?;
             records.insert(url.to_string(), (rec, before));
         }
-        let mut writes = UrlWrites::new(self);
         for (url, (rec, before)) in &mut records {
             writes.put(url, before.as_ref(), rec)?;
         }

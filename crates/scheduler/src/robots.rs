@@ -16,7 +16,7 @@ use crate::keys;
 use crate::record::{RobotsRecord, Schedule, UrlRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
-use crate::writes::{Before, UrlWrites};
+use crate::writes::UrlWrites;
 
 /// The longest `Crawl-delay` honoured, seconds: the sitemap fetcher's cap
 /// too (`fetch.min_delay`'s help), so one robots.txt cannot park a host's
@@ -136,7 +136,7 @@ impl Store {
                 if blocked == rec.blocked {
                     continue;
                 }
-                let before = Before::of(&url, &rec);
+                let before = writes.before(&url, &mut rec)?;
                 rec.blocked = blocked;
                 if blocked {
                     update.blocked += 1;

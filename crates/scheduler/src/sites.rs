@@ -13,7 +13,7 @@ use crate::record::{SiteRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::view::SiteView;
-use crate::writes::{Before, UrlWrites};
+use crate::writes::UrlWrites;
 
 /// URL records retired per batch by [`Store::retire_host`].
 const RETIRE_BATCH: usize = 2_000;
@@ -142,7 +142,7 @@ impl Store {
             if rec.retired {
                 continue;
             }
-            let before = Before::of(&url, &rec);
+            let before = writes.before(&url, &mut rec)?;
             rec.retired = true;
             writes.put(&url, Some(&before), &mut rec)?;
             retired += 1;

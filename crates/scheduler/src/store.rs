@@ -2,7 +2,7 @@
 //! URLs, and the reads every other module shares.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use crate::policy::{
 use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
 use crate::refresh::RefreshParams;
 use crate::time::Timestamp;
-use crate::view::{HostView, SitemapView, UrlView};
+use crate::view::{HostView, SitemapView};
 use sitemapd_parser::{HostKey, NormUrl};
 
 /// The policy of a new store: crawl on change where a host's lastmods have
@@ -97,6 +97,9 @@ pub struct Store {
     pub(crate) validation_credit: Mutex<f64>,
     /// Lastmod moves recorded before this time are not dated ([`keys::DATED_FROM`]).
     dated_from: i64,
+    /// Whether some host is [`keys::SUSPECT`] (none, almost always: then a
+    /// lease asks no more).
+    pub(crate) suspects: AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -303,13 +306,14 @@ impl Store {
             kv.insert(keys::POLICY, name.as_bytes())?;
         }
         Ok(Store {
-            kv,
             policy: RwLock::new(Arc::from(policy)),
             options,
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
             validation_credit: Mutex::new(0.0),
             dated_from,
+            suspects: AtomicBool::new(kv.scan_prefix([keys::SUSPECT]).next().is_some()),
+            kv,
         })
     }
 
@@ -417,18 +421,6 @@ impl Store {
         self.url_records_in(&[], &[0xff])
     }
 
-    /// What the store knows of `url` (normalised on the way in: a URL that
-    /// does not parse is not in the store), if it holds it. Its `reason`
-    /// tells a live lease from one that ran out by the system clock.
-    pub fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
-        let Ok(norm) = NormUrl::parse(url) else {
-            return Ok(None);
-        };
-        Ok(self
-            .url_record(norm.as_str())?
-            .map(|r| UrlView::of(norm.as_str(), &r, Timestamp::now())))
-    }
-
     /// The URLs of the sitemaps listing `url` (those its record remembers,
     /// [`UrlView::sources`] of them), oldest first; empty for a URL the
     /// store does not hold.
@@ -460,15 +452,6 @@ impl Store {
         let tally = self.tally(host.as_str())?;
         let urls = crate::tally::count(tally.active.saturating_add(tally.blocked));
         Ok(HostView::of(host, &self.host_record(host.as_str())?, urls))
-    }
-
-    /// The record of `url` (normalised) for a writer that replaces it: as
-    /// [`Store::url_record`], except that a record that does not decode
-    /// reads as none (logged), so the writer replaces it; its old due entry
-    /// (if any) is unknown and `stats --check` names it. A store that
-    /// cannot be read (damaged, failing) is an error.
-    pub(crate) fn url_record_to_replace(&self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
-        to_replace(url, self.url_record(url))
     }
 
     /// The record of `url` (normalised), if the store holds it.
@@ -712,21 +695,6 @@ pub(crate) fn decode_url_record(url: &str, bytes: &[u8]) -> Result<UrlRecord, St
         key: url.to_string(),
         source,
     })
-}
-
-/// A record read by a writer that replaces it ([`Store::url_record_to_replace`]):
-/// one that does not decode reads as none (logged).
-pub(crate) fn to_replace(
-    url: &str,
-    read: Result<Option<UrlRecord>, StoreError>,
-) -> Result<Option<UrlRecord>, StoreError> {
-    match read {
-        Err(e @ StoreError::Record { .. }) => {
-            tracing::warn!(%url, error = %e, "corrupt URL record replaced");
-            Ok(None)
-        }
-        other => other,
-    }
 }
 
 /// The URL prefixes of `host` (`host[:port]`): its http and https URLs;

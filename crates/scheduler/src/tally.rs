@@ -65,7 +65,10 @@ struct TallyV5 {
 
 impl Record for Tally {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
-        let _ = version;
+        if version >= 6 {
+            // Unchanged since version 6.
+            return postcard::from_bytes(body);
+        }
         let v: TallyV5 = postcard::from_bytes(body)?;
         Ok(Tally {
             active: v.active,
@@ -83,6 +86,16 @@ impl Record for Tally {
 }
 
 impl Tally {
+    /// Records holding a lease (running or run out).
+    pub(crate) fn leases(&self) -> i64 {
+        self.leases
+    }
+
+    /// One more lease.
+    pub(crate) fn add_lease(&mut self) {
+        self.leases += 1;
+    }
+
     /// What one record adds to its host's counts.
     pub(crate) fn of(rec: &UrlRecord) -> Tally {
         let mut t = Tally::default();

@@ -165,7 +165,7 @@ impl UrlView {
             last_modified: f.last_modified.clone(),
             redirected_to: f.redirected_to.clone(),
             notifications: r.notified.map_or(0, |n| n.count),
-            due: ts(r.schedule.due),
+            due: ts(r.due_until()),
             score: r.schedule.score,
             reason: match r.schedule.lease {
                 Some((_, until)) if until > now.unix() => Reason::Leased,

@@ -49,8 +49,9 @@ use std::collections::{HashMap, HashSet};
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
+use crate::marks::{Lease, Marks};
 use crate::pages::{Pages, Placed};
-use crate::record::{DueList, Listed, StoredReason, UrlRecord, decode, encode, encode_squeezed};
+use crate::record::{DueList, Listed, StoredReason, UrlRecord, encode};
 use crate::store::Store;
 use crate::tally::Tally;
 
@@ -72,22 +73,27 @@ impl Place {
 }
 
 /// What a URL record was when read: its contribution to its host's counts
-/// and its due entry, all [`UrlWrites::put`] needs of it.
+/// and its due entry, all [`UrlWrites::put`] needs of it
+/// ([`UrlWrites::before`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Before {
     tally: Tally,
     place: Option<Place>,
-    /// What its due list orders it by (score and rank), if listed.
-    order: Option<(f32, keys::Rank)>,
+    /// Its due list entry as stored, if listed.
+    entry: Option<Listed>,
 }
 
 impl Before {
-    /// `rec`, the record of `url` as read.
-    pub(crate) fn of(url: &str, rec: &UrlRecord) -> Before {
+    /// `rec`, the record of `url` as read, with its lease; `mark`, the
+    /// lease its due list entry holds.
+    fn of(url: &str, rec: &UrlRecord, mark: Option<Lease>) -> Before {
         Before {
             tally: Tally::of(rec),
             place: place_of(url, rec),
-            order: rec.listed.map(|_| (rec.schedule.score, rec.rank(url))),
+            entry: rec.listed.map(|_| Listed {
+                lease: mark,
+                ..Listed::of(url, rec)
+            }),
         }
     }
 }
@@ -112,6 +118,11 @@ fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
 struct ListEdit {
     removed: HashSet<String>,
     added: Vec<Listed>,
+    /// Entries a lease marks, by URL, with their places in the list as
+    /// read.
+    marked: HashMap<String, (usize, Lease)>,
+    /// The list's value as the lease read it (under the same lock).
+    read: Option<sled::IVec>,
 }
 
 /// URL records written in one batch with their due entries and their
@@ -124,12 +135,17 @@ pub(crate) struct UrlWrites<'s> {
     /// their own.
     paged: bool,
     pages: Pages,
+    /// Reads the leases of listed records.
+    marks: Marks,
     batch: Batch,
     changes: HashMap<String, Tally>,
     lists: HashMap<Vec<u8>, ListEdit>,
     /// URLs to file in due lists (new ones, and those a lease hands out),
     /// by list prefix ([`keys::lists_of`]).
     fresh: HashMap<Vec<u8>, Vec<(Listed, UrlRecord)>>,
+    /// Hosts a corrupt record of which this batch replaces
+    /// ([`keys::SUSPECT`]).
+    suspects: HashSet<String>,
 }
 
 impl<'s> UrlWrites<'s> {
@@ -139,10 +155,12 @@ impl<'s> UrlWrites<'s> {
             store,
             paged: false,
             pages: Pages::default(),
+            marks: Marks::default(),
             batch: Batch::default(),
             changes: HashMap::new(),
             lists: HashMap::new(),
             fresh: HashMap::new(),
+            suspects: HashSet::new(),
         }
     }
 
@@ -157,20 +175,70 @@ impl<'s> UrlWrites<'s> {
         }
     }
 
-    /// The record of `url` (normalised), as [`Store::url_record_to_replace`]
-    /// reads it; through this batch's pages when it writes pages.
+    /// The record of `url` (normalised), to be replaced: one that does not
+    /// decode reads as none (logged), and its host becomes
+    /// [`keys::SUSPECT`] (its entry, which the new record will not name,
+    /// cannot be found). Through this batch's pages when it writes pages.
     pub(crate) fn read(&mut self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
-        if !self.paged {
-            return self.store.url_record_to_replace(url);
+        let read = if self.paged {
+            let read = self.pages.read(&self.store.kv, url)?;
+            read.map(|bytes| crate::store::decode_url_record(url, &bytes))
+                .transpose()
+        } else {
+            self.store.url_record(url)
+        };
+        match read {
+            Err(e @ StoreError::Record { .. }) => {
+                tracing::warn!(%url, error = %e, "corrupt URL record replaced");
+                self.suspects.insert(keys::host_of(url).to_string());
+                Ok(None)
+            }
+            other => other,
         }
-        let read = self.pages.read(&self.store.kv, url)?;
-        let read = read.map(|bytes| crate::store::decode_url_record(url, &bytes));
-        crate::store::to_replace(url, read.transpose())
+    }
+
+    /// What `rec` (the record of `url`, as just read) is before this batch
+    /// changes it ([`UrlWrites::put`], [`UrlWrites::remove`]), with the
+    /// lease its due list entry holds put into `rec` ([`Marks::overlay`]).
+    pub(crate) fn before(&mut self, url: &str, rec: &mut UrlRecord) -> Result<Before, StoreError> {
+        let mark = self.marks.overlay(self.store, url, rec)?;
+        Ok(Before::of(url, rec, mark))
+    }
+
+    /// [`UrlWrites::before`] without reading the lease its due list entry
+    /// may hold: for a record that stays in its place (its entry, and the
+    /// mark in it, stay as they are), unless [`UrlWrites::with_lease`]
+    /// reads it after all.
+    pub(crate) fn before_in_place(&self, url: &str, rec: &UrlRecord) -> Before {
+        Before::of(url, rec, None)
+    }
+
+    /// `rec` (the record of `url`) and `before` (what it was when read,
+    /// from [`UrlWrites::before_in_place`]) with the lease its entry holds.
+    pub(crate) fn with_lease(
+        &mut self,
+        url: &str,
+        rec: &mut UrlRecord,
+        before: &mut Before,
+    ) -> Result<(), StoreError> {
+        let had = rec.schedule.lease.is_some();
+        if let Some(mark) = self.marks.overlay(self.store, url, rec)? {
+            if !had {
+                before.tally.add_lease();
+            }
+            if let Some(entry) = before.entry.as_mut() {
+                entry.lease = Some(mark);
+            }
+        }
+        Ok(())
     }
 
     /// Writes the record of `url` (`None`: deletes it) where this batch
-    /// writes records.
+    /// writes records; a listed record without its lease, which its entry
+    /// holds.
     fn write_record(&mut self, url: &str, record: Option<&UrlRecord>) -> Result<(), StoreError> {
+        let stored = record.and_then(crate::marks::as_stored);
+        let record = stored.as_ref().or(record);
         let kv = &self.store.kv;
         if !self.paged {
             match record {
@@ -206,10 +274,11 @@ impl<'s> UrlWrites<'s> {
             after.listed = None;
             None
         } else if after.listed.is_some() && place_of(url, after) == old {
-            // Still due as its list says; its place in the list moves if
-            // what orders it changed (its score, a new priority or lastmod).
+            // Still due as its list says; its entry is written again if
+            // what it holds changed (what orders it: its score, a new
+            // priority or lastmod; its reason, metadata or lease).
             if let (Some(Place::List { class, at, n }), Some(before)) = (&old, before) {
-                if before.order != Some((after.schedule.score, after.rank(url))) {
+                if before.entry.as_ref() != Some(&Listed::of(url, after)) {
                     let key = Place::list_key(url, *class, *at, *n);
                     let edit = self.lists.entry(key).or_default();
                     edit.removed.insert(url.to_string());
@@ -259,6 +328,35 @@ impl<'s> UrlWrites<'s> {
         change.add(&before.tally, -1);
         self.tally_change(url, &change);
         Ok(())
+    }
+
+    /// A lease of `url`, listed in due list `n` of its host due `at` in
+    /// `class`, whose record this batch does not write: its entry takes
+    /// the mark, and its host counts one more lease unless the entry held
+    /// one (`was_marked`: a lease that ran out, counted still).
+    pub(crate) fn mark(
+        &mut self,
+        url: &str,
+        ((class, at, n), index, value): ((u8, i64, u32), usize, sled::IVec),
+        lease: Lease,
+        was_marked: bool,
+    ) {
+        let key = Place::list_key(url, class, at, n);
+        let edit = self.lists.entry(key).or_default();
+        edit.marked.insert(url.to_string(), (index, lease));
+        edit.read = Some(value);
+        if !was_marked {
+            let mut change = Tally::default();
+            change.add_lease();
+            self.tally_change(url, &change);
+        }
+    }
+
+    /// Removes `url`'s entry from due list `n` of its host due `at` in
+    /// `class`: one its record does not name (left by a replaced corrupt
+    /// record).
+    pub(crate) fn drop_entry(&mut self, url: &str, (class, at, n): (u8, i64, u32)) {
+        self.leave(url, Some(Place::List { class, at, n }));
     }
 
     /// `url` leaves its place in the queue.
@@ -327,7 +425,7 @@ impl<'s> UrlWrites<'s> {
         let n = keys::parse_due(&key)
             .and_then(|d| keys::as_list(d.url))
             .map_or(0, |(_, n)| n);
-        let held = decode::<DueList>(&value).map_or(keys::LIST_CAP, |l| l.entries.len());
+        let held = crate::due_list::decode(&value).map_or(keys::LIST_CAP, |l| l.entries.len());
         Ok((n, held))
     }
 
@@ -344,24 +442,44 @@ impl<'s> UrlWrites<'s> {
             self.file(&prefix, fresh)?;
         }
         for (key, edit) in self.lists.drain() {
-            let mut list = match store.kv.get(&key)? {
-                Some(value) => decode::<DueList>(&value).unwrap_or_else(|e| {
+            let value = match edit.read {
+                Some(ref value) => Some(value.clone()),
+                None => store.kv.get(&key)?,
+            };
+            if let (Some(value), true) = (&value, edit.removed.is_empty() && edit.added.is_empty())
+            {
+                // Leases only: the entries' bytes stay as they are.
+                let marks: Vec<(usize, Lease)> = edit.marked.values().copied().collect();
+                if let Ok(marked) = crate::due_list::remark(value, &marks) {
+                    self.batch.insert(key, marked);
+                    continue;
+                }
+            }
+            let mut list = match value {
+                Some(value) => crate::due_list::decode(&value).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "corrupt due list replaced (stats --check names its URLs)");
                     DueList::default()
                 }),
                 None => DueList::default(),
             };
             list.entries.retain(|e| !edit.removed.contains(&e.url));
-            list.entries.extend(edit.added);
-            list.entries.sort_by(Listed::order);
-            // One entry per URL, whatever its order (`put` is called once
-            // per URL and batch, so this is only a guard).
-            let mut once = HashSet::new();
-            list.entries.retain(|e| once.insert(e.url.clone()));
+            for entry in &mut list.entries {
+                if let Some((_, lease)) = edit.marked.get(&entry.url) {
+                    entry.lease = Some(*lease);
+                }
+            }
+            if !edit.added.is_empty() {
+                list.entries.extend(edit.added);
+                list.entries.sort_by(Listed::order);
+                // One entry per URL, whatever its order (`put` is called
+                // once per URL and batch, so this is only a guard).
+                let mut once = HashSet::new();
+                list.entries.retain(|e| once.insert(e.url.clone()));
+            }
             if list.entries.is_empty() {
                 self.batch.remove(key);
             } else {
-                self.batch.insert(key, encode_squeezed(&list));
+                self.batch.insert(key, crate::due_list::encode(&list));
             }
         }
         for (host, change) in self.changes.drain() {
@@ -373,7 +491,16 @@ impl<'s> UrlWrites<'s> {
             self.batch.insert(keys::tally(&host), encode(&tally));
         }
         std::mem::take(&mut self.pages).write(&mut self.batch);
-        store.kv.apply_batch(self.batch)
+        for host in &self.suspects {
+            self.batch.insert(keys::suspect(host), &[]);
+        }
+        store.kv.apply_batch(self.batch)?;
+        if !self.suspects.is_empty() {
+            store
+                .suspects
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
@@ -406,6 +533,9 @@ impl Store {
         let _lock = self.lock();
         crate::pages::remove_corrupt(&self.kv)?;
         crate::migrate::rebuild_due_index(&self.kv)?;
+        crate::migrate::clear(&self.kv, keys::SUSPECT)?;
+        self.suspects
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         crate::migrate::count_tallies(&self.kv)
     }
 

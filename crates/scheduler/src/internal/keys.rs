@@ -7,7 +7,7 @@
 //! | `p` | the last URL a page held when it was cut (it keeps the key if that URL goes), or origin ‖ 0xff for the last page of an origin: a page holds the URLs after the page key before it, up to its own | a [page](crate::page) of the records of up to [`PAGE_CAP`](crate::page::PAGE_CAP) URLs of one origin: what an ingest writes |
 //! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord): a record written since its page was (a lease, a fetch, a notification), which stands for the page's copy; the next ingest of the URL folds it back into its page |
 //! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank ([`RANK_BYTES`]: priority, lastmod, URL length) ‖ URL | empty |
-//! | `d` | urgency class ‖ due time ‖ rank of zeros ‖ NUL ‖ host ‖ NUL ‖ list number (8 hex digits): a due list ([`list`]) | [`DueList`](crate::record::DueList): up to [`LIST_CAP`] URLs new to the store, due in that second |
+//! | `d` | urgency class ‖ due time ‖ rank of zeros ‖ NUL ‖ host ‖ NUL ‖ list number (8 hex digits): a due list ([`list`]) | [`DueList`](crate::record::DueList): up to [`LIST_CAP`] URLs new to the store (or leased together), due in that second, each with its lease if leased |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
@@ -16,6 +16,7 @@
 //! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
 //! | `t` | host | its URL records counted by state (`Tally`): what `stats` reads |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
+//! | `x` | host | empty: a corrupt record of the host was replaced, so its due lists may hold an entry no record names ([`SUSPECT`]) |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
@@ -32,6 +33,7 @@
 //! | 4 | `t` ‖ host: each host's URL records counted by state, kept in the batch that changes them |
 //! | 5 | due lists: the URLs an ingest finds new share one due key per host, second and [`LIST_CAP`] URLs, instead of one each |
 //! | 6 | record pages (`p`): an ingest writes URL records in pages of up to [`PAGE_CAP`](crate::page::PAGE_CAP); `u` keys are records written since. A layout-5 store opens as it is: its `u` records are read as such, and each ingest folds the ones it sees into pages |
+//! | 7 | leases of listed URLs kept in their due list entries ([`Listed::lease`](crate::record::Listed::lease)), not in their records: a lease of a listed URL writes its lists, not its records ([`crate::marks`]). A layout-6 store opens as it is: a lease its records hold stands until they are written again |
 //!
 //! A store of an older layout is migrated when it is opened (the due
 //! index rebuilt from the URL records for layouts 1 and 2, the counts
@@ -66,6 +68,11 @@ pub const TALLY: u8 = b't';
 pub const QUEUE_OF: u8 = b'q';
 /// The hosts filed under a queue (`k` ‖ key ‖ 0 ‖ host, no value).
 pub const QUEUE_HOST: u8 = b'k';
+/// Hosts whose due lists may hold an entry its record no longer names
+/// (`x` ‖ host, no value): a corrupt record of theirs was replaced, whose
+/// entry could not be found. A lease reads the records of their listed
+/// URLs, and removes such entries; `repair` clears them.
+pub const SUSPECT: u8 = b'x';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
 /// The allocation multiplier of the rate policies (f64, big endian).
@@ -82,7 +89,7 @@ pub const CLOSED: &[u8] = b"~closed";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 6;
+pub const LAYOUT_VERSION: u8 = 7;
 
 /// URLs a due list holds at most.
 pub const LIST_CAP: usize = 32;
@@ -128,6 +135,11 @@ pub fn host(host: &str) -> Vec<u8> {
 /// `t` ‖ host.
 pub fn tally(host: &str) -> Vec<u8> {
     with_prefix(TALLY, host.as_bytes())
+}
+
+/// `x` ‖ host.
+pub fn suspect(host: &str) -> Vec<u8> {
+    with_prefix(SUSPECT, host.as_bytes())
 }
 
 /// `q` ‖ host.

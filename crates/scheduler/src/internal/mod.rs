@@ -3,6 +3,7 @@
 //! the docs. Everything else goes through [`Store`](crate::Store) and its
 //! views.
 
+pub mod due_list;
 pub mod keys;
 pub mod page;
 pub mod record;

@@ -75,7 +75,8 @@ pub fn origin(url: &str) -> &str {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+/// Appends `n` as a LEB128 varint.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;
@@ -83,13 +84,15 @@ fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Reads varints and byte runs from a value, failing at its end.
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn varint(&mut self) -> Result<usize, PageError> {
+    /// A LEB128 varint.
+    pub(crate) fn varint(&mut self) -> Result<usize, PageError> {
         let mut n: usize = 0;
         for shift in (0..64).step_by(7) {
             let b = *self.bytes.get(self.at).ok_or(PageError::Corrupt(self.at))?;

@@ -12,6 +12,7 @@
 //! | 4 | [`UrlRecord`]: `blocked`, `lapsed`, `repeats`, `last_status`, `redirected_from` appended; [`HostRecord`]: `errors_in_a_row` appended |
 //! | 5 | [`UrlRecord::listed`] appended: the due list that holds a new URL's due entry |
 //! | 6 | [`UrlRecord`]: `completed`, `metadata` appended (what a URL frontier client put, [`crate::frontier`]); the host counts (`Tally`): `completed` appended |
+//! | 7 | [`Listed`] (a due list entry): `reason` and `meta` appended, and its lease kept in front of its list ([`crate::due_list`]), not in its record |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -30,7 +31,7 @@ use crate::policy::{FetchOutcome, Reason, Urgency, effective_priority};
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 6;
+pub const FORMAT_VERSION: u8 = 7;
 
 /// The read time of a [`UrlRecord::lastmod_history`] entry whose move is
 /// not dated.
@@ -62,6 +63,10 @@ pub enum RecordError {
     /// A compressed record ([`encode_squeezed`]) that does not decompress.
     #[error("compressed record does not decompress")]
     Squeezed,
+    /// The leases in front of a due list's entries do not read, or name
+    /// entries it does not hold ([`crate::due_list`]).
+    #[error("corrupt leases in a due list")]
+    ListLeases,
 }
 
 /// The first byte of a record compressed by [`encode_squeezed`]: a zstd
@@ -709,7 +714,9 @@ impl Record for UrlRecord {
             1 => postcard::from_bytes::<UrlRecordV1>(body).map(Into::into),
             2 | 3 => postcard::from_bytes::<UrlRecordV3>(body).map(Into::into),
             4 => postcard::from_bytes::<UrlRecordV4>(body).map(Into::into),
-            _ => postcard::from_bytes::<UrlRecordV5>(body).map(Into::into),
+            5 => postcard::from_bytes::<UrlRecordV5>(body).map(Into::into),
+            // Unchanged since version 6.
+            _ => postcard::from_bytes(body),
         }
     }
 }
@@ -725,8 +732,11 @@ pub struct DueList {
     pub entries: Vec<Listed>,
 }
 
-/// A URL in a due list, with what a lease orders it by, so that a lease
-/// reads the records of the URLs it hands out only.
+/// A URL in a due list, with what a lease orders it by and what it hands
+/// out, so that a lease reads no record of a listed URL: the lease, too,
+/// is kept here (the record's [`Schedule::lease`] is written empty while
+/// the URL is listed; a reader of the record overlays this one, see
+/// [`crate::marks`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Listed {
     /// The policy's score ([`Schedule::score`]).
@@ -735,6 +745,19 @@ pub struct Listed {
     pub rank: keys::Rank,
     /// The URL.
     pub url: String,
+    /// Why it is due ([`Schedule::reason`]; format version 7).
+    pub reason: StoredReason,
+    /// Its record holds a URL frontier client's metadata, which a lease
+    /// hands out with it (format version 7).
+    pub meta: bool,
+    /// Leased until this time, with this lease id: kept in front of the
+    /// list's entries ([`crate::due_list`]), not with them.
+    #[serde(skip)]
+    pub lease: Option<(u64, i64)>,
+    /// Read from a format-6 list: `reason` and `meta` are not known, and
+    /// a lease reads its record.
+    #[serde(skip)]
+    pub legacy: bool,
 }
 
 impl Listed {
@@ -744,6 +767,10 @@ impl Listed {
             score: rec.schedule.score,
             rank: rec.rank(url),
             url: url.to_string(),
+            reason: rec.schedule.reason,
+            meta: !rec.metadata.is_empty(),
+            lease: rec.schedule.lease,
+            legacy: false,
         }
     }
 
@@ -756,9 +783,47 @@ impl Listed {
             .then(self.rank.cmp(&other.rank))
             .then(self.url.cmp(&other.url))
     }
+
+    /// Whether it is leased at `now` (a lease that ran out is due again).
+    pub fn leased_at(&self, now: i64) -> bool {
+        self.lease.is_some_and(|(_, until)| until > now)
+    }
 }
 
-impl Record for DueList {}
+/// [`Listed`] as format version 6 wrote it.
+#[derive(Deserialize)]
+struct ListedV6 {
+    score: f32,
+    rank: keys::Rank,
+    url: String,
+}
+
+/// [`DueList`] as format version 6 wrote it.
+#[derive(Deserialize)]
+struct DueListV6 {
+    entries: Vec<ListedV6>,
+}
+
+impl Record for DueList {
+    fn from_older(_version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        let v6: DueListV6 = postcard::from_bytes(body)?;
+        Ok(DueList {
+            entries: v6
+                .entries
+                .into_iter()
+                .map(|e| Listed {
+                    score: e.score,
+                    rank: e.rank,
+                    url: e.url,
+                    reason: StoredReason::New,
+                    meta: false,
+                    lease: None,
+                    legacy: true,
+                })
+                .collect(),
+        })
+    }
+}
 
 impl UrlRecord {
     /// The key of its due list number `n` (`url` its URL).
@@ -769,6 +834,16 @@ impl UrlRecord {
             keys::host_of(url),
             n,
         )
+    }
+
+    /// When it is due next: its due time, or the end of its lease if
+    /// later (a listed URL keeps its due time, and its place in the queue,
+    /// while leased).
+    pub fn due_until(&self) -> i64 {
+        match self.schedule.lease {
+            Some((_, until)) => self.schedule.due.max(until),
+            None => self.schedule.due,
+        }
     }
 
     /// Whether it is the URL a due list (`class`, due `at`, number `n`)
@@ -922,6 +997,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_format_6_due_list_reads_as_legacy_entries_without_leases() {
+        #[derive(Serialize)]
+        struct V6 {
+            entries: Vec<(f32, keys::Rank, String)>,
+        }
+        let v6 = V6 {
+            entries: vec![(0.25, [7; keys::RANK_BYTES], "https://a.example/x".into())],
+        };
+        let mut bytes = vec![6];
+        bytes.extend(postcard::to_stdvec(&v6).unwrap());
+        let list: DueList = decode(&bytes).unwrap();
+        assert_eq!(
+            list.entries,
+            [Listed {
+                score: 0.25,
+                rank: [7; keys::RANK_BYTES],
+                url: "https://a.example/x".into(),
+                reason: StoredReason::New,
+                meta: false,
+                lease: None,
+                legacy: true,
+            }]
+        );
+        // Written again, it is an entry of this format.
+        let back: DueList = decode(&encode(&list)).unwrap();
+        assert!(!back.entries[0].legacy);
+    }
+
+    #[test]
     fn due_lists_are_stored_compressed_and_read_back() {
         let list = DueList {
             entries: (0..32)
@@ -929,6 +1033,10 @@ mod tests {
                     score: 0.5,
                     rank: [1; keys::RANK_BYTES],
                     url: format!("https://a.example/catalog/section-{}/item-{i}.html", i % 7),
+                    reason: StoredReason::New,
+                    meta: i % 5 == 0,
+                    lease: (i % 3 == 0).then_some((i as u64, 1_700_000_000 + i)),
+                    legacy: false,
                 })
                 .collect(),
         };

@@ -1,0 +1,234 @@
+//! A due list's value ([`DueList`]): its entries as one compressed record
+//! ([`encode_squeezed`]), and, in front of them when some entry is leased,
+//! the leases: [`MARKED`] ‖ entries (varint) ‖ leases (varint) ‖ per
+//! lease its entry's index, lease id and expiry (varints) ‖ the entries.
+//!
+//! So a lease that marks entries rewrites the front and copies the
+//! compressed entries as they are ([`remark`]), and a scan passes over a
+//! list whose every entry is leased without decompressing it
+//! ([`all_leased`]). A list none of whose entries is leased is the
+//! compressed record alone, as key layout 6 wrote it.
+
+use crate::marks::Lease;
+use crate::page::{Reader, put_varint};
+use crate::record::{DueList, RecordError, encode_squeezed};
+
+/// The first byte of a due list value whose entries hold leases.
+pub const MARKED: u8 = 0xc6;
+
+/// The leases in front of a due list's entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leases {
+    /// How many entries the list holds.
+    pub entries: usize,
+    /// Each lease, by its entry's index.
+    pub leases: Vec<(usize, Lease)>,
+    /// Where the entries' bytes start.
+    body: usize,
+}
+
+/// The value of `list`.
+pub fn encode(list: &DueList) -> Vec<u8> {
+    let leases: Vec<(usize, Lease)> = list
+        .entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.lease.map(|l| (i, l)))
+        .collect();
+    with_leases(list.entries.len(), &leases, &encode_squeezed(list))
+}
+
+/// `body` (the entries' bytes) with `leases` in front, if any.
+fn with_leases(entries: usize, leases: &[(usize, Lease)], body: &[u8]) -> Vec<u8> {
+    if leases.is_empty() {
+        return body.to_vec();
+    }
+    let mut out = Vec::with_capacity(4 + leases.len() * 14 + body.len());
+    out.push(MARKED);
+    put_varint(&mut out, entries);
+    put_varint(&mut out, leases.len());
+    for &(i, (id, until)) in leases {
+        put_varint(&mut out, i);
+        put_varint(&mut out, id as usize);
+        put_varint(&mut out, until as u64 as usize);
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// The leases in front of a due list value (none if it has no front).
+pub fn leases(bytes: &[u8]) -> Result<Leases, RecordError> {
+    if bytes.first() != Some(&MARKED) {
+        return Ok(Leases {
+            entries: 0,
+            leases: Vec::new(),
+            body: 0,
+        });
+    }
+    let mut r = Reader { bytes, at: 1 };
+    let entries = r.varint()?;
+    let n = r.varint()?;
+    if n > entries {
+        return Err(RecordError::ListLeases);
+    }
+    let mut leases = Vec::with_capacity(n.min(64));
+    let mut last = None;
+    for _ in 0..n {
+        let i = r.varint()?;
+        let id = r.varint()? as u64;
+        let until = r.varint()? as u64 as i64;
+        if i >= entries || last.is_some_and(|l| i <= l) {
+            return Err(RecordError::ListLeases);
+        }
+        last = Some(i);
+        leases.push((i, (id, until)));
+    }
+    Ok(Leases {
+        entries,
+        leases,
+        body: r.at,
+    })
+}
+
+/// The due list a value holds, each entry with its lease.
+pub fn decode(bytes: &[u8]) -> Result<DueList, RecordError> {
+    let front = leases(bytes)?;
+    let mut list: DueList = decode_body(&bytes[front.body..])?;
+    if front.body > 0 && list.entries.len() != front.entries {
+        return Err(RecordError::ListLeases);
+    }
+    for (i, lease) in front.leases {
+        list.entries[i].lease = Some(lease);
+    }
+    Ok(list)
+}
+
+fn decode_body(body: &[u8]) -> Result<DueList, RecordError> {
+    if body.first() == Some(&MARKED) {
+        return Err(RecordError::ListLeases);
+    }
+    crate::record::decode(body)
+}
+
+/// Whether every entry of the list `bytes` holds is leased at `now`
+/// (read from the front alone).
+pub fn all_leased(bytes: &[u8], now: i64) -> bool {
+    leases(bytes).is_ok_and(|f| {
+        f.body > 0
+            && f.leases.len() == f.entries
+            && f.leases.iter().all(|(_, (_, until))| *until > now)
+    })
+}
+
+/// The value `bytes` with the entries at the given indices taking the
+/// given leases (the others keeping theirs), its entries' bytes copied
+/// as they are. An index past the list's end is an error.
+pub fn remark(bytes: &[u8], marks: &[(usize, Lease)]) -> Result<Vec<u8>, RecordError> {
+    let front = leases(bytes)?;
+    let entries = if front.body > 0 {
+        front.entries
+    } else {
+        decode_body(bytes)?.entries.len()
+    };
+    let mut all: std::collections::BTreeMap<usize, Lease> = front.leases.into_iter().collect();
+    for &(i, lease) in marks {
+        if i >= entries {
+            return Err(RecordError::ListLeases);
+        }
+        all.insert(i, lease);
+    }
+    let all: Vec<(usize, Lease)> = all.into_iter().collect();
+    Ok(with_leases(entries, &all, &bytes[front.body..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys;
+    use crate::record::{Listed, SQUEEZED, StoredReason};
+
+    fn list(n: usize) -> DueList {
+        DueList {
+            entries: (0..n)
+                .map(|i| Listed {
+                    score: 0.5,
+                    rank: [1; keys::RANK_BYTES],
+                    url: format!("https://a.example/catalog/item-{i}.html"),
+                    reason: StoredReason::New,
+                    meta: false,
+                    lease: None,
+                    legacy: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn leases_go_in_front_of_the_compressed_entries_and_round_trip() {
+        let plain = list(32);
+        let bare = encode(&plain);
+        assert_eq!(bare[0], SQUEEZED, "no lease: the layout-6 value");
+        assert_eq!(decode(&bare).unwrap(), plain);
+        assert!(!all_leased(&bare, 0));
+
+        let mut leased = plain.clone();
+        leased.entries[0].lease = Some((7, 1_000));
+        leased.entries[31].lease = Some((u64::MAX, -5));
+        let bytes = encode(&leased);
+        assert_eq!(bytes[0], MARKED);
+        assert!(bytes.ends_with(&bare), "the entries' bytes as they were");
+        assert_eq!(decode(&bytes).unwrap(), leased);
+        let front = leases(&bytes).unwrap();
+        assert_eq!(front.entries, 32);
+        assert_eq!(front.leases, [(0, (7, 1_000)), (31, (u64::MAX, -5))]);
+    }
+
+    #[test]
+    fn a_lease_rewrites_the_front_only_and_a_list_wholly_leased_is_known_from_it() {
+        let bare = encode(&list(3));
+        let once = remark(&bare, &[(1, (1, 500))]).unwrap();
+        assert!(once.ends_with(&bare));
+        assert!(!all_leased(&once, 0));
+        let all = remark(&once, &[(0, (2, 600)), (2, (3, 700))]).unwrap();
+        assert!(all.ends_with(&bare));
+        let back = decode(&all).unwrap();
+        let got: Vec<_> = back.entries.iter().map(|e| e.lease).collect();
+        assert_eq!(got, [Some((2, 600)), Some((1, 500)), Some((3, 700))]);
+        assert!(all_leased(&all, 499));
+        assert!(!all_leased(&all, 500), "one ran out");
+        // Marked again: the newer lease replaces the one that ran out.
+        let again = remark(&all, &[(1, (4, 900))]).unwrap();
+        assert_eq!(decode(&again).unwrap().entries[1].lease, Some((4, 900)));
+        assert!(matches!(
+            remark(&bare, &[(3, (1, 1))]),
+            Err(RecordError::ListLeases)
+        ));
+    }
+
+    #[test]
+    fn a_corrupt_front_is_an_error_never_a_panic() {
+        let mut leased = list(4);
+        leased.entries[2].lease = Some((9, 99));
+        let bytes = encode(&leased);
+        for cut in 0..bytes.len() {
+            let _ = decode(&bytes[..cut]);
+            let _ = all_leased(&bytes[..cut], 0);
+            let _ = remark(&bytes[..cut], &[(0, (1, 1))]);
+        }
+        // A lease of an entry the list does not hold, more leases than
+        // entries, and a front in front of a front.
+        for bad in [
+            vec![MARKED, 4, 1, 4, 9, 99],
+            vec![MARKED, 1, 2, 0, 1, 1, 0, 1, 1],
+            vec![MARKED, 0, 0, MARKED, 0, 0],
+        ] {
+            let mut value = bad.clone();
+            value.extend(encode(&list(4)));
+            assert!(decode(&value).is_err(), "{bad:?}");
+        }
+        // A front that counts other entries than the list holds.
+        let mut value = vec![MARKED, 5, 1, 0, 1, 1];
+        value.extend(encode(&list(4)));
+        assert!(matches!(decode(&value), Err(RecordError::ListLeases)));
+    }
+}
