@@ -521,6 +521,75 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
     }
 }
 
+/// A lease being handed out: its id, its expiry and the earliest time its
+/// URL may be fetched.
+struct Grant {
+    id: u64,
+    expires: i64,
+    not_before: i64,
+}
+
+impl Grant {
+    /// What is handed out for `c`, a listed URL whose entry (`slot`) takes
+    /// the lease: its record is neither read nor written.
+    fn of_entry(&self, writes: &mut UrlWrites, c: Candidate, slot: ListSlot) -> Leased {
+        let place = (c.class as u8, c.due, slot.n);
+        let lease = (self.id, self.expires);
+        writes.mark(
+            &c.url,
+            (place, slot.index, slot.value),
+            lease,
+            slot.lease.is_some(),
+        );
+        Leased {
+            due: Timestamp::from_unix(c.due),
+            score: c.score,
+            reason: match slot.lease {
+                Some(_) => Reason::LeaseExpired,
+                None => Reason::from(slot.reason),
+            },
+            lease: Some(self.id),
+            expires: Some(Timestamp::from_unix(self.expires)),
+            not_before: Timestamp::from_unix(self.not_before),
+            metadata: Vec::new(),
+            url: c.url,
+        }
+    }
+
+    /// What is handed out for `c`, whose record `rec` (read) is written
+    /// with the lease and filed in a due list at its expiry.
+    fn of_record(
+        &self,
+        writes: &mut UrlWrites,
+        c: Candidate,
+        mut rec: UrlRecord,
+        now: i64,
+    ) -> Result<Leased, StoreError> {
+        let reason = reason_of(&rec, now);
+        let due = rec.schedule.due;
+        let before = writes.before(&c.url, &mut rec)?;
+        // The reason it was leased for stays: a lease that runs out is
+        // due again in the same class.
+        rec.schedule = Schedule {
+            due: self.expires,
+            score: rec.schedule.score,
+            reason: rec.schedule.reason,
+            lease: Some((self.id, self.expires)),
+        };
+        writes.put(&c.url, Some(&before), &mut rec)?;
+        Ok(Leased {
+            due: Timestamp::from_unix(due),
+            score: rec.schedule.score,
+            reason,
+            lease: Some(self.id),
+            expires: Some(Timestamp::from_unix(self.expires)),
+            not_before: Timestamp::from_unix(self.not_before),
+            metadata: std::mem::take(&mut rec.metadata),
+            url: c.url,
+        })
+    }
+}
+
 /// What [`DueScan::consider`] did with a due URL.
 enum Taken {
     /// Added to the candidates.
@@ -772,16 +841,8 @@ impl Store {
             let Some((host, given, suspect)) = hosts.get_mut(keys::host_of(&c.url)) else {
                 continue; // every candidate's host was looked at by the scan
             };
-            let marked = match &c.list {
-                Some(slot) if slot.markable(host, *suspect) => Some((
-                    slot.n,
-                    slot.index,
-                    slot.reason,
-                    slot.lease,
-                    slot.value.clone(),
-                )),
-                _ => None,
-            };
+            // A listed URL whose entry says all the lease needs: marked.
+            let marked = c.list.take_if(|slot| slot.markable(host, *suspect));
             let mut rec = match marked {
                 Some(_) => None,
                 None => match self.record_of(&mut c)? {
@@ -812,58 +873,16 @@ impl Store {
             host.next_allowed = not_before.saturating_add(step(host));
             *given += 1;
             sampled += usize::from(c.class == Urgency::Validation);
-            let id = self.kv.generate_id()?;
-            let leased = match (marked, rec) {
-                // Its entry takes the lease; its record is not read.
-                (Some((n, index, reason, ran_out, value)), _) => {
-                    let slot = (c.class as u8, c.due, n);
-                    writes.mark(
-                        &c.url,
-                        (slot, index, value),
-                        (id, horizon),
-                        ran_out.is_some(),
-                    );
-                    Leased {
-                        due: Timestamp::from_unix(c.due),
-                        score: c.score,
-                        reason: match ran_out {
-                            Some(_) => Reason::LeaseExpired,
-                            None => Reason::from(reason),
-                        },
-                        lease: Some(id),
-                        expires: Some(Timestamp::from_unix(horizon)),
-                        not_before: Timestamp::from_unix(not_before),
-                        metadata: Vec::new(),
-                        url: c.url,
-                    }
-                }
-                (None, Some(mut rec)) => {
-                    let reason = reason_of(&rec, now);
-                    let due = rec.schedule.due;
-                    let before = writes.before(&c.url, &mut rec)?;
-                    // The reason it was leased for stays: a lease that runs
-                    // out is due again in the same class.
-                    rec.schedule = Schedule {
-                        due: horizon,
-                        score: rec.schedule.score,
-                        reason: rec.schedule.reason,
-                        lease: Some((id, horizon)),
-                    };
-                    writes.put(&c.url, Some(&before), &mut rec)?;
-                    Leased {
-                        due: Timestamp::from_unix(due),
-                        score: rec.schedule.score,
-                        reason,
-                        lease: Some(id),
-                        expires: Some(Timestamp::from_unix(horizon)),
-                        not_before: Timestamp::from_unix(not_before),
-                        metadata: std::mem::take(&mut rec.metadata),
-                        url: c.url,
-                    }
-                }
-                (None, None) => continue,
+            let lease = Grant {
+                id: self.kv.generate_id()?,
+                expires: horizon,
+                not_before,
             };
-            out.push(leased);
+            out.push(match (marked, rec) {
+                (Some(slot), _) => lease.of_entry(&mut writes, c, slot),
+                (None, Some(rec)) => lease.of_record(&mut writes, c, rec, now)?,
+                (None, None) => continue,
+            });
         }
         for (name, (host, given, _)) in hosts {
             if given > 0 {

@@ -21,19 +21,22 @@
 //! second and class holds up to [`keys::LIST_CAP`] of them, so that an
 //! ingest writes no due key of each new URL's own (and, with the record
 //! in a page, no key of its own at all). Its
-//! record names the list ([`UrlRecord::listed`]). A lease files the URLs it
-//! hands out the same way (all of a host's share of one lease are due again
-//! at its expiry): a lease of 1,000 URLs writes a list per host, not 1,000
-//! due keys, and so does a URL frontier client's report of a batch with
-//! one refetch date (reason `requested`). When its place in the queue
+//! record names the list ([`UrlRecord::listed`]). A lease of a listed URL
+//! leaves it there and marks its entry ([`UrlWrites::mark`], see
+//! [`crate::marks`]); a lease of a URL with a due key of its own files it
+//! in a list due when the lease runs out (all of a host's share of one
+//! lease together), and so does a URL frontier client's report of a batch
+//! with one refetch date (reason `requested`). When its place in the queue
 //! changes otherwise (a fetch, a block, a retirement), a URL leaves its
 //! list for a due key of its own; a list left empty is removed.
 //! A URL's record and its list change in the same batch, so a crash never
 //! leaves one without the other.
 //!
 //! A list entry carries what a lease orders URLs by (the policy's score
-//! and the rank, [`Listed`]), so a lease reads only the records of the
-//! URLs it hands out, not of every candidate it compares. The order is kept
+//! and the rank, [`Listed`]) and what it hands out (the reason), so a
+//! lease reads no record of a listed URL (but one whose record holds a URL
+//! frontier client's metadata), and only the records of the URLs with keys
+//! of their own that it hands out, not of every candidate it compares. The order is kept
 //! within a list (entries sorted by [`Listed::order`]; a score or rank that
 //! changes moves the entry) but not quite across them: a list's key
 //! ranks ahead of every URL with a key of its own due in the same second,

@@ -35,7 +35,11 @@ pub fn encode(list: &DueList) -> Vec<u8> {
         .enumerate()
         .filter_map(|(i, e)| e.lease.map(|l| (i, l)))
         .collect();
-    with_leases(list.entries.len(), &leases, &encode_squeezed(list))
+    let body = encode_squeezed(list);
+    if leases.is_empty() {
+        return body;
+    }
+    with_leases(list.entries.len(), &leases, &body)
 }
 
 /// `body` (the entries' bytes) with `leases` in front, if any.
