@@ -17,8 +17,8 @@
 //! - `grouped-256-deflate`: the same value deflated (level 1).
 
 use sitemapd_storebench::{
-    Invocation, Record, Spec, dir_bytes, dir_files, get_varint, invocation, median, path,
-    peak_rss_mib, put_varint, record, run_variants, table, url, url_prefix,
+    Record, Spec, bench_main, dir_bytes, dir_files, get_varint, median, path, peak_rss_mib,
+    put_varint, record, url, url_prefix,
 };
 use std::collections::BinaryHeap;
 use std::io::{Read, Write};
@@ -477,41 +477,35 @@ fn run_one(name: &str, spec: Spec) {
 }
 
 fn main() {
-    let Some((spec, asked)) = invocation(VARIANTS) else {
-        return;
-    };
-    let variants = match asked {
-        Invocation::One(v) => return run_one(&v, spec),
-        Invocation::All(variants) => variants,
-    };
-    println!(
-        "bare sled 0.34, cache 64 MiB, one tree: {} URLs over {} hosts ({} per host), batches of {} URLs, one child process per variant",
-        spec.total(),
-        spec.hosts,
-        spec.per_host,
-        spec.batch
+    bench_main(
+        VARIANTS,
+        run_one,
+        |spec| {
+            format!(
+                "bare sled 0.34, cache 64 MiB, one tree: {} URLs over {} hosts ({} per host), batches of {} URLs, one child process per variant",
+                spec.total(),
+                spec.hosts,
+                spec.per_host,
+                spec.batch
+            )
+        },
+        &[],
+        &[
+            "variant",
+            "first insert URLs/s",
+            "unchanged re-ingest URLs/s",
+            "full rewrite URLs/s",
+            "B/URL after insert: files",
+            "allocated",
+            "sled size_on_disk",
+            "B/URL after rewrite: files",
+            "allocated",
+            "sled size_on_disk",
+            "peak RSS MiB: first insert",
+            "all ingests",
+            "end",
+            "host lease ms",
+            "global lease ms",
+        ],
     );
-    let (lines, rows) = run_variants(&variants, &spec.args());
-    for line in lines {
-        println!("{line}");
-    }
-    println!();
-    let header = [
-        "variant",
-        "first insert URLs/s",
-        "unchanged re-ingest URLs/s",
-        "full rewrite URLs/s",
-        "B/URL after insert: files",
-        "allocated",
-        "sled size_on_disk",
-        "B/URL after rewrite: files",
-        "allocated",
-        "sled size_on_disk",
-        "peak RSS MiB: first insert",
-        "all ingests",
-        "end",
-        "host lease ms",
-        "global lease ms",
-    ];
-    print!("{}", table(&header, &rows));
 }

@@ -24,9 +24,7 @@
 //! first, decoding each until ten entries not yet leased are found.
 
 use serde::{Deserialize, Serialize};
-use sitemapd_storebench::{
-    Invocation, NOW, Record, Spec, arg, invocation, median, path, record, run_variants, table,
-};
+use sitemapd_storebench::{NOW, Record, Spec, arg, bench_main, median, path, record};
 use std::time::Instant;
 
 // The store's allocator, jemalloc, as in the scheduler's store bench.
@@ -88,28 +86,25 @@ fn list_key(at: i64, h: usize, n: u32) -> Vec<u8> {
     k
 }
 
-/// `p` ‖ host ‖ NUL ‖ the page's last path.
-fn page_key(h: usize, last: &str) -> Vec<u8> {
+/// `prefix` ‖ host ‖ NUL ‖ path: a page (`p`, keyed by its last path) or
+/// a record under a key of its own (`u`).
+fn path_key(prefix: u8, h: usize, path: &str) -> Vec<u8> {
     key(
-        b'p',
-        &[
-            format!("host-{h}.example").as_bytes(),
-            &[0],
-            last.as_bytes(),
-        ],
-    )
-}
-
-/// `u` ‖ host ‖ NUL ‖ path.
-fn own_key(h: usize, path: &str) -> Vec<u8> {
-    key(
-        b'u',
+        prefix,
         &[
             format!("host-{h}.example").as_bytes(),
             &[0],
             path.as_bytes(),
         ],
     )
+}
+
+/// Host `h`'s record (`h`, 48 bytes) and counts (`t`, 24 bytes), filled
+/// with `byte`.
+fn host_records(batch: &mut sled::Batch, h: usize, byte: u8) {
+    let host = format!("host-{h}.example");
+    batch.insert(key(b'h', &[host.as_bytes()]), vec![byte; 48]);
+    batch.insert(key(b't', &[host.as_bytes()]), vec![byte; 24]);
 }
 
 fn squeeze<T: Serialize>(value: &T) -> Vec<u8> {
@@ -146,7 +141,7 @@ impl Bench {
                 let last = &page[page.len() - 1].0;
                 let records: Vec<(String, Vec<u8>)> =
                     page.iter().map(|(p, r)| (p.clone(), r.encode())).collect();
-                batch.insert(page_key(h, last), squeeze(&records));
+                batch.insert(path_key(b'p', h, last), squeeze(&records));
             }
             let mut entries: Vec<Entry> = urls
                 .iter()
@@ -161,14 +156,7 @@ impl Bench {
             for (n, list) in entries.chunks(LIST).enumerate() {
                 batch.insert(list_key(NOW, h, n as u32), squeeze(&list.to_vec()));
             }
-            batch.insert(
-                key(b'h', &[format!("host-{h}.example").as_bytes()]),
-                vec![7u8; 48],
-            );
-            batch.insert(
-                key(b't', &[format!("host-{h}.example").as_bytes()]),
-                vec![3u8; 24],
-            );
+            host_records(&mut batch, h, 7);
             if h % 100 == 99 {
                 self.db
                     .apply_batch(std::mem::take(&mut batch))
@@ -181,12 +169,12 @@ impl Bench {
 
     /// A URL's record: its key of its own, else its page.
     fn read_record(&self, h: usize, path: &str) -> Record {
-        if let Some(own) = self.db.get(own_key(h, path)).expect("get") {
+        if let Some(own) = self.db.get(path_key(b'u', h, path)).expect("get") {
             return Record::decode(&own[..own.len() - 16]).expect("a record");
         }
         let (_, page) = self
             .db
-            .range(page_key(h, path)..)
+            .range(path_key(b'p', h, path)..)
             .next()
             .expect("a page")
             .expect("read");
@@ -256,7 +244,7 @@ impl Bench {
                         let (id, until) = e.lease.expect("leased");
                         value.extend_from_slice(&id.to_be_bytes());
                         value.extend_from_slice(&until.to_be_bytes());
-                        batch.insert(own_key(h, &e.path), value);
+                        batch.insert(path_key(b'u', h, &e.path), value);
                         ops += 1;
                     }
                     batch.insert(list_key(horizon, h, 0), squeeze(&taken));
@@ -272,14 +260,7 @@ impl Bench {
                 }
                 _ => {}
             }
-            batch.insert(
-                key(b'h', &[format!("host-{h}.example").as_bytes()]),
-                vec![8u8; 48],
-            );
-            batch.insert(
-                key(b't', &[format!("host-{h}.example").as_bytes()]),
-                vec![4u8; 24],
-            );
+            host_records(&mut batch, h, 8);
             ops += 2;
         }
         self.db.apply_batch(batch).expect("apply");
@@ -341,27 +322,19 @@ fn run_one(design: &str, spec: Spec) {
 }
 
 fn main() {
-    let Some((spec, asked)) = invocation(VARIANTS) else {
-        return;
-    };
-    let variants = match asked {
-        Invocation::One(v) => return run_one(&v, spec),
-        Invocation::All(variants) => variants,
-    };
-    println!(
-        "bare sled 0.34, cache {} MiB: {} URLs over {} hosts ({} per host) in pages of {PAGE} and due lists of {LIST}; 31 leases of {PER_HOST} URLs from each of {HOSTS_PER_LEASE} hosts, one child process per design",
-        arg("--cache-mib", 32),
-        spec.total(),
-        spec.hosts,
-        spec.per_host,
+    bench_main(
+        VARIANTS,
+        run_one,
+        |spec| {
+            format!(
+                "bare sled 0.34, cache {} MiB: {} URLs over {} hosts ({} per host) in pages of {PAGE} and due lists of {LIST}; 31 leases of {PER_HOST} URLs from each of {HOSTS_PER_LEASE} hosts, one child process per design",
+                arg("--cache-mib", 32),
+                spec.total(),
+                spec.hosts,
+                spec.per_host,
+            )
+        },
+        &["--cache-mib".to_owned(), arg("--cache-mib", 32).to_string()],
+        &["design", "sled writes", "lease ms p50", "p90", "max"],
     );
-    let mut args = spec.args();
-    args.extend(["--cache-mib".to_owned(), arg("--cache-mib", 32).to_string()]);
-    let (lines, rows) = run_variants(&variants, &args);
-    for line in lines {
-        println!("{line}");
-    }
-    println!();
-    let header = ["design", "sled writes", "lease ms p50", "p90", "max"];
-    print!("{}", table(&header, &rows));
 }

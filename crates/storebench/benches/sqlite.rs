@@ -17,8 +17,7 @@
 
 use rusqlite::{Connection, params};
 use sitemapd_storebench::{
-    Invocation, Record, Spec, dir_bytes, host, invocation, median, path, peak_rss_mib, record,
-    run_variants, table, url,
+    Record, Spec, bench_main, dir_bytes, host, median, path, peak_rss_mib, record, url,
 };
 use std::time::Instant;
 
@@ -268,40 +267,34 @@ fn run_one(name: &str, spec: Spec) {
 }
 
 fn main() {
-    let Some((spec, asked)) = invocation(VARIANTS) else {
-        return;
-    };
-    let variants = match asked {
-        Invocation::One(v) => return run_one(&v, spec),
-        Invocation::All(variants) => variants,
-    };
-    println!(
-        "SQLite {} (bundled), WAL, synchronous NORMAL, cache 64 MiB: {} URLs over {} hosts ({} per host), transactions of {} rows, one child process per variant",
-        rusqlite::version(),
-        spec.total(),
-        spec.hosts,
-        spec.per_host,
-        spec.batch
+    bench_main(
+        VARIANTS,
+        run_one,
+        |spec| {
+            format!(
+                "SQLite {} (bundled), WAL, synchronous NORMAL, cache 64 MiB: {} URLs over {} hosts ({} per host), transactions of {} rows, one child process per variant",
+                rusqlite::version(),
+                spec.total(),
+                spec.hosts,
+                spec.per_host,
+                spec.batch
+            )
+        },
+        &[],
+        &[
+            "variant",
+            "first insert rows/s",
+            "unchanged upsert rows/s",
+            "unchanged read-compare rows/s",
+            "full rewrite (upsert) rows/s",
+            "B/URL after insert: files",
+            "allocated",
+            "B/URL after rewrite: files",
+            "peak RSS MiB: first insert",
+            "all ingests",
+            "end",
+            "host lease ms",
+            "global lease ms",
+        ],
     );
-    let (lines, rows) = run_variants(&variants, &spec.args());
-    for line in lines {
-        println!("{line}");
-    }
-    println!();
-    let header = [
-        "variant",
-        "first insert rows/s",
-        "unchanged upsert rows/s",
-        "unchanged read-compare rows/s",
-        "full rewrite (upsert) rows/s",
-        "B/URL after insert: files",
-        "allocated",
-        "B/URL after rewrite: files",
-        "peak RSS MiB: first insert",
-        "all ingests",
-        "end",
-        "host lease ms",
-        "global lease ms",
-    ];
-    print!("{}", table(&header, &rows));
 }

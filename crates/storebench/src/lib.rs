@@ -337,6 +337,36 @@ pub fn run_variants(variants: &[String], args: &[String]) -> (Vec<String>, Vec<S
     (lines, rows)
 }
 
+/// A bench binary's `main`: as a child (`--variant NAME`) it runs
+/// `run_one`; otherwise it prints `title`, runs each variant asked for in a
+/// child process ([`run_variants`], with the spec's arguments and
+/// `extra_args`), and prints what they said and the [`table`] of their rows
+/// under `header`. Nothing when cargo asks for the list of tests.
+pub fn bench_main(
+    variants: &[&str],
+    run_one: impl Fn(&str, Spec),
+    title: impl Fn(Spec) -> String,
+    extra_args: &[String],
+    header: &[&str],
+) {
+    let Some((spec, asked)) = invocation(variants) else {
+        return;
+    };
+    let variants = match asked {
+        Invocation::One(v) => return run_one(&v, spec),
+        Invocation::All(variants) => variants,
+    };
+    println!("{}", title(spec));
+    let mut args = spec.args();
+    args.extend_from_slice(extra_args);
+    let (lines, rows) = run_variants(&variants, &args);
+    for line in lines {
+        println!("{line}");
+    }
+    println!();
+    print!("{}", table(header, &rows));
+}
+
 /// A Markdown table: `header` (its cells joined by ` | `), then `rows`
 /// (cells separated by `|`), every column after the first right-aligned.
 pub fn table(header: &[&str], rows: &[String]) -> String {
