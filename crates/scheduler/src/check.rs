@@ -142,7 +142,7 @@ impl Store {
             };
             let placed = match (rec.queued(), rec.listed) {
                 (false, _) => true,
-                (true, Some(n)) => match lists.entry(self, &rec.list_key(&url, n), &url)? {
+                (true, Some(n)) => match lists.entry(&self.kv, &rec.list_key(&url, n), &url)? {
                     Some(mark) => {
                         // Its entry's lease is the record's (see `marks`).
                         rec.schedule.lease = mark.or(rec.schedule.lease);

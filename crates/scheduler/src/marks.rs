@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use crate::error::StoreError;
 use crate::keys;
+use crate::kv::Kv;
 use crate::record::UrlRecord;
 use crate::store::Store;
 
@@ -37,7 +38,7 @@ impl ListCache {
     /// the list does not decode), and its mark if so.
     pub(crate) fn entry(
         &mut self,
-        store: &Store,
+        kv: &Kv,
         key: &[u8],
         url: &str,
     ) -> Result<Option<Option<Lease>>, StoreError> {
@@ -45,7 +46,7 @@ impl ListCache {
             if self.lists.len() >= CACHED_LISTS {
                 self.lists.clear();
             }
-            let entries = match store.kv.get(key)? {
+            let entries = match kv.get(key)? {
                 Some(value) => crate::due_list::decode(&value)
                     .map(|l| l.entries.into_iter().map(|e| (e.url, e.lease)).collect())
                     .unwrap_or_default(),
@@ -96,7 +97,7 @@ impl Marks {
         }
         Ok(self
             .lists
-            .entry(store, &rec.list_key(url, n), url)?
+            .entry(&store.kv, &rec.list_key(url, n), url)?
             .flatten())
     }
 

@@ -204,3 +204,24 @@ fn an_ingest_keeps_a_lease_its_entry_holds_and_counts_it_out_when_the_url_moves(
     assert_eq!(s.stats(ts(T0 + 401)).unwrap().leased, 0);
     assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
 }
+
+#[test]
+fn repair_keeps_the_leases_the_due_lists_held() {
+    let s = store_with(10);
+    let first = lease(&s, 5, T0);
+    assert_eq!(first.len(), 5);
+    s.repair().unwrap();
+    assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+    for l in &first {
+        let view = s.url(&l.url).unwrap().unwrap();
+        assert_eq!(view.leased_until, Some(ts(T0 + 300)), "{view:?}");
+    }
+    assert_eq!(s.stats(ts(T0 + 1)).unwrap().leased, 5);
+    let others = lease(&s, 10, T0 + 1);
+    assert_eq!(others.len(), 5);
+    assert!(others.iter().all(|o| !first.iter().any(|f| f.url == o.url)));
+    let back = lease(&s, 10, T0 + 301);
+    assert_eq!(back.len(), 10, "all leases ran out");
+    assert!(back.iter().all(|l| l.reason == Reason::LeaseExpired));
+    assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+}

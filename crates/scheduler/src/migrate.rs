@@ -55,6 +55,41 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Before the due lists go: each listed URL whose entry holds a lease
+/// takes it into its record, out of its list and due when the lease runs
+/// out (what its due key, written next, will say), as a lease of a URL
+/// with a due key of its own leaves it. Idempotent: a record out of its
+/// list is left as it is.
+fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
+    let mut lists = crate::marks::ListCache::default();
+    let mut batch = Batch::default();
+    let mut n = 0;
+    for item in crate::pages::entries(kv, &[], &[0xff]) {
+        let Ok((url, value)) = item else {
+            continue;
+        };
+        let Ok(mut rec) = decode::<UrlRecord>(&value) else {
+            continue;
+        };
+        let Some(listed) = rec.listed.filter(|_| rec.queued()) else {
+            continue;
+        };
+        let Some(Some(lease)) = lists.entry(kv, &rec.list_key(&url, listed), &url)? else {
+            continue;
+        };
+        rec.schedule.lease = Some(lease);
+        rec.schedule.due = rec.due_until();
+        rec.listed = None;
+        batch.insert(keys::url(&url), encode(&rec));
+        n += 1;
+        if n == BATCH {
+            kv.apply_batch(std::mem::take(&mut batch))?;
+            n = 0;
+        }
+    }
+    kv.apply_batch(batch)
+}
+
 /// Removes every key of the keyspace `prefix`, in batches.
 pub(crate) fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
     loop {
@@ -103,6 +138,7 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
 }
 
 pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
+    keep_leases(kv)?;
     clear(kv, keys::DUE)?;
     let mut batch = Batch::default();
     let mut n = 0;

@@ -526,7 +526,8 @@ fn listable(before: Option<&Before>, after: &UrlRecord) -> bool {
 impl Store {
     /// Rebuilds what [`Store::check`] verifies from the URL records: the
     /// due index (every queued URL gets a due key of its own, out of any
-    /// due list; what a corrupt due list held is back in the queue) and
+    /// due list, a lease its entry held kept in its record; what a corrupt
+    /// due list held is back in the queue) and
     /// each host's counts, after removing the pages that do not decode
     /// (their records are lost: they could not be read). What to run when
     /// the check names problems (a record that did not decode was replaced,
