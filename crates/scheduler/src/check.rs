@@ -125,7 +125,7 @@ impl Store {
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
-        let mut lists = crate::marks::ListCache::default();
+        let mut lists = crate::due_list::ListCache::default();
         for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
             let (url, value) = match item {
                 Ok(entry) => entry,

@@ -10,53 +10,16 @@
 //! takes the mark).
 //!
 //! Reading a mark costs a read of the URL's due list, once per list
-//! ([`ListCache`]), and only for hosts that hold a lease at all (their kept
+//! ([`ListCache`](crate::due_list::ListCache)), and only for hosts that hold a lease at all (their kept
 //! counts say so): an ingest of a host nobody leased reads no list.
 
 use std::collections::HashMap;
 
+use crate::due_list::{CACHED_LISTS, Lease, ListCache};
 use crate::error::StoreError;
 use crate::keys;
-use crate::kv::Kv;
 use crate::record::UrlRecord;
 use crate::store::Store;
-
-/// A lease: its id and when it runs out.
-pub(crate) type Lease = (u64, i64);
-
-/// Lists a cache holds at most before it starts over.
-const CACHED_LISTS: usize = 256;
-
-/// Due lists read once each: which URLs each holds, and their marks.
-#[derive(Default)]
-pub(crate) struct ListCache {
-    lists: HashMap<Vec<u8>, HashMap<String, Option<Lease>>>,
-}
-
-impl ListCache {
-    /// Whether the due list at `key` holds `url` (`None`: it does not, or
-    /// the list does not decode), and its mark if so.
-    pub(crate) fn entry(
-        &mut self,
-        kv: &Kv,
-        key: &[u8],
-        url: &str,
-    ) -> Result<Option<Option<Lease>>, StoreError> {
-        if !self.lists.contains_key(key) {
-            if self.lists.len() >= CACHED_LISTS {
-                self.lists.clear();
-            }
-            let entries = match kv.get(key)? {
-                Some(value) => crate::due_list::decode(&value)
-                    .map(|l| l.entries.into_iter().map(|e| (e.url, e.lease)).collect())
-                    .unwrap_or_default(),
-                None => HashMap::new(),
-            };
-            self.lists.insert(key.to_vec(), entries);
-        }
-        Ok(self.lists.get(key).and_then(|l| l.get(url)).copied())
-    }
-}
 
 /// Reads the marks of listed records ([`Marks::overlay`]).
 #[derive(Default)]

@@ -61,7 +61,7 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
 /// with a due key of its own leaves it. Idempotent: a record out of its
 /// list is left as it is.
 fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
-    let mut lists = crate::marks::ListCache::default();
+    let mut lists = crate::due_list::ListCache::default();
     let mut batch = Batch::default();
     let mut n = 0;
     for item in crate::pages::entries(kv, &[], &[0xff]) {

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::due_list::Lease;
 use crate::keys;
-use crate::marks::Lease;
 use crate::policy::Reason;
 use crate::policy::Urgency;
 use crate::policy::{lastmod_is_newer, lastmod_says_changed};

@@ -49,10 +49,11 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::due_list::Lease;
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
-use crate::marks::{Lease, Marks};
+use crate::marks::Marks;
 use crate::pages::{Pages, Placed};
 use crate::record::{DueList, Listed, StoredReason, UrlRecord, encode};
 use crate::store::Store;

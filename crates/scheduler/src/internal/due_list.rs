@@ -9,9 +9,49 @@
 //! ([`all_leased`]). A list none of whose entries is leased is the
 //! compressed record alone, as key layout 6 wrote it.
 
-use crate::marks::Lease;
+use std::collections::HashMap;
+
+use crate::error::StoreError;
+use crate::kv::Kv;
 use crate::page::{Reader, put_varint};
 use crate::record::{DueList, RecordError, encode_squeezed};
+
+/// A lease: its id and when it runs out.
+pub(crate) type Lease = (u64, i64);
+
+/// Lists a cache holds at most before it starts over.
+pub(crate) const CACHED_LISTS: usize = 256;
+
+/// Due lists read once each: which URLs each holds, and their marks.
+#[derive(Default)]
+pub(crate) struct ListCache {
+    lists: HashMap<Vec<u8>, HashMap<String, Option<Lease>>>,
+}
+
+impl ListCache {
+    /// Whether the due list at `key` holds `url` (`None`: it does not, or
+    /// the list does not decode), and its mark if so.
+    pub(crate) fn entry(
+        &mut self,
+        kv: &Kv,
+        key: &[u8],
+        url: &str,
+    ) -> Result<Option<Option<Lease>>, StoreError> {
+        if !self.lists.contains_key(key) {
+            if self.lists.len() >= CACHED_LISTS {
+                self.lists.clear();
+            }
+            let entries = match kv.get(key)? {
+                Some(value) => decode(&value)
+                    .map(|l| l.entries.into_iter().map(|e| (e.url, e.lease)).collect())
+                    .unwrap_or_default(),
+                None => HashMap::new(),
+            };
+            self.lists.insert(key.to_vec(), entries);
+        }
+        Ok(self.lists.get(key).and_then(|l| l.get(url)).copied())
+    }
+}
 
 /// The first byte of a due list value whose entries hold leases.
 pub const MARKED: u8 = 0xc6;
