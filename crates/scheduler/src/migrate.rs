@@ -55,6 +55,15 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Every URL record that decodes, with its URL, in URL order (pages and
+/// keys of their own).
+fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
+    crate::pages::entries(kv, &[], &[0xff]).filter_map(|item| {
+        let (url, value) = item.ok()?;
+        Some((url, decode::<UrlRecord>(&value).ok()?))
+    })
+}
+
 /// Before the due lists go: each listed URL whose entry holds a lease
 /// takes it into its record, out of its list and due when the lease runs
 /// out (what its due key, written next, will say), as a lease of a URL
@@ -64,13 +73,7 @@ fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
     let mut lists = crate::due_list::ListCache::default();
     let mut batch = Batch::default();
     let mut n = 0;
-    for item in crate::pages::entries(kv, &[], &[0xff]) {
-        let Ok((url, value)) = item else {
-            continue;
-        };
-        let Ok(mut rec) = decode::<UrlRecord>(&value) else {
-            continue;
-        };
+    for (url, mut rec) in records(kv) {
         let Some(listed) = rec.listed.filter(|_| rec.queued()) else {
             continue;
         };
@@ -113,15 +116,9 @@ pub(crate) fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
 pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     clear(kv, keys::TALLY)?;
     let mut tallies: std::collections::HashMap<String, Tally> = Default::default();
-    for item in crate::pages::entries(kv, &[], &[0xff]) {
-        // A record or page that does not decode is not counted; `check`
-        // names it.
-        let Ok((url, value)) = item else {
-            continue;
-        };
-        let Ok(rec) = decode::<UrlRecord>(&value) else {
-            continue;
-        };
+    // A record or page that does not decode is not counted; `check`
+    // names it.
+    for (url, rec) in records(kv) {
         tallies
             .entry(keys::host_of(&url).to_string())
             .or_default()
@@ -142,15 +139,9 @@ pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
     clear(kv, keys::DUE)?;
     let mut batch = Batch::default();
     let mut n = 0;
-    for item in crate::pages::entries(kv, &[], &[0xff]) {
-        // A record or page that does not decode keeps no entry; `check`
-        // names it.
-        let Ok((url, value)) = item else {
-            continue;
-        };
-        let Ok(mut rec) = decode::<UrlRecord>(&value) else {
-            continue;
-        };
+    // A record or page that does not decode keeps no entry; `check`
+    // names it.
+    for (url, mut rec) in records(kv) {
         if rec.queued() {
             // Out of its due list (the lists were cleared with the rest).
             // (Written under a key of its own, which stands for its page's
