@@ -61,7 +61,7 @@ fuzz_target!(|data: &[u8]| {
         let bytes = due_list::encode(&list);
         let back = due_list::decode(&bytes).expect("an encoded list decodes");
         assert_eq!(due_list::encode(&back), bytes);
-        if let Ok(marked) = due_list::remark(data, &[(0, (1, 2))]) {
+        if let Ok(marked) = due_list::remark(data, None, &[(0, (1, 2))]) {
             let marked = due_list::decode(&marked).expect("a marked list decodes");
             assert_eq!(marked.entries.len(), list.entries.len());
             assert_eq!(marked.entries[0].lease, Some((1, 2)));

@@ -271,8 +271,9 @@ struct ListSlot {
     n: u32,
     /// The entry's place in the list.
     index: usize,
-    /// The list's value as the scan read it.
-    value: sled::IVec,
+    /// The list's value as the scan read it, and how many entries it
+    /// holds.
+    value: (sled::IVec, usize),
     reason: StoredReason,
     meta: bool,
     /// A lease that ran out.
@@ -385,6 +386,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                             continue;
                         }
                     };
+                    let len = list.entries.len();
                     for (index, entry) in list.entries.into_iter().enumerate() {
                         if taken_here >= limit {
                             break 'scan;
@@ -405,7 +407,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                                     list: Some(ListSlot {
                                         n,
                                         index,
-                                        value: value.clone(),
+                                        value: (value.clone(), len),
                                         reason: entry.reason,
                                         meta: entry.meta,
                                         lease: entry.lease,
@@ -673,9 +675,11 @@ impl Store {
                     n += 1;
                     continue;
                 }
-                if crate::due_list::all_leased(&value, now) {
-                    let front = crate::due_list::leases(&value).map(|f| f.leases);
-                    for (_, (_, until)) in front.unwrap_or_default() {
+                if let Some(front) = crate::due_list::leases(&value)
+                    .ok()
+                    .filter(|f| f.all_leased(now))
+                {
+                    for (_, (_, until)) in front.leases {
                         ends = Some(ends.map_or(until, |e| e.min(until)));
                     }
                     continue;

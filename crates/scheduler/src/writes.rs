@@ -36,12 +36,12 @@
 //! and the rank, [`Listed`]) and what it hands out (the reason), so a
 //! lease reads no record of a listed URL (but one whose record holds a URL
 //! frontier client's metadata), and only the records of the URLs with keys
-//! of their own that it hands out, not of every candidate it compares. The order is kept
-//! within a list (entries sorted by [`Listed::order`]; a score or rank that
-//! changes moves the entry) but not quite across them: a list's key
-//! ranks ahead of every URL with a key of its own due in the same second,
-//! so among URLs of one class due in the same second, the listed ones are
-//! read first. A lease reads twice the URLs it hands out and then sorts
+//! of their own that it hands out, not of every candidate it compares. The
+//! order is kept within a list (entries sorted by [`Listed::order`]; a
+//! score or rank that changes moves the entry) but not quite across them:
+//! a list's key ranks ahead of every URL with a key of its own due in the
+//! same second, so among URLs of one class due in the same second, the
+//! listed ones are read first. A lease reads twice the URLs it hands out and then sorts
 //! them; a higher-priority URL with its own key, due in the very second of
 //! more listed URLs than that, waits for the next lease. A corrupt list is
 //! passed over and named by `stats --check`; `stats --repair` rebuilds the
@@ -125,8 +125,9 @@ struct ListEdit {
     /// Entries a lease marks, by URL, with their places in the list as
     /// read.
     marked: HashMap<String, (usize, Lease)>,
-    /// The list's value as the lease read it (under the same lock).
-    read: Option<sled::IVec>,
+    /// The list's value as the lease read it (under the same lock), and how
+    /// many entries it holds.
+    read: Option<(sled::IVec, usize)>,
 }
 
 /// URL records written in one batch with their due entries and their
@@ -341,7 +342,7 @@ impl<'s> UrlWrites<'s> {
     pub(crate) fn mark(
         &mut self,
         url: &str,
-        ((class, at, n), index, value): ((u8, i64, u32), usize, sled::IVec),
+        ((class, at, n), index, value): ((u8, i64, u32), usize, (sled::IVec, usize)),
         lease: Lease,
         was_marked: bool,
     ) {
@@ -446,15 +447,15 @@ impl<'s> UrlWrites<'s> {
             self.file(&prefix, fresh)?;
         }
         for (key, edit) in self.lists.drain() {
-            let value = match edit.read {
-                Some(ref value) => Some(value.clone()),
-                None => store.kv.get(&key)?,
+            let (value, len) = match edit.read {
+                Some((ref value, len)) => (Some(value.clone()), Some(len)),
+                None => (store.kv.get(&key)?, None),
             };
             if let (Some(value), true) = (&value, edit.removed.is_empty() && edit.added.is_empty())
             {
                 // Leases only: the entries' bytes stay as they are.
                 let marks: Vec<(usize, Lease)> = edit.marked.values().copied().collect();
-                if let Ok(marked) = crate::due_list::remark(value, &marks) {
+                if let Ok(marked) = crate::due_list::remark(value, len, &marks) {
                     self.batch.insert(key, marked);
                     continue;
                 }

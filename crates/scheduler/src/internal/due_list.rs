@@ -157,22 +157,35 @@ fn decode_body(body: &[u8]) -> Result<DueList, RecordError> {
 /// Whether every entry of the list `bytes` holds is leased at `now`
 /// (read from the front alone).
 pub fn all_leased(bytes: &[u8], now: i64) -> bool {
-    leases(bytes).is_ok_and(|f| {
-        f.body > 0
-            && f.leases.len() == f.entries
-            && f.leases.iter().all(|(_, (_, until))| *until > now)
-    })
+    leases(bytes).is_ok_and(|f| f.all_leased(now))
+}
+
+impl Leases {
+    /// Whether they cover every entry of their list, none run out at `now`.
+    pub fn all_leased(&self, now: i64) -> bool {
+        self.body > 0
+            && self.leases.len() == self.entries
+            && self.leases.iter().all(|(_, (_, until))| *until > now)
+    }
 }
 
 /// The value `bytes` with the entries at the given indices taking the
 /// given leases (the others keeping theirs), its entries' bytes copied
-/// as they are. An index past the list's end is an error.
-pub fn remark(bytes: &[u8], marks: &[(usize, Lease)]) -> Result<Vec<u8>, RecordError> {
+/// as they are. `entries`: how many entries it holds, if the caller
+/// decoded it (else a value without leases is decoded to count them). An
+/// index past the list's end, or a count its front does not hold, is an
+/// error.
+pub fn remark(
+    bytes: &[u8],
+    entries: Option<usize>,
+    marks: &[(usize, Lease)],
+) -> Result<Vec<u8>, RecordError> {
     let front = leases(bytes)?;
-    let entries = if front.body > 0 {
-        front.entries
-    } else {
-        decode_body(bytes)?.entries.len()
+    let entries = match (front.body > 0, entries) {
+        (true, Some(n)) if n != front.entries => return Err(RecordError::ListLeases),
+        (true, _) => front.entries,
+        (false, Some(n)) => n,
+        (false, None) => decode_body(bytes)?.entries.len(),
     };
     let mut all: std::collections::BTreeMap<usize, Lease> = front.leases.into_iter().collect();
     for &(i, lease) in marks {
@@ -230,10 +243,17 @@ mod tests {
     #[test]
     fn a_lease_rewrites_the_front_only_and_a_list_wholly_leased_is_known_from_it() {
         let bare = encode(&list(3));
-        let once = remark(&bare, &[(1, (1, 500))]).unwrap();
+        let once = remark(&bare, None, &[(1, (1, 500))]).unwrap();
+        // The count a caller read saves decoding the entries; one the front
+        // does not hold is an error.
+        assert_eq!(remark(&bare, Some(3), &[(1, (1, 500))]).unwrap(), once);
+        assert!(matches!(
+            remark(&once, Some(4), &[(0, (2, 600))]),
+            Err(RecordError::ListLeases)
+        ));
         assert!(once.ends_with(&bare));
         assert!(!all_leased(&once, 0));
-        let all = remark(&once, &[(0, (2, 600)), (2, (3, 700))]).unwrap();
+        let all = remark(&once, None, &[(0, (2, 600)), (2, (3, 700))]).unwrap();
         assert!(all.ends_with(&bare));
         let back = decode(&all).unwrap();
         let got: Vec<_> = back.entries.iter().map(|e| e.lease).collect();
@@ -241,10 +261,10 @@ mod tests {
         assert!(all_leased(&all, 499));
         assert!(!all_leased(&all, 500), "one ran out");
         // Marked again: the newer lease replaces the one that ran out.
-        let again = remark(&all, &[(1, (4, 900))]).unwrap();
+        let again = remark(&all, None, &[(1, (4, 900))]).unwrap();
         assert_eq!(decode(&again).unwrap().entries[1].lease, Some((4, 900)));
         assert!(matches!(
-            remark(&bare, &[(3, (1, 1))]),
+            remark(&bare, None, &[(3, (1, 1))]),
             Err(RecordError::ListLeases)
         ));
     }
@@ -294,7 +314,7 @@ mod tests {
         for cut in 0..bytes.len() {
             let _ = decode(&bytes[..cut]);
             let _ = all_leased(&bytes[..cut], 0);
-            let _ = remark(&bytes[..cut], &[(0, (1, 1))]);
+            let _ = remark(&bytes[..cut], None, &[(0, (1, 1))]);
         }
         // A lease of an entry the list does not hold, more leases than
         // entries, and a front in front of a front.
