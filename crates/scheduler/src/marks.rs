@@ -1,5 +1,6 @@
 //! Leases of listed URLs, read back. A lease of a URL in a due list marks
-//! its entry ([`Listed::lease`]) and writes no record: the record keeps
+//! its entry ([`Listed::lease`](crate::record::Listed::lease)) and writes
+//! no record: the record keeps
 //! its due time and its place, and is written with no lease while listed.
 //! So whoever reads a listed record and needs its lease (a writer, whose
 //! host counts and due entry depend on it; a view) overlays its entry's
@@ -10,8 +11,8 @@
 //! takes the mark).
 //!
 //! Reading a mark costs a read of the URL's due list, once per list
-//! ([`ListCache`](crate::due_list::ListCache)), and only for hosts that hold a lease at all (their kept
-//! counts say so): an ingest of a host nobody leased reads no list.
+//! ([`ListCache`]), and only for hosts that hold a lease at all (their
+//! kept counts say so): an ingest of a host nobody leased reads no list.
 
 use std::collections::HashMap;
 
