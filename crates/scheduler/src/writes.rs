@@ -41,11 +41,12 @@
 //! score or rank that changes moves the entry) but not quite across them:
 //! a list's key ranks ahead of every URL with a key of its own due in the
 //! same second, so among URLs of one class due in the same second, the
-//! listed ones are read first. A lease reads twice the URLs it hands out and then sorts
-//! them; a higher-priority URL with its own key, due in the very second of
-//! more listed URLs than that, waits for the next lease. A corrupt list is
-//! passed over and named by `stats --check`; `stats --repair` rebuilds the
-//! due index from the records and puts its URLs back.
+//! listed ones are read first. A lease reads twice the URLs it hands out
+//! and then sorts them; a higher-priority URL with its own key, due in the
+//! very second of more listed URLs than that, waits for the next lease. A
+//! corrupt list is passed over and named by `stats --check`;
+//! `stats --repair` rebuilds the due index from the records and puts its
+//! URLs back.
 
 use std::collections::{HashMap, HashSet};
 
