@@ -260,7 +260,8 @@ struct Candidate {
     score: f32,
     due: i64,
     rank: keys::Rank,
-    rec: Option<UrlRecord>,
+    /// Boxed: candidates are sorted and moved, and most hold none.
+    rec: Option<Box<UrlRecord>>,
     /// The due list it was found in, and what its entry says.
     list: Option<ListSlot>,
 }
@@ -309,6 +310,15 @@ impl Candidate {
             .then(a.rank.cmp(&b.rank))
             .then(a.url.cmp(&b.url))
     }
+
+    /// `found` in [`Candidate::order`]. A candidate is large (it may hold
+    /// its record): the sort moves indices, and each candidate moves once.
+    fn sorted(found: Vec<Candidate>) -> Vec<Candidate> {
+        let mut order: Vec<usize> = (0..found.len()).collect();
+        order.sort_by(|&a, &b| Candidate::order(&found[a], &found[b]));
+        let mut slots: Vec<Option<Candidate>> = found.into_iter().map(Some).collect();
+        order.into_iter().filter_map(|i| slots[i].take()).collect()
+    }
 }
 
 /// Keeps the candidates of the first `max_hosts` hosts met, in order.
@@ -342,7 +352,7 @@ struct DueScan<'s, F> {
     blocked: Vec<String>,
 }
 
-impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
+impl<'s, F: FnMut(&str, &mut RulesCache<'s>) -> Result<usize, StoreError>> DueScan<'s, F> {
     /// Adds up to `limit` due records of `class` to `found`, in due-index
     /// order. Once a host has its allowance the scan seeks past its other
     /// URLs due in the same second (and rank), so one busy host neither
@@ -379,19 +389,21 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                     if crate::due_list::all_leased(&value, self.now) {
                         continue;
                     }
-                    let list = match crate::due_list::decode(&value) {
+                    let decoded = self.store.decoded_list(&key, &value);
+                    let (entries, front) = match decoded {
                         Ok(list) => list,
                         Err(error) => {
                             tracing::warn!(%error, "corrupt due list skipped (stats --check names its URLs)");
                             continue;
                         }
                     };
-                    let len = list.entries.len();
-                    for (index, entry) in list.entries.into_iter().enumerate() {
+                    let len = entries.len();
+                    for (index, entry) in entries.iter().enumerate() {
                         if taken_here >= limit {
                             break 'scan;
                         }
-                        if entry.leased_at(self.now) {
+                        let lease = front.of(index);
+                        if lease.is_some_and(|(_, until)| until > self.now) {
                             continue;
                         }
                         match self.admit(&entry.url, host)? {
@@ -410,10 +422,10 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
                                         value: (value.clone(), len),
                                         reason: entry.reason,
                                         meta: entry.meta,
-                                        lease: entry.lease,
+                                        lease,
                                         legacy: entry.legacy,
                                     }),
-                                    url: entry.url,
+                                    url: entry.url.clone(),
                                 });
                             }
                             Taken::HostFull => {
@@ -467,7 +479,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
             let cap = if self.open_hosts >= self.max_hosts {
                 0
             } else {
-                (self.allowance)(host)?
+                (self.allowance)(host, &mut self.rules)?
             };
             self.open_hosts += usize::from(cap > 0);
             self.per.insert(host.to_string(), (0, cap));
@@ -516,7 +528,7 @@ impl<F: FnMut(&str) -> Result<usize, StoreError>> DueScan<'_, F> {
             score: rec.schedule.score,
             due: rec.schedule.due,
             rank: rec.rank(url),
-            rec: Some(rec),
+            rec: Some(Box::new(rec)),
             list: None,
         });
         Ok(Taken::Yes)
@@ -626,7 +638,7 @@ impl Store {
     /// (with its entry's lease), none if it no longer names that list.
     fn record_of(&self, c: &mut Candidate) -> Result<Option<UrlRecord>, StoreError> {
         if let Some(rec) = c.rec.take() {
-            return Ok(Some(rec));
+            return Ok(Some(*rec));
         }
         let Some(slot) = &c.list else {
             return Ok(None);
@@ -708,7 +720,7 @@ impl Store {
         let mut scan = DueScan {
             store: self,
             now,
-            allowance: |_: &str| Ok(usize::MAX),
+            allowance: |_: &str, _: &mut RulesCache| Ok(usize::MAX),
             per: HashMap::new(),
             max_hosts: usize::MAX,
             open_hosts: 0,
@@ -724,7 +736,7 @@ impl Store {
             }
             scan.scan(class, left, &mut found)?;
         }
-        found.sort_by(Candidate::order);
+        let mut found = Candidate::sorted(found);
         found.truncate(n);
         let mut out = Vec::with_capacity(found.len());
         for mut c in found {
@@ -791,8 +803,8 @@ impl Store {
             store: self,
             now,
             // The scan reads no more of a host's URLs than it can be given.
-            allowance: |host: &str| {
-                let record = self.host_record(host)?;
+            allowance: |host: &str, rules: &mut RulesCache| {
+                let record = self.host_record_with(host, rules.lease_delay(host)?)?;
                 let allowed = allowance(&record, now, ttl).min(per_host).min(admit(host));
                 hosts.insert(host.to_string(), (record, 0, self.suspect(host)?));
                 Ok(allowed)
@@ -819,7 +831,7 @@ impl Store {
         }
         let blocked = std::mem::take(&mut scan.blocked);
         drop(scan);
-        found.sort_by(Candidate::order);
+        let found = Candidate::sorted(found);
         // The samples first, so that a limit on hosts keeps them (their
         // credit is spent), then the most urgent; handed out after them.
         let mut chosen = samples;

@@ -7,7 +7,6 @@
 //! robots.txt of the scheme the walk read stands for both.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde::Serialize;
 use sitemapd_parser::{HostKey, RobotsRules};
@@ -96,16 +95,27 @@ impl Store {
     /// Seconds between two of `host`'s URLs handed out: the store's lease
     /// delay, or its robots `Crawl-delay` (capped) when longer.
     pub(crate) fn lease_delay(&self, host: &str) -> Result<f64, StoreError> {
+        let rules = self.robots_rules(host)?;
+        Ok(self.delay_for(rules.and_then(|r| r.crawl_delay)))
+    }
+
+    /// The rules of `host`'s robots record (none if it has none, or if its
+    /// record does not decode).
+    fn robots_rules(&self, host: &str) -> Result<Option<RobotsRules>, StoreError> {
+        match self.robots_record(host) {
+            Ok(record) => Ok(record.map(|r| r.rules)),
+            Err(StoreError::Record { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The store's lease delay, or `crawl_delay` (capped) when longer.
+    fn delay_for(&self, crawl_delay: Option<f64>) -> f64 {
         let configured = self.options.min_delay;
-        let crawl_delay = match self.robots_record(host) {
-            Ok(record) => record.and_then(|r| r.rules.crawl_delay),
-            Err(StoreError::Record { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        Ok(match crawl_delay {
+        match crawl_delay {
             Some(d) if d.is_finite() && d > configured => d.min(MAX_CRAWL_DELAY).max(configured),
             _ => configured,
-        })
+        }
     }
 
     /// Checks every URL of `host` against `rules`, in batches: the ones
@@ -177,7 +187,7 @@ pub(crate) fn allowed(rules: &RobotsRules, url: &str) -> bool {
 /// Each host's rules, read once per operation (a lease, an ingest batch).
 pub(crate) struct RulesCache<'s> {
     store: &'s Store,
-    hosts: HashMap<String, Option<Arc<RobotsRules>>>,
+    hosts: HashMap<String, Option<RobotsRules>>,
 }
 
 impl<'s> RulesCache<'s> {
@@ -191,19 +201,25 @@ impl<'s> RulesCache<'s> {
     /// Whether the rules of `url`'s host allow it (no rules: allowed; a
     /// rules record that does not decode counts as none).
     pub(crate) fn allows(&mut self, url: &str) -> Result<bool, StoreError> {
-        let host = keys::host_of(url);
+        Ok(match self.rules(keys::host_of(url))? {
+            Some(rules) => allowed(rules, url),
+            None => true,
+        })
+    }
+
+    /// [`Store::lease_delay`] of `host`, from its rules read once.
+    pub(crate) fn lease_delay(&mut self, host: &str) -> Result<f64, StoreError> {
+        let crawl_delay = self.rules(host)?.and_then(|r| r.crawl_delay);
+        Ok(self.store.delay_for(crawl_delay))
+    }
+
+    /// `host`'s rules, read at the first call.
+    fn rules(&mut self, host: &str) -> Result<Option<&RobotsRules>, StoreError> {
         if !self.hosts.contains_key(host) {
-            let rules = match self.store.robots_record(host) {
-                Ok(r) => r.map(|r| Arc::new(r.rules)),
-                Err(StoreError::Record { .. }) => None,
-                Err(e) => return Err(e),
-            };
+            let rules = self.store.robots_rules(host)?;
             self.hosts.insert(host.to_string(), rules);
         }
-        Ok(match self.hosts.get(host) {
-            Some(Some(rules)) => allowed(rules, url),
-            _ => true,
-        })
+        Ok(self.hosts.get(host).and_then(Option::as_ref))
     }
 
     /// Marks `rec` blocked or not by its host's rules; whether it is.

@@ -100,6 +100,8 @@ pub struct Store {
     /// Whether some host is [`keys::SUSPECT`] (none, almost always: then a
     /// lease asks no more).
     pub(crate) suspects: AtomicBool,
+    /// Due lists a scan decoded ([`Store::decoded_list`]).
+    decoded: Mutex<crate::due_list::Decoded>,
 }
 
 impl std::fmt::Debug for Store {
@@ -313,6 +315,7 @@ impl Store {
             validation_credit: Mutex::new(0.0),
             dated_from,
             suspects: AtomicBool::new(kv.scan_prefix([keys::SUSPECT]).next().is_some()),
+            decoded: Mutex::default(),
             kv,
         })
     }
@@ -466,27 +469,46 @@ impl Store {
         self.get(&keys::sitemap(url))
     }
 
+    /// The entries of the due list `value` at `key` (each without its
+    /// lease) and the leases in front of them, decoded once for as long as
+    /// the entries' bytes stay the same.
+    pub(crate) fn decoded_list(
+        &self,
+        key: &[u8],
+        value: &sled::IVec,
+    ) -> Result<(crate::due_list::Entries, crate::due_list::Leases), crate::record::RecordError>
+    {
+        self.decoded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key, value)
+    }
+
     /// The record of `host` (`host[:port]`); a fresh one if absent, or if
     /// its record does not decode (politeness and trust start over).
     pub(crate) fn host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
-        match self.get::<HostRecord>(&keys::host(host)) {
-            Ok(Some(mut h)) => {
-                h.min_delay = self.lease_delay(host)?;
-                Ok(h)
-            }
-            Ok(None) => self.new_host(host),
-            Err(StoreError::Record { key, source }) => {
-                tracing::warn!(%key, error = %source, "corrupt host record: starting over");
-                self.new_host(host)
-            }
-            Err(e) => Err(e),
-        }
+        let min_delay = self.lease_delay(host)?;
+        self.host_record_with(host, min_delay)
     }
 
-    pub(crate) fn new_host(&self, host: &str) -> Result<HostRecord, StoreError> {
+    /// [`Store::host_record`], its lease delay `min_delay` (known to the
+    /// caller, who read the host's robots record).
+    pub(crate) fn host_record_with(
+        &self,
+        host: &str,
+        min_delay: f64,
+    ) -> Result<HostRecord, StoreError> {
+        let record = match self.get::<HostRecord>(&keys::host(host)) {
+            Ok(record) => record.unwrap_or_default(),
+            Err(StoreError::Record { key, source }) => {
+                tracing::warn!(%key, error = %source, "corrupt host record: starting over");
+                HostRecord::default()
+            }
+            Err(e) => return Err(e),
+        };
         Ok(HostRecord {
-            min_delay: self.lease_delay(host)?,
-            ..HostRecord::default()
+            min_delay,
+            ..record
         })
     }
 

@@ -10,11 +10,12 @@
 //! compressed record alone, as key layout 6 wrote it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::error::StoreError;
 use crate::kv::Kv;
 use crate::page::{Reader, put_varint};
-use crate::record::{DueList, RecordError, encode_squeezed};
+use crate::record::{DueList, Listed, RecordError, encode_squeezed};
 
 /// A lease: its id and when it runs out.
 pub(crate) type Lease = (u64, i64);
@@ -50,6 +51,62 @@ impl ListCache {
             self.lists.insert(key.to_vec(), entries);
         }
         Ok(self.lists.get(key).and_then(|l| l.get(url)).copied())
+    }
+}
+
+/// Lists [`Decoded`] holds at most before it starts over: about 4 KiB
+/// each (a value and its 32 entries), 4 MiB in all.
+pub(crate) const DECODED_LISTS: usize = 1024;
+
+/// Due lists decoded, by key, kept while their entries' bytes stay the
+/// same. A lease marks a list by rewriting its front alone, and the next
+/// lease scans the same lists (the most due hosts' heads, and the hosts a
+/// lease looked at and did not choose): it decodes none of them again.
+#[derive(Default)]
+pub(crate) struct Decoded {
+    lists: HashMap<Vec<u8>, KeptList>,
+}
+
+/// A due list's entries, each without its lease, as [`Decoded`] shares
+/// them.
+pub(crate) type Entries = Arc<Vec<Listed>>;
+
+/// A list [`Decoded`] keeps: its value, where its entries' bytes start,
+/// and the entries.
+struct KeptList {
+    value: sled::IVec,
+    body: usize,
+    entries: Entries,
+}
+
+impl Decoded {
+    /// The entries of the due list `value` at `key`, each without its
+    /// lease, and the leases in front of them.
+    pub(crate) fn get(
+        &mut self,
+        key: &[u8],
+        value: &sled::IVec,
+    ) -> Result<(Entries, Leases), RecordError> {
+        let front = leases(value)?;
+        let body = &value[front.body..];
+        let entries = match self.lists.get(key) {
+            Some(kept) if kept.value.get(kept.body..) == Some(body) => Arc::clone(&kept.entries),
+            _ => {
+                let entries = Arc::new(decode_body(body)?.entries);
+                if self.lists.len() >= DECODED_LISTS {
+                    self.lists.clear();
+                }
+                let kept = KeptList {
+                    value: value.clone(),
+                    body: front.body,
+                    entries: Arc::clone(&entries),
+                };
+                self.lists.insert(key.to_vec(), kept);
+                entries
+            }
+        };
+        front.counts(entries.len())?;
+        Ok((entries, front))
     }
 }
 
@@ -137,10 +194,8 @@ pub fn leases(bytes: &[u8]) -> Result<Leases, RecordError> {
 /// The due list a value holds, each entry with its lease.
 pub fn decode(bytes: &[u8]) -> Result<DueList, RecordError> {
     let front = leases(bytes)?;
-    let mut list: DueList = decode_body(&bytes[front.body..])?;
-    if front.body > 0 && list.entries.len() != front.entries {
-        return Err(RecordError::ListLeases);
-    }
+    let mut list = decode_body(&bytes[front.body..])?;
+    front.counts(list.entries.len())?;
     for (i, lease) in front.leases {
         list.entries[i].lease = Some(lease);
     }
@@ -161,6 +216,23 @@ pub fn all_leased(bytes: &[u8], now: i64) -> bool {
 }
 
 impl Leases {
+    /// Whether a list of `entries` entries may stand behind them: as many
+    /// as they count, if there are any.
+    fn counts(&self, entries: usize) -> Result<(), RecordError> {
+        if self.body > 0 && entries != self.entries {
+            return Err(RecordError::ListLeases);
+        }
+        Ok(())
+    }
+
+    /// The lease of the entry at `index`, if it holds one.
+    pub fn of(&self, index: usize) -> Option<Lease> {
+        self.leases
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .ok()
+            .map(|at| self.leases[at].1)
+    }
+
     /// Whether they cover every entry of their list, none run out at `now`.
     pub fn all_leased(&self, now: i64) -> bool {
         self.body > 0
@@ -304,6 +376,37 @@ mod tests {
         );
         // Written again, compressed this time: the same list.
         assert_eq!(decode(&encode(&list)).unwrap(), list);
+    }
+
+    #[test]
+    fn a_decoded_list_is_kept_while_its_entries_bytes_stay_the_same() {
+        let mut decoded = Decoded::default();
+        let bare = sled::IVec::from(encode(&list(3)));
+        let (first, front) = decoded.get(b"k", &bare).unwrap();
+        assert_eq!(*first, list(3).entries);
+        assert!(front.leases.is_empty());
+        // Marked: the same entries, not decoded again, with the new front.
+        let marked = sled::IVec::from(remark(&bare, Some(3), &[(1, (4, 900))]).unwrap());
+        let (again, front) = decoded.get(b"k", &marked).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!((front.of(0), front.of(1)), (None, Some((4, 900))));
+        // Other entries under the same key, or the same under another key:
+        // decoded.
+        let longer = sled::IVec::from(encode(&list(4)));
+        let (other, _) = decoded.get(b"k", &longer).unwrap();
+        assert_eq!(*other, list(4).entries);
+        let (elsewhere, _) = decoded.get(b"j", &bare).unwrap();
+        assert!(!Arc::ptr_eq(&first, &elsewhere));
+        // A front that counts other entries than the body holds: an error,
+        // cached body or not.
+        let mut wrong = vec![MARKED, 5, 1, 0, 1, 1];
+        wrong.extend(encode(&list(4)));
+        assert!(decoded.get(b"k", &sled::IVec::from(wrong)).is_err());
+        // Bounded: it starts over when full.
+        for i in 0..DECODED_LISTS + 10 {
+            decoded.get(&i.to_be_bytes(), &bare).unwrap();
+        }
+        assert!(decoded.lists.len() <= DECODED_LISTS);
     }
 
     #[test]

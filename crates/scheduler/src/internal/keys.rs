@@ -249,7 +249,11 @@ pub fn lists_of(class: u8, at: i64, host: &str) -> Vec<u8> {
 /// starts with NUL), ranked ahead of the URLs of its second.
 pub fn list(class: u8, at: i64, host: &str, n: u32) -> Vec<u8> {
     let mut k = lists_of(class, at, host);
-    k.extend_from_slice(format!("{n:08x}").as_bytes());
+    k.extend(
+        (0..8)
+            .rev()
+            .map(|i| b"0123456789abcdef"[(n >> (4 * i)) as usize & 0xf]),
+    );
     k
 }
 
@@ -333,6 +337,18 @@ pub fn scheme_end(url: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_key_names_its_host_and_number_in_eight_hex_digits() {
+        for n in [0, 9, 0x1a2b, u32::MAX] {
+            let key = list(1, 1_700_000_000, "a.example", n);
+            assert!(key.starts_with(&lists_of(1, 1_700_000_000, "a.example")));
+            assert!(key.ends_with(format!("{n:08x}").as_bytes()));
+            let due = parse_due(&key).unwrap();
+            assert_eq!(as_list(due.url), Some(("a.example", n)));
+        }
+        assert!(list(1, 0, "a", 0xf) < list(1, 0, "a", 0x10));
+    }
 
     #[test]
     fn due_keys_sort_by_class_time_rank_and_parse_back() {
