@@ -380,18 +380,25 @@ impl<'s, F: FnMut(&str, &mut RulesCache<'s>) -> Result<usize, StoreError>> DueSc
                 if let Some((host, n)) = keys::as_list(due.url) {
                     // Past every list of this host in this second once it
                     // has its allowance (before decoding this one).
-                    let mut past = keys::lists_of(due.class, due.at, host);
-                    past.push(0xff);
+                    let past = || {
+                        let mut past = keys::lists_of(due.class, due.at, host);
+                        past.push(0xff);
+                        past
+                    };
                     if self.full(host) {
-                        from = past;
+                        from = past();
                         continue 'scan;
                     }
-                    if crate::due_list::all_leased(&value, self.now) {
-                        continue;
-                    }
-                    let decoded = self.store.decoded_list(&key, &value);
+                    let decoded = crate::due_list::leases(&value).and_then(|front| {
+                        if front.all_leased(self.now) {
+                            return Ok(None);
+                        }
+                        let entries = self.store.decoded_list(&key, &value, &front)?;
+                        Ok(Some((entries, front)))
+                    });
                     let (entries, front) = match decoded {
-                        Ok(list) => list,
+                        Ok(Some(list)) => list,
+                        Ok(None) => continue,
                         Err(error) => {
                             tracing::warn!(%error, "corrupt due list skipped (stats --check names its URLs)");
                             continue;
@@ -429,7 +436,7 @@ impl<'s, F: FnMut(&str, &mut RulesCache<'s>) -> Result<usize, StoreError>> DueSc
                                 });
                             }
                             Taken::HostFull => {
-                                from = past;
+                                from = past();
                                 continue 'scan;
                             }
                             Taken::No => {}

@@ -470,18 +470,18 @@ impl Store {
     }
 
     /// The entries of the due list `value` at `key` (each without its
-    /// lease) and the leases in front of them, decoded once for as long as
-    /// the entries' bytes stay the same.
+    /// lease; `front`: the leases in front of them), decoded once for as
+    /// long as the entries' bytes stay the same.
     pub(crate) fn decoded_list(
         &self,
         key: &[u8],
         value: &sled::IVec,
-    ) -> Result<(crate::due_list::Entries, crate::due_list::Leases), crate::record::RecordError>
-    {
+        front: &crate::due_list::Leases,
+    ) -> Result<crate::due_list::Entries, crate::record::RecordError> {
         self.decoded
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(key, value)
+            .get(key, value, front)
     }
 
     /// The record of `host` (`host[:port]`); a fresh one if absent, or if

@@ -81,13 +81,13 @@ struct KeptList {
 
 impl Decoded {
     /// The entries of the due list `value` at `key`, each without its
-    /// lease, and the leases in front of them.
+    /// lease; `front`: the leases in front of them ([`leases`]).
     pub(crate) fn get(
         &mut self,
         key: &[u8],
         value: &sled::IVec,
-    ) -> Result<(Entries, Leases), RecordError> {
-        let front = leases(value)?;
+        front: &Leases,
+    ) -> Result<Entries, RecordError> {
         let body = &value[front.body..];
         let entries = match self.lists.get(key) {
             Some(kept) if kept.value.get(kept.body..) == Some(body) => Arc::clone(&kept.entries),
@@ -106,7 +106,7 @@ impl Decoded {
             }
         };
         front.counts(entries.len())?;
-        Ok((entries, front))
+        Ok(entries)
     }
 }
 
@@ -381,30 +381,34 @@ mod tests {
     #[test]
     fn a_decoded_list_is_kept_while_its_entries_bytes_stay_the_same() {
         let mut decoded = Decoded::default();
-        let bare = sled::IVec::from(encode(&list(3)));
-        let (first, front) = decoded.get(b"k", &bare).unwrap();
+        let mut get = |key: &[u8], value: &[u8]| {
+            let value = sled::IVec::from(value);
+            let front = leases(&value)?;
+            Ok::<_, RecordError>((decoded.get(key, &value, &front)?, front))
+        };
+        let bare = encode(&list(3));
+        let (first, front) = get(b"k", &bare).unwrap();
         assert_eq!(*first, list(3).entries);
         assert!(front.leases.is_empty());
         // Marked: the same entries, not decoded again, with the new front.
-        let marked = sled::IVec::from(remark(&bare, Some(3), &[(1, (4, 900))]).unwrap());
-        let (again, front) = decoded.get(b"k", &marked).unwrap();
+        let marked = remark(&bare, Some(3), &[(1, (4, 900))]).unwrap();
+        let (again, front) = get(b"k", &marked).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!((front.of(0), front.of(1)), (None, Some((4, 900))));
         // Other entries under the same key, or the same under another key:
         // decoded.
-        let longer = sled::IVec::from(encode(&list(4)));
-        let (other, _) = decoded.get(b"k", &longer).unwrap();
+        let (other, _) = get(b"k", &encode(&list(4))).unwrap();
         assert_eq!(*other, list(4).entries);
-        let (elsewhere, _) = decoded.get(b"j", &bare).unwrap();
+        let (elsewhere, _) = get(b"j", &bare).unwrap();
         assert!(!Arc::ptr_eq(&first, &elsewhere));
         // A front that counts other entries than the body holds: an error,
         // cached body or not.
         let mut wrong = vec![MARKED, 5, 1, 0, 1, 1];
         wrong.extend(encode(&list(4)));
-        assert!(decoded.get(b"k", &sled::IVec::from(wrong)).is_err());
+        assert!(get(b"k", &wrong).is_err());
         // Bounded: it starts over when full.
         for i in 0..DECODED_LISTS + 10 {
-            decoded.get(&i.to_be_bytes(), &bare).unwrap();
+            get(&i.to_be_bytes(), &bare).unwrap();
         }
         assert!(decoded.lists.len() <= DECODED_LISTS);
     }

@@ -214,7 +214,12 @@ pub fn rank(priority: u8, lastmod: Option<i64>, url_len: usize) -> Rank {
 
 /// `d` ‖ class ‖ due ‖ rank ‖ url.
 pub fn due(class: u8, at: i64, rank: Rank, url: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(10 + RANK_BYTES + url.len());
+    due_with_room(class, at, rank, url, 0)
+}
+
+/// [`due`], with room for `more` bytes after it.
+fn due_with_room(class: u8, at: i64, rank: Rank, url: &str, more: usize) -> Vec<u8> {
+    let mut k = Vec::with_capacity(10 + RANK_BYTES + url.len() + more);
     k.push(DUE);
     k.push(class);
     k.extend_from_slice(&ordered(at));
@@ -238,7 +243,8 @@ pub fn due_after(class: u8, at: i64) -> Vec<u8> {
 /// `d` ‖ class ‖ due ‖ zeros ‖ NUL ‖ host ‖ NUL: the start of every due
 /// list of `host` due at `at` in `class`.
 pub fn lists_of(class: u8, at: i64, host: &str) -> Vec<u8> {
-    let mut k = due(class, at, [0; RANK_BYTES], "\0");
+    // Room for the host, its NUL and a list number.
+    let mut k = due_with_room(class, at, [0; RANK_BYTES], "\0", host.len() + 9);
     k.extend_from_slice(host.as_bytes());
     k.push(0);
     k
