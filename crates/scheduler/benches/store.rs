@@ -1,6 +1,7 @@
 //! The store on generated observations: first ingest, unchanged re-ingest,
-//! `lease(1000)` latency, disk bytes per URL and peak RSS, on a fresh store
-//! on disk. Prints figures; asserts nothing.
+//! `lease(1000)` latency (wall clock and the thread's CPU time), disk bytes
+//! per URL and peak RSS, on a fresh store on disk. Prints figures; asserts
+//! nothing.
 //!
 //! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS]`
 //!
@@ -23,7 +24,7 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
 use sitemapd_scheduler::{SitemapFetch, Store, StoreOptions};
-use sitemapd_storebench::{dir_bytes, peak_rss_mib};
+use sitemapd_storebench::{dir_bytes, peak_rss_mib, thread_cpu_ms};
 
 /// Unix seconds as the store's timestamp.
 fn ts(t: i64) -> Timestamp {
@@ -169,23 +170,27 @@ fn main() {
     );
 
     let mut times = Vec::new();
+    let mut cpu = Vec::new();
     for k in 0..31 {
         // Ten seconds apart, as a crawler would come back: politeness lets a
         // host serve one URL a second.
         let t = Instant::now();
+        let c = thread_cpu_ms();
         let leased = store
             .lease(
                 &LeaseRequest::new(1000).per_host(10).ttl(secs(300)),
                 ts(now + 3600 + 10 * k),
             )
             .unwrap();
+        cpu.push(thread_cpu_ms() - c);
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(leased.len(), 1000);
     }
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     println!(
-        "lease(1000), 10 per host: median {:.1} ms, p90 {:.1} ms, max {:.1} ms",
-        times[15], times[27], times[30]
+        "lease(1000), 10 per host: median {:.1} ms, p90 {:.1} ms, max {:.1} ms; CPU time median {:.1} ms, p90 {:.1} ms",
+        times[15], times[27], times[30], cpu[15], cpu[27]
     );
     let mut at = now + 3600 + 400;
     let rounds = arg("--crawl", 0);
