@@ -478,10 +478,7 @@ impl Store {
         value: &sled::IVec,
         front: &crate::due_list::Leases,
     ) -> Result<crate::due_list::Entries, crate::record::RecordError> {
-        self.decoded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key, value, front)
+        crate::due_list::decoded(&self.decoded, key, value, front)
     }
 
     /// The record of `host` (`host[:port]`); a fresh one if absent, or if

@@ -10,7 +10,7 @@
 //! compressed record alone, as key layout 6 wrote it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::StoreError;
 use crate::kv::Kv;
@@ -54,9 +54,14 @@ impl ListCache {
     }
 }
 
-/// Lists [`Decoded`] holds at most before it starts over: about 4 KiB
-/// each (a value and its 32 entries), 4 MiB in all.
+/// Lists [`Decoded`] holds at most before it starts over.
 pub(crate) const DECODED_LISTS: usize = 1024;
+
+/// Bytes [`Decoded`] holds at most (values and entries) before it starts
+/// over: a list of 32 typical URLs takes about 4 KiB, one of 32 URLs of
+/// the longest a sitemap may give (2,048 characters) up to about 130 KiB
+/// (its value and its entries).
+pub(crate) const DECODED_BYTES: usize = 8 << 20;
 
 /// Due lists decoded, by key, kept while their entries' bytes stay the
 /// same. A lease marks a list by rewriting its front alone, and the next
@@ -65,6 +70,8 @@ pub(crate) const DECODED_LISTS: usize = 1024;
 #[derive(Default)]
 pub(crate) struct Decoded {
     lists: HashMap<Vec<u8>, KeptList>,
+    /// What the kept lists take, as [`KeptList::size`] counts it.
+    bytes: usize,
 }
 
 /// A due list's entries, each without its lease, as [`Decoded`] shares
@@ -72,42 +79,73 @@ pub(crate) struct Decoded {
 pub(crate) type Entries = Arc<Vec<Listed>>;
 
 /// A list [`Decoded`] keeps: its value, where its entries' bytes start,
-/// and the entries.
+/// the entries, and the bytes all that takes.
 struct KeptList {
     value: sled::IVec,
     body: usize,
     entries: Entries,
+    size: usize,
 }
 
 impl Decoded {
-    /// The entries of the due list `value` at `key`, each without its
-    /// lease; `front`: the leases in front of them ([`leases`]).
-    pub(crate) fn get(
-        &mut self,
-        key: &[u8],
-        value: &sled::IVec,
-        front: &Leases,
-    ) -> Result<Entries, RecordError> {
-        let body = &value[front.body..];
-        let entries = match self.lists.get(key) {
-            Some(kept) if kept.value.get(kept.body..) == Some(body) => Arc::clone(&kept.entries),
-            _ => {
-                let entries = Arc::new(decode_body(body)?.entries);
-                if self.lists.len() >= DECODED_LISTS {
-                    self.lists.clear();
-                }
-                let kept = KeptList {
-                    value: value.clone(),
-                    body: front.body,
-                    entries: Arc::clone(&entries),
-                };
-                self.lists.insert(key.to_vec(), kept);
-                entries
-            }
-        };
-        front.counts(entries.len())?;
-        Ok(entries)
+    /// The entries of the list kept at `key`, if its entries' bytes are
+    /// `body`.
+    fn kept(&self, key: &[u8], body: &[u8]) -> Option<Entries> {
+        let kept = self.lists.get(key)?;
+        (kept.value.get(kept.body..) == Some(body)).then(|| Arc::clone(&kept.entries))
     }
+
+    /// Keeps `entries`, decoded from the entries' bytes of `value` (from
+    /// `body` on), at `key`; starts over first if they would not fit.
+    fn keep(&mut self, key: &[u8], value: &sled::IVec, body: usize, entries: Entries) {
+        let size = value.len()
+            + entries
+                .iter()
+                .map(|e| e.url.len() + std::mem::size_of::<Listed>())
+                .sum::<usize>();
+        if size > DECODED_BYTES {
+            return;
+        }
+        if let Some(old) = self.lists.remove(key) {
+            self.bytes -= old.size;
+        }
+        if self.lists.len() >= DECODED_LISTS || self.bytes + size > DECODED_BYTES {
+            self.lists.clear();
+            self.bytes = 0;
+        }
+        self.bytes += size;
+        let kept = KeptList {
+            value: value.clone(),
+            body,
+            entries,
+            size,
+        };
+        self.lists.insert(key.to_vec(), kept);
+    }
+}
+
+/// The entries of the due list `value` at `key`, each without its lease
+/// (`front`: the leases in front of them, [`leases`]), from `cache` if it
+/// kept them, else decoded (outside its lock) and kept.
+pub(crate) fn decoded(
+    cache: &Mutex<Decoded>,
+    key: &[u8],
+    value: &sled::IVec,
+    front: &Leases,
+) -> Result<Entries, RecordError> {
+    let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
+    let body = &value[front.body..];
+    let hit = lock().kept(key, body);
+    let entries = match hit {
+        Some(entries) => entries,
+        None => {
+            let entries = Arc::new(decode_body(body)?.entries);
+            lock().keep(key, value, front.body, Arc::clone(&entries));
+            entries
+        }
+    };
+    front.counts(entries.len())?;
+    Ok(entries)
 }
 
 /// The first byte of a due list value whose entries hold leases.
@@ -380,11 +418,11 @@ mod tests {
 
     #[test]
     fn a_decoded_list_is_kept_while_its_entries_bytes_stay_the_same() {
-        let mut decoded = Decoded::default();
-        let mut get = |key: &[u8], value: &[u8]| {
+        let cache = Mutex::new(Decoded::default());
+        let get = |key: &[u8], value: &[u8]| {
             let value = sled::IVec::from(value);
             let front = leases(&value)?;
-            Ok::<_, RecordError>((decoded.get(key, &value, &front)?, front))
+            Ok::<_, RecordError>((decoded(&cache, key, &value, &front)?, front))
         };
         let bare = encode(&list(3));
         let (first, front) = get(b"k", &bare).unwrap();
@@ -406,11 +444,23 @@ mod tests {
         let mut wrong = vec![MARKED, 5, 1, 0, 1, 1];
         wrong.extend(encode(&list(4)));
         assert!(get(b"k", &wrong).is_err());
-        // Bounded: it starts over when full.
+        // Bounded in lists, and in bytes: it starts over when full.
         for i in 0..DECODED_LISTS + 10 {
             get(&i.to_be_bytes(), &bare).unwrap();
         }
-        assert!(decoded.lists.len() <= DECODED_LISTS);
+        assert!(cache.lock().unwrap().lists.len() <= DECODED_LISTS);
+        let mut long = list(32);
+        for e in &mut long.entries {
+            e.url.push_str(&"x".repeat(2_000));
+        }
+        let long = encode(&long);
+        for i in 0..200u32 {
+            get(&i.to_be_bytes(), &long).unwrap();
+            let cache = cache.lock().unwrap();
+            let sizes: usize = cache.lists.values().map(|l| l.size).sum();
+            assert_eq!(cache.bytes, sizes);
+            assert!(cache.bytes <= DECODED_BYTES);
+        }
     }
 
     #[test]
