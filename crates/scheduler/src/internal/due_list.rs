@@ -58,7 +58,7 @@ impl ListCache {
 pub(crate) const DECODED_LISTS: usize = 1024;
 
 /// Bytes [`Decoded`] holds at most (values and entries) before it starts
-/// over: a list of 32 typical URLs takes about 4 KiB, one of 32 URLs of
+/// over: a list of 32 typical URLs takes about 5 KiB, one of 32 URLs of
 /// the longest a sitemap may give (2,048 characters) up to about 130 KiB
 /// (its value and its entries).
 pub(crate) const DECODED_BYTES: usize = 8 << 20;
