@@ -368,7 +368,7 @@ impl Store {
             let due = rec.due_until();
             next_due = Some(next_due.map_or(due, |n| n.min(due)));
             s.never_fetched += u64::from(rec.fetch.last_fetch.is_none());
-            s.leased += u64::from(rec.schedule.lease.is_some_and(|(_, until)| until > now));
+            s.leased += u64::from(crate::record::lease_holds(rec.schedule.lease, now));
             s.due_now += u64::from(due <= now);
             s.with_lastmod += u64::from(rec.lastmod.is_some());
             if let Some(rate) = self.url_state(&url, &rec, now).rate {

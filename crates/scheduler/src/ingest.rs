@@ -712,7 +712,7 @@ impl<'s> Ingest<'s> {
             if let (Some(before), true) = (before.as_mut(), changed || outlived || rec.blocked) {
                 writes.with_lease(&url, &mut rec, before)?;
             }
-            let leased = rec.schedule.lease.is_some_and(|(_, until)| until > now);
+            let leased = crate::record::lease_holds(rec.schedule.lease, now);
             if (changed || outlived) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
                 let same_mode = outlived && StoredReason::from(due.reason) == rec.schedule.reason;

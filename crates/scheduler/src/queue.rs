@@ -18,6 +18,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -270,29 +271,33 @@ struct Candidate {
 struct ListSlot {
     /// The list's number.
     n: u32,
-    /// The entry's place in the list.
+    /// The list's value as the scan read it.
+    value: sled::IVec,
+    /// Its entries as decoded ([`crate::due_list::decoded`]), and the
+    /// candidate's place among them.
+    entries: crate::due_list::Entries,
     index: usize,
-    /// The list's value as the scan read it, and how many entries it
-    /// holds.
-    value: (sled::IVec, usize),
-    reason: StoredReason,
-    meta: bool,
-    /// A lease that ran out.
+    /// A lease that ran out (the entries' leases are in the value's front).
     lease: Option<Lease>,
-    legacy: bool,
 }
 
 impl ListSlot {
+    /// The candidate's entry.
+    fn entry(&self) -> &crate::record::Listed {
+        &self.entries[self.index]
+    }
+
     /// Whether a lease marks its entry without reading its record: not if
     /// it must hand out the record's metadata, nor if its entry comes from
     /// a format-6 list, nor if its host is `suspect` (its lists may hold
     /// an entry no record names), nor if its lastmod made it urgent and its
     /// host has lost the trust for that since (the record is rescheduled).
     fn markable(&self, host: &HostRecord, suspect: bool) -> bool {
-        !self.legacy
+        let entry = self.entry();
+        !entry.legacy
             && !suspect
-            && !self.meta
-            && (self.reason != StoredReason::LastmodNewer
+            && !entry.meta
+            && (entry.reason != StoredReason::LastmodNewer
                 || host.trust.is_trusted()
                 || host.trust.on_probation())
     }
@@ -404,13 +409,12 @@ impl<'s, F: FnMut(&str, &mut RulesCache<'s>) -> Result<usize, StoreError>> DueSc
                             continue;
                         }
                     };
-                    let len = entries.len();
                     for (index, entry) in entries.iter().enumerate() {
                         if taken_here >= limit {
                             break 'scan;
                         }
                         let lease = front.of(index);
-                        if lease.is_some_and(|(_, until)| until > self.now) {
+                        if crate::record::lease_holds(lease, self.now) {
                             continue;
                         }
                         match self.admit(&entry.url, host)? {
@@ -425,12 +429,10 @@ impl<'s, F: FnMut(&str, &mut RulesCache<'s>) -> Result<usize, StoreError>> DueSc
                                     rec: None,
                                     list: Some(ListSlot {
                                         n,
+                                        value: value.clone(),
+                                        entries: Arc::clone(&entries),
                                         index,
-                                        value: (value.clone(), len),
-                                        reason: entry.reason,
-                                        meta: entry.meta,
                                         lease,
-                                        legacy: entry.legacy,
                                     }),
                                     url: entry.url.clone(),
                                 });
@@ -556,9 +558,10 @@ impl Grant {
     fn of_entry(&self, writes: &mut UrlWrites, c: Candidate, slot: ListSlot) -> Leased {
         let place = (c.class as u8, c.due, slot.n);
         let lease = (self.id, self.expires);
+        let read = (slot.value.clone(), slot.entries.len());
         writes.mark(
             &c.url,
-            (place, slot.index, slot.value),
+            (place, slot.index, read),
             lease,
             slot.lease.is_some(),
         );
@@ -567,7 +570,7 @@ impl Grant {
             score: c.score,
             reason: match slot.lease {
                 Some(_) => Reason::LeaseExpired,
-                None => Reason::from(slot.reason),
+                None => Reason::from(slot.entry().reason),
             },
             lease: Some(self.id),
             expires: Some(Timestamp::from_unix(self.expires)),

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::StoreError;
 use crate::kv::Kv;
 use crate::page::{Reader, put_varint};
-use crate::record::{DueList, Listed, RecordError, encode_squeezed};
+use crate::record::{DueList, Listed, RecordError, encode_squeezed, lease_holds};
 
 /// A lease: its id and when it runs out.
 pub(crate) type Lease = (u64, i64);
@@ -275,7 +275,7 @@ impl Leases {
     pub fn all_leased(&self, now: i64) -> bool {
         self.body > 0
             && self.leases.len() == self.entries
-            && self.leases.iter().all(|(_, (_, until))| *until > now)
+            && self.leases.iter().all(|(_, l)| lease_holds(Some(*l), now))
     }
 }
 

@@ -786,8 +786,13 @@ impl Listed {
 
     /// Whether it is leased at `now` (a lease that ran out is due again).
     pub fn leased_at(&self, now: i64) -> bool {
-        self.lease.is_some_and(|(_, until)| until > now)
+        lease_holds(self.lease, now)
     }
+}
+
+/// Whether `lease` (id, expiry) holds at `now`: one that ran out does not.
+pub fn lease_holds(lease: Option<(u64, i64)>, now: i64) -> bool {
+    lease.is_some_and(|(_, until)| until > now)
 }
 
 /// [`Listed`] as format version 6 wrote it.
