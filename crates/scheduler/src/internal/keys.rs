@@ -254,12 +254,10 @@ pub fn lists_of(class: u8, at: i64, host: &str) -> Vec<u8> {
 /// due key whose "URL" is NUL ‖ host ‖ NUL ‖ `n` in 8 hex digits (no URL
 /// starts with NUL), ranked ahead of the URLs of its second.
 pub fn list(class: u8, at: i64, host: &str, n: u32) -> Vec<u8> {
+    use std::io::Write;
     let mut k = lists_of(class, at, host);
-    k.extend(
-        (0..8)
-            .rev()
-            .map(|i| b"0123456789abcdef"[(n >> (4 * i)) as usize & 0xf]),
-    );
+    // Writing into a Vec cannot fail.
+    let _ = write!(k, "{n:08x}");
     k
 }
 
