@@ -67,27 +67,52 @@ fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
 /// Before the due lists go: each listed URL whose entry holds a lease
 /// takes it into its record, out of its list and due when the lease runs
 /// out (what its due key, written next, will say), as a lease of a URL
-/// with a due key of its own leaves it. Idempotent: a record out of its
-/// list is left as it is.
+/// with a due key of its own leaves it. Reads the lists that hold leases,
+/// and the records of their leased entries only. Idempotent: a record out
+/// of its list is left as it is.
 fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
-    let mut lists = crate::due_list::ListCache::default();
     let mut batch = Batch::default();
     let mut n = 0;
-    for (url, mut rec) in records(kv) {
-        let Some(listed) = rec.listed.filter(|_| rec.queued()) else {
+    for item in kv.scan_prefix([keys::DUE]) {
+        let (key, value) = item?;
+        let Some(due) = keys::parse_due(&key) else {
             continue;
         };
-        let Some(Some(lease)) = lists.entry(kv, &rec.list_key(&url, listed), &url)? else {
+        let Some((_, list)) = keys::as_list(due.url) else {
             continue;
         };
-        rec.schedule.lease = Some(lease);
-        rec.schedule.due = rec.due_until();
-        rec.listed = None;
-        batch.insert(keys::url(&url), encode(&rec));
-        n += 1;
-        if n == BATCH {
-            kv.apply_batch(std::mem::take(&mut batch))?;
-            n = 0;
+        // A list without leases, or one that does not decode, has none to
+        // keep.
+        if crate::due_list::leases(&value).map_or(true, |f| f.leases.is_empty()) {
+            continue;
+        }
+        let Ok(entries) = crate::due_list::decode(&value) else {
+            continue;
+        };
+        for entry in entries.entries {
+            let Some(lease) = entry.lease else {
+                continue;
+            };
+            // A record that does not decode keeps no entry; `check` names
+            // it.
+            let Ok(Some(bytes)) = crate::pages::record(kv, &entry.url) else {
+                continue;
+            };
+            let Ok(mut rec) = decode::<UrlRecord>(&bytes) else {
+                continue;
+            };
+            if !(rec.queued() && rec.in_list(due.class, due.at, list)) {
+                continue;
+            }
+            rec.schedule.lease = Some(lease);
+            rec.schedule.due = rec.due_until();
+            rec.listed = None;
+            batch.insert(keys::url(&entry.url), encode(&rec));
+            n += 1;
+            if n == BATCH {
+                kv.apply_batch(std::mem::take(&mut batch))?;
+                n = 0;
+            }
         }
     }
     kv.apply_batch(batch)
