@@ -482,10 +482,7 @@ fn main() {
         run_one,
         |spec| {
             format!(
-                "bare sled 0.34, cache 64 MiB, one tree: {} URLs over {} hosts ({} per host), batches of {} URLs, one child process per variant",
-                spec.total(),
-                spec.hosts,
-                spec.per_host,
+                "bare sled 0.34, cache 64 MiB, one tree: {spec}, batches of {} URLs, one child process per variant",
                 spec.batch
             )
         },

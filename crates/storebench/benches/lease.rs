@@ -327,11 +327,8 @@ fn main() {
         run_one,
         |spec| {
             format!(
-                "bare sled 0.34, cache {} MiB: {} URLs over {} hosts ({} per host) in pages of {PAGE} and due lists of {LIST}; 31 leases of {PER_HOST} URLs from each of {HOSTS_PER_LEASE} hosts, one child process per design",
+                "bare sled 0.34, cache {} MiB: {spec} in pages of {PAGE} and due lists of {LIST}; 31 leases of {PER_HOST} URLs from each of {HOSTS_PER_LEASE} hosts, one child process per design",
                 arg("--cache-mib", 32),
-                spec.total(),
-                spec.hosts,
-                spec.per_host,
             )
         },
         &["--cache-mib".to_owned(), arg("--cache-mib", 32).to_string()],

@@ -272,11 +272,8 @@ fn main() {
         run_one,
         |spec| {
             format!(
-                "SQLite {} (bundled), WAL, synchronous NORMAL, cache 64 MiB: {} URLs over {} hosts ({} per host), transactions of {} rows, one child process per variant",
+                "SQLite {} (bundled), WAL, synchronous NORMAL, cache 64 MiB: {spec}, transactions of {} rows, one child process per variant",
                 rusqlite::version(),
-                spec.total(),
-                spec.hosts,
-                spec.per_host,
                 spec.batch
             )
         },

@@ -34,6 +34,19 @@ pub struct Spec {
     pub batch: usize,
 }
 
+/// "N URLs over H hosts (P per host)", as the benches' titles say it.
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} URLs over {} hosts ({} per host)",
+            self.total(),
+            self.hosts,
+            self.per_host
+        )
+    }
+}
+
 impl Spec {
     /// `urls` URLs spread evenly over `hosts` hosts (rounded down to a
     /// multiple of `hosts`; at least one host), written `batch` URLs at a
@@ -205,9 +218,9 @@ pub fn peak_rss_mib() -> f64 {
 }
 
 /// CPU time the calling thread has used, ms (`CLOCK_THREAD_CPUTIME_ID`).
-/// On a shared machine it moves less than the wall clock between runs:
-/// time the thread waits for a CPU is not in it (nor is the work of other
-/// threads, such as sled's flusher).
+/// Beside a wall-clock time it says whether the timed work waited (on
+/// I/O, a lock, or other threads such as sled's flusher, whose work is
+/// not in it).
 pub fn thread_cpu_ms() -> f64 {
     let mut t = libc::timespec {
         tv_sec: 0,
