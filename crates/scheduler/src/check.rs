@@ -160,13 +160,11 @@ impl Store {
                 report.missing_due.push(url);
             }
         }
-        for item in self.kv.scan_prefix([keys::TALLY]) {
-            let (key, value) = item?;
-            let host = String::from_utf8_lossy(&key[1..]).into_owned();
-            let Ok(kept) = decode::<Tally>(&value) else {
-                report
-                    .corrupt
-                    .push(String::from_utf8_lossy(&key).into_owned());
+        // A host record that does not decode is named with the other
+        // corrupt records below, and its host as counted but not kept.
+        for item in self.records::<HostRecord>([keys::HOST]).filter(intact) {
+            let (host, record) = item?;
+            let Some(kept) = record.counts else {
                 continue;
             };
             let recount = counted.remove(&host).unwrap_or_default();
@@ -254,8 +252,11 @@ impl Store {
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let now = now.unix();
         let mut s = Stats::default();
-        for item in self.records::<Tally>([keys::TALLY]).filter(intact) {
-            let (name, t) = item?;
+        for item in self.records::<HostRecord>([keys::HOST]).filter(intact) {
+            let (name, host) = item?;
+            let Some(t) = host.counts else {
+                continue;
+            };
             let count = crate::tally::count;
             s.active += count(t.active);
             s.retired += count(t.retired);
@@ -274,13 +275,7 @@ impl Store {
                 }
             }
             if t.active > 0 || t.retired > 0 || t.blocked > 0 || t.completed > 0 {
-                // The trust only: not `host_record`, which also reads the
-                // host's robots rules for its delay.
-                let lastmod_trusted = match self.get::<HostRecord>(&keys::host(&name)) {
-                    Ok(h) => h.is_some_and(|h| h.trust.is_trusted()),
-                    Err(StoreError::Record { .. }) => false,
-                    Err(e) => return Err(e),
-                };
+                let lastmod_trusted = host.trust.is_trusted();
                 s.hosts.insert(
                     name,
                     HostStats {

@@ -268,11 +268,9 @@ impl Store {
         for (url, (rec, before)) in &mut records {
             writes.put(url, before.as_ref(), rec)?;
         }
-        for (name, (host, changed)) in &hosts {
-            if *changed {
-                writes
-                    .batch()
-                    .insert(keys::host(name), crate::record::encode(host));
+        for (name, (host, changed)) in hosts {
+            if changed {
+                writes.host(&name, host);
             }
         }
         writes.apply()?;
@@ -283,20 +281,21 @@ impl Store {
     /// its counts. A queue stays until [`Store::delete_queue`], its URLs
     /// all deleted or not.
     pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
-        self.records::<Tally>([keys::TALLY])
+        self.records::<HostRecord>([keys::HOST])
             .filter(crate::error::intact)
-            .map(|item| item.map(|(name, t)| (name, QueueCounts::of(&t))))
+            .filter_map(|item| match item {
+                Ok((name, host)) => Some(Ok((name, QueueCounts::of(&host.counts?)))),
+                Err(e) => Some(Err(e)),
+            })
     }
 
     /// The counts of queue `host`, if the store keeps any.
     pub fn queue(&self, host: &str) -> Result<Option<QueueCounts>, StoreError> {
-        Ok(self
-            .get::<Tally>(&keys::tally(host))
-            .or_else(|e| match e {
-                StoreError::Record { .. } => Ok(Some(Tally::default())),
-                other => Err(other),
-            })?
-            .map(|t| QueueCounts::of(&t)))
+        match self.get::<HostRecord>(&keys::host(host)) {
+            Ok(record) => Ok(record.and_then(|h| h.counts).map(|t| QueueCounts::of(&t))),
+            Err(StoreError::Record { .. }) => Ok(Some(QueueCounts::of(&Tally::default()))),
+            Err(e) => Err(e),
+        }
     }
 
     /// The URLs of queue `host` (every queue's when `None`), in any state,
@@ -395,7 +394,7 @@ impl Store {
         let _lock = self.lock();
         if self.tally(host)?.is_zero() {
             let mut batch = crate::kv::Batch::default();
-            for key in [keys::tally(host), keys::host(host), keys::robots(host)] {
+            for key in [keys::host(host), keys::robots(host)] {
                 batch.remove(key);
             }
             self.unfile(host, &mut batch)?;

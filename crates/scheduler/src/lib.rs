@@ -12,6 +12,8 @@ mod marks;
 #[cfg(test)]
 mod marks_tests;
 mod migrate;
+#[cfg(test)]
+mod migrate_tests;
 pub mod notify;
 mod pages;
 #[cfg(test)]

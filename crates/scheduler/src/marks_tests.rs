@@ -124,8 +124,8 @@ fn a_lease_a_layout_6_record_holds_stands_until_the_record_is_written_again() {
         lease: Some((7, T0 + 300)),
     };
     rec.listed = Some(0);
-    let mut tally = s.tally("a.example").unwrap();
-    tally.add_lease();
+    let mut host = s.stored_host_record("a.example").unwrap();
+    host.counts.get_or_insert_default().add_lease();
     let mut v6 = vec![6];
     #[derive(serde::Serialize)]
     struct V6 {
@@ -142,7 +142,7 @@ fn a_lease_a_layout_6_record_holds_stands_until_the_record_is_written_again() {
     batch.remove(old_list);
     batch.insert(rec.list_key(url, 0), v6);
     batch.insert(keys::url(url), encode(&rec));
-    batch.insert(keys::tally("a.example"), encode(&tally));
+    batch.insert(keys::host("a.example"), encode(&host));
     s.kv.apply_batch(batch).unwrap();
     assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
     let view = s.url(url).unwrap().unwrap();

@@ -16,12 +16,15 @@
 //! writes into their pages ([`crate::pages`]). The rebuild reads both.
 //! Layout 7 (leases of listed URLs in their due list entries) needs
 //! nothing done either: a layout-6 record's lease stands until the record
-//! is written again ([`crate::marks`]).
+//! is written again ([`crate::marks`]). Layout 8 keeps each host's counts
+//! in its host record: the migration moves every `t` key into its host's
+//! record (written in record format 8), in batches that each remove the
+//! keys they move, so a crash midway leaves the rest for the next open.
 
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::{Batch, Kv};
-use crate::record::{UrlRecord, decode, encode};
+use crate::record::{HostRecord, UrlRecord, decode, encode};
 use crate::tally::Tally;
 
 /// Keys written per batch while rebuilding.
@@ -50,6 +53,10 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         tracing::info!("counting each host's URLs for key layout 4");
         count_tallies(kv)?;
     }
+    if version < 8 {
+        tracing::info!("moving each host's counts into its host record for key layout 8");
+        fold_tallies(kv)?;
+    }
     kv.insert(keys::LAYOUT, &[keys::LAYOUT_VERSION])?;
     kv.flush()?;
     Ok(())
@@ -71,8 +78,7 @@ fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
 /// and the records of their leased entries only. Idempotent: a record out
 /// of its list is left as it is.
 fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
-    let mut batch = Batch::default();
-    let mut n = 0;
+    let mut writes = Batched::new(kv);
     for item in kv.scan_prefix([keys::DUE]) {
         let (key, value) = item?;
         let Some(due) = keys::parse_due(&key) else {
@@ -107,15 +113,49 @@ fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
             rec.schedule.lease = Some(lease);
             rec.schedule.due = rec.due_until();
             rec.listed = None;
-            batch.insert(keys::url(&entry.url), encode(&rec));
-            n += 1;
-            if n == BATCH {
-                kv.apply_batch(std::mem::take(&mut batch))?;
-                n = 0;
-            }
+            writes.insert(keys::url(&entry.url), encode(&rec))?;
         }
     }
-    kv.apply_batch(batch)
+    writes.finish()
+}
+
+/// Writes applied in batches of [`BATCH`]: a rebuild's, each step of which
+/// is idempotent (a crash between two batches leaves what the next run
+/// finishes).
+struct Batched<'k> {
+    kv: &'k Kv,
+    batch: Batch,
+    n: usize,
+}
+
+impl<'k> Batched<'k> {
+    fn new(kv: &'k Kv) -> Batched<'k> {
+        Batched {
+            kv,
+            batch: Batch::default(),
+            n: 0,
+        }
+    }
+
+    /// Inserts `key`, applying the batch when it is full.
+    fn insert(
+        &mut self,
+        key: impl Into<sled::IVec>,
+        value: impl Into<sled::IVec>,
+    ) -> Result<(), StoreError> {
+        self.batch.insert(key, value);
+        self.n += 1;
+        if self.n == BATCH {
+            self.n = 0;
+            self.kv.apply_batch(std::mem::take(&mut self.batch))?;
+        }
+        Ok(())
+    }
+
+    /// Applies what is left.
+    fn finish(self) -> Result<(), StoreError> {
+        self.kv.apply_batch(self.batch)
+    }
 }
 
 /// Removes every key of the keyspace `prefix`, in batches.
@@ -137,7 +177,10 @@ pub(crate) fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
 
 /// Each host's counts from one pass over the URL records (in key order, so
 /// one host's records are together but for the scheme: the counts are
-/// summed in memory, one entry per host).
+/// summed in memory, one entry per host), written into the host records:
+/// a host record that does not decode is replaced (its politeness and trust
+/// start over, as they do when it is read), and a host with no URL left
+/// keeps no counts (it is no longer a queue).
 pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     clear(kv, keys::TALLY)?;
     let mut tallies: std::collections::HashMap<String, Tally> = Default::default();
@@ -149,21 +192,60 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
             .or_default()
             .add(&Tally::of(&rec), 1);
     }
-    let mut batch = Batch::default();
-    for (n, (host, tally)) in tallies.into_iter().enumerate() {
-        batch.insert(keys::tally(&host), encode(&tally));
-        if (n + 1) % BATCH == 0 {
-            kv.apply_batch(std::mem::take(&mut batch))?;
-        }
+    let mut writes = Batched::new(kv);
+    for item in kv.scan_prefix([keys::HOST]) {
+        let (key, value) = item?;
+        let host = String::from_utf8_lossy(&key[1..]).into_owned();
+        let mut record = decode::<HostRecord>(&value).unwrap_or_default();
+        record.counts = tallies.remove(&host);
+        writes.insert(key.to_vec(), encode(&record))?;
     }
-    kv.apply_batch(batch)
+    for (host, tally) in tallies {
+        let record = HostRecord {
+            counts: Some(tally),
+            ..HostRecord::default()
+        };
+        writes.insert(keys::host(&host), encode(&record))?;
+    }
+    writes.finish()
+}
+
+/// Key layout 8: each host's counts (`t` ‖ host, layouts 4 to 7) go into
+/// its host record, in batches that each remove the `t` keys they move (so
+/// that a crash midway leaves the rest for the next open). A count that
+/// does not decode is dropped: `stats --check` names its host as counted
+/// but not kept, and `stats --repair` counts it again.
+fn fold_tallies(kv: &Kv) -> Result<(), StoreError> {
+    loop {
+        let mut batch = Batch::default();
+        let mut n = 0;
+        for item in kv.scan_prefix([keys::TALLY]).take(BATCH) {
+            let (key, value) = item?;
+            n += 1;
+            let mut host_key = key.to_vec();
+            host_key[0] = keys::HOST;
+            batch.remove(key);
+            let Ok(tally) = decode::<Tally>(&value) else {
+                continue;
+            };
+            let mut record = match kv.get(&host_key)? {
+                Some(bytes) => decode::<HostRecord>(&bytes).unwrap_or_default(),
+                None => HostRecord::default(),
+            };
+            record.counts = Some(tally);
+            batch.insert(host_key, encode(&record));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        kv.apply_batch(batch)?;
+    }
 }
 
 pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
     keep_leases(kv)?;
     clear(kv, keys::DUE)?;
-    let mut batch = Batch::default();
-    let mut n = 0;
+    let mut writes = Batched::new(kv);
     // A record or page that does not decode keeps no entry; `check`
     // names it.
     for (url, mut rec) in records(kv) {
@@ -172,16 +254,10 @@ pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
             // (Written under a key of its own, which stands for its page's
             // copy.)
             if rec.listed.take().is_some() {
-                batch.insert(keys::url(&url), encode(&rec));
+                writes.insert(keys::url(&url), encode(&rec))?;
             }
-            batch.insert(rec.due_key(&url), &[]);
-            n += 1;
-        }
-        if n == BATCH {
-            kv.apply_batch(std::mem::take(&mut batch))?;
-            n = 0;
+            writes.insert(rec.due_key(&url), &[])?;
         }
     }
-    kv.apply_batch(batch)?;
-    Ok(())
+    writes.finish()
 }

@@ -29,8 +29,7 @@ use crate::policy::Reason;
 use crate::policy::Urgency;
 use crate::policy::{lastmod_is_newer, lastmod_says_changed};
 use crate::record::{
-    HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
-    VISIT_HISTORY, encode,
+    HostRecord, Lapse, Schedule, StoredOutcome, StoredReason, StoredVisit, UrlRecord, VISIT_HISTORY,
 };
 use crate::robots::RulesCache;
 use crate::store::{Store, StoreError};
@@ -912,7 +911,7 @@ impl Store {
         }
         for (name, (host, given, _)) in hosts {
             if given > 0 {
-                writes.batch().insert(keys::host(&name), encode(&host));
+                writes.host(&name, host);
             }
         }
         writes.apply()?;
@@ -991,9 +990,9 @@ impl Store {
         for (url, (rec, before)) in &mut records {
             writes.put(url, before.as_ref(), rec)?;
         }
-        for (name, (host, changed)) in &hosts {
-            if *changed {
-                writes.batch().insert(keys::host(name), encode(host));
+        for (name, (host, changed)) in hosts {
+            if changed {
+                writes.host(&name, host);
             }
         }
         writes.apply()?;
@@ -1262,7 +1261,7 @@ mod tests {
             rules: RobotsRules::new(vec![(false, "/private/".into())], None),
             read_at: now.unix(),
         };
-        s.kv.insert(keys::robots("a.example"), encode(&record))
+        s.kv.insert(keys::robots("a.example"), crate::record::encode(&record))
             .unwrap();
         assert_eq!(s.peek(10, now).unwrap().len(), 1);
         let leased = s.lease(&LeaseRequest::new(10), now).unwrap();

@@ -495,18 +495,24 @@ impl Store {
         host: &str,
         min_delay: f64,
     ) -> Result<HostRecord, StoreError> {
-        let record = match self.get::<HostRecord>(&keys::host(host)) {
-            Ok(record) => record.unwrap_or_default(),
-            Err(StoreError::Record { key, source }) => {
-                tracing::warn!(%key, error = %source, "corrupt host record: starting over");
-                HostRecord::default()
-            }
-            Err(e) => return Err(e),
-        };
         Ok(HostRecord {
             min_delay,
-            ..record
+            ..self.stored_host_record(host)?
         })
+    }
+
+    /// The record of `host` as stored (its `min_delay` as last written); a
+    /// fresh one if absent, or if it does not decode (politeness, trust and
+    /// counts start over, and `stats --check` names the host).
+    pub(crate) fn stored_host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
+        match self.get::<HostRecord>(&keys::host(host)) {
+            Ok(record) => Ok(record.unwrap_or_default()),
+            Err(StoreError::Record { key, source }) => {
+                tracing::warn!(%key, error = %source, "corrupt host record: starting over");
+                Ok(HostRecord::default())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The policy's view of a record at `now`.

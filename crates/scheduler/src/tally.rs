@@ -1,5 +1,6 @@
 //! Counts kept, not scanned: per host, how many of its URL records are in
-//! each state ([`Tally`]), stored under `t` ‖ host and changed in the same
+//! each state ([`Tally`]), stored in its host record (`h` ‖ host; key
+//! layouts 4 to 7 kept them under `t` ‖ host) and changed in the same
 //! atomic batch as the records they count (by
 //! [`UrlWrites`](crate::writes::UrlWrites)). `stats` adds up one small
 //! record per host instead of reading every URL; `stats --check`

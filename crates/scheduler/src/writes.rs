@@ -1,8 +1,11 @@
 //! Every write of a URL record goes through [`UrlWrites::put`] with what
 //! the record was when read ([`Before`], or `None` for a new URL) and the
 //! record as it is now: its due entry moves with it, and its host's kept
-//! counts ([`Tally`]) change by the difference of the two records'
-//! contributions, all in one atomic batch.
+//! counts ([`Tally`], in its [`HostRecord`]) change by the difference of
+//! the two records' contributions, all in one atomic batch. A writer that
+//! changes a host record in the same batch (a lease's politeness clock)
+//! hands it over ([`UrlWrites::host`]), so that each host's record is
+//! written once, with its counts.
 //!
 //! ## Where records go
 //!
@@ -56,7 +59,7 @@ use crate::keys;
 use crate::kv::Batch;
 use crate::marks::Marks;
 use crate::pages::{Pages, Placed};
-use crate::record::{DueList, Listed, StoredReason, UrlRecord, encode};
+use crate::record::{DueList, HostRecord, Listed, StoredReason, UrlRecord, encode};
 use crate::store::Store;
 use crate::tally::Tally;
 
@@ -132,7 +135,7 @@ struct ListEdit {
 }
 
 /// URL records written in one batch with their due entries and their
-/// hosts' [`Tally`] kept in step. Other keys go into [`UrlWrites::batch`];
+/// hosts' [`Tally`] kept in step (in their host records). Other keys go into [`UrlWrites::batch`];
 /// [`UrlWrites::apply`] writes it all atomically. The caller holds the
 /// store's write lock from reading the records to applying.
 pub(crate) struct UrlWrites<'s> {
@@ -145,6 +148,9 @@ pub(crate) struct UrlWrites<'s> {
     marks: Marks,
     batch: Batch,
     changes: HashMap<String, Tally>,
+    /// Host records the caller changed ([`UrlWrites::host`]), written with
+    /// their counts changed by `changes`.
+    hosts: HashMap<String, HostRecord>,
     lists: HashMap<Vec<u8>, ListEdit>,
     /// URLs to file in due lists (new ones, and those a lease hands out),
     /// by list prefix ([`keys::lists_of`]).
@@ -164,6 +170,7 @@ impl<'s> UrlWrites<'s> {
             marks: Marks::default(),
             batch: Batch::default(),
             changes: HashMap::new(),
+            hosts: HashMap::new(),
             lists: HashMap::new(),
             fresh: HashMap::new(),
             suspects: HashSet::new(),
@@ -435,9 +442,17 @@ impl<'s> UrlWrites<'s> {
         Ok((n, held))
     }
 
-    /// The batch the records go into, for the other keys written with them.
+    /// The batch the records go into, for the other keys written with them
+    /// (host records go through [`UrlWrites::host`]).
     pub(crate) fn batch(&mut self) -> &mut Batch {
         &mut self.batch
+    }
+
+    /// Writes `record` as the record of host `name`, read under the same
+    /// lock as this batch's URL records ([`Store::host_record`]): its
+    /// counts change by what this batch changes, and it is written once.
+    pub(crate) fn host(&mut self, name: &str, record: HostRecord) {
+        self.hosts.insert(name.to_string(), record);
     }
 
     /// Adds the changed due lists and hosts' counts to the batch and
@@ -488,13 +503,17 @@ impl<'s> UrlWrites<'s> {
                 self.batch.insert(key, crate::due_list::encode(&list));
             }
         }
-        for (host, change) in self.changes.drain() {
-            if change.is_zero() {
-                continue;
-            }
-            let mut tally = store.tally(&host)?;
-            tally.add(&change, 1);
-            self.batch.insert(keys::tally(&host), encode(&tally));
+        let changes = std::mem::take(&mut self.changes);
+        for (host, change) in changes.into_iter().filter(|(_, c)| !c.is_zero()) {
+            let mut record = match self.hosts.remove(&host) {
+                Some(record) => record,
+                None => store.stored_host_record(&host)?,
+            };
+            record.counts.get_or_insert_default().add(&change, 1);
+            self.batch.insert(keys::host(&host), encode(&record));
+        }
+        for (host, record) in self.hosts.drain() {
+            self.batch.insert(keys::host(&host), encode(&record));
         }
         std::mem::take(&mut self.pages).write(&mut self.batch);
         for host in &self.suspects {
@@ -547,16 +566,9 @@ impl Store {
     }
 
     /// The kept counts of `host`'s URL records (zero for a host never
-    /// seen; a record that does not decode counts as zero, and
+    /// seen; a host record that does not decode counts as zero, and
     /// `stats --check` names the host).
     pub(crate) fn tally(&self, host: &str) -> Result<Tally, StoreError> {
-        match self.get::<Tally>(&keys::tally(host)) {
-            Ok(t) => Ok(t.unwrap_or_default()),
-            Err(StoreError::Record { key, source }) => {
-                tracing::warn!(%key, error = %source, "corrupt host counts: starting over");
-                Ok(Tally::default())
-            }
-            Err(e) => Err(e),
-        }
+        Ok(self.stored_host_record(host)?.counts.unwrap_or_default())
     }
 }

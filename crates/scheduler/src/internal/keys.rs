@@ -12,9 +12,8 @@
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
-//! | `h` | host | [`HostRecord`](crate::record::HostRecord) |
+//! | `h` | host | [`HostRecord`](crate::record::HostRecord), with its URL records counted by state (`Tally`): what `stats` reads |
 //! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
-//! | `t` | host | its URL records counted by state (`Tally`): what `stats` reads |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
 //! | `x` | host | empty: a corrupt record of the host was replaced, so its due lists may hold an entry no record names ([`SUSPECT`]) |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
@@ -34,6 +33,7 @@
 //! | 5 | due lists: the URLs an ingest finds new share one due key per host, second and [`LIST_CAP`] URLs, instead of one each |
 //! | 6 | record pages (`p`): an ingest writes URL records in pages of up to [`PAGE_CAP`](crate::page::PAGE_CAP); `u` keys are records written since. A layout-5 store opens as it is: its `u` records are read as such, and each ingest folds the ones it sees into pages |
 //! | 7 | leases of listed URLs kept in their due list entries ([`Listed::lease`](crate::record::Listed::lease)), not in their records: a lease of a listed URL writes its lists, not its records ([`crate::marks`]). A layout-6 store opens as it is: a lease its records hold stands until they are written again |
+//! | 8 | no `t` keys: each host's counts are in its host record (`h`), so that a lease or a completion writes one key per host, not two. A layout-4 to -7 store's counts are moved in when it is opened |
 //!
 //! A store of an older layout is migrated when it is opened (the due
 //! index rebuilt from the URL records for layouts 1 and 2, the counts
@@ -61,7 +61,8 @@ pub const CHILD: u8 = b'c';
 pub const REFRESH: u8 = b'r';
 /// Followed sites.
 pub const SITE: u8 = b'f';
-/// Each host's URL records counted by state.
+/// Each host's URL records counted by state (key layouts 4 to 7; since 8,
+/// in its host record).
 pub const TALLY: u8 = b't';
 /// The URL frontier queue a host is filed under, when a client named one
 /// that is not the host (`q` ‖ host -> key).
@@ -89,7 +90,7 @@ pub const CLOSED: &[u8] = b"~closed";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 7;
+pub const LAYOUT_VERSION: u8 = 8;
 
 /// URLs a due list holds at most.
 pub const LIST_CAP: usize = 32;
@@ -132,7 +133,7 @@ pub fn host(host: &str) -> Vec<u8> {
     with_prefix(HOST, host.as_bytes())
 }
 
-/// `t` ‖ host.
+/// `t` ‖ host (key layouts 4 to 7).
 pub fn tally(host: &str) -> Vec<u8> {
     with_prefix(TALLY, host.as_bytes())
 }

@@ -13,6 +13,7 @@
 //! | 5 | [`UrlRecord::listed`] appended: the due list that holds a new URL's due entry |
 //! | 6 | [`UrlRecord`]: `completed`, `metadata` appended (what a URL frontier client put, [`crate::frontier`]); the host counts (`Tally`): `completed` appended |
 //! | 7 | [`Listed`] (a due list entry): `reason` and `meta` appended, and its lease kept in front of its list ([`crate::due_list`]), not in its record |
+//! | 8 | [`HostRecord`]: `counts` appended (its URL records counted by state, kept under `t` ‖ host before key layout 8) |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -28,10 +29,11 @@ use sitemapd_parser::date::Precision;
 use crate::estimate::Visit;
 use crate::keys;
 use crate::policy::{FetchOutcome, Reason, Urgency, effective_priority};
+use crate::tally::Tally;
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 7;
+pub const FORMAT_VERSION: u8 = 8;
 
 /// The read time of a [`UrlRecord::lastmod_history`] entry whose move is
 /// not dated.
@@ -810,7 +812,11 @@ struct DueListV6 {
 }
 
 impl Record for DueList {
-    fn from_older(_version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+    fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        if version >= 7 {
+            // Unchanged since version 7.
+            return postcard::from_bytes(body);
+        }
         let v6: DueListV6 = postcard::from_bytes(body)?;
         Ok(DueList {
             entries: v6
@@ -863,8 +869,17 @@ impl UrlRecord {
 impl Record for HostRecord {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
         if version >= 4 {
-            // Unchanged since version 4.
-            return postcard::from_bytes(body);
+            // Versions 4 to 7: without the counts (the layout migration
+            // puts them in).
+            let v7: HostRecordV7 = postcard::from_bytes(body)?;
+            return Ok(HostRecord {
+                min_delay: v7.min_delay,
+                next_allowed: v7.next_allowed,
+                trust: v7.trust,
+                urls: v7.urls,
+                errors_in_a_row: v7.errors_in_a_row,
+                counts: None,
+            });
         }
         if version == 3 {
             let v3: HostRecordV3 = postcard::from_bytes(body)?;
@@ -874,6 +889,7 @@ impl Record for HostRecord {
                 trust: v3.trust,
                 urls: v3.urls,
                 errors_in_a_row: 0,
+                counts: None,
             });
         }
         // Versions 1 and 2: the trust counts without their split.
@@ -891,8 +907,19 @@ impl Record for HostRecord {
             },
             urls: v2.urls,
             errors_in_a_row: 0,
+            counts: None,
         })
     }
+}
+
+/// [`HostRecord`] as versions 4 to 7 wrote it (no counts).
+#[derive(Deserialize)]
+struct HostRecordV7 {
+    min_delay: f64,
+    next_allowed: i64,
+    trust: LastmodTrust,
+    urls: u64,
+    errors_in_a_row: u32,
 }
 
 /// [`HostRecord`] as version 3 wrote it (no host error count).
@@ -964,6 +991,12 @@ pub struct HostRecord {
     /// Fetches of its URLs that failed in a row (errors, 5xx): from
     /// [`HOST_FAILURES`](crate::queue::HOST_FAILURES) on, the host backs off.
     pub errors_in_a_row: u32,
+    /// Its URL records counted by state, changed in the batch that changes
+    /// them ([`crate::writes::UrlWrites`]): what `stats` reads. `None` for a
+    /// host no URL of which was ever stored (a sitemap's host): not a queue.
+    /// Format version 8; key layouts 4 to 7 kept them under a key of their
+    /// own.
+    pub(crate) counts: Option<Tally>,
 }
 
 /// A followed site, keyed by its seed as given.
@@ -1196,6 +1229,7 @@ mod tests {
             },
             urls: 7,
             errors_in_a_row: 0,
+            counts: None,
         };
         for version in [1, 2] {
             let mut old = vec![version];
