@@ -28,6 +28,7 @@
 
 use std::collections::HashMap;
 
+use crate::hash::FastMap;
 use crate::keys;
 use crate::queue::Completion;
 use crate::record::{HostRecord, Schedule, StoredReason, UrlRecord};
@@ -199,8 +200,8 @@ impl Store {
     ) -> Result<Vec<Put>, StoreError> {
         let now = now.unix();
         let _lock = self.lock();
-        let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
-        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut records: FastMap<String, (UrlRecord, Option<Before>)> = FastMap::default();
+        let mut hosts: FastMap<String, (HostRecord, bool)> = FastMap::default();
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(items.len());
         let mut writes = UrlWrites::new(self);

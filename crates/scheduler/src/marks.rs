@@ -14,10 +14,9 @@
 //! ([`ListCache`]), and only for hosts that hold a lease at all (their
 //! kept counts say so): an ingest of a host nobody leased reads no list.
 
-use std::collections::HashMap;
-
 use crate::due_list::{CACHED_LISTS, Lease, ListCache};
 use crate::error::StoreError;
+use crate::hash::FastMap;
 use crate::keys;
 use crate::record::UrlRecord;
 use crate::store::Store;
@@ -27,7 +26,7 @@ use crate::store::Store;
 pub(crate) struct Marks {
     lists: ListCache,
     /// Whether each host looked at holds a lease (its kept counts).
-    leasing: HashMap<String, bool>,
+    leasing: FastMap<String, bool>,
 }
 
 impl Marks {

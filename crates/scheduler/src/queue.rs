@@ -17,13 +17,13 @@
 //! spaced by that delay.
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::due_list::Lease;
+use crate::hash::{FastMap, FastSet};
 use crate::keys;
 use crate::policy::Reason;
 use crate::policy::Urgency;
@@ -330,7 +330,7 @@ fn keep_hosts(found: &mut Vec<Candidate>, max_hosts: usize) {
     if max_hosts == usize::MAX {
         return;
     }
-    let mut hosts: HashSet<String> = HashSet::new();
+    let mut hosts: FastSet<String> = FastSet::default();
     found.retain(|c| {
         let host = keys::host_of(&c.url);
         hosts.contains(host) || (hosts.len() < max_hosts && hosts.insert(host.to_string()))
@@ -343,7 +343,7 @@ struct DueScan<'s, F> {
     store: &'s Store,
     now: i64,
     allowance: F,
-    per: HashMap<String, (usize, usize)>,
+    per: FastMap<String, (usize, usize)>,
     /// Hosts that may be given URLs at most; then the others are passed.
     max_hosts: usize,
     /// Hosts found that may be given URLs, and how many of them have their
@@ -730,7 +730,7 @@ impl Store {
             store: self,
             now,
             allowance: |_: &str, _: &mut RulesCache| Ok(usize::MAX),
-            per: HashMap::new(),
+            per: FastMap::default(),
             max_hosts: usize::MAX,
             open_hosts: 0,
             full_hosts: 0,
@@ -807,7 +807,7 @@ impl Store {
             .unwrap_or_else(|e| e.into_inner());
         // Each host's record (read once), how many URLs it was given, and
         // whether it is suspect.
-        let mut hosts: HashMap<String, (HostRecord, usize, bool)> = HashMap::new();
+        let mut hosts: FastMap<String, (HostRecord, usize, bool)> = FastMap::default();
         let mut scan = DueScan {
             store: self,
             now,
@@ -818,7 +818,7 @@ impl Store {
                 hosts.insert(host.to_string(), (record, 0, self.suspect(host)?));
                 Ok(allowed)
             },
-            per: HashMap::new(),
+            per: FastMap::default(),
             // Twice the hosts, as twice the URLs: a choice by urgency.
             max_hosts: max_hosts.saturating_mul(OVERSCAN),
             open_hosts: 0,
@@ -953,9 +953,9 @@ impl Store {
         let _lock = self.lock();
         // Records as this call leaves them, with what each was in the store
         // (`None`: a redirect target it adds).
-        let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
+        let mut records: FastMap<String, (UrlRecord, Option<Before>)> = FastMap::default();
         // Each host's record, and whether a completion changed it.
-        let mut hosts: HashMap<String, (HostRecord, bool)> = HashMap::new();
+        let mut hosts: FastMap<String, (HostRecord, bool)> = FastMap::default();
         let mut unknown = Vec::new();
         let mut rules = RulesCache::new(self);
         let mut writes = UrlWrites::new(self);
@@ -1011,7 +1011,7 @@ impl Store {
         completion: &Completion,
         host: &HostRecord,
         rules: &mut RulesCache,
-        records: &mut HashMap<String, (UrlRecord, Option<Before>)>,
+        records: &mut FastMap<String, (UrlRecord, Option<Before>)>,
         now: i64,
     ) -> Result<(), StoreError> {
         let Outcome::Redirected { to, .. } = &completion.outcome else {

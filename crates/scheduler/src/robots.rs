@@ -6,11 +6,10 @@
 //! The rules are kept per host (`host[:port]`), as politeness is: the
 //! robots.txt of the scheme the walk read stands for both.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 use sitemapd_parser::{HostKey, RobotsRules};
 
+use crate::hash::FastMap;
 use crate::keys;
 use crate::record::{RobotsRecord, Schedule, UrlRecord, encode};
 use crate::store::{Store, StoreError};
@@ -187,14 +186,14 @@ pub(crate) fn allowed(rules: &RobotsRules, url: &str) -> bool {
 /// Each host's rules, read once per operation (a lease, an ingest batch).
 pub(crate) struct RulesCache<'s> {
     store: &'s Store,
-    hosts: HashMap<String, Option<RobotsRules>>,
+    hosts: FastMap<String, Option<RobotsRules>>,
 }
 
 impl<'s> RulesCache<'s> {
     pub(crate) fn new(store: &'s Store) -> Self {
         RulesCache {
             store,
-            hosts: HashMap::new(),
+            hosts: FastMap::default(),
         }
     }
 

@@ -51,10 +51,9 @@
 //! `stats --repair` rebuilds the due index from the records and puts its
 //! URLs back.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::due_list::Lease;
 use crate::error::StoreError;
+use crate::hash::{FastMap, FastSet};
 use crate::keys;
 use crate::kv::Batch;
 use crate::marks::Marks;
@@ -124,11 +123,11 @@ fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
 /// What one batch does to one due list.
 #[derive(Default)]
 struct ListEdit {
-    removed: HashSet<String>,
+    removed: FastSet<String>,
     added: Vec<Listed>,
     /// Entries a lease marks, by URL, with their places in the list as
     /// read.
-    marked: HashMap<String, (usize, Lease)>,
+    marked: FastMap<String, (usize, Lease)>,
     /// The list's value as the lease read it (under the same lock), and how
     /// many entries it holds.
     read: Option<(sled::IVec, usize)>,
@@ -147,17 +146,17 @@ pub(crate) struct UrlWrites<'s> {
     /// Reads the leases of listed records.
     marks: Marks,
     batch: Batch,
-    changes: HashMap<String, Tally>,
+    changes: FastMap<String, Tally>,
     /// Host records the caller changed ([`UrlWrites::host`]), written with
     /// their counts changed by `changes`.
-    hosts: HashMap<String, HostRecord>,
-    lists: HashMap<Vec<u8>, ListEdit>,
+    hosts: FastMap<String, HostRecord>,
+    lists: FastMap<Vec<u8>, ListEdit>,
     /// URLs to file in due lists (new ones, and those a lease hands out),
     /// by list prefix ([`keys::lists_of`]).
-    fresh: HashMap<Vec<u8>, Vec<(Listed, UrlRecord)>>,
+    fresh: FastMap<Vec<u8>, Vec<(Listed, UrlRecord)>>,
     /// Hosts a corrupt record of which this batch replaces
     /// ([`keys::SUSPECT`]).
-    suspects: HashSet<String>,
+    suspects: FastSet<String>,
 }
 
 impl<'s> UrlWrites<'s> {
@@ -169,11 +168,11 @@ impl<'s> UrlWrites<'s> {
             pages: Pages::default(),
             marks: Marks::default(),
             batch: Batch::default(),
-            changes: HashMap::new(),
-            hosts: HashMap::new(),
-            lists: HashMap::new(),
-            fresh: HashMap::new(),
-            suspects: HashSet::new(),
+            changes: FastMap::default(),
+            hosts: FastMap::default(),
+            lists: FastMap::default(),
+            fresh: FastMap::default(),
+            suspects: FastSet::default(),
         }
     }
 
@@ -494,7 +493,7 @@ impl<'s> UrlWrites<'s> {
                 list.entries.sort_by(Listed::order);
                 // One entry per URL, whatever its order (`put` is called
                 // once per URL and batch, so this is only a guard).
-                let mut once = HashSet::new();
+                let mut once = FastSet::default();
                 list.entries.retain(|e| once.insert(e.url.clone()));
             }
             if list.entries.is_empty() {

@@ -9,10 +9,10 @@
 //! ([`all_leased`]). A list none of whose entries is leased is the
 //! compressed record alone, as key layout 6 wrote it.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::error::StoreError;
+use crate::hash::FastMap;
 use crate::kv::Kv;
 use crate::page::{Reader, put_varint};
 use crate::record::{DueList, Listed, RecordError, encode_squeezed, lease_holds};
@@ -26,7 +26,7 @@ pub(crate) const CACHED_LISTS: usize = 256;
 /// Due lists read once each: which URLs each holds, and their marks.
 #[derive(Default)]
 pub(crate) struct ListCache {
-    lists: HashMap<Vec<u8>, HashMap<String, Option<Lease>>>,
+    lists: FastMap<Vec<u8>, FastMap<String, Option<Lease>>>,
 }
 
 impl ListCache {
@@ -46,7 +46,7 @@ impl ListCache {
                 Some(value) => decode(&value)
                     .map(|l| l.entries.into_iter().map(|e| (e.url, e.lease)).collect())
                     .unwrap_or_default(),
-                None => HashMap::new(),
+                None => FastMap::default(),
             };
             self.lists.insert(key.to_vec(), entries);
         }
@@ -69,7 +69,7 @@ pub(crate) const DECODED_BYTES: usize = 8 << 20;
 /// lease looked at and did not choose): it decodes none of them again.
 #[derive(Default)]
 pub(crate) struct Decoded {
-    lists: HashMap<Vec<u8>, KeptList>,
+    lists: FastMap<Vec<u8>, KeptList>,
     /// What the kept lists take, as [`KeptList::size`] counts it.
     bytes: usize,
 }
