@@ -270,7 +270,8 @@ struct Candidate {
 struct ListSlot {
     /// The list's number.
     n: u32,
-    /// The list's value as the scan read it.
+    /// The list's key and value as the scan read them.
+    key: sled::IVec,
     value: sled::IVec,
     /// Its entries as decoded ([`crate::due_list::decoded`]), and the
     /// candidate's place among them.
@@ -428,6 +429,7 @@ impl<'s, F: FnMut(&str, &mut RulesCache<'s>) -> Result<usize, StoreError>> DueSc
                                     rec: None,
                                     list: Some(ListSlot {
                                         n,
+                                        key: key.clone(),
                                         value: value.clone(),
                                         entries: Arc::clone(&entries),
                                         index,
@@ -555,12 +557,11 @@ impl Grant {
     /// What is handed out for `c`, a listed URL whose entry (`slot`) takes
     /// the lease: its record is neither read nor written.
     fn of_entry(&self, writes: &mut UrlWrites, c: Candidate, slot: ListSlot) -> Leased {
-        let place = (c.class as u8, c.due, slot.n);
         let lease = (self.id, self.expires);
         let read = (slot.value.clone(), slot.entries.len());
         writes.mark(
             &c.url,
-            (place, slot.index, read),
+            (&slot.key, slot.index, read),
             lease,
             slot.lease.is_some(),
         );

@@ -125,9 +125,9 @@ fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
 struct ListEdit {
     removed: FastSet<String>,
     added: Vec<Listed>,
-    /// Entries a lease marks, by URL, with their places in the list as
-    /// read.
-    marked: FastMap<String, (usize, Lease)>,
+    /// Entries a lease marks: their places in the list as read (`read`),
+    /// and their leases.
+    marked: Vec<(usize, Lease)>,
     /// The list's value as the lease read it (under the same lock), and how
     /// many entries it holds.
     read: Option<(sled::IVec, usize)>,
@@ -342,20 +342,23 @@ impl<'s> UrlWrites<'s> {
         Ok(())
     }
 
-    /// A lease of `url`, listed in due list `n` of its host due `at` in
-    /// `class`, whose record this batch does not write: its entry takes
-    /// the mark, and its host counts one more lease unless the entry held
-    /// one (`was_marked`: a lease that ran out, counted still).
+    /// A lease of `url`, listed in the due list under `key` at `index`
+    /// (`value`: the list as read, and how many entries it holds), whose
+    /// record this batch does not write: its entry takes the mark, and its
+    /// host counts one more lease unless the entry held one (`was_marked`:
+    /// a lease that ran out, counted still).
     pub(crate) fn mark(
         &mut self,
         url: &str,
-        ((class, at, n), index, value): ((u8, i64, u32), usize, (sled::IVec, usize)),
+        (key, index, value): (&[u8], usize, (sled::IVec, usize)),
         lease: Lease,
         was_marked: bool,
     ) {
-        let key = Place::list_key(url, class, at, n);
-        let edit = self.lists.entry(key).or_default();
-        edit.marked.insert(url.to_string(), (index, lease));
+        let edit = match self.lists.get_mut(key) {
+            Some(edit) => edit,
+            None => self.lists.entry(key.to_vec()).or_default(),
+        };
+        edit.marked.push((index, lease));
         edit.read = Some(value);
         if !was_marked {
             let mut change = Tally::default();
@@ -395,11 +398,15 @@ impl<'s> UrlWrites<'s> {
 
     /// The counts of `url`'s host change by `change`.
     fn tally_change(&mut self, url: &str, change: &Tally) {
-        if !change.is_zero() {
-            self.changes
-                .entry(keys::host_of(url).to_string())
-                .or_default()
-                .add(change, 1);
+        if change.is_zero() {
+            return;
+        }
+        let host = keys::host_of(url);
+        match self.changes.get_mut(host) {
+            Some(tally) => tally.add(change, 1),
+            None => {
+                self.changes.insert(host.to_string(), *change);
+            }
         }
     }
 
@@ -469,8 +476,7 @@ impl<'s> UrlWrites<'s> {
             if let (Some(value), true) = (&value, edit.removed.is_empty() && edit.added.is_empty())
             {
                 // Leases only: the entries' bytes stay as they are.
-                let marks: Vec<(usize, Lease)> = edit.marked.values().copied().collect();
-                if let Ok(marked) = crate::due_list::remark(value, len, &marks) {
+                if let Ok(marked) = crate::due_list::remark(value, len, &edit.marked) {
                     self.batch.insert(key, marked);
                     continue;
                 }
@@ -482,12 +488,13 @@ impl<'s> UrlWrites<'s> {
                 }),
                 None => DueList::default(),
             };
-            list.entries.retain(|e| !edit.removed.contains(&e.url));
-            for entry in &mut list.entries {
-                if let Some((_, lease)) = edit.marked.get(&entry.url) {
+            // The marks first: their places are in the list as read.
+            for (index, lease) in &edit.marked {
+                if let Some(entry) = list.entries.get_mut(*index) {
                     entry.lease = Some(*lease);
                 }
             }
+            list.entries.retain(|e| !edit.removed.contains(&e.url));
             if !edit.added.is_empty() {
                 list.entries.extend(edit.added);
                 list.entries.sort_by(Listed::order);
