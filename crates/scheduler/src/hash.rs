@@ -40,8 +40,10 @@ pub(crate) fn unit(hash: u64) -> f64 {
 
 /// A hash map for the store's hot paths (a lease's hosts, lists and URLs):
 /// foldhash, several times faster than the standard SipHash on short keys,
-/// and seeded per process, so that the hosts and URLs of untrusted sitemaps
-/// cannot be chosen in advance to collide.
+/// and seeded per process, so that colliding hosts and URLs cannot simply
+/// be written into a sitemap in advance (it is only minimally
+/// DoS-resistant beyond that; these maps live for one batch of writes or
+/// one lease).
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A hash set with [`FastMap`]'s hasher.

@@ -6,11 +6,11 @@
 //! length after the priority); layout 4 keeps each host's counts (`t`).
 //! The migration rebuilds the due index from the URL records (from layouts
 //! 1 and 2: every `d` key is removed, then each active record's entry is
-//! written, in batches) and counts each host's records (from layouts 1 to
-//! 3: every `t` key is removed, then written from one pass over the
-//! records), and writes the layout key last. A crash in the middle leaves
-//! the layout key unwritten, so the next open starts over: the rebuild is
-//! idempotent and the records are never touched. Layout 6 (record pages)
+//! written, in batches; a record taken out of its due list is written
+//! again) and counts each host's records (from layouts 1 to 3: one pass
+//! over the records, the counts written into the host records), and writes
+//! the layout key last. A crash in the middle leaves the layout key
+//! unwritten, so the next open starts over: each step is idempotent. Layout 6 (record pages)
 //! needs nothing done: a layout-5 record is a record under a key of its
 //! own, which layout 6 reads as such, and each ingest moves the ones it
 //! writes into their pages ([`crate::pages`]). The rebuild reads both.
@@ -196,7 +196,7 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     for item in kv.scan_prefix([keys::HOST]) {
         let (key, value) = item?;
         let host = String::from_utf8_lossy(&key[1..]).into_owned();
-        let mut record = decode::<HostRecord>(&value).unwrap_or_default();
+        let mut record = host_record(&key, Some(&value));
         record.counts = tallies.remove(&host);
         writes.insert(key.to_vec(), encode(&record))?;
     }
@@ -208,6 +208,20 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
         writes.insert(keys::host(&host), encode(&record))?;
     }
     writes.finish()
+}
+
+/// The host record stored under `key` as `value`; a fresh one if there is
+/// none, or if it does not decode (logged: its politeness and trust start
+/// over, as they do when the store reads it).
+fn host_record(key: &[u8], value: Option<&[u8]>) -> HostRecord {
+    let Some(value) = value else {
+        return HostRecord::default();
+    };
+    decode::<HostRecord>(value).unwrap_or_else(|error| {
+        let key = String::from_utf8_lossy(key);
+        tracing::warn!(%key, %error, "corrupt host record replaced while counting its URLs");
+        HostRecord::default()
+    })
 }
 
 /// Key layout 8: each host's counts (`t` ‖ host, layouts 4 to 7) go into
@@ -228,10 +242,7 @@ fn fold_tallies(kv: &Kv) -> Result<(), StoreError> {
             let Ok(tally) = decode::<Tally>(&value) else {
                 continue;
             };
-            let mut record = match kv.get(&host_key)? {
-                Some(bytes) => decode::<HostRecord>(&bytes).unwrap_or_default(),
-                None => HostRecord::default(),
-            };
+            let mut record = host_record(&host_key, kv.get(&host_key)?.as_deref());
             record.counts = Some(tally);
             batch.insert(host_key, encode(&record));
         }

@@ -37,7 +37,8 @@
 //!
 //! A store of an older layout is migrated when it is opened (the due
 //! index rebuilt from the URL records for layouts 1 and 2, the counts
-//! counted for layouts 1 to 3).
+//! counted for layouts 1 to 3, and moved into the host records for layouts
+//! 4 to 7).
 
 /// URL records written one per key (since their page was).
 pub const URL: u8 = b'u';

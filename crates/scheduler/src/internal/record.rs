@@ -814,7 +814,9 @@ struct DueListV6 {
 impl Record for DueList {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
         if version >= 7 {
-            // Unchanged since version 7.
+            // Unchanged since version 7. Version-7 bodies stay on disk for
+            // good: a lease rewrites a list's front and keeps its
+            // compressed entries as they are.
             return postcard::from_bytes(body);
         }
         let v6: DueListV6 = postcard::from_bytes(body)?;
@@ -995,7 +997,10 @@ pub struct HostRecord {
     /// them ([`crate::writes::UrlWrites`]): what `stats` reads. `None` for a
     /// host no URL of which was ever stored (a sitemap's host): not a queue.
     /// Format version 8; key layouts 4 to 7 kept them under a key of their
-    /// own.
+    /// own. A host record that does not decode loses them with the rest:
+    /// its host counts as none (and its leases in due lists are not looked
+    /// for) until `stats --repair` counts its records again; `stats --check`
+    /// names it.
     pub(crate) counts: Option<Tally>,
 }
 
@@ -1103,6 +1108,37 @@ mod tests {
             decode::<DueList>(&twice),
             Err(RecordError::Squeezed)
         ));
+    }
+
+    /// Format 8 changed the host record only: a due list (plain or
+    /// compressed) and a URL record written in format 7 read as written.
+    #[test]
+    fn format_7_lists_and_url_records_read_as_written() {
+        let list = DueList {
+            entries: (0..32)
+                .map(|i| Listed {
+                    score: 0.5,
+                    rank: [1; keys::RANK_BYTES],
+                    url: format!("https://a.example/item-{i}"),
+                    reason: StoredReason::Notified,
+                    meta: i % 5 == 0,
+                    lease: None,
+                    legacy: false,
+                })
+                .collect(),
+        };
+        let mut plain = encode(&list);
+        plain[0] = 7;
+        assert_eq!(decode::<DueList>(&plain).unwrap(), list);
+        let mut squeezed = vec![SQUEEZED];
+        squeezed.extend(crate::squeeze::compress(&plain));
+        assert_eq!(decode::<DueList>(&squeezed).unwrap(), list);
+        let mut rec = UrlRecord::new(1_700_000_000, &[]);
+        rec.listed = Some(3);
+        rec.completed = true;
+        let mut bytes = encode(&rec);
+        bytes[0] = 7;
+        assert_eq!(decode::<UrlRecord>(&bytes).unwrap(), rec);
     }
 
     #[test]
