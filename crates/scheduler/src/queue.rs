@@ -1239,7 +1239,7 @@ fn clamp_u32(seconds: i64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::RobotsRecord;
+    use crate::record::{RobotsRecord, encode};
     use crate::store::StoreOptions;
     use sitemapd_parser::{NormUrl, RobotsRules};
 
@@ -1262,7 +1262,7 @@ mod tests {
             rules: RobotsRules::new(vec![(false, "/private/".into())], None),
             read_at: now.unix(),
         };
-        s.kv.insert(keys::robots("a.example"), crate::record::encode(&record))
+        s.kv.insert(keys::robots("a.example"), encode(&record))
             .unwrap();
         assert_eq!(s.peek(10, now).unwrap().len(), 1);
         let leased = s.lease(&LeaseRequest::new(10), now).unwrap();

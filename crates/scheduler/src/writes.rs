@@ -134,9 +134,10 @@ struct ListEdit {
 }
 
 /// URL records written in one batch with their due entries and their
-/// hosts' [`Tally`] kept in step (in their host records). Other keys go into [`UrlWrites::batch`];
-/// [`UrlWrites::apply`] writes it all atomically. The caller holds the
-/// store's write lock from reading the records to applying.
+/// hosts' [`Tally`] kept in step (in their host records). Other keys go
+/// into [`UrlWrites::batch`]; [`UrlWrites::apply`] writes it all
+/// atomically. The caller holds the store's write lock from reading the
+/// records to applying.
 pub(crate) struct UrlWrites<'s> {
     store: &'s Store,
     /// Records go into their pages ([`UrlWrites::paged`]), not keys of
