@@ -284,9 +284,9 @@ impl Store {
     pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
         self.records::<HostRecord>([keys::HOST])
             .filter(crate::error::intact)
-            .filter_map(|item| match item {
-                Ok((name, host)) => Some(Ok((name, QueueCounts::of(&host.counts?)))),
-                Err(e) => Some(Err(e)),
+            .filter_map(|item| {
+                item.map(|(name, host)| Some((name, QueueCounts::of(&host.counts?))))
+                    .transpose()
             })
     }
 

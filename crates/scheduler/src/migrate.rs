@@ -160,11 +160,23 @@ impl<'k> Batched<'k> {
 
 /// Removes every key of the keyspace `prefix`, in batches.
 pub(crate) fn clear(kv: &Kv, prefix: u8) -> Result<(), StoreError> {
+    drain(kv, prefix, |_, _, _| Ok(()))
+}
+
+/// Removes every key of the keyspace `prefix`, in batches; `each` adds
+/// what it makes of a key and its value to the batch that removes it, so a
+/// crash midway leaves the keys not yet drained for the next run.
+fn drain(
+    kv: &Kv,
+    prefix: u8,
+    mut each: impl FnMut(&[u8], &[u8], &mut Batch) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     loop {
         let mut batch = Batch::default();
         let mut n = 0;
         for item in kv.scan_prefix([prefix]).take(BATCH) {
-            let (key, _) = item?;
+            let (key, value) = item?;
+            each(&key, &value, &mut batch)?;
             batch.remove(key);
             n += 1;
         }
@@ -230,27 +242,17 @@ fn host_record(key: &[u8], value: Option<&[u8]>) -> HostRecord {
 /// does not decode is dropped: `stats --check` names its host as counted
 /// but not kept, and `stats --repair` counts it again.
 fn fold_tallies(kv: &Kv) -> Result<(), StoreError> {
-    loop {
-        let mut batch = Batch::default();
-        let mut n = 0;
-        for item in kv.scan_prefix([keys::TALLY]).take(BATCH) {
-            let (key, value) = item?;
-            n += 1;
-            let mut host_key = key.to_vec();
-            host_key[0] = keys::HOST;
-            batch.remove(key);
-            let Ok(tally) = decode::<Tally>(&value) else {
-                continue;
-            };
-            let mut record = host_record(&host_key, kv.get(&host_key)?.as_deref());
-            record.counts = Some(tally);
-            batch.insert(host_key, encode(&record));
-        }
-        if n == 0 {
+    drain(kv, keys::TALLY, |key, value, batch| {
+        let Ok(tally) = decode::<Tally>(value) else {
             return Ok(());
-        }
-        kv.apply_batch(batch)?;
-    }
+        };
+        let mut host_key = key.to_vec();
+        host_key[0] = keys::HOST;
+        let mut record = host_record(&host_key, kv.get(&host_key)?.as_deref());
+        record.counts = Some(tally);
+        batch.insert(host_key, encode(&record));
+        Ok(())
+    })
 }
 
 pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
