@@ -134,7 +134,9 @@ pub(crate) fn decoded(
     front: &Leases,
 ) -> Result<Entries, RecordError> {
     let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
-    let body = &value[front.body..];
+    // `front` is read from `value`; one from other bytes is an error, not
+    // a slice out of bounds.
+    let body = value.get(front.body..).ok_or(RecordError::ListLeases)?;
     let hit = lock().kept(key, body);
     let entries = match hit {
         Some(entries) => entries,
@@ -433,6 +435,9 @@ mod tests {
         let (again, front) = get(b"k", &marked).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!((front.of(0), front.of(1)), (None, Some((4, 900))));
+        // A front read from other, longer bytes: an error, not a panic.
+        let short = sled::IVec::from(&marked[..front.body - 1]);
+        assert!(decoded(&cache, b"s", &short, &front).is_err());
         // Other entries under the same key, or the same under another key:
         // decoded.
         let (other, _) = get(b"k", &encode(&list(4))).unwrap();
