@@ -208,7 +208,7 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     for item in kv.scan_prefix([keys::HOST]) {
         let (key, value) = item?;
         let host = String::from_utf8_lossy(&key[1..]).into_owned();
-        let mut record = host_record(&key, Some(&value));
+        let mut record = crate::store::host_record_or_fresh(&key, Some(&value));
         record.counts = tallies.remove(&host);
         writes.insert(key.to_vec(), encode(&record))?;
     }
@@ -220,20 +220,6 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
         writes.insert(keys::host(&host), encode(&record))?;
     }
     writes.finish()
-}
-
-/// The host record stored under `key` as `value`; a fresh one if there is
-/// none, or if it does not decode (logged: its politeness and trust start
-/// over, as they do when the store reads it).
-fn host_record(key: &[u8], value: Option<&[u8]>) -> HostRecord {
-    let Some(value) = value else {
-        return HostRecord::default();
-    };
-    decode::<HostRecord>(value).unwrap_or_else(|error| {
-        let key = String::from_utf8_lossy(key);
-        tracing::warn!(%key, %error, "corrupt host record replaced while counting its URLs");
-        HostRecord::default()
-    })
 }
 
 /// Key layout 8: each host's counts (`t` ‖ host, layouts 4 to 7) go into
@@ -248,7 +234,8 @@ fn fold_tallies(kv: &Kv) -> Result<(), StoreError> {
         };
         let mut host_key = key.to_vec();
         host_key[0] = keys::HOST;
-        let mut record = host_record(&host_key, kv.get(&host_key)?.as_deref());
+        let mut record =
+            crate::store::host_record_or_fresh(&host_key, kv.get(&host_key)?.as_deref());
         record.counts = Some(tally);
         batch.insert(host_key, encode(&record));
         Ok(())
