@@ -208,7 +208,7 @@ pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
     for item in kv.scan_prefix([keys::HOST]) {
         let (key, value) = item?;
         let host = String::from_utf8_lossy(&key[1..]).into_owned();
-        let mut record = crate::store::host_record_or_fresh(&key, Some(&value));
+        let mut record = crate::record::host_record_or_fresh(&key, Some(&value));
         record.counts = tallies.remove(&host);
         writes.insert(key.to_vec(), encode(&record))?;
     }
@@ -235,7 +235,7 @@ fn fold_tallies(kv: &Kv) -> Result<(), StoreError> {
         let mut host_key = key.to_vec();
         host_key[0] = keys::HOST;
         let mut record =
-            crate::store::host_record_or_fresh(&host_key, kv.get(&host_key)?.as_deref());
+            crate::record::host_record_or_fresh(&host_key, kv.get(&host_key)?.as_deref());
         record.counts = Some(tally);
         batch.insert(host_key, encode(&record));
         Ok(())

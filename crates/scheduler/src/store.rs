@@ -506,7 +506,10 @@ impl Store {
     /// counts start over, and `stats --check` names the host).
     pub(crate) fn stored_host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
         let key = keys::host(host);
-        Ok(host_record_or_fresh(&key, self.kv.get(&key)?.as_deref()))
+        Ok(crate::record::host_record_or_fresh(
+            &key,
+            self.kv.get(&key)?.as_deref(),
+        ))
     }
 
     /// The policy's view of a record at `now`.
@@ -662,20 +665,6 @@ impl Store {
 }
 
 /// What a policy may know of a host.
-/// The host record stored under `key` as `value`; a fresh one if there is
-/// none, or if it does not decode (logged: its politeness, trust and
-/// counts start over). What the store and the layout migration read.
-pub(crate) fn host_record_or_fresh(key: &[u8], value: Option<&[u8]>) -> HostRecord {
-    let Some(value) = value else {
-        return HostRecord::default();
-    };
-    decode::<HostRecord>(value).unwrap_or_else(|error| {
-        let key = String::from_utf8_lossy(key.get(1..).unwrap_or_default());
-        tracing::warn!(%key, %error, "corrupt host record: starting over");
-        HostRecord::default()
-    })
-}
-
 fn host_state(host: &HostRecord) -> HostState {
     HostState {
         lastmod_trusted: host.trust.is_trusted(),

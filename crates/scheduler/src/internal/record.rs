@@ -914,6 +914,20 @@ impl Record for HostRecord {
     }
 }
 
+/// The host record stored under `key` as `value`; a fresh one if there is
+/// none, or if it does not decode (logged: its politeness, trust and
+/// counts start over). What the store and the layout migration read.
+pub fn host_record_or_fresh(key: &[u8], value: Option<&[u8]>) -> HostRecord {
+    let Some(value) = value else {
+        return HostRecord::default();
+    };
+    decode::<HostRecord>(value).unwrap_or_else(|error| {
+        let key = String::from_utf8_lossy(key.get(1..).unwrap_or_default());
+        tracing::warn!(%key, %error, "corrupt host record: starting over");
+        HostRecord::default()
+    })
+}
+
 /// [`HostRecord`] as versions 4 to 7 wrote it (no counts).
 #[derive(Deserialize)]
 struct HostRecordV7 {
