@@ -400,6 +400,7 @@ impl Store {
             }
             self.unfile(host, &mut batch)?;
             self.kv.apply_batch(batch)?;
+            self.forget_robots(host);
         }
         Ok(deleted)
     }
@@ -803,6 +804,32 @@ mod tests {
         assert_eq!(s.queue_urls(None, ts(T0)).count(), 1);
         assert!(s.check().unwrap().is_ok());
         assert_eq!(s.stats(ts(T0)).unwrap().active, 1);
+    }
+
+    /// The queue's robots rules go with it: a URL put in the queue again
+    /// is not blocked by the rules the deleted queue was leased under.
+    #[test]
+    fn a_deleted_queue_takes_its_robots_rules() {
+        let s = two_hosts();
+        let host = sitemapd_parser::NormUrl::parse("https://a.example/")
+            .unwrap()
+            .host_key();
+        let rules = sitemapd_parser::RobotsRules::new(vec![(false, "/".into())], None);
+        s.set_robots(&host, &rules, ts(T0)).unwrap();
+        // The rules are read (and kept) by a lease.
+        assert_eq!(
+            urls(&s.lease(&LeaseRequest::new(10), ts(T0)).unwrap()),
+            ["https://b.example/1"]
+        );
+        s.delete_queue("a.example").unwrap();
+        s.discover([("https://a.example/3".to_string(), Vec::new())], ts(T0))
+            .unwrap();
+        let view = s.url("https://a.example/3").unwrap().unwrap();
+        assert_eq!(view.status, crate::view::UrlStatus::Queued);
+        assert_eq!(
+            urls(&s.lease(&LeaseRequest::new(10), ts(T0 + 10)).unwrap()),
+            ["https://a.example/3"]
+        );
     }
 
     #[test]
