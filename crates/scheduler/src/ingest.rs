@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
+use crate::hash::FastMap;
 use crate::keys;
 use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, NOT_DATED, RECENT_READS, Schedule,
@@ -107,7 +108,7 @@ struct Reading {
     host: String,
     with_lastmod: u64,
     in_future: u64,
-    lastmods: HashMap<i64, u64>,
+    lastmods: FastMap<i64, u64>,
     /// Of the entries of this read, for the refresh schedule.
     fingerprint: Fingerprint,
     /// The record must be written (new, or its member count grew).
@@ -130,7 +131,7 @@ pub struct Ingest<'s> {
     store: &'s Store,
     now: i64,
     batch: usize,
-    pending: HashMap<String, Observation>,
+    pending: FastMap<String, Observation>,
     readings: HashMap<String, Reading>,
     stats: IngestStats,
 }
@@ -158,7 +159,7 @@ impl Store {
             store: self,
             now,
             batch: DEFAULT_BATCH,
-            pending: HashMap::new(),
+            pending: FastMap::default(),
             readings: HashMap::new(),
             stats: IngestStats::default(),
         }
@@ -244,7 +245,7 @@ impl<'s> Ingest<'s> {
                     host: keys::host_of(sitemap).to_string(),
                     with_lastmod: 0,
                     in_future: 0,
-                    lastmods: HashMap::new(),
+                    lastmods: FastMap::default(),
                     fingerprint: Fingerprint::default(),
                     dirty,
                 },
@@ -624,7 +625,7 @@ impl<'s> Ingest<'s> {
         let now = self.now;
         let _lock = store.lock_background();
         let mut writes = UrlWrites::paged(store);
-        let mut hosts: HashMap<String, HostRecord> = HashMap::new();
+        let mut hosts: FastMap<String, HostRecord> = FastMap::default();
         let mut rules = crate::robots::RulesCache::new(store);
         let mut recent: HashMap<u64, Vec<u64>> = self
             .readings
