@@ -400,7 +400,6 @@ impl Store {
             }
             self.unfile(host, &mut batch)?;
             self.kv.apply_batch(batch)?;
-            self.forget_robots(host);
         }
         Ok(deleted)
     }

@@ -1264,8 +1264,6 @@ mod tests {
         };
         s.kv.insert(keys::robots("a.example"), encode(&record))
             .unwrap();
-        // The ingest read the host's rules (none): the store keeps that.
-        s.forget_robots("a.example");
         assert_eq!(s.peek(10, now).unwrap().len(), 1);
         let leased = s.lease(&LeaseRequest::new(10), now).unwrap();
         assert_eq!(leased.len(), 1);

@@ -6,8 +6,6 @@
 //! The rules are kept per host (`host[:port]`), as politeness is: the
 //! robots.txt of the scheme the walk read stands for both.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 use sitemapd_parser::{HostKey, RobotsRules};
 
@@ -66,7 +64,6 @@ impl Store {
         {
             let _lock = self.lock_background();
             self.kv.insert(keys::robots(name), encode(&record))?;
-            self.forget_robots(name);
         }
         let mut update = RobotsUpdate {
             changed,
@@ -102,35 +99,12 @@ impl Store {
     }
 
     /// The rules of `host`'s robots record (none if it has none, or if its
-    /// record does not decode), from [`KnownRules`] when it holds them.
-    fn robots_rules(&self, host: &str) -> Result<Option<Arc<RobotsRules>>, StoreError> {
-        let generation = {
-            let known = self.known_rules();
-            if let Some(rules) = known.hosts.get(host) {
-                return Ok(rules.clone());
-            }
-            known.generation
-        };
-        let rules = match self.robots_record(host) {
-            Ok(record) => record.map(|r| Arc::new(r.rules)),
-            Err(StoreError::Record { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        self.known_rules().keep(generation, host, &rules);
-        Ok(rules)
-    }
-
-    fn known_rules(&self) -> std::sync::MutexGuard<'_, KnownRules> {
-        self.known_rules.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Forgets what [`KnownRules`] holds of `host`: called after every write
-    /// of its robots record (the next read reads the store).
-    pub(crate) fn forget_robots(&self, host: &str) {
-        let mut known = self.known_rules();
-        known.generation += 1;
-        if let Some(rules) = known.hosts.remove(host) {
-            known.bytes -= KnownRules::size(host, &rules);
+    /// record does not decode).
+    fn robots_rules(&self, host: &str) -> Result<Option<RobotsRules>, StoreError> {
+        match self.robots_record(host) {
+            Ok(record) => Ok(record.map(|r| r.rules)),
+            Err(StoreError::Record { .. }) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -209,64 +183,10 @@ pub(crate) fn allowed(rules: &RobotsRules, url: &str) -> bool {
     rules.allows_path(if path.is_empty() { "/" } else { path })
 }
 
-/// Each host's robots rules as last read from the store, kept across
-/// operations ([`Store::robots_rules`]). A lease looks up the rules of each
-/// host it considers (about 400 at 10,000 hosts), most of which have no
-/// robots record, and a sled lookup that finds nothing costs about as much
-/// as one that does: 5% of a lease at 10M URLs.
-///
-/// Every write of a robots record is followed by [`Store::forget_robots`]
-/// ([`Store::set_robots`], and a URL frontier queue's deletion, which
-/// removes it). A read that raced such a write keeps nothing: it read
-/// before the write or after it, and the write moved `generation` on.
-/// Bounded: when the rules kept would pass [`KNOWN_RULES_BYTES`], it starts
-/// over.
-#[derive(Debug, Default)]
-pub(crate) struct KnownRules {
-    hosts: FastMap<String, Option<Arc<RobotsRules>>>,
-    /// Bumped by every [`Store::forget_robots`].
-    generation: u64,
-    /// What the kept entries take, as [`KnownRules::size`] counts it.
-    bytes: usize,
-}
-
-/// The most [`KnownRules`] keeps, bytes as [`KnownRules::size`] counts
-/// them: 100,000 hosts without rules, or fewer with.
-pub(crate) const KNOWN_RULES_BYTES: usize = 8 << 20;
-
-impl KnownRules {
-    /// Keeps `rules`, read for `host` while the generation was
-    /// `generation`, unless a robots record was written since.
-    fn keep(&mut self, generation: u64, host: &str, rules: &Option<Arc<RobotsRules>>) {
-        if generation != self.generation {
-            return;
-        }
-        let size = Self::size(host, rules);
-        if self.bytes + size > KNOWN_RULES_BYTES {
-            self.hosts.clear();
-            self.bytes = 0;
-        }
-        if size <= KNOWN_RULES_BYTES {
-            self.bytes += size;
-            if let Some(old) = self.hosts.insert(host.to_string(), rules.clone()) {
-                self.bytes -= Self::size(host, &old);
-            }
-        }
-    }
-
-    /// About what an entry takes in memory.
-    fn size(host: &str, rules: &Option<Arc<RobotsRules>>) -> usize {
-        let patterns = rules
-            .as_ref()
-            .map_or(0, |r| r.rules.iter().map(|(_, p)| p.len() + 32).sum());
-        host.len() + 64 + patterns
-    }
-}
-
 /// Each host's rules, read once per operation (a lease, an ingest batch).
 pub(crate) struct RulesCache<'s> {
     store: &'s Store,
-    hosts: FastMap<String, Option<Arc<RobotsRules>>>,
+    hosts: FastMap<String, Option<RobotsRules>>,
 }
 
 impl<'s> RulesCache<'s> {
@@ -298,7 +218,7 @@ impl<'s> RulesCache<'s> {
             let rules = self.store.robots_rules(host)?;
             self.hosts.insert(host.to_string(), rules);
         }
-        Ok(self.hosts.get(host).and_then(|r| r.as_deref()))
+        Ok(self.hosts.get(host).and_then(Option::as_ref))
     }
 
     /// Marks `rec` blocked or not by its host's rules; whether it is.
@@ -312,36 +232,6 @@ impl<'s> RulesCache<'s> {
 mod tests {
     use super::*;
     use sitemapd_parser::NormUrl;
-
-    /// What a read found is not kept if a robots record was written while
-    /// it read; the kept rules stay within their bound.
-    #[test]
-    fn known_rules_keep_no_read_that_raced_a_write_and_stay_bounded() {
-        let store = Store::in_memory(crate::store::StoreOptions::default()).unwrap();
-        let rules = Some(Arc::new(RobotsRules::new(vec![(false, "/x".into())], None)));
-        let generation = store.known_rules().generation;
-        store.forget_robots("a.example");
-        store.known_rules().keep(generation, "a.example", &None);
-        assert!(!store.known_rules().hosts.contains_key("a.example"));
-        let generation = store.known_rules().generation;
-        store.known_rules().keep(generation, "a.example", &rules);
-        assert_eq!(store.known_rules().hosts["a.example"], rules);
-        store.forget_robots("a.example");
-        assert_eq!(store.known_rules().bytes, 0);
-
-        let mut known = KnownRules::default();
-        for i in 0..KNOWN_RULES_BYTES / 64 {
-            known.keep(0, &format!("host-{i}.example"), &rules);
-            assert!(known.bytes <= KNOWN_RULES_BYTES);
-        }
-        let counted: usize = known
-            .hosts
-            .iter()
-            .map(|(h, r)| KnownRules::size(h, r))
-            .sum();
-        assert_eq!(counted, known.bytes);
-        assert!(known.hosts.len() < KNOWN_RULES_BYTES / 64);
-    }
 
     /// The stored URL's path, read off the string, is the one `NormUrl`
     /// gives: the same answer as the rules on the parsed URL.

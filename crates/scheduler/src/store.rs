@@ -102,8 +102,6 @@ pub struct Store {
     pub(crate) suspects: AtomicBool,
     /// Due lists a scan decoded ([`Store::decoded_list`]).
     decoded: Mutex<crate::due_list::Decoded>,
-    /// Each host's robots rules as last read ([`crate::robots::KnownRules`]).
-    pub(crate) known_rules: Mutex<crate::robots::KnownRules>,
 }
 
 impl std::fmt::Debug for Store {
@@ -318,7 +316,6 @@ impl Store {
             dated_from,
             suspects: AtomicBool::new(kv.scan_prefix([keys::SUSPECT]).next().is_some()),
             decoded: Mutex::default(),
-            known_rules: Mutex::default(),
             kv,
         })
     }
