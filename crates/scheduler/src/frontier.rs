@@ -522,6 +522,11 @@ mod tests {
         s
     }
 
+    fn host_key(name: &str) -> sitemapd_parser::HostKey {
+        let home = format!("https://{name}/");
+        sitemapd_parser::NormUrl::parse(&home).unwrap().host_key()
+    }
+
     fn urls(leased: &[crate::Leased]) -> Vec<&str> {
         leased.iter().map(|l| l.url.as_str()).collect()
     }
@@ -669,9 +674,7 @@ mod tests {
     #[test]
     fn a_date_schedules_a_retired_url() {
         let s = two_hosts();
-        let host = sitemapd_parser::NormUrl::parse("https://b.example/")
-            .unwrap()
-            .host_key();
+        let host = host_key("b.example");
         assert_eq!(s.retire_host(&host).unwrap(), 1);
         let b = "https://b.example/1";
         assert_eq!(s.url(b).unwrap().unwrap().status, crate::UrlStatus::Retired);
@@ -810,12 +813,10 @@ mod tests {
     #[test]
     fn a_deleted_queue_takes_its_robots_rules() {
         let s = two_hosts();
-        let host = sitemapd_parser::NormUrl::parse("https://a.example/")
-            .unwrap()
-            .host_key();
+        let host = host_key("a.example");
         let rules = sitemapd_parser::RobotsRules::new(vec![(false, "/".into())], None);
         s.set_robots(&host, &rules, ts(T0)).unwrap();
-        // The rules are read (and kept) by a lease.
+        // A lease reads the rules.
         assert_eq!(
             urls(&s.lease(&LeaseRequest::new(10), ts(T0)).unwrap()),
             ["https://b.example/1"]
