@@ -1099,6 +1099,16 @@ mod tests {
         }
     }
 
+    /// `list` as its body reads back: the leases are kept in front of a
+    /// stored list (`due_list`), not in its body.
+    fn without_leases(list: &DueList) -> DueList {
+        let mut read = list.clone();
+        for entry in &mut read.entries {
+            entry.lease = None;
+        }
+        read
+    }
+
     #[test]
     fn due_lists_are_stored_compressed_and_read_back() {
         let list = full_list();
@@ -1110,7 +1120,7 @@ mod tests {
             squeezed.len()
         );
         let back: DueList = decode(&squeezed).unwrap();
-        assert_eq!(encode(&back), encode(&list));
+        assert_eq!(back, without_leases(&list));
         // Too small to gain: stored as it is.
         assert_eq!(
             encode_squeezed(&DueList::default()),
@@ -1133,17 +1143,13 @@ mod tests {
     /// compressed) and a URL record written in format 7 read as written.
     #[test]
     fn format_7_lists_and_url_records_read_as_written() {
-        // The leases are kept in front of a stored list (`due_list`), not
-        // in its body: compared as written.
         let list = full_list();
         let mut plain = encode(&list);
         plain[0] = 7;
-        let read = decode::<DueList>(&plain).unwrap();
-        assert_eq!(encode(&read), encode(&list));
+        assert_eq!(decode::<DueList>(&plain).unwrap(), without_leases(&list));
         let mut squeezed = vec![SQUEEZED];
         squeezed.extend(crate::squeeze::compress(&plain));
-        let read = decode::<DueList>(&squeezed).unwrap();
-        assert_eq!(encode(&read), encode(&list));
+        assert_eq!(decode::<DueList>(&squeezed).unwrap(), without_leases(&list));
         let mut rec = UrlRecord::new(1_700_000_000, &[]);
         rec.listed = Some(3);
         rec.completed = true;
