@@ -132,7 +132,7 @@ pub struct Ingest<'s> {
     now: i64,
     batch: usize,
     pending: FastMap<String, Observation>,
-    readings: HashMap<String, Reading>,
+    readings: FastMap<String, Reading>,
     stats: IngestStats,
 }
 
@@ -160,7 +160,7 @@ impl Store {
             now,
             batch: DEFAULT_BATCH,
             pending: FastMap::default(),
-            readings: HashMap::new(),
+            readings: FastMap::default(),
             stats: IngestStats::default(),
         }
     }

@@ -13,6 +13,7 @@
 //! Readers see one record per URL either way: [`record`] looks for the key
 //! of its own first, and [`UrlEntries`] merges both in URL order.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
@@ -199,6 +200,9 @@ impl Iterator for UrlEntries<'_> {
 /// A page read for writing.
 #[derive(Debug)]
 struct Loaded {
+    /// Its key (`p` ‖ its last URL, or [`last_page`] of an origin with no
+    /// page yet).
+    key: Vec<u8>,
     /// The smallest page key (`p` ‖ URL) known to belong in this page: its
     /// first URL's, or a smaller one a seek found no page key between.
     covered_from: Vec<u8>,
@@ -209,6 +213,15 @@ struct Loaded {
     /// It did not decode: left as it is for `stats --repair`, and the
     /// records of its range go under keys of their own.
     corrupt: bool,
+}
+
+impl Loaded {
+    /// Whether `url` belongs in this page: its page key lies from
+    /// `covered_from` to the page's key, where no other page key lies.
+    fn covers(&self, url: &str) -> bool {
+        let at = url.as_bytes();
+        self.covered_from[1..] <= *at && *at <= self.key[1..]
+    }
 }
 
 /// Keys of their own a window reads at most: what a batch holds of them
@@ -285,66 +298,82 @@ pub(crate) enum Placed {
 /// [`Pages::write`]. The caller holds the store's write lock throughout.
 #[derive(Debug, Default)]
 pub(crate) struct Pages {
-    loaded: BTreeMap<Vec<u8>, Loaded>,
+    /// The loaded pages, in the order they were read.
+    loaded: Vec<Loaded>,
+    /// Their places in `loaded`, by key.
+    index: BTreeMap<Vec<u8>, usize>,
+    /// The place of the page located last. A batch goes in URL order, so
+    /// the next URL is most often in the same page: found without a
+    /// search.
+    last: Option<usize>,
 }
 
 impl Pages {
     /// The page `url` belongs in, read if it was not yet.
     fn locate(&mut self, kv: &Kv, url: &str) -> Result<&mut Loaded, StoreError> {
-        let key = keys::page(url);
-        // A loaded page covers `url` if it is the first from `url` on and
-        // covers it: no page key lies between.
-        let hit = self
-            .loaded
-            .range(key.clone()..)
-            .next()
-            .filter(|(_, l)| key >= l.covered_from)
-            .map(|(k, _)| k.clone());
-        let at = match hit {
-            Some(k) => k,
-            None => {
-                let (k, bytes) = match page_of(kv, url)? {
-                    Some((k, bytes)) => (k.to_vec(), Some(bytes)),
-                    None => (last_page(url), None),
-                };
-                if let Some(l) = self.loaded.get_mut(&k) {
-                    l.covered_from = l.covered_from.clone().min(key);
-                } else {
-                    let mut corrupt = false;
-                    let entries: BTreeMap<String, Vec<u8>> = match bytes.map(|b| page::decode(&b)) {
-                        Some(Ok(entries)) => entries.into_iter().collect(),
-                        Some(Err(e)) => {
-                            tracing::warn!(error = %corrupt_page(&k, e), "corrupt page left for stats --repair");
-                            corrupt = true;
-                            BTreeMap::new()
-                        }
-                        None => BTreeMap::new(),
-                    };
-                    let first = entries.keys().next().map(|u| keys::page(u));
-                    let covered_from = first.map_or(key.clone(), |f| f.min(key));
-                    self.loaded.insert(
-                        k.clone(),
-                        Loaded {
-                            covered_from,
-                            entries,
-                            own: OwnWindow::of_page(&k),
-                            dirty: false,
-                            corrupt,
-                        },
-                    );
-                }
-                k
-            }
+        let at = match self.last.filter(|&i| self.loaded[i].covers(url)) {
+            Some(i) => i,
+            None => self.find(kv, url)?,
         };
-        let page = self.loaded.get_mut(&at).expect("loaded above");
+        self.last = Some(at);
+        let page = &mut self.loaded[at];
         page.own.cover(kv, url)?;
         Ok(page)
     }
 
+    /// The place in `loaded` of the page `url` belongs in, read if it was
+    /// not yet.
+    fn find(&mut self, kv: &Kv, url: &str) -> Result<usize, StoreError> {
+        let key = keys::page(url);
+        // A loaded page covers `url` if it is the first from `url` on and
+        // covers it: no page key lies between.
+        let hit = self
+            .index
+            .range(key.clone()..)
+            .next()
+            .map(|(_, &i)| i)
+            .filter(|&i| key >= self.loaded[i].covered_from);
+        if let Some(i) = hit {
+            return Ok(i);
+        }
+        let (k, bytes) = match page_of(kv, url)? {
+            Some((k, bytes)) => (k.to_vec(), Some(bytes)),
+            None => (last_page(url), None),
+        };
+        if let Some(&i) = self.index.get(&k) {
+            let l = &mut self.loaded[i];
+            l.covered_from = l.covered_from.clone().min(key);
+            return Ok(i);
+        }
+        let mut corrupt = false;
+        let entries: BTreeMap<String, Vec<u8>> = match bytes.map(|b| page::decode(&b)) {
+            Some(Ok(entries)) => entries.into_iter().collect(),
+            Some(Err(e)) => {
+                tracing::warn!(error = %corrupt_page(&k, e), "corrupt page left for stats --repair");
+                corrupt = true;
+                BTreeMap::new()
+            }
+            None => BTreeMap::new(),
+        };
+        let first = entries.keys().next().map(|u| keys::page(u));
+        let covered_from = first.map_or(key.clone(), |f| f.min(key));
+        let i = self.loaded.len();
+        self.index.insert(k.clone(), i);
+        self.loaded.push(Loaded {
+            own: OwnWindow::of_page(&k),
+            key: k,
+            covered_from,
+            entries,
+            dirty: false,
+            corrupt,
+        });
+        Ok(i)
+    }
+
     /// The encoded record of `url`: its own key's, else its page's.
-    pub(crate) fn read(&mut self, kv: &Kv, url: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    pub(crate) fn read(&mut self, kv: &Kv, url: &str) -> Result<Option<Cow<'_, [u8]>>, StoreError> {
         if !pageable(url) {
-            return Ok(kv.get(keys::url(url))?.map(|own| own.to_vec()));
+            return Ok(kv.get(keys::url(url))?.map(|own| Cow::Owned(own.to_vec())));
         }
         let page = self.locate(kv, url)?;
         Ok(page
@@ -352,7 +381,7 @@ impl Pages {
             .records
             .get(url)
             .or_else(|| page.entries.get(url))
-            .cloned())
+            .map(|r| Cow::Borrowed(r.as_slice())))
     }
 
     /// Sets (or with `None` removes) the record of `url` in its page, or
@@ -385,7 +414,7 @@ impl Pages {
     /// The most records under keys of their own one loaded page holds.
     #[cfg(test)]
     pub(crate) fn most_own_held(&self) -> usize {
-        let held = self.loaded.values().map(|l| l.own.records.len());
+        let held = self.loaded.iter().map(|l| l.own.records.len());
         held.max().unwrap_or(0)
     }
 
@@ -393,10 +422,11 @@ impl Pages {
     /// grown too big cut into pages keyed by their last URLs (the last
     /// keeps the page's key).
     pub(crate) fn write(self, batch: &mut Batch) {
-        for (key, page) in self.loaded {
+        for page in self.loaded {
             if !page.dirty || page.corrupt {
                 continue;
             }
+            let key = page.key;
             if page.entries.is_empty() {
                 batch.remove(key);
                 continue;

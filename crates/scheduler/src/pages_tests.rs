@@ -211,7 +211,7 @@ fn a_scan_from_inside_a_page_starts_there() {
 fn check_batch(s: &Store, order: &[String], has_own: &HashSet<String>) -> Result<(), String> {
     let mut pages = Pages::default();
     for url in order {
-        let read = pages.read(&s.kv, url).unwrap();
+        let read = pages.read(&s.kv, url).unwrap().map(|r| r.into_owned());
         if read != record(&s.kv, url).unwrap() || read.is_none() {
             return Err(format!("{url}: read {read:?}"));
         }
