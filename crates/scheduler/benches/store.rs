@@ -3,7 +3,9 @@
 //! per URL and peak RSS, on a fresh store on disk. Prints figures; asserts
 //! nothing.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS]`
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M]`
+//!
+//! `--cache-mib M` sets sled's cache (`StoreOptions::cache_bytes`; default 32 MiB).
 //!
 //! `--crawl ROUNDS` then leases and completes 1,000 URLs ROUNDS times (a
 //! crawler at work: each completed record gets a key of its own) and
@@ -148,9 +150,22 @@ fn main() {
             temp.path()
         }
     };
-    let store = Store::open(path, StoreOptions::default()).unwrap();
+    let mut options = StoreOptions::default();
+    if let Some(mib) = args
+        .iter()
+        .position(|a| a == "--cache-mib")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        options.cache_bytes = mib << 20;
+    }
+    let cache_mib = options.cache_bytes >> 20;
+    let store = Store::open(path, options).unwrap();
     let now = 1_700_000_000;
-    println!("{total} URLs over {hosts} hosts, batch {batch}");
+    println!(
+        "{total} URLs over {hosts} hosts, batch {batch}, sled cache {} MiB",
+        cache_mib
+    );
 
     let first = ingest(&store, now, hosts, per_host, batch);
     store.flush().unwrap();
