@@ -4,7 +4,10 @@
 //! store's write lock at [`Ingest::commit`]: each URL record is read, merged,
 //! rescheduled if what the policy sees changed, and written together with
 //! its due-index entry in one sled batch. A crash loses at most the batches
-//! not yet flushed, never the pairing of a record and its due entry.
+//! not yet flushed, never the pairing of a record and its due entry. The
+//! last batch of a sitemap's read also carries the sitemap's record, its
+//! refresh schedule and its host's lastmod trust ([`Ingest::sitemap_fetched`]):
+//! one sled write per read of a small sitemap, not two.
 
 use std::collections::{HashMap, HashSet};
 
@@ -328,9 +331,22 @@ impl<'s> Ingest<'s> {
         sitemap: &str,
         fetch: &SitemapFetch,
     ) -> Result<(), StoreError> {
-        self.commit()?;
         let now = self.now;
         let ok = !fetch.failed && (200..300).contains(&fetch.status);
+        // An index's children before its schedule (below): after a crash
+        // between the two, the index is due again (no schedule written)
+        // rather than "not due" with children it never remembered.
+        if ok {
+            if let Some(children) = &fetch.children {
+                let id = self.reading(sitemap)?.record.id;
+                self.replace_children(id, children, fetch.complete)?;
+            }
+        }
+        let store = self.store;
+        let lock = store.lock_background();
+        // What is pending and the sitemap's record go in one batch: one
+        // sled write per sitemap read, not two.
+        let mut writes = self.stage()?;
         let reading = self.reading(sitemap)?;
         let mut record = reading.record.clone();
         record.last_fetch = Some(now);
@@ -378,36 +394,27 @@ impl<'s> Ingest<'s> {
         );
         self.readings.remove(sitemap);
         self.stats.sitemaps += 1;
-        // An index's children before its schedule: after a crash between
-        // the two, the index is due again (no schedule written) rather than
-        // "not due" with children it never remembered.
-        if ok {
-            if let Some(children) = &fetch.children {
-                self.replace_children(record.id, children, fetch.complete)?;
+        let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
+        let batch = writes.batch();
+        batch.insert(keys::sitemap(sitemap), encode(&record));
+        batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
+        batch.insert(keys::refresh(sitemap), encode(&refresh));
+        if let Some(parent) = &fetch.parent {
+            // The index remembers its children, one key each.
+            if let Some(p) = store.sitemap_record(parent)? {
+                batch.insert(keys::child(p.id, sitemap), &[]);
             }
         }
-        {
-            let _lock = self.store.lock_background();
-            let mut batch = crate::kv::Batch::default();
-            batch.insert(keys::sitemap(sitemap), encode(&record));
-            batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
-            let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
-            batch.insert(keys::refresh(sitemap), encode(&refresh));
-            if ok && trust_input.0 > 0 {
-                let host = keys::host_of(sitemap);
-                let mut h = self.store.host_record(host)?;
-                h.trust
-                    .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
-                batch.insert(keys::host(host), encode(&h));
-            }
-            if let Some(parent) = &fetch.parent {
-                // The index remembers its children, one key each.
-                if let Some(p) = self.store.sitemap_record(parent)? {
-                    batch.insert(keys::child(p.id, sitemap), &[]);
-                }
-            }
-            self.store.kv.apply_batch(batch)?;
+        if ok && trust_input.0 > 0 {
+            // Written once, with the counts this batch changes.
+            let host = keys::host_of(sitemap);
+            let mut h = store.host_record(host)?;
+            h.trust
+                .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
+            writes.host(host, h);
         }
+        writes.apply()?;
+        drop(lock);
         if retire_pass {
             self.retire_absent(sitemap, &record)?;
         }
@@ -621,9 +628,15 @@ impl<'s> Ingest<'s> {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let _lock = self.store.lock_background();
+        self.stage()?.apply()
+    }
+
+    /// The merged observations as a batch of writes, not yet applied: the
+    /// caller holds the store's write lock until it applies them.
+    fn stage(&mut self) -> Result<UrlWrites<'s>, StoreError> {
         let store = self.store;
         let now = self.now;
-        let _lock = store.lock_background();
         let mut writes = UrlWrites::paged(store);
         let mut hosts: FastMap<String, HostRecord> = FastMap::default();
         let mut rules = crate::robots::RulesCache::new(store);
@@ -737,7 +750,7 @@ impl<'s> Ingest<'s> {
                 batch.insert(keys::sitemap_id(reading.record.id), url.as_bytes());
             }
         }
-        writes.apply()
+        Ok(writes)
     }
 
     /// Commits what is pending and ends the session.

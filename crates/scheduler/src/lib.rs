@@ -7,6 +7,8 @@ pub mod estimate;
 pub mod frontier;
 mod hash;
 pub mod ingest;
+#[cfg(test)]
+mod ingest_tests;
 mod kv;
 mod marks;
 #[cfg(test)]

@@ -1,0 +1,55 @@
+//! Tests of [`crate::ingest`] that look at what one sitemap read writes:
+//! its URLs, its record and its host's lastmod trust, in one batch.
+
+use crate::keys;
+use crate::{SitemapFetch, Store, StoreOptions, Timestamp};
+use sitemapd_parser::date::Precision;
+use sitemapd_parser::{Lastmod, NormUrl, UrlEntry};
+
+const SITEMAP: &str = "https://a.example/sitemap.xml";
+
+/// One complete read of [`SITEMAP`] at `now`: 100 URLs of its host, all
+/// with the same lastmod (a sitemap that stamps its generation time).
+fn read(s: &Store, now: i64) {
+    let mut session = s.ingest(Timestamp::from_unix(now));
+    for i in 0..100 {
+        let mut entry = UrlEntry::new(NormUrl::parse(&format!("https://a.example/p/{i}")).unwrap());
+        entry.lastmod = Some(Lastmod {
+            unix_seconds: 1_000,
+            nanos: 0,
+            precision: Precision::Second,
+        });
+        session.entry(SITEMAP, &entry).unwrap();
+    }
+    let fetch = SitemapFetch {
+        status: 200,
+        complete: true,
+        ..SitemapFetch::default()
+    };
+    session.sitemap_fetched(SITEMAP, &fetch).unwrap();
+    session.finish().unwrap();
+}
+
+#[test]
+fn a_read_writes_its_hosts_trust_with_the_counts_its_urls_change() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let host = keys::host_of(SITEMAP);
+    for (n, now) in [(1, 2_000), (2, 9_000)] {
+        read(&s, now);
+        // The trust the read observed and the counts its URLs changed are
+        // both in the host record: neither write lost the other.
+        let record = s.stored_host_record(host).unwrap();
+        assert_eq!(record.trust.identical_sitemaps, n, "read {n}");
+        assert_eq!(record.counts.unwrap_or_default().active, 100, "read {n}");
+        let at = Timestamp::from_unix(now);
+        assert_eq!(s.stats(at).unwrap().active, 100);
+        assert_eq!(s.full_stats(at).unwrap().active, 100);
+        // The sitemap's record (its read sequence) and its schedule.
+        let sitemap = s.sitemap_record(SITEMAP).unwrap().unwrap();
+        assert_eq!(sitemap.seq, n as u64);
+        assert_eq!(sitemap.recent_complete.last(), Some(&(n as u64)));
+        assert!(s.refresh_state(SITEMAP).unwrap().is_some());
+        let url = s.url_record("https://a.example/p/7").unwrap().unwrap();
+        assert_eq!(url.sources, vec![(sitemap.id, n as u64)]);
+    }
+}
