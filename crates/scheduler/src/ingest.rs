@@ -342,12 +342,47 @@ impl<'s> Ingest<'s> {
                 self.replace_children(id, children, fetch.complete)?;
             }
         }
+        // The index that listed it, if known: one in this session's
+        // readings may not be stored yet (it is written with this batch).
+        let parent_id = match &fetch.parent {
+            Some(parent) => match self.readings.get(parent.as_str()) {
+                Some(r) => Some(r.record.id),
+                None => self.store.sitemap_record(parent)?.map(|p| p.id),
+            },
+            None => None,
+        };
+        let reading = self.reading(sitemap)?;
+        let mut fingerprint = reading.fingerprint;
+        if let Some(children) = fetch.children.as_ref().filter(|_| ok) {
+            for child in children {
+                fingerprint.add_child(child);
+            }
+        }
+        let fingerprint = fingerprint.value();
+        let trust_input = (
+            reading.with_lastmod,
+            reading.lastmods.values().copied().max().unwrap_or(0),
+            reading.in_future,
+        );
         let store = self.store;
         let lock = store.lock_background();
+        // What can fail is read before what is pending is staged: an error
+        // leaves it pending, not dropped.
+        let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
+        let trust = if ok && trust_input.0 > 0 {
+            let host = keys::host_of(sitemap);
+            let mut h = store.host_record(host)?;
+            h.trust
+                .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
+            Some((host, h))
+        } else {
+            None
+        };
         // What is pending and the sitemap's record go in one batch: one
         // sled write per sitemap read, not two.
         let mut writes = self.stage()?;
-        let reading = self.reading(sitemap)?;
+        // Its members as the staged URLs left them.
+        let reading = self.readings.get(sitemap).expect("read above");
         let mut record = reading.record.clone();
         record.last_fetch = Some(now);
         record.last_status = fetch.status;
@@ -380,37 +415,18 @@ impl<'s> Ingest<'s> {
                 retire_pass = reading.distinct < record.members;
             }
         }
-        let mut fingerprint = reading.fingerprint;
-        if let Some(children) = fetch.children.as_ref().filter(|_| ok) {
-            for child in children {
-                fingerprint.add_child(child);
-            }
-        }
-        let fingerprint = fingerprint.value();
-        let trust_input = (
-            reading.with_lastmod,
-            reading.lastmods.values().copied().max().unwrap_or(0),
-            reading.in_future,
-        );
         self.readings.remove(sitemap);
         self.stats.sitemaps += 1;
-        let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
         let batch = writes.batch();
         batch.insert(keys::sitemap(sitemap), encode(&record));
         batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
         batch.insert(keys::refresh(sitemap), encode(&refresh));
-        if let Some(parent) = &fetch.parent {
+        if let Some(id) = parent_id {
             // The index remembers its children, one key each.
-            if let Some(p) = store.sitemap_record(parent)? {
-                batch.insert(keys::child(p.id, sitemap), &[]);
-            }
+            batch.insert(keys::child(id, sitemap), &[]);
         }
-        if ok && trust_input.0 > 0 {
+        if let Some((host, h)) = trust {
             // Written once, with the counts this batch changes.
-            let host = keys::host_of(sitemap);
-            let mut h = store.host_record(host)?;
-            h.trust
-                .observe_sitemap(trust_input.0, trust_input.1, trust_input.2);
             writes.host(host, h);
         }
         writes.apply()?;

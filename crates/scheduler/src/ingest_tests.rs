@@ -1,5 +1,6 @@
 //! Tests of [`crate::ingest`] that look at what one sitemap read writes:
-//! its URLs, its record and its host's lastmod trust, in one batch.
+//! its URLs, its record and its host's lastmod trust, in one batch, and
+//! the key that makes it a child of its index.
 
 use crate::keys;
 use crate::{SitemapFetch, Store, StoreOptions, Timestamp};
@@ -52,4 +53,26 @@ fn a_read_writes_its_hosts_trust_with_the_counts_its_urls_change() {
         let url = s.url_record("https://a.example/p/7").unwrap().unwrap();
         assert_eq!(url.sources, vec![(sitemap.id, n as u64)]);
     }
+}
+
+#[test]
+fn a_child_read_names_a_parent_this_session_has_not_stored_yet() {
+    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let index = "https://a.example/index.xml";
+    let child = "https://a.example/child.xml";
+    let mut session = s.ingest(Timestamp::from_unix(2_000));
+    // The index's reading opens (and its id is handed out) with an entry
+    // of its own; its record is not stored until a batch writes it.
+    let entry = UrlEntry::new(NormUrl::parse("https://a.example/p/1").unwrap());
+    session.entry(index, &entry).unwrap();
+    assert!(s.sitemap_record(index).unwrap().is_none());
+    let fetch = SitemapFetch {
+        status: 200,
+        complete: true,
+        parent: Some(index.to_string()),
+        ..SitemapFetch::default()
+    };
+    session.sitemap_fetched(child, &fetch).unwrap();
+    session.finish().unwrap();
+    assert_eq!(s.children(index).unwrap(), [child]);
 }
