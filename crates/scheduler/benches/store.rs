@@ -150,22 +150,15 @@ fn main() {
             temp.path()
         }
     };
-    let mut options = StoreOptions::default();
-    if let Some(mib) = args
-        .iter()
-        .position(|a| a == "--cache-mib")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        options.cache_bytes = mib << 20;
-    }
-    let cache_mib = options.cache_bytes >> 20;
+    let default_mib = (StoreOptions::default().cache_bytes >> 20) as usize;
+    let cache_mib = arg("--cache-mib", default_mib);
+    let options = StoreOptions {
+        cache_bytes: (cache_mib as u64) << 20,
+        ..StoreOptions::default()
+    };
     let store = Store::open(path, options).unwrap();
     let now = 1_700_000_000;
-    println!(
-        "{total} URLs over {hosts} hosts, batch {batch}, sled cache {} MiB",
-        cache_mib
-    );
+    println!("{total} URLs over {hosts} hosts, batch {batch}, sled cache {cache_mib} MiB");
 
     let first = ingest(&store, now, hosts, per_host, batch);
     store.flush().unwrap();

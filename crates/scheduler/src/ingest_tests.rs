@@ -22,13 +22,18 @@ fn read(s: &Store, now: i64) {
         });
         session.entry(SITEMAP, &entry).unwrap();
     }
-    let fetch = SitemapFetch {
+    session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+    session.finish().unwrap();
+}
+
+/// A complete 200 read, listed by `parent` if given.
+fn complete(parent: Option<&str>) -> SitemapFetch {
+    SitemapFetch {
         status: 200,
         complete: true,
+        parent: parent.map(str::to_string),
         ..SitemapFetch::default()
-    };
-    session.sitemap_fetched(SITEMAP, &fetch).unwrap();
-    session.finish().unwrap();
+    }
 }
 
 #[test]
@@ -66,13 +71,9 @@ fn a_child_read_names_a_parent_this_session_has_not_stored_yet() {
     let entry = UrlEntry::new(NormUrl::parse("https://a.example/p/1").unwrap());
     session.entry(index, &entry).unwrap();
     assert!(s.sitemap_record(index).unwrap().is_none());
-    let fetch = SitemapFetch {
-        status: 200,
-        complete: true,
-        parent: Some(index.to_string()),
-        ..SitemapFetch::default()
-    };
-    session.sitemap_fetched(child, &fetch).unwrap();
+    session
+        .sitemap_fetched(child, &complete(Some(index)))
+        .unwrap();
     session.finish().unwrap();
     assert_eq!(s.children(index).unwrap(), [child]);
 }
