@@ -157,12 +157,13 @@ pub struct IngestArgs {
 /// `sitemapd queue`.
 #[derive(Debug, Args)]
 pub struct QueueArgs {
-    /// How many URLs.
-    #[arg(short = 'n', long, default_value_t = 100)]
-    pub n: usize,
-    /// Lease them for this many seconds (without it, only list).
-    #[arg(long, value_name = "SECS")]
-    pub lease: Option<i64>,
+    /// How many URLs (at least 1).
+    #[arg(short = 'n', long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub n: u64,
+    /// Lease them for this many seconds, 1 to 604800 (7 days), as the daemon's API allows
+    /// (without it, only list).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=LEASE_TTL_MAX_SECS))]
+    pub lease: Option<u64>,
     /// How times print: Unix seconds (numbers) or RFC 3339 in UTC (strings).
     #[arg(long, value_enum, default_value = "unix")]
     pub time: TimeFormat,
@@ -173,6 +174,10 @@ pub struct QueueArgs {
     #[command(flatten)]
     pub settings: QueueSettings,
 }
+
+/// The longest lease `queue --lease` takes, seconds: the scheduler's
+/// bound, as the daemon's API has it.
+const LEASE_TTL_MAX_SECS: u64 = sitemapd_scheduler::LeaseRequest::MAX_TTL.as_secs();
 
 /// `sitemapd complete`.
 #[derive(Debug, Args)]

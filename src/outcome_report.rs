@@ -67,6 +67,7 @@ impl Reported {
             url,
             Completion {
                 outcome,
+                status: self.status,
                 etag: self.etag,
                 last_modified: self.last_modified,
             },

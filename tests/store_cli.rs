@@ -187,9 +187,9 @@ fn store_command_edge_cases() {
 
 /// `stats --check` seen failing: a store whose due entry of one URL was
 /// removed behind the binary's back (with sled, as the store lays keys out:
-/// one tree, `sitemapd`; the ingest filed the new URLs in a due list, a `d`
-/// key whose value lists them, see crates/scheduler/src/internal/keys.rs)
-/// exits 1 and names the URL.
+/// one tree, `sitemapd`; the ingest put the new URLs' due entries in a
+/// run, a `d` key whose value lists them, see
+/// crates/scheduler/src/internal/keys.rs) exits 1 and names the URL.
 #[test]
 fn stats_check_exits_1_and_names_a_missing_due_entry() {
     let site = indexed_site(1, 5);
@@ -204,12 +204,11 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
         let db = sled::open(dir.path()).unwrap();
         let tree = db.open_tree("sitemapd").unwrap();
         let (key, value) = tree.scan_prefix([b'd']).next().unwrap().unwrap();
-        let due = sitemapd_scheduler::internal::keys::parse_due(&key).unwrap();
-        assert!(sitemapd_scheduler::internal::keys::as_list(due.url).is_some());
+        assert!(sitemapd_scheduler::internal::keys::parse_run(&key).is_some());
         use sitemapd_scheduler::internal::record::{DueList, decode, encode};
         let mut list: DueList = decode(&value).unwrap();
         assert_eq!(list.entries.len(), 5);
-        let url = list.entries.remove(0).url;
+        let url = list.entries.pop().unwrap().url;
         assert!(url.contains("/s0/page-"), "{url}");
         tree.insert(&key, encode(&list)).unwrap();
         db.flush().unwrap();

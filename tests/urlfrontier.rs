@@ -30,8 +30,22 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// `sitemapd daemon` on a store in `dir` with the URLFrontier service on
 /// loopback (and `extra` arguments), and the service's address.
+/// The daemon with its URLFrontier service on loopback; without a lease
+/// delay unless `extra` sets one, so that the protocol's own rules (the
+/// queue delay, `max_urls_per_queue`) are what spaces a queue's URLs, as in
+/// the reference service.
 fn frontier_daemon(dir: &tempfile::TempDir, extra: &[&str]) -> (Daemon, String) {
-    let args = [&["--urlfrontier-listen", "127.0.0.1:0"][..], extra].concat();
+    let no_lease_delay: &[&str] = if extra.contains(&"--lease-delay") {
+        &[]
+    } else {
+        &["--lease-delay", "0"]
+    };
+    let args = [
+        &["--urlfrontier-listen", "127.0.0.1:0"][..],
+        no_lease_delay,
+        extra,
+    ]
+    .concat();
     let d = Daemon::start(&dir.path().join("store"), &args);
     let addr = frontier_addr(&d);
     (d, addr)

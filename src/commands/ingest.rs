@@ -90,11 +90,12 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     store.flush()?;
     progress.finish();
     eprintln!(
-        "ingest: {} entries, {} new, {} updated, {} unchanged, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
+        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
         stats.entries,
         stats.new,
         stats.updated,
         stats.unchanged,
+        stats.duplicates,
         stats.revived,
         stats.retired,
         stats.sitemaps,

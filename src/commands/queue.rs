@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use sitemapd_scheduler::{LeaseRequest, Timestamp};
 use std::time::Duration;
@@ -24,15 +24,17 @@ pub fn run(args: &QueueArgs) -> Result<ExitCode> {
         .store
         .open_existing_with(what, settings.scheduler.store_options())?;
     let now = Timestamp::now();
+    // The arguments' bounds are clap's: `-n` at least 1, `--lease` 1 to 7
+    // days (a usage error, exit 2, as any other).
+    let n = usize::try_from(args.n).unwrap_or(usize::MAX);
     let due = match args.lease {
-        Some(ttl) if ttl > 0 => {
-            let request = LeaseRequest::new(args.n)
+        Some(ttl) => {
+            let request = LeaseRequest::new(n)
                 .per_host(settings.scheduler.per_host)
-                .ttl(Duration::from_secs(ttl.unsigned_abs()));
+                .ttl(Duration::from_secs(ttl));
             store.lease(&request, now)?
         }
-        Some(_) => bail!("--lease takes a positive number of seconds"),
-        None => store.peek(args.n, now)?,
+        None => store.peek(n, now)?,
     };
     // On disk before the crawler sees the leases.
     store.flush()?;

@@ -116,6 +116,8 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
                 ("corrupt record", &c.corrupt),
                 ("due entry without its record", &c.dangling_due),
                 ("record without its due entry", &c.missing_due),
+                ("due index out of order", &c.misordered),
+                ("queue membership wrong", &c.misfiled),
                 ("refresh schedule without its sitemap", &c.orphan_refresh),
                 ("counts differ", &c.miscounted),
             ] {

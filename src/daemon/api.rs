@@ -64,8 +64,8 @@ pub struct ApiState {
 
 type Shared = Arc<ApiState>;
 
-/// The longest lease a request may ask for.
-const MAX_TTL_SECS: i64 = 7 * 86_400;
+/// The longest lease a request may ask for: the scheduler's bound.
+const MAX_TTL_SECS: i64 = sitemapd_scheduler::LeaseRequest::MAX_TTL.as_secs() as i64;
 
 /// The router, with auth, the browser checks ([`super::access`]) and the
 /// body limit.

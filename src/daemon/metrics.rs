@@ -46,7 +46,7 @@ pub struct Metrics {
     pub fetch_seconds: Histogram,
     /// URL entries ingested.
     pub urls_ingested: Counter,
-    /// What ingest did with them (`new`, `updated`, `unchanged`, `revived`, `retired`).
+    /// What ingest did with them (`new`, `updated`, `unchanged`, `duplicate`, `revived`, `retired`).
     pub ingest_urls: Family<Status, Counter>,
     /// Site walks finished.
     pub walks: Counter,
@@ -158,6 +158,7 @@ impl Metrics {
             ("new", stats.new),
             ("updated", stats.updated),
             ("unchanged", stats.unchanged),
+            ("duplicate", stats.duplicates),
             ("revived", stats.revived),
             ("retired", stats.retired),
         ] {

@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use crate::error::intact;
 use crate::keys;
-use crate::policy::Urgency;
 use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
@@ -37,9 +36,16 @@ pub struct CheckReport {
     pub dangling_due: Vec<String>,
     /// Active records without their due entry.
     pub missing_due: Vec<String>,
+    /// Runs out of the queue order (a run whose entries are not sorted, or
+    /// reach into the next run's), and lane heads missing, extra or at
+    /// another time than their lane's first entry.
+    pub misordered: Vec<String>,
+    /// Queue memberships (a URL in a client's queue) missing or naming a
+    /// URL not in that queue.
+    pub misfiled: Vec<String>,
     /// Refresh schedules of sitemaps the store has no record of.
     pub orphan_refresh: Vec<String>,
-    /// Hosts whose kept counts differ from their records, with both.
+    /// Queues whose kept counts differ from their records, with both.
     pub miscounted: Vec<String>,
 }
 
@@ -49,6 +55,8 @@ impl CheckReport {
         self.corrupt.is_empty()
             && self.dangling_due.is_empty()
             && self.missing_due.is_empty()
+            && self.misordered.is_empty()
+            && self.misfiled.is_empty()
             && self.orphan_refresh.is_empty()
             && self.miscounted.is_empty()
     }
@@ -57,8 +65,8 @@ impl CheckReport {
 /// Counts over the whole store.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Stats {
-    /// URLs in the queue (gone and moved ones, probed now and then,
-    /// included).
+    /// URLs in the queue (not the gone and moved ones, which are probed
+    /// now and then only: they are counted apart).
     pub active: u64,
     /// URLs retired (absent from their sitemaps).
     pub retired: u64,
@@ -120,12 +128,14 @@ pub struct HostStats {
 
 impl Store {
     /// Checks that every due entry points at an active record due at that
-    /// time, every active record has exactly its due entry, every record
-    /// decodes, and every refresh schedule belongs to a sitemap record.
+    /// place in its lane, every active record has exactly its due entry,
+    /// every run is in the queue order and every lane has its head, every
+    /// queue's kept counts are its records', every record decodes, and
+    /// every refresh schedule belongs to a sitemap record.
     pub fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
-        let mut lists = crate::due_list::ListCache::default();
+        let mut runs = crate::due_list::ListCache::default();
         for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
             let (url, value) = match item {
                 Ok(entry) => entry,
@@ -140,20 +150,32 @@ impl Store {
                 report.corrupt.push(url);
                 continue;
             };
-            let placed = match (rec.queued(), rec.listed) {
-                (false, _) => true,
-                (true, Some(n)) => match lists.entry(&self.kv, &rec.list_key(&url, n), &url)? {
-                    Some(mark) => {
-                        // Its entry's lease is the record's (see `marks`).
-                        rec.schedule.lease = mark.or(rec.schedule.lease);
+            // Its lease is its entry's (see `marks`).
+            rec.schedule.lease = None;
+            let placed = if rec.queued() {
+                let run = self.run_of(&rec.lane(&url), &rec.position(&url))?;
+                match run
+                    .map(|run| runs.entry(&self.kv, &run, &url))
+                    .transpose()?
+                {
+                    Some(Some(mark)) => {
+                        rec.schedule.lease = mark;
                         true
                     }
-                    None => false,
-                },
-                (true, None) => self.kv.contains_key(rec.due_key(&url))?,
+                    _ => false,
+                }
+            } else {
+                true
             };
+            if let Some(queue) = &rec.queue {
+                if !self.kv.contains_key(keys::queue_member(queue, &url))? {
+                    report
+                        .misfiled
+                        .push(format!("{url}: not listed in queue {queue}"));
+                }
+            }
             counted
-                .entry(keys::host_of(&url).to_string())
+                .entry(rec.queue_name(&url).to_string())
                 .or_default()
                 .add(&Tally::of(&rec), 1);
             if !placed {
@@ -208,42 +230,115 @@ impl Store {
                 report.orphan_refresh.push(sitemap);
             }
         }
-        for item in self.kv.scan_prefix([keys::DUE]) {
-            let (key, value) = item?;
-            report.due_entries += 1;
-            let Some(due) = keys::parse_due(&key) else {
-                report
-                    .dangling_due
-                    .push(String::from_utf8_lossy(&key).into_owned());
-                continue;
+        self.check_runs(&mut report)?;
+        for item in self.kv.scan_prefix([keys::QUEUE_MEMBER]) {
+            let (key, _) = item?;
+            let member = key[1..].iter().position(|&b| b == 0).and_then(|at| {
+                let queue = std::str::from_utf8(&key[1..1 + at]).ok()?;
+                let url = std::str::from_utf8(&key[2 + at..]).ok()?;
+                Some((queue, url))
+            });
+            let listed = match member {
+                Some((queue, url)) => match self.url_record(url) {
+                    Ok(Some(rec)) => rec.queue.as_deref() == Some(queue),
+                    _ => false,
+                },
+                None => false,
             };
-            if let Some((_, n)) = keys::as_list(due.url) {
-                let Ok(list) = crate::due_list::decode(&value) else {
-                    report
-                        .corrupt
-                        .push(String::from_utf8_lossy(&key).into_owned());
-                    continue;
-                };
-                report.due_entries += list.entries.len().saturating_sub(1) as u64;
-                for url in list.entries.iter().map(|e| &e.url) {
-                    match self.url_record(url) {
-                        Ok(Some(rec)) if rec.queued() && rec.in_list(due.class, due.at, n) => {}
-                        _ => report.dangling_due.push(format!(
-                            "{url} @ {} (class {}, due list {n})",
-                            due.at, due.class
-                        )),
-                    }
-                }
-                continue;
-            }
-            match self.url_record(due.url) {
-                Ok(Some(rec)) if rec.queued() && rec.owns(&due) => {}
-                _ => report
-                    .dangling_due
-                    .push(format!("{} @ {} (class {})", due.url, due.at, due.class)),
+            if !listed {
+                report
+                    .misfiled
+                    .push(String::from_utf8_lossy(&key).into_owned());
             }
         }
         Ok(report)
+    }
+
+    /// The runs and heads of [`Store::check`]: each run sorted, keyed by
+    /// its first entry and before the next run of its lane; each entry the
+    /// one its record names; each lane's head at its first entry's due
+    /// time, and no other head.
+    fn check_runs(&self, report: &mut CheckReport) -> Result<(), StoreError> {
+        let mut heads: std::collections::HashSet<Vec<u8>> = Default::default();
+        // The lane read last, and the place of its last entry.
+        let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
+        for item in self.kv.scan_prefix([keys::DUE]) {
+            let (key, value) = item?;
+            let shown = || String::from_utf8_lossy(&key).into_owned();
+            let Some(run) = keys::parse_run(&key) else {
+                report.due_entries += 1;
+                report.dangling_due.push(shown());
+                continue;
+            };
+            let Ok(list) = crate::due_list::decode(&value) else {
+                report.due_entries += 1;
+                report.corrupt.push(shown());
+                continue;
+            };
+            report.due_entries += list.entries.len() as u64;
+            let lane = &key[..run.lane_len];
+            let places: Vec<Vec<u8>> = list.entries.iter().map(|e| e.position()).collect();
+            let first_here = places.first().is_some_and(|p| *p == key[run.lane_len..]);
+            let sorted = places.windows(2).all(|w| w[0] < w[1]);
+            let after_last = match &last {
+                Some((l, place)) if l == lane => places.first().is_some_and(|p| p > place),
+                _ => {
+                    let head = keys::head(run.class, run.first.due, run.queue, run.host);
+                    heads.insert(head);
+                    true
+                }
+            };
+            if !(first_here && sorted && after_last) {
+                report.misordered.push(format!(
+                    "run {} of lane {} / {} (class {}): entries not in order",
+                    run.first.url, run.queue, run.host, run.class
+                ));
+            }
+            last = places.last().map(|p| (lane.to_vec(), p.clone()));
+            for entry in &list.entries {
+                let owned = match self.url_record(&entry.url) {
+                    Ok(Some(rec)) => {
+                        rec.queued()
+                            && rec.lane(&entry.url) == lane
+                            && rec.position(&entry.url) == entry.position()
+                            && rec.schedule.reason == entry.reason
+                            && !rec.metadata.is_empty() == entry.meta
+                    }
+                    _ => false,
+                };
+                if !owned {
+                    report.dangling_due.push(format!(
+                        "{} @ {} (class {}, queue {})",
+                        entry.url, entry.due, run.class, run.queue
+                    ));
+                }
+            }
+        }
+        for item in self.kv.scan_prefix([keys::HEAD]) {
+            let (key, _) = item?;
+            if !heads.remove(key.as_ref()) {
+                let shown = match keys::parse_head(&key) {
+                    Some(h) => format!(
+                        "a head of lane {} / {} (class {}) at {} that is not its first entry's",
+                        h.queue, h.host, h.class, h.due
+                    ),
+                    None => format!(
+                        "a head that does not parse: {}",
+                        String::from_utf8_lossy(&key)
+                    ),
+                };
+                report.misordered.push(shown);
+            }
+        }
+        for head in heads {
+            let shown = keys::parse_head(&head).map_or_else(String::new, |h| {
+                format!("lane {} / {} (class {})", h.queue, h.host, h.class)
+            });
+            report
+                .misordered
+                .push(format!("{shown}: its head is missing"));
+        }
+        Ok(())
     }
 
     /// Counts per state and host, from the counts each host keeps; the due
@@ -258,7 +353,10 @@ impl Store {
                 continue;
             };
             let count = crate::tally::count;
-            s.active += count(t.active);
+            // Gone and moved URLs keep a due entry (their probe), but are
+            // counted apart from the queue's.
+            let queued = count(t.active.saturating_sub(t.gone).saturating_sub(t.moved));
+            s.active += queued;
             s.retired += count(t.retired);
             s.blocked += count(t.blocked);
             s.gone += count(t.gone);
@@ -279,7 +377,7 @@ impl Store {
                 s.hosts.insert(
                     name,
                     HostStats {
-                        active: count(t.active),
+                        active: queued,
                         retired: count(t.retired),
                         blocked: count(t.blocked),
                         lastmod_trusted,
@@ -292,17 +390,12 @@ impl Store {
             self.due_and_leased(Timestamp::from_unix(now), DUE_COUNT_LIMIT + 1)?;
         s.due_now = due.min(DUE_COUNT_LIMIT);
         s.due_now_capped = due > DUE_COUNT_LIMIT;
-        // The first lease to run out of a URL due before it.
-        let mut next_due: Option<i64> = lease_ends;
-        for class in Urgency::ALL {
-            let later = keys::due_after(class as u8, now)..keys::due_class(class as u8 + 1);
-            if let Some(item) = self.kv.range(later).next() {
-                let (key, _) = item?;
-                if let Some(entry) = keys::parse_due(&key) {
-                    next_due = Some(next_due.map_or(entry.at, |n| n.min(entry.at)));
-                }
-            }
-        }
+        // The first lease to run out of a URL due before it, or the first
+        // URL due after now.
+        let next_due = match (lease_ends, self.next_head_after(now)?) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         s.next_due = next_due
             .filter(|_| s.due_now == 0)
             .map(Timestamp::from_unix);
@@ -332,7 +425,7 @@ impl Store {
         let mut next_due: Option<i64> = None;
         for item in self.with_leases(self.all_url_records().filter(intact)) {
             let (url, rec) = item?;
-            let host = s.hosts.entry(keys::host_of(&url).to_string()).or_default();
+            let host = s.hosts.entry(rec.queue_name(&url).to_string()).or_default();
             if let Some(outcome) = rec.fetch.last_outcome {
                 *s.last_outcomes
                     .entry(outcome.name().to_string())
@@ -352,12 +445,13 @@ impl Store {
                 host.blocked += 1;
                 continue;
             }
-            s.active += 1;
-            host.active += 1;
             match rec.lapsed {
                 Some(Lapse::Gone) => s.gone += 1,
                 Some(Lapse::Moved) => s.moved += 1,
-                None => {}
+                None => {
+                    s.active += 1;
+                    host.active += 1;
+                }
             }
             // A running lease's URL falls due again when it runs out.
             let due = rec.due_until();
@@ -587,68 +681,48 @@ mod tests {
         s
     }
 
-    fn due_key(s: &Store, url: &str) -> Vec<u8> {
-        s.url_record(url).unwrap().unwrap().due_key(url)
-    }
-
-    /// `url`, which an ingest filed in a due list, given its own due key
-    /// instead (as its first lease or fetch would).
-    fn unlist(s: &Store, url: &str) {
-        let mut rec = s.url_record(url).unwrap().unwrap();
-        let n = rec.listed.take().unwrap();
-        let key = rec.list_key(url, n);
-        let mut list = crate::due_list::decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
-        list.entries.retain(|e| e.url != url);
-        if list.entries.is_empty() {
-            s.kv.remove(&key).unwrap();
-        } else {
-            s.kv.insert(key, crate::record::encode(&list)).unwrap();
-        }
-        s.kv.insert(keys::url(url), crate::record::encode(&rec))
+    /// The key of the run that holds `url`'s entry, and its entries.
+    fn run_of(s: &Store, url: &str) -> (Vec<u8>, Vec<crate::record::Listed>) {
+        let rec = s.url_record(url).unwrap().unwrap();
+        let key = s
+            .run_of(&rec.lane(url), &rec.position(url))
+            .unwrap()
             .unwrap();
-        s.kv.insert(rec.due_key(url), &[][..]).unwrap();
-    }
-
-    /// A, B and C with due keys of their own.
-    fn unlisted() -> Store {
-        let s = store();
-        for url in [A, B, C] {
-            unlist(&s, url);
-        }
-        assert!(s.check().unwrap().is_ok());
-        s
-    }
-
-    /// The ingest filed A, B and C in one due list; a URL missing from it,
-    /// and one it names that is not listed there, are named.
-    #[test]
-    fn due_lists_are_checked_both_ways() {
-        let s = store();
-        let rec = s.url_record(B).unwrap().unwrap();
-        let key = rec.list_key(B, rec.listed.unwrap());
         let list = crate::due_list::decode(&s.kv.get(&key).unwrap().unwrap()).unwrap();
-        assert_eq!(list.entries.len(), 3);
-        // B is left out of its list.
-        let mut without_b = list.clone();
-        without_b.entries.retain(|e| e.url != B);
-        s.kv.insert(key.clone(), crate::record::encode(&without_b))
-            .unwrap();
+        (key, list.entries)
+    }
+
+    /// Writes `entries` as the run under `key`.
+    fn set_run(s: &Store, key: &[u8], entries: Vec<crate::record::Listed>) {
+        let value = crate::due_list::encode(&crate::record::DueList { entries });
+        s.kv.insert(key.to_vec(), value).unwrap();
+    }
+
+    /// The ingest put A, B and C in one run; a URL missing from it, and
+    /// one it names at a place its record does not, are named.
+    #[test]
+    fn runs_are_checked_both_ways() {
+        let s = store();
+        let (key, entries) = run_of(&s, B);
+        assert_eq!(entries.len(), 3);
+        // B is left out of its run.
+        let without_b = entries.iter().filter(|e| e.url != B).cloned().collect();
+        set_run(&s, &key, without_b);
         let r = s.check().unwrap();
         assert_eq!(r.due_entries, 2);
         assert_eq!(lists(&r), [vec![], vec![], strings(&[B]), vec![]]);
-        // C leaves it for a key of its own but stays named in it.
+        // C's record says it is due later, its entry stays where it was.
         let s = store();
         let mut rec = s.url_record(C).unwrap().unwrap();
-        let n = rec.listed.take().unwrap();
+        rec.schedule.due += 3_600;
         s.kv.insert(keys::url(C), crate::record::encode(&rec))
             .unwrap();
-        s.kv.insert(rec.due_key(C), &[][..]).unwrap();
         let r = s.check().unwrap();
         assert_eq!(
             lists(&r),
             [
                 vec![],
-                vec![format!("{C} @ {T0} (class 0, due list {n})")],
+                vec![format!("{C} @ {T0} (class 2, queue a.example)")],
                 vec![],
                 vec![]
             ]
@@ -671,55 +745,42 @@ mod tests {
 
     #[test]
     fn a_missing_due_entry_is_named() {
-        let s = unlisted();
-        s.kv.remove(due_key(&s, B)).unwrap();
+        let s = store();
+        let (key, entries) = run_of(&s, B);
+        s.kv.remove(&key).unwrap();
+        // The run gone: its lane's head names nothing.
         let r = s.check().unwrap();
         assert!(!r.is_ok());
-        assert_eq!(r.due_entries, 2);
-        assert_eq!(lists(&r), [vec![], vec![], strings(&[B]), vec![]]);
+        assert_eq!(r.due_entries, 0);
+        assert_eq!(lists(&r), [vec![], vec![], strings(&[A, B, C]), vec![]]);
+        assert_eq!(r.misordered.len(), 1, "{:?}", r.misordered);
+        set_run(&s, &key, entries);
+        assert!(s.check().unwrap().is_ok());
     }
 
     #[test]
     fn a_dangling_due_entry_is_named() {
         // A due entry for a URL the store has no record of.
         let s = store();
-        let ghost = "https://a.example/ghost";
-        s.kv.insert(
-            keys::due(0, T0, keys::rank(0, None, ghost.len()), ghost),
-            &[][..],
-        )
-        .unwrap();
+        let (key, mut entries) = run_of(&s, B);
+        let ghost = "https://a.example/zz-ghost";
+        let mut entry = entries[0].clone();
+        entry.url = ghost.to_string();
+        entries.push(entry);
+        set_run(&s, &key, entries);
         let r = s.check().unwrap();
         assert_eq!(r.due_entries, 4);
         assert_eq!(
             lists(&r),
             [
                 vec![],
-                vec![format!("{ghost} @ {T0} (class 0)")],
+                vec![format!("{ghost} @ {T0} (class 2, queue a.example)")],
                 vec![],
                 vec![]
             ]
         );
 
-        // A second entry for a URL whose record is due at another time.
-        let s = unlisted();
-        let own = due_key(&s, C);
-        let own = keys::parse_due(&own).unwrap();
-        let (class, later) = (own.class, own.at + 3_600);
-        s.kv.insert(keys::due(class, later, own.rank, C), &[][..])
-            .unwrap();
-        let r = s.check().unwrap();
-        assert_eq!(
-            lists(&r),
-            [
-                vec![],
-                vec![format!("{C} @ {later} (class {class})")],
-                vec![],
-                vec![]
-            ]
-        );
-
-        // A due key too short to parse: named by its bytes.
+        // A run key too short to parse: named by its bytes.
         let s = store();
         s.kv.insert(&b"d\x00short"[..], &[][..]).unwrap();
         let r = s.check().unwrap();
@@ -727,6 +788,60 @@ mod tests {
             lists(&r),
             [vec![], strings(&["d\u{0}short"]), vec![], vec![]]
         );
+    }
+
+    /// Entries out of order within a run, and heads missing or extra.
+    #[test]
+    fn runs_out_of_order_and_wrong_heads_are_named() {
+        let s = store();
+        let (key, mut entries) = run_of(&s, B);
+        entries.swap(1, 2);
+        set_run(&s, &key, entries);
+        let r = s.check().unwrap();
+        assert_eq!(r.misordered.len(), 1, "{:?}", r.misordered);
+        assert!(r.dangling_due.is_empty() && r.missing_due.is_empty());
+
+        let s = store();
+        let heads: Vec<Vec<u8>> =
+            s.kv.scan_prefix([keys::HEAD])
+                .map(|i| i.unwrap().0.to_vec())
+                .collect();
+        assert_eq!(heads.len(), 1);
+        s.kv.remove(&heads[0]).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(
+            r.misordered,
+            ["lane a.example / a.example (class 2): its head is missing"]
+        );
+        s.kv.insert(keys::head(2, T0 + 5, "a.example", "a.example"), &[][..])
+            .unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(r.misordered.len(), 2, "{:?}", r.misordered);
+    }
+
+    /// A URL in a client's queue needs its membership key, and a
+    /// membership key its URL in that queue.
+    #[test]
+    fn queue_memberships_are_checked_both_ways() {
+        let s = store();
+        s.put_known(
+            vec![crate::KnownUrl {
+                url: B.to_string(),
+                refetch: Some(Timestamp::from_unix(T0)),
+                metadata: Vec::new(),
+                queue: Some("shard-1".to_string()),
+            }],
+            Timestamp::from_unix(T0),
+            |_, _| None,
+        )
+        .unwrap();
+        assert!(s.check().unwrap().is_ok());
+        s.kv.remove(keys::queue_member("shard-1", B)).unwrap();
+        s.kv.insert(keys::queue_member("shard-2", A), &[][..])
+            .unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(r.misfiled.len(), 2, "{:?}", r.misfiled);
+        assert!(r.misfiled[0].starts_with(B), "{:?}", r.misfiled);
     }
 
     #[test]
@@ -751,13 +866,11 @@ mod tests {
         let garbage = &b"\x01\xff\xff\xff"[..];
         // A URL record: named as corrupt, and its due entry, whose record
         // cannot be read, as dangling.
-        let s = unlisted();
-        let entry = keys::parse_due(&due_key(&s, B))
-            .map(|d| format!("{} @ {} (class {})", d.url, d.at, d.class))
-            .unwrap();
+        let s = store();
         s.kv.insert(keys::url(B), garbage).unwrap();
         let r = s.check().unwrap();
         assert_eq!(r.urls, 3);
+        let entry = format!("{B} @ {T0} (class 2, queue a.example)");
         assert_eq!(lists(&r), [strings(&[B]), vec![entry], vec![], vec![]]);
 
         // A sitemap, host and refresh record: each named by its key.

@@ -6,9 +6,13 @@
 //! ([`Store::queues`], [`Store::delete_queue`]) and URLs
 //! ([`Store::queue_urls`], [`Store::delete_urls`]).
 //!
-//! A queue is a host (`host[:port]`, [`keys::host_of`]): the store's unit
-//! of politeness and counts. Its counts are the kept ones ([`Tally`]), so
-//! reading them costs one key per queue.
+//! A URL is in one queue: the one a client put it in (the key it sent, or
+//! the host it derived), else its host (`host[:port]`, [`keys::host_of`]).
+//! A queue's counts are the kept ones ([`Tally`], in the record of the
+//! queue's name), so reading them costs one key per queue; its URLs are
+//! its host's that no client put elsewhere and those a client put in it
+//! ([`keys::queue_member`]). Politeness stays per host, whatever queues
+//! a host's URLs are in.
 //!
 //! The rules, from the protocol's reference service:
 //! - a discovered URL the store does not hold is added, due now, with the
@@ -71,12 +75,60 @@ pub struct KnownUrl {
     pub refetch: Option<Timestamp>,
     /// What the client stores with it (replaces what was stored).
     pub metadata: Metadata,
+    /// The queue it goes in (`None`: its host's). A URL is in one queue
+    /// at a time: the last one given.
+    pub queue: Option<String>,
 }
 
-/// The queue of a URL as the store holds it (normalised): its host,
-/// `host[:port]`.
-pub fn queue_of(url: &str) -> &str {
-    keys::host_of(url)
+/// A URL a client discovered, for [`Store::discover`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscoveredUrl {
+    /// The URL, as sent.
+    pub url: String,
+    /// What the client stores with it.
+    pub metadata: Metadata,
+    /// The queue it goes in (`None`: its host's).
+    pub queue: Option<String>,
+}
+
+impl From<(String, Metadata)> for DiscoveredUrl {
+    /// A URL with its metadata, in its host's queue.
+    fn from((url, metadata): (String, Metadata)) -> Self {
+        DiscoveredUrl {
+            url,
+            metadata,
+            queue: None,
+        }
+    }
+}
+
+impl DiscoveredUrl {
+    /// `url` with no metadata, in its host's queue.
+    pub fn new(url: impl Into<String>) -> DiscoveredUrl {
+        DiscoveredUrl {
+            url: url.into(),
+            metadata: Vec::new(),
+            queue: None,
+        }
+    }
+}
+
+/// The longest queue name the store keeps, in bytes (a URL frontier key
+/// has at most 255 characters, of up to 4 bytes each).
+pub const MAX_QUEUE_BYTES: usize = 1024;
+
+/// The queue `url` (normalised) goes in when a client names `queue`:
+/// `None` for its host's own; `Err` for a name the store cannot keep
+/// (empty, longer than [`MAX_QUEUE_BYTES`], or with a control character).
+fn queue_for(queue: Option<String>, url: &str) -> Result<Option<String>, ()> {
+    match queue {
+        None => Ok(None),
+        Some(q) if q.is_empty() || q.len() > MAX_QUEUE_BYTES || q.chars().any(char::is_control) => {
+            Err(())
+        }
+        Some(q) if q == keys::host_of(url) => Ok(None),
+        Some(q) => Ok(Some(q)),
+    }
 }
 
 /// One queue's counts ([`Store::queues`]).
@@ -133,14 +185,15 @@ pub fn bounded_metadata(metadata: Metadata) -> Metadata {
 }
 
 impl Store {
-    /// URLs a client discovered, each with its metadata: one the store
-    /// does not hold is added, due now ([`Put::Stored`]); one it holds is
-    /// left as it is ([`Put::Known`], a repeat within `items` too); one
-    /// that is not an absolute http(s) URL is [`Put::Invalid`]. One atomic
+    /// URLs a client discovered, each with its metadata and queue: one the
+    /// store does not hold is added, due now ([`Put::Stored`]); one it
+    /// holds is left as it is, in its queue ([`Put::Known`], a repeat within
+    /// `items` too); one that is not an absolute http(s) URL, or whose
+    /// queue name the store cannot keep, is [`Put::Invalid`]. One atomic
     /// write; what was found, in the order given.
     pub fn discover(
         &self,
-        items: impl IntoIterator<Item = (String, Metadata)>,
+        items: impl IntoIterator<Item = impl Into<DiscoveredUrl>>,
         now: Timestamp,
     ) -> Result<Vec<Put>, StoreError> {
         let now = now.unix();
@@ -150,18 +203,24 @@ impl Store {
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::new();
         let mut writes = UrlWrites::new(self);
-        for (url, metadata) in items {
-            let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&url) else {
+        for item in items {
+            let item: DiscoveredUrl = item.into();
+            let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&item.url) else {
                 found.push(Put::Invalid);
                 continue;
             };
             let url = norm.into_string();
+            let Ok(queue) = queue_for(item.queue, &url) else {
+                found.push(Put::Invalid);
+                continue;
+            };
             if added.contains_key(&url) || writes.read(&url)?.is_some() {
                 found.push(Put::Known);
                 continue;
             }
             let mut rec = UrlRecord::new(now, &[]);
-            rec.metadata = bounded_metadata(metadata);
+            rec.metadata = bounded_metadata(item.metadata);
+            rec.queue = queue;
             rules.mark(&url, &mut rec)?;
             let host_name = keys::host_of(&url);
             if !hosts.contains_key(host_name) {
@@ -171,7 +230,7 @@ impl Store {
             let due = self.schedule(&url, &rec, host, now);
             rec.schedule = Schedule {
                 due: now,
-                score: due.score as f32,
+                score: due.score,
                 reason: StoredReason::New,
                 lease: None,
             };
@@ -211,6 +270,10 @@ impl Store {
                 continue;
             };
             let url = norm.as_str().to_string();
+            let Ok(queue) = queue_for(item.queue.clone(), &url) else {
+                found.push(Put::Invalid);
+                continue;
+            };
             let (mut rec, before) = match records.remove(&url) {
                 Some(known) => known,
                 None => match writes.read(&url)? {
@@ -243,6 +306,7 @@ impl Store {
                 )?;
             }
             rec.metadata = bounded_metadata(item.metadata);
+            rec.queue = queue;
             match item.refetch {
                 None => {
                     rec.completed = true;
@@ -278,9 +342,9 @@ impl Store {
         Ok(found)
     }
 
-    /// Every queue (host) the store keeps counts for, in name order, with
-    /// its counts. A queue stays until [`Store::delete_queue`], its URLs
-    /// all deleted or not.
+    /// Every queue the store keeps counts for, in name order, with its
+    /// counts. A queue stays until [`Store::delete_queue`], its URLs all
+    /// deleted or not.
     pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
         self.records::<HostRecord>([keys::HOST])
             .filter(crate::error::intact)
@@ -290,100 +354,95 @@ impl Store {
             })
     }
 
-    /// The counts of queue `host`, if the store keeps any.
-    pub fn queue(&self, host: &str) -> Result<Option<QueueCounts>, StoreError> {
-        match self.get::<HostRecord>(&keys::host(host)) {
+    /// The counts of queue `name`, if the store keeps any.
+    pub fn queue(&self, name: &str) -> Result<Option<QueueCounts>, StoreError> {
+        match self.get::<HostRecord>(&keys::host(name)) {
             Ok(record) => Ok(record.and_then(|h| h.counts).map(|t| QueueCounts::of(&t))),
             Err(StoreError::Record { .. }) => Ok(Some(QueueCounts::of(&Tally::default()))),
             Err(e) => Err(e),
         }
     }
 
-    /// The URLs of queue `host` (every queue's when `None`), in any state,
-    /// in URL order (http before https within a host). Records that do not
-    /// decode are passed over.
-    pub fn queue_urls<'a>(
-        &'a self,
-        host: Option<&'a str>,
-        now: Timestamp,
-    ) -> Box<dyn Iterator<Item = Result<UrlView, StoreError>> + 'a> {
-        let view = move |item: Result<(String, UrlRecord), StoreError>| {
-            item.map(|(url, r)| UrlView::of(&url, &r, now))
-        };
-        match host {
-            Some(host) => Box::new(self.with_leases(self.host_urls(host)).map(view)),
-            None => Box::new(
-                self.with_leases(self.all_url_records().filter(crate::error::intact))
-                    .map(view),
-            ),
+    /// The records of queue `name` (every queue's when `None`), in any
+    /// state: its host's URLs that no client put in another queue (http
+    /// before https), then those a client put in it, each part in URL
+    /// order, from `from` on (a place [`QueueRecords`] gave). Records that
+    /// do not decode are passed over.
+    fn queue_records<'a>(&'a self, name: Option<&'a str>, from: Resume) -> QueueRecords<'a> {
+        QueueRecords {
+            store: self,
+            name,
+            at: from,
+            current: None,
         }
     }
 
-    /// Deletes the URLs of queue `host` (of every queue when `None`) that
+    /// The URLs of queue `name` (every queue's when `None`), in any state,
+    /// in the order [`Store::queue_records`] gives: a stable order for
+    /// paging.
+    pub fn queue_urls<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        now: Timestamp,
+    ) -> Box<dyn Iterator<Item = Result<UrlView, StoreError>> + 'a> {
+        let records = self.queue_records(name, Resume::default());
+        Box::new(
+            self.with_leases(records.map(|item| item.map(|(_, url, rec)| (url, rec))))
+                .map(move |item| item.map(|(url, r)| UrlView::of(&url, &r, now))),
+        )
+    }
+
+    /// Deletes the URLs of queue `name` (of every queue when `None`) that
     /// the store first held before `cutoff`: [`Store::delete_urls`] a batch
     /// at a time, each pass of the scan going on from where the last one
     /// stopped (not from the first URL again). The number deleted.
-    pub fn purge(&self, host: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
-        self.purge_in_batches(host, cutoff, DELETE_BATCH)
+    pub fn purge(&self, name: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
+        self.purge_in_batches(name, cutoff, DELETE_BATCH)
     }
 
     fn purge_in_batches(
         &self,
-        host: Option<&str>,
+        name: Option<&str>,
         cutoff: Timestamp,
         batch: usize,
     ) -> Result<u64, StoreError> {
-        let prefixes = match host {
-            Some(host) => crate::store::host_prefixes(host),
-            None => vec![Vec::new()],
-        };
         let mut deleted = 0;
-        for prefix in prefixes {
-            let mut end = prefix.clone();
-            match end.last_mut() {
-                Some(last) => *last += 1, // a host's prefix ends in '/': never 0xff
-                None => end.push(0xff),
+        let mut from = Resume::default();
+        loop {
+            let mut old = Vec::new();
+            let mut read_to = None;
+            for item in self.queue_records(name, from.clone()) {
+                let Ok((at, url, rec)) = item else {
+                    continue; // a record that does not decode: `check` names it
+                };
+                if rec.first_seen < cutoff.unix() {
+                    old.push(url);
+                }
+                read_to = Some(at);
+                if old.len() >= batch {
+                    break;
+                }
             }
-            let mut from = prefix;
-            loop {
-                let mut old = Vec::new();
-                let mut read_to = None;
-                let mut whole = true;
-                for item in self.url_records_in(&from, &end) {
-                    let Ok((url, rec)) = item else {
-                        continue; // a record that does not decode: `check` names it
-                    };
-                    if rec.first_seen < cutoff.unix() {
-                        old.push(url.clone());
-                    }
-                    read_to = Some(url);
-                    if old.len() >= batch {
-                        whole = false;
-                        break;
-                    }
-                }
-                deleted += self.delete_urls(&old)?;
-                match read_to {
-                    Some(url) if !whole => {
-                        from = url.into_bytes();
-                        from.push(0);
-                    }
-                    _ => break,
-                }
+            let whole = old.len() < batch;
+            deleted += self.delete_urls(&old)?;
+            match read_to {
+                Some(at) if !whole => from = at.after(),
+                _ => return Ok(deleted),
             }
         }
-        Ok(deleted)
     }
 
-    /// Deletes queue `host`: its URLs, their due entries, its counts, its
-    /// host record and robots rules. The number of URLs deleted.
-    pub fn delete_queue(&self, host: &str) -> Result<u64, StoreError> {
+    /// Deletes queue `name`: its URLs, their due entries, its counts, and
+    /// the host record and robots rules of a host of that name. The number
+    /// of URLs deleted.
+    pub fn delete_queue(&self, name: &str) -> Result<u64, StoreError> {
         let mut deleted = 0;
         loop {
             let urls: Vec<String> = self
-                .host_urls(host)
+                .queue_records(Some(name), Resume::default())
+                .filter(crate::error::intact)
                 .take(DELETE_BATCH)
-                .map(|item| item.map(|(url, _)| url))
+                .map(|item| item.map(|(_, url, _)| url))
                 .collect::<Result<_, _>>()?;
             if urls.is_empty() {
                 break;
@@ -393,70 +452,14 @@ impl Store {
         // The queue goes with its last URL: unless a writer (an ingest)
         // added one since, its counts are zero now.
         let _lock = self.lock();
-        if self.tally(host)?.is_zero() {
+        if self.tally(name)?.is_zero() {
             let mut batch = crate::kv::Batch::default();
-            for key in [keys::host(host), keys::robots(host)] {
+            for key in [keys::host(name), keys::robots(name)] {
                 batch.remove(key);
             }
-            self.unfile(host, &mut batch)?;
             self.kv.apply_batch(batch)?;
         }
         Ok(deleted)
-    }
-
-    /// Files each host under a client's queue `key` (a URL frontier key
-    /// that is not the host: a domain, an IP address …): the queue holds
-    /// the URLs of every host filed under it. A host is under one key at a
-    /// time, the last one given; its own name as the key files it back
-    /// under itself.
-    pub fn file_under<'a>(
-        &self,
-        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<(), StoreError> {
-        let _lock = self.lock();
-        let mut batch = crate::kv::Batch::default();
-        let mut filed: HashMap<&str, &str> = HashMap::new();
-        for (host, key) in pairs {
-            filed.insert(host, key);
-        }
-        for (host, key) in filed {
-            if self.queue_key(host)?.as_deref() == Some(key) {
-                continue;
-            }
-            self.unfile(host, &mut batch)?;
-            if key != host {
-                batch.insert(keys::queue_of(host), key.as_bytes());
-                batch.insert(keys::queue_host(key, host), &[]);
-            }
-        }
-        self.kv.apply_batch(batch)
-    }
-
-    /// Takes `host` out of the queue it is filed under, if any (in `batch`).
-    fn unfile(&self, host: &str, batch: &mut crate::kv::Batch) -> Result<(), StoreError> {
-        if let Some(old) = self.queue_key(host)? {
-            batch.remove(keys::queue_of(host));
-            batch.remove(keys::queue_host(&old, host));
-        }
-        Ok(())
-    }
-
-    /// The client's queue `host` is filed under ([`Store::file_under`]),
-    /// if any.
-    pub fn queue_key(&self, host: &str) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .kv
-            .get(keys::queue_of(host))?
-            .map(|v| String::from_utf8_lossy(&v).into_owned()))
-    }
-
-    /// The hosts filed under the client's queue `key`, in name order.
-    pub fn hosts_under(&self, key: &str) -> Result<Vec<String>, StoreError> {
-        let prefix = keys::queue_hosts(key);
-        self.kv
-            .scan_prefix(&prefix)
-            .map(|item| item.map(|(k, _)| String::from_utf8_lossy(&k[prefix.len()..]).into_owned()))
-            .collect()
     }
 
     /// Deletes the records of `urls` (as the store holds them, normalised)
@@ -485,6 +488,120 @@ impl Store {
     }
 }
 
+/// Where a walk over a queue's records is: which part (its host's URLs
+/// over http, over https, then the URLs a client put in it; every record
+/// for every queue), and the URL to go on from in it.
+#[derive(Debug, Clone, Default)]
+struct Resume {
+    part: usize,
+    from: Vec<u8>,
+}
+
+impl Resume {
+    /// Just after this place.
+    fn after(mut self) -> Resume {
+        self.from.push(0);
+        self
+    }
+}
+
+/// The records of a queue ([`Store::queue_records`]), each with its place.
+struct QueueRecords<'a> {
+    store: &'a Store,
+    name: Option<&'a str>,
+    at: Resume,
+    current: Option<Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>>,
+}
+
+impl QueueRecords<'_> {
+    /// The part `part` of the walk, from `from` (URL bytes); `None` past
+    /// the last part.
+    #[allow(clippy::type_complexity)]
+    fn part<'a>(
+        store: &'a Store,
+        name: Option<&'a str>,
+        part: usize,
+        from: &[u8],
+    ) -> Option<Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>> {
+        let Some(name) = name else {
+            return (part == 0).then(|| {
+                let from = from.to_vec();
+                Box::new(store.url_records_in(&from, &[0xff])) as Box<dyn Iterator<Item = _>>
+            });
+        };
+        let prefixes = crate::store::host_prefixes(name);
+        if let Some(prefix) = prefixes.get(part) {
+            let mut end = prefix.clone();
+            if let Some(last) = end.last_mut() {
+                *last += 1; // a host's prefix ends in '/': never 0xff
+            }
+            let start = prefix.as_slice().max(from).to_vec();
+            // Its host's URLs that no client put in another queue.
+            let own = store
+                .url_records_in(&start, &end)
+                .filter(|item| !matches!(item, Ok((_, rec)) if rec.queue.is_some()));
+            return Some(Box::new(own));
+        }
+        if part > prefixes.len() {
+            return None;
+        }
+        // The URLs a client put in it.
+        let members = keys::queue_members(name);
+        let mut start = members.clone();
+        start.extend_from_slice(from);
+        let mut end = members.clone();
+        end.push(0xff);
+        let skip = members.len();
+        let urls = store.kv.range(start..end).filter_map(move |item| {
+            let url = match item {
+                Ok((key, _)) => String::from_utf8_lossy(&key[skip..]).into_owned(),
+                Err(e) => return Some(Err(e)),
+            };
+            match store.url_record(&url) {
+                Ok(Some(rec)) if rec.queue.as_deref() == Some(name) => Some(Ok((url, rec))),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            }
+        });
+        Some(Box::new(urls))
+    }
+}
+
+impl Iterator for QueueRecords<'_> {
+    /// A record with its place, its URL and itself.
+    type Item = Result<(Resume, String, UrlRecord), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.current.is_none() {
+                self.current = Some(QueueRecords::part(
+                    self.store,
+                    self.name,
+                    self.at.part,
+                    &self.at.from,
+                )?);
+            }
+            match self.current.as_mut()?.next() {
+                Some(Ok((url, rec))) => {
+                    let at = Resume {
+                        part: self.at.part,
+                        from: url.as_bytes().to_vec(),
+                    };
+                    return Some(Ok((at, url, rec)));
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => {
+                    self.current = None;
+                    self.at = Resume {
+                        part: self.at.part + 1,
+                        from: Vec::new(),
+                    };
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,6 +618,7 @@ mod tests {
             url: url.into(),
             refetch: refetch.map(ts),
             metadata: vec![("depth".into(), vec!["1".into()])],
+            queue: None,
         }
     }
 
@@ -681,7 +799,7 @@ mod tests {
         s.put_known(vec![known(b, Some(T0))], ts(T0), silent)
             .unwrap();
         let leased = s
-            .lease_admitting(&LeaseRequest::new(10), ts(T0), |h| {
+            .lease_admitting(&LeaseRequest::new(10), None, ts(T0), |h| {
                 usize::from(h == "b.example")
             })
             .unwrap();
@@ -693,7 +811,7 @@ mod tests {
     fn an_admit_rule_limits_a_lease_per_host() {
         let s = two_hosts();
         let leased = s
-            .lease_admitting(&LeaseRequest::new(10), ts(T0), |host| {
+            .lease_admitting(&LeaseRequest::new(10), None, ts(T0), |host| {
                 usize::from(host == "a.example")
             })
             .unwrap();
@@ -717,7 +835,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_looks_at_twice_max_hosts_hosts_and_serves_max_hosts() {
+    fn a_lease_stops_once_max_hosts_hosts_have_their_share() {
         let s = Store::in_memory(StoreOptions::default()).unwrap();
         let items = ["a", "b", "c"]
             .into_iter()
@@ -726,14 +844,14 @@ mod tests {
         let mut asked = Vec::new();
         let request = LeaseRequest::new(10).per_host(2).max_hosts(1);
         let leased = s
-            .lease_admitting(&request, ts(T0), |host| {
-                asked.push(host.to_string());
+            .lease_admitting(&request, None, ts(T0), |queue: &str| {
+                asked.push(queue.to_string());
                 usize::MAX
             })
             .unwrap();
-        // Twice max_hosts hosts are looked at (a choice by urgency): c is
-        // never asked; the URLs of one host are handed out.
-        assert_eq!(asked, ["a.example", "b.example"]);
+        // The first host in the queue order gets its share, and no other
+        // queue is asked.
+        assert_eq!(asked, ["a.example"]);
         assert_eq!(leased.len(), 2);
         assert!(
             urls(&leased)
@@ -770,29 +888,89 @@ mod tests {
         assert!(s.check().unwrap().is_ok());
     }
 
+    fn keyed(url: &str, queue: &str) -> KnownUrl {
+        KnownUrl {
+            queue: Some(queue.to_string()),
+            ..known(url, Some(T0))
+        }
+    }
+
+    /// A URL is in the queue it was last put in; a host's URLs may be in
+    /// several queues, each counted, listed, leased and deleted alone.
     #[test]
-    fn hosts_are_filed_under_a_client_key_one_at_a_time() {
+    fn a_url_is_in_the_queue_a_client_put_it_in() {
         let s = two_hosts();
-        s.file_under([("a.example", "example"), ("b.example", "example")])
+        s.put_known(
+            vec![
+                keyed("https://a.example/1", "queue_mysite"),
+                keyed("https://b.example/1", "queue_mysite"),
+            ],
+            ts(T0),
+            silent,
+        )
+        .unwrap();
+        let names: Vec<String> = s.queues().map(|q| q.unwrap().0).collect();
+        assert_eq!(names, ["a.example", "b.example", "queue_mysite"]);
+        let count = |q: &str| s.queue(q).unwrap().map(|c| c.scheduled);
+        assert_eq!(
+            (
+                count("a.example"),
+                count("b.example"),
+                count("queue_mysite")
+            ),
+            (Some(1), Some(0), Some(2))
+        );
+        let listed: Vec<String> = s
+            .queue_urls(Some("queue_mysite"), ts(T0))
+            .map(|v| v.unwrap().url)
+            .collect();
+        assert_eq!(listed, ["https://a.example/1", "https://b.example/1"]);
+        let own: Vec<String> = s
+            .queue_urls(Some("a.example"), ts(T0))
+            .map(|v| v.unwrap().url)
+            .collect();
+        assert_eq!(own, ["https://a.example/2"]);
+        assert_eq!(
+            s.url("https://a.example/1").unwrap().unwrap().queue,
+            "queue_mysite"
+        );
+        // A lease of one queue hands out its URLs only, named by it.
+        let request = LeaseRequest::new(10);
+        let leased = s
+            .lease_admitting(&request, Some("queue_mysite"), ts(T0), |_| usize::MAX)
             .unwrap();
         assert_eq!(
-            s.hosts_under("example").unwrap(),
-            ["a.example", "b.example"]
+            urls(&leased),
+            ["https://a.example/1", "https://b.example/1"]
         );
-        assert_eq!(
-            s.queue_key("a.example").unwrap().as_deref(),
-            Some("example")
-        );
-        // The last key given holds; the host's own name files it back.
-        s.file_under([("a.example", "other"), ("b.example", "b.example")])
+        assert!(leased.iter().all(|l| l.queue == "queue_mysite"));
+        // Put again with the host's own name: back in the host's queue.
+        s.put_known(
+            vec![keyed("https://a.example/1", "a.example")],
+            ts(T0 + 1),
+            silent,
+        )
+        .unwrap();
+        assert_eq!(count("queue_mysite"), Some(1));
+        assert_eq!(count("a.example"), Some(2));
+        assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+        assert_eq!(s.delete_queue("queue_mysite").unwrap(), 1);
+        assert_eq!(s.queue("queue_mysite").unwrap(), None);
+        assert!(s.url("https://b.example/1").unwrap().is_none());
+        assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+    }
+
+    /// A queue name the store cannot keep: the item is invalid.
+    #[test]
+    fn a_queue_name_with_a_control_character_is_refused() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let put = s
+            .put_known(vec![keyed("https://a.example/1", "a\0b")], ts(T0), silent)
             .unwrap();
-        assert_eq!(s.hosts_under("other").unwrap(), ["a.example"]);
-        assert!(s.hosts_under("example").unwrap().is_empty());
-        assert_eq!(s.queue_key("b.example").unwrap(), None);
-        // A deleted queue leaves no filing behind.
-        s.delete_queue("a.example").unwrap();
-        assert!(s.hosts_under("other").unwrap().is_empty());
-        assert_eq!(s.queue_key("a.example").unwrap(), None);
+        assert_eq!(put, [Put::Invalid]);
+        let mut item = DiscoveredUrl::new("https://a.example/1");
+        item.queue = Some(String::new());
+        assert_eq!(s.discover([item], ts(T0)).unwrap(), [Put::Invalid]);
     }
 
     #[test]

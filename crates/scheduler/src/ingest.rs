@@ -46,6 +46,10 @@ pub struct IngestStats {
     pub updated: u64,
     /// URLs seen again with nothing new.
     pub unchanged: u64,
+    /// Entries of a URL this session had seen already (listed twice, in
+    /// one sitemap or two): merged with the first (the newest lastmod, the
+    /// highest priority), not counted again.
+    pub duplicates: u64,
     /// Retired URLs seen again.
     pub revived: u64,
     /// URLs retired (absent from their sitemaps long enough).
@@ -60,6 +64,7 @@ impl std::ops::AddAssign for IngestStats {
         self.new += o.new;
         self.updated += o.updated;
         self.unchanged += o.unchanged;
+        self.duplicates += o.duplicates;
         self.revived += o.revived;
         self.retired += o.retired;
         self.sitemaps += o.sitemaps;
@@ -308,7 +313,10 @@ impl<'s> Ingest<'s> {
         };
         self.stats.entries += 1;
         match self.pending.get_mut(entry.loc.as_str()) {
-            Some(o) => o.merge(observed),
+            Some(o) => {
+                self.stats.duplicates += 1;
+                o.merge(observed);
+            }
             None => {
                 self.pending
                     .insert(entry.loc.as_str().to_string(), observed);
@@ -745,14 +753,16 @@ impl<'s> Ingest<'s> {
             let leased = crate::record::lease_holds(rec.schedule.lease, now);
             if (changed || outlived) && !leased {
                 let due = store.schedule(&url, &rec, host, now);
-                let same_mode = outlived && StoredReason::from(due.reason) == rec.schedule.reason;
-                let keep = same_mode || (notified && rec.schedule.due <= due.at.unix());
+                let same_mode = outlived && due.reason == rec.schedule.reason;
+                let keep = same_mode || (notified && rec.schedule.due <= due.due);
                 if !keep {
-                    rec.schedule = Schedule::of(&due);
+                    rec.schedule = due;
                 }
             }
             writes.put(&url, before.as_ref(), &mut rec)?;
             match (new, revived, hints_changed) {
+                // Seen earlier this session, in an earlier batch.
+                _ if same_session => self.stats.duplicates += 1,
                 (true, _, _) => self.stats.new += 1,
                 (_, true, _) => self.stats.revived += 1,
                 (_, _, true) => self.stats.updated += 1,
@@ -831,9 +841,9 @@ impl UrlRecord {
             repeats: 0,
             last_status: 0,
             redirected_from: None,
-            listed: None,
             completed: false,
             metadata: Vec::new(),
+            queue: None,
         }
     }
 

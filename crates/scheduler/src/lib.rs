@@ -10,6 +10,7 @@ pub mod ingest;
 #[cfg(test)]
 mod ingest_tests;
 mod kv;
+mod lease;
 mod marks;
 #[cfg(test)]
 mod marks_tests;
@@ -24,6 +25,8 @@ pub mod policy;
 pub mod queue;
 pub mod refresh;
 pub mod robots;
+mod runs;
+mod scan;
 pub mod sites;
 pub mod store;
 mod tally;
@@ -37,11 +40,11 @@ pub mod internal;
 use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
-pub use frontier::{KnownUrl, Metadata, Put, QueueCounts, bounded_metadata, queue_of};
+pub use frontier::{DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, bounded_metadata};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;
-pub use queue::{Completion, LeaseRequest, Leased, Outcome};
+pub use queue::{Completion, LeaseRequest, Leased, Outcome, Politeness};
 pub use refresh::{RefreshParams, RefreshState};
 pub use robots::RobotsUpdate;
 pub use sites::SiteWalk;

@@ -1,10 +1,10 @@
-//! Tests of leases kept in due list entries ([`crate::marks`]): a lease of
-//! listed URLs writes no record, and a layout-6 lease held by a record
-//! stands until the record is written again.
+//! Tests of leases kept in due entries ([`crate::marks`]): a lease writes
+//! no record, and a lease a record holds (as the layout migration leaves
+//! it) stands until the record is written again.
 
 use crate::keys;
 use crate::policy::Reason;
-use crate::record::{Listed, Schedule, StoredReason, encode};
+use crate::record::{Listed, encode};
 use crate::store::Store;
 use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
@@ -36,16 +36,13 @@ fn lease(s: &Store, n: usize, at: i64) -> Vec<crate::Leased> {
     s.lease(&request, ts(at)).unwrap()
 }
 
-/// Every due list entry, with its list's due time.
+/// Every due entry, with its due time.
 fn entries(s: &Store) -> Vec<(i64, Listed)> {
     let mut out = Vec::new();
     for item in s.kv.scan_prefix([keys::DUE]) {
-        let (key, value) = item.unwrap();
-        let due = keys::parse_due(&key).unwrap();
-        if keys::as_list(due.url).is_some() {
-            let list = crate::due_list::decode(&value).unwrap();
-            out.extend(list.entries.into_iter().map(|e| (due.at, e)));
-        }
+        let (_, value) = item.unwrap();
+        let list = crate::due_list::decode(&value).unwrap();
+        out.extend(list.entries.into_iter().map(|e| (e.due, e)));
     }
     out
 }
@@ -98,49 +95,41 @@ fn a_lease_of_listed_urls_marks_their_entries_and_writes_no_record() {
     assert_eq!(s.stats(ts(T0 + 302)).unwrap().leased, 40);
     assert!(s.check().unwrap().is_ok());
 
-    // A completion ends the lease: the record is written, the entry goes.
+    // A completion ends the lease: the record is written, and its entry
+    // moves to when it is due next, without the lease.
     let done = Completion::from(Outcome::NotModified);
     s.complete(&again[0].url, &done, ts(T0 + 310)).unwrap();
     assert_eq!(own_keys(&s), 1);
-    assert!(!entries(&s).iter().any(|(_, e)| e.url == again[0].url));
+    let moved: Vec<(i64, Listed)> = entries(&s)
+        .into_iter()
+        .filter(|(_, e)| e.url == again[0].url)
+        .collect();
+    assert_eq!(moved.len(), 1);
+    assert!(moved[0].0 > T0 + 310 && moved[0].1.lease.is_none());
     let view = s.url(&again[0].url).unwrap().unwrap();
     assert_eq!(view.leased_until, None);
     assert_eq!(s.stats(ts(T0 + 311)).unwrap().leased, 39);
     assert!(s.check().unwrap().is_ok());
 }
 
-/// A layout-6 lease: the record holds it, and it was moved to a list
-/// due when it runs out whose entry (format 6) does not.
+/// A lease the record holds, as the layout migration leaves it (its entry
+/// holds the same): it stands until the record is written again.
 #[test]
-fn a_lease_a_layout_6_record_holds_stands_until_the_record_is_written_again() {
+fn a_lease_a_record_holds_stands_until_the_record_is_written_again() {
     let s = store_with(1);
     let url = "https://a.example/item-0";
     let mut rec = s.url_record(url).unwrap().unwrap();
-    let old_list = rec.list_key(url, 0);
-    rec.schedule = Schedule {
-        due: T0 + 300,
-        score: rec.schedule.score,
-        reason: StoredReason::New,
-        lease: Some((7, T0 + 300)),
-    };
-    rec.listed = Some(0);
+    rec.schedule.lease = Some((7, T0 + 300));
     let mut host = s.stored_host_record("a.example").unwrap();
     host.counts.get_or_insert_default().add_lease();
-    let mut v6 = vec![6];
-    #[derive(serde::Serialize)]
-    struct V6 {
-        entries: Vec<(f32, keys::Rank, String)>,
-    }
-    let entry = (rec.schedule.score, rec.rank(url), url.to_string());
-    v6.extend(
-        postcard::to_stdvec(&V6 {
-            entries: vec![entry],
-        })
-        .unwrap(),
-    );
+    let run = s
+        .run_of(&rec.lane(url), &rec.position(url))
+        .unwrap()
+        .unwrap();
+    let mut list = crate::due_list::decode(&s.kv.get(&run).unwrap().unwrap()).unwrap();
+    list.entries[0].lease = rec.schedule.lease;
     let mut batch = crate::kv::Batch::default();
-    batch.remove(old_list);
-    batch.insert(rec.list_key(url, 0), v6);
+    batch.insert(run, crate::due_list::encode(&list));
     batch.insert(keys::url(url), encode(&rec));
     batch.insert(keys::host("a.example"), encode(&host));
     s.kv.apply_batch(batch).unwrap();
@@ -152,14 +141,19 @@ fn a_lease_a_layout_6_record_holds_stands_until_the_record_is_written_again() {
     let again = lease(&s, 1, T0 + 301);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].reason, Reason::LeaseExpired);
-    // Written again: the record holds no lease, its entry does.
-    let stored = s.url_record(url).unwrap().unwrap();
-    assert_eq!(stored.schedule.lease, None);
+    // Its entry holds the new lease, which stands over the record's.
+    let view = s.url(url).unwrap().unwrap();
+    assert_eq!(view.leased_until, Some(ts(T0 + 601)));
     let listed = entries(&s);
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].1.lease, Some((again[0].lease.unwrap(), T0 + 601)));
-    assert!(!listed[0].1.legacy);
     assert_eq!(s.stats(ts(T0 + 302)).unwrap().leased, 1);
+    assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+    // Completed: the record is written without a lease, and so is its entry.
+    s.complete(url, &Completion::from(Outcome::NotModified), ts(T0 + 310))
+        .unwrap();
+    assert_eq!(s.url_record(url).unwrap().unwrap().schedule.lease, None);
+    assert_eq!(s.stats(ts(T0 + 311)).unwrap().leased, 0);
     assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
 }
 

@@ -1,30 +1,25 @@
 //! Bringing a store written by an older build to the current key layout
 //! ([`keys::LAYOUT_VERSION`]) when it is opened.
 //!
-//! Layout 1 kept due entries as `d` ‖ due ‖ URL; layout 2 adds the urgency
-//! class and the priority rank; layout 3 widens the rank (lastmod and URL
-//! length after the priority); layout 4 keeps each host's counts (`t`).
-//! The migration rebuilds the due index from the URL records (from layouts
-//! 1 and 2: every `d` key is removed, then each active record's entry is
-//! written, in batches; a record taken out of its due list is written
-//! again) and counts each host's records (from layouts 1 to 3: one pass
-//! over the records, the counts written into the host records), and writes
-//! the layout key last. A crash in the middle leaves the layout key
-//! unwritten, so the next open starts over: each step is idempotent. Layout 6 (record pages)
-//! needs nothing done: a layout-5 record is a record under a key of its
-//! own, which layout 6 reads as such, and each ingest moves the ones it
-//! writes into their pages ([`crate::pages`]). The rebuild reads both.
-//! Layout 7 (leases of listed URLs in their due list entries) needs
-//! nothing done either: a layout-6 record's lease stands until the record
-//! is written again ([`crate::marks`]). Layout 8 keeps each host's counts
-//! in its host record: the migration moves every `t` key into its host's
-//! record (written in record format 8), in batches that each remove the
-//! keys they move, so a crash midway leaves the rest for the next open.
+//! Key layout 9 (the due index in lanes of runs, with their heads; a
+//! client's queue per URL, counted by queue) is rebuilt from the URL
+//! records, whatever the older layout: first the leases the due lists of
+//! layouts 7 and 8 held are copied into their records (a record keeps a
+//! copy of its lease until it is next written, which stands for its
+//! entry's mark), then every due key and head is removed and each queued
+//! record's entry written in its lane, in batches (its lease with it, and
+//! the queue its host was filed under in layouts 6 to 8), then the filings
+//! are removed and each queue's URLs counted into its record, and the
+//! layout key is written last. A crash in the middle leaves the layout key
+//! unwritten, so the next open starts over: each step is idempotent. A
+//! layout-5 record is a record under a key of its own, which layout 6 on
+//! reads as such; the rebuild reads pages and such keys alike.
 
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::{Batch, Kv};
-use crate::record::{HostRecord, UrlRecord, decode, encode};
+use crate::record::{HostRecord, Listed, UrlRecord, decode, encode};
+use crate::runs::RunEdits;
 use crate::tally::Tally;
 
 /// Keys written per batch while rebuilding.
@@ -38,25 +33,18 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         _ => {}
     }
     let empty = crate::pages::entries(kv, &[], &[0xff]).next().is_none();
-    let version = match kv.get(keys::LAYOUT)?.as_deref() {
-        Some([v]) => *v,
-        _ => 1,
-    };
-    if !empty && version < 3 {
+    if !empty {
         tracing::info!(
-            "rebuilding the due index for key layout {}",
+            "rebuilding the due index and each queue's counts for key layout {}",
             keys::LAYOUT_VERSION
         );
+        keep_leases(kv, false)?;
         rebuild_due_index(kv)?;
-    }
-    if !empty && version < 4 {
-        tracing::info!("counting each host's URLs for key layout 4");
+        clear(kv, keys::QUEUE_OF)?;
+        clear(kv, keys::QUEUE_HOST)?;
         count_tallies(kv)?;
     }
-    if version < 8 {
-        tracing::info!("moving each host's counts into its host record for key layout 8");
-        fold_tallies(kv)?;
-    }
+    clear(kv, keys::TALLY)?;
     kv.insert(keys::LAYOUT, &[keys::LAYOUT_VERSION])?;
     kv.flush()?;
     Ok(())
@@ -71,24 +59,29 @@ fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
     })
 }
 
-/// Before the due lists go: each listed URL whose entry holds a lease
-/// takes it into its record, out of its list and due when the lease runs
-/// out (what its due key, written next, will say), as a lease of a URL
-/// with a due key of its own leaves it. Reads the lists that hold leases,
-/// and the records of their leased entries only. Idempotent: a record out
-/// of its list is left as it is.
-fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
+/// Before the due index is rebuilt: each due entry that holds a lease
+/// gives a copy of it to its record (under a key of its own, which stands
+/// for its page's copy), where the rebuild finds it. The due index is read
+/// in the layout the store has: due lists (key layouts 7 and 8) or runs
+/// (`runs`, key layout 9). Reads the lists or runs that hold leases, and
+/// the records of their leased entries only; what does not decode keeps
+/// no lease. Idempotent.
+pub(crate) fn keep_leases(kv: &Kv, runs: bool) -> Result<(), StoreError> {
     let mut writes = Batched::new(kv);
     for item in kv.scan_prefix([keys::DUE]) {
         let (key, value) = item?;
-        let Some(due) = keys::parse_due(&key) else {
-            continue;
+        // The due time of a legacy list's entries, which they do not hold.
+        let list_due = if runs {
+            None
+        } else {
+            let Some(due) = keys::legacy::parse_due(&key) else {
+                continue;
+            };
+            if keys::legacy::as_list(due.url).is_none() {
+                continue;
+            }
+            Some(due.at)
         };
-        let Some((_, list)) = keys::as_list(due.url) else {
-            continue;
-        };
-        // A list without leases, or one that does not decode, has none to
-        // keep.
         if crate::due_list::leases(&value).map_or(true, |f| f.leases.is_empty()) {
             continue;
         }
@@ -107,12 +100,14 @@ fn keep_leases(kv: &Kv) -> Result<(), StoreError> {
             let Ok(mut rec) = decode::<UrlRecord>(&bytes) else {
                 continue;
             };
-            if !(rec.queued() && rec.in_list(due.class, due.at, list)) {
+            let its_own = match list_due {
+                Some(at) => rec.schedule.due == at,
+                None => rec.position(&entry.url) == entry.position(),
+            };
+            if !rec.queued() || !its_own {
                 continue;
             }
             rec.schedule.lease = Some(lease);
-            rec.schedule.due = rec.due_until();
-            rec.listed = None;
             writes.insert(keys::url(&entry.url), encode(&rec))?;
         }
     }
@@ -187,77 +182,107 @@ fn drain(
     }
 }
 
-/// Each host's counts from one pass over the URL records (in key order, so
-/// one host's records are together but for the scheme: the counts are
-/// summed in memory, one entry per host), written into the host records:
-/// a host record that does not decode is replaced (its politeness and trust
-/// start over, as they do when it is read), and a host with no URL left
-/// keeps no counts (it is no longer a queue).
+/// Each queue's counts from one pass over the URL records (in key order,
+/// so one host's records are together but for the scheme: the counts are
+/// summed in memory, one entry per queue) and one over the runs (the
+/// leases their entries hold), written into the records of the queues'
+/// names: a host record that does not decode is replaced (its politeness
+/// and trust start over, as they do when it is read), and a name with no
+/// URL left keeps no counts (it is no longer a queue).
 pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
-    clear(kv, keys::TALLY)?;
     let mut tallies: std::collections::HashMap<String, Tally> = Default::default();
     // A record or page that does not decode is not counted; `check`
     // names it.
-    for (url, rec) in records(kv) {
+    for (url, mut rec) in records(kv) {
+        // Its lease is its entry's, counted below.
+        rec.schedule.lease = None;
         tallies
-            .entry(keys::host_of(&url).to_string())
+            .entry(rec.queue_name(&url).to_string())
             .or_default()
             .add(&Tally::of(&rec), 1);
+    }
+    for item in kv.scan_prefix([keys::DUE]) {
+        let (key, value) = item?;
+        let (Some(run), Ok(front)) = (keys::parse_run(&key), crate::due_list::leases(&value))
+        else {
+            continue;
+        };
+        if !front.leases.is_empty() {
+            let tally = tallies.entry(run.queue.to_string()).or_default();
+            for _ in &front.leases {
+                tally.add_lease();
+            }
+        }
     }
     let mut writes = Batched::new(kv);
     for item in kv.scan_prefix([keys::HOST]) {
         let (key, value) = item?;
-        let host = String::from_utf8_lossy(&key[1..]).into_owned();
+        let name = String::from_utf8_lossy(&key[1..]).into_owned();
         let mut record = crate::record::host_record_or_fresh(&key, Some(&value));
-        record.counts = tallies.remove(&host);
+        record.counts = tallies.remove(&name);
         writes.insert(key.to_vec(), encode(&record))?;
     }
-    for (host, tally) in tallies {
+    for (name, tally) in tallies {
         let record = HostRecord {
             counts: Some(tally),
             ..HostRecord::default()
         };
-        writes.insert(keys::host(&host), encode(&record))?;
+        writes.insert(keys::host(&name), encode(&record))?;
     }
     writes.finish()
 }
 
-/// Key layout 8: each host's counts (`t` ‖ host, layouts 4 to 7) go into
-/// its host record, in batches that each remove the `t` keys they move (so
-/// that a crash midway leaves the rest for the next open). A count that
-/// does not decode is dropped: `stats --check` names its host as counted
-/// but not kept, and `stats --repair` counts it again.
-fn fold_tallies(kv: &Kv) -> Result<(), StoreError> {
-    drain(kv, keys::TALLY, |key, value, batch| {
-        let Ok(tally) = decode::<Tally>(value) else {
-            return Ok(());
-        };
-        let mut host_key = key.to_vec();
-        host_key[0] = keys::HOST;
-        let mut record =
-            crate::record::host_record_or_fresh(&host_key, kv.get(&host_key)?.as_deref());
-        record.counts = Some(tally);
-        batch.insert(host_key, encode(&record));
-        Ok(())
-    })
-}
-
+/// Rebuilds the due index from the URL records: every due key, head and
+/// queue membership removed, then each queued record's entry written in
+/// its lane (with the lease its record holds), in batches. A record whose
+/// host key layouts 6 to 8 filed under a client's key (`q`) takes that key
+/// as its queue. Idempotent.
 pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
-    keep_leases(kv)?;
     clear(kv, keys::DUE)?;
-    let mut writes = Batched::new(kv);
+    clear(kv, keys::HEAD)?;
+    clear(kv, keys::QUEUE_MEMBER)?;
+    let mut runs = RunEdits::default();
+    let mut batch = Batch::default();
+    let mut held = 0;
+    // The last host's filing (records come host by host, but for the
+    // scheme).
+    let mut filed: Option<(String, Option<String>)> = None;
     // A record or page that does not decode keeps no entry; `check`
     // names it.
     for (url, mut rec) in records(kv) {
-        if rec.queued() {
-            // Out of its due list (the lists were cleared with the rest).
-            // (Written under a key of its own, which stands for its page's
-            // copy.)
-            if rec.listed.take().is_some() {
-                writes.insert(keys::url(&url), encode(&rec))?;
+        let host = keys::host_of(&url);
+        if rec.queue.is_none() {
+            let key = match &filed {
+                Some((h, key)) if h == host => key.clone(),
+                _ => {
+                    let key = kv
+                        .get(keys::queue_of(host))?
+                        .and_then(|k| String::from_utf8(k.to_vec()).ok())
+                        .filter(|k| k != host);
+                    filed = Some((host.to_string(), key.clone()));
+                    key
+                }
+            };
+            if key.is_some() {
+                rec.queue = key;
+                batch.insert(keys::url(&url), encode(&rec));
             }
-            writes.insert(rec.due_key(&url), &[])?;
+        }
+        if let Some(queue) = &rec.queue {
+            batch.insert(keys::queue_member(queue, &url), &[]);
+        }
+        if rec.queued() {
+            let lane = rec.lane(&url);
+            let parts = (lane.as_slice(), rec.queue_name(&url), host, rec.class());
+            runs.add(parts, Listed::of(&url, &rec));
+            held += 1;
+        }
+        if held >= BATCH {
+            std::mem::take(&mut runs).apply(kv, &mut batch)?;
+            kv.apply_batch(std::mem::take(&mut batch))?;
+            held = 0;
         }
     }
-    writes.finish()
+    runs.apply(kv, &mut batch)?;
+    kv.apply_batch(batch)
 }

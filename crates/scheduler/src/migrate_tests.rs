@@ -1,8 +1,12 @@
-//! Tests of the key layout migration to layout 8: each host's counts move
-//! from `t` ‖ host into its host record.
+//! Tests of the key layout migration to layout 9: a store of layout 7 or 8
+//! (due lists per host, second and class; records naming their lists;
+//! hosts filed under a client's key) is rebuilt into lanes and heads, its
+//! leases and counts kept, its filings turned into queues.
+
+use std::collections::BTreeMap;
 
 use crate::keys;
-use crate::record::{HostRecord, decode, encode};
+use crate::record::{HostRecord, Listed, UrlRecord, decode, encode};
 use crate::store::Store;
 use crate::tally::Tally;
 use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
@@ -14,7 +18,7 @@ fn ts(t: i64) -> Timestamp {
     Timestamp::from_unix(t)
 }
 
-/// Two hosts' URLs, one of them leased and one completed: counts of
+/// Two hosts' URLs, two of them leased and one completed: counts of
 /// several states.
 fn store() -> Store {
     let s = Store::in_memory(StoreOptions::default()).unwrap();
@@ -39,9 +43,75 @@ fn store() -> Store {
     s
 }
 
-/// `s` as key layout 7 wrote it: each host's counts under `t` ‖ host, its
-/// host record in format 7 (without them).
-fn as_layout_7(s: &Store) {
+/// `s` as key layout 8 wrote it: one due list per host, due second and
+/// class (the leases in front of its entries), URL records of format 8
+/// naming their list, no heads; and `filed` hosts filed under a client's
+/// key.
+fn as_layout_8(s: &Store, filed: &[(&str, &str)]) {
+    let mut lists: BTreeMap<(u8, i64, String), Vec<Listed>> = BTreeMap::new();
+    let mut batch = crate::kv::Batch::default();
+    for prefix in [keys::DUE, keys::HEAD] {
+        for item in s.kv.scan_prefix([prefix]) {
+            let (key, value) = item.unwrap();
+            batch.remove(key.to_vec());
+            if let Some(run) = keys::parse_run(&key).filter(|_| prefix == keys::DUE) {
+                // Layout 8's classes: changed or new 0, refresh 1,
+                // validation 2.
+                let class = run.class.saturating_sub(1);
+                let list = crate::due_list::decode(&value).unwrap();
+                for entry in list.entries {
+                    let at = (class, entry.due, run.host.to_string());
+                    lists.entry(at).or_default().push(entry);
+                }
+            }
+        }
+    }
+    for ((class, due, host), entries) in lists {
+        #[derive(serde::Serialize)]
+        struct V8<'a> {
+            entries: Vec<(f32, keys::Rank, &'a str, crate::record::StoredReason, bool)>,
+        }
+        let body: Vec<_> = entries
+            .iter()
+            .map(|e| (e.score, e.rank, e.url.as_str(), e.reason, e.meta))
+            .collect();
+        let mut value = vec![8];
+        value.extend(postcard::to_stdvec(&V8 { entries: body }).unwrap());
+        let marks: Vec<(usize, (u64, i64))> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.lease.map(|l| (i, l)))
+            .collect();
+        let value = crate::due_list::remark(&value, Some(entries.len()), &marks).unwrap();
+        let key = keys::legacy::due(
+            class,
+            due,
+            [0; keys::RANK_BYTES],
+            &format!("\0{host}\0{:08x}", 0),
+        );
+        batch.insert(key, value);
+    }
+    for item in crate::pages::entries(&s.kv, &[], &[0xff]) {
+        let (url, bytes) = item.unwrap();
+        let rec = decode::<UrlRecord>(&bytes).unwrap();
+        let listed = rec.queued().then_some(0);
+        batch.insert(keys::url(&url), crate::record::encode_v8(&rec, listed));
+    }
+    for (host, key) in filed {
+        batch.insert(keys::queue_of(host), key.as_bytes());
+        let mut filing = vec![keys::QUEUE_HOST];
+        filing.extend_from_slice(key.as_bytes());
+        filing.push(0);
+        filing.extend_from_slice(host.as_bytes());
+        batch.insert(filing, &[][..]);
+    }
+    batch.insert(keys::LAYOUT, vec![8]);
+    s.kv.apply_batch(batch).unwrap();
+}
+
+/// `s` as key layout 7 wrote its counts: under `t` ‖ host, its host
+/// records in format 7 (without them).
+fn counts_as_layout_7(s: &Store) {
     let mut batch = crate::kv::Batch::default();
     for item in s.kv.scan_prefix([keys::HOST]) {
         let (key, value) = item.unwrap();
@@ -79,66 +149,124 @@ fn hosts(s: &Store) -> Vec<(String, HostRecord)> {
         .collect()
 }
 
+/// Each URL's lease, as views show it.
+fn leases(s: &Store) -> Vec<(String, Option<Timestamp>)> {
+    s.queue_urls(None, ts(T0 + 2))
+        .map(|v| {
+            let v = v.unwrap();
+            (v.url, v.leased_until)
+        })
+        .collect()
+}
+
 #[test]
-fn a_layout_7_stores_counts_move_into_its_host_records() {
+fn a_layout_8_store_is_rebuilt_with_its_leases_and_counts() {
     let s = store();
     let stats = s.stats(ts(T0 + 2)).unwrap();
     assert_eq!((stats.active, stats.leased), (10, 2));
     let before = hosts(&s);
-    assert!(before.iter().any(|(_, h)| h.next_allowed > 0));
-    as_layout_7(&s);
-    assert_eq!(s.kv.scan_prefix([keys::TALLY]).count(), 2);
-    // Read as format 7, before the migration: no counts.
-    assert!(hosts(&s).iter().all(|(_, h)| h.counts.is_none()));
+    let held = leases(&s);
+    assert_eq!(held.iter().filter(|(_, l)| l.is_some()).count(), 2);
+    as_layout_8(&s, &[]);
+    assert!(
+        s.check().is_ok_and(|r| !r.is_ok()),
+        "a layout-8 index is not this layout's"
+    );
 
     crate::migrate::to_current_layout(&s.kv).unwrap();
-    assert_eq!(s.kv.scan_prefix([keys::TALLY]).count(), 0, "no `t` left");
-    assert_eq!(hosts(&s), before, "counts, clock and trust as they were");
-    let again = s.stats(ts(T0 + 2)).unwrap();
-    assert_eq!(format!("{again:?}"), format!("{stats:?}"));
     assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+    assert_eq!(hosts(&s), before, "counts, clock and trust as they were");
+    assert_eq!(leases(&s), held);
+    let mut again = s.stats(ts(T0 + 2)).unwrap();
+    again.disk_bytes = stats.disk_bytes; // records rewritten, with their leases
+    assert_eq!(format!("{again:?}"), format!("{stats:?}"));
+    // The leased URLs are passed over until their leases run out.
+    let next = s
+        .lease(&LeaseRequest::new(10).per_host(10), ts(T0 + 10))
+        .unwrap();
+    assert_eq!(next.len(), 7);
+    assert!(
+        next.iter()
+            .all(|l| !held.iter().any(|(u, h)| *u == l.url && h.is_some()))
+    );
     // Opened again: nothing left to do.
+    let keys_now = s.kv.scan_prefix([]).count();
     crate::migrate::to_current_layout(&s.kv).unwrap();
-    assert_eq!(hosts(&s), before);
+    assert_eq!(s.kv.scan_prefix([]).count(), keys_now);
 }
 
-/// A crash midway: some hosts' counts moved, others still under `t`. The
-/// next open moves the rest; a count that does not decode is dropped, and
-/// `stats --check` names its host until `stats --repair` counts it again.
+/// Layout 7 kept each host's counts under `t`: they are counted again
+/// into the host records, and no `t` key is left.
 #[test]
-fn a_migration_cut_short_finishes_on_the_next_open() {
+fn a_layout_7_stores_counts_are_counted_into_its_host_records() {
     let s = store();
     let before = hosts(&s);
-    as_layout_7(&s);
-    // a.example moved, b.example's count corrupt.
-    let mut batch = crate::kv::Batch::default();
-    batch.remove(keys::tally("a.example"));
-    batch.insert(keys::host("a.example"), encode(&before[0].1));
-    batch.insert(keys::tally("b.example"), vec![7, 0xff]);
-    s.kv.apply_batch(batch).unwrap();
-
+    as_layout_8(&s, &[]);
+    counts_as_layout_7(&s);
+    assert_eq!(s.kv.scan_prefix([keys::TALLY]).count(), 2);
+    assert!(hosts(&s).iter().all(|(_, h)| h.counts.is_none()));
     crate::migrate::to_current_layout(&s.kv).unwrap();
-    assert_eq!(s.kv.scan_prefix([keys::TALLY]).count(), 0);
-    let after = hosts(&s);
-    assert_eq!(after[0], before[0]);
-    assert_eq!(after[1].1.counts, None);
-    let report = s.check().unwrap();
-    assert_eq!(report.miscounted.len(), 1, "{report:?}");
-    assert!(report.miscounted[0].starts_with("b.example: no counts kept"));
-    s.repair().unwrap();
+    assert_eq!(s.kv.scan_prefix([keys::TALLY]).count(), 0, "no `t` left");
     assert_eq!(hosts(&s), before);
-    assert!(s.check().unwrap().is_ok());
+    assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
 }
 
-/// `stats --repair` counts every host again into its host record: a host
-/// record that does not decode is replaced, and a host left with no URL is
-/// no longer a queue.
+/// A host filed under a client's key (layouts 6 to 8): its URLs are in
+/// that queue now, and the filing is gone.
+#[test]
+fn a_filed_host_s_urls_go_in_its_key_s_queue() {
+    let s = store();
+    as_layout_8(&s, &[("b.example", "shard-2")]);
+    crate::migrate::to_current_layout(&s.kv).unwrap();
+    assert!(s.check().unwrap().is_ok(), "{:?}", s.check().unwrap());
+    for prefix in [keys::QUEUE_OF, keys::QUEUE_HOST] {
+        assert_eq!(s.kv.scan_prefix([prefix]).count(), 0);
+    }
+    let names: Vec<String> = s.queues().map(|q| q.unwrap().0).collect();
+    assert_eq!(names, ["a.example", "shard-2"]);
+    let queue = s.queue("shard-2").unwrap().unwrap();
+    assert_eq!(queue.total(), 5);
+    let listed: Vec<String> = s
+        .queue_urls(Some("shard-2"), ts(T0))
+        .map(|v| v.unwrap().url)
+        .collect();
+    assert_eq!(listed.len(), 5);
+    assert!(listed.iter().all(|u| u.starts_with("https://b.example/")));
+}
+
+/// A crash midway (every write failing from some point on): the next open
+/// starts over and finishes, the leases kept.
+#[test]
+fn a_migration_cut_short_finishes_on_the_next_open() {
+    for writes in [1, 3, 6] {
+        let s = store();
+        let before = hosts(&s);
+        let held = leases(&s);
+        as_layout_8(&s, &[("b.example", "shard-2")]);
+        s.inject_write_failures(Some(writes));
+        assert!(
+            crate::migrate::to_current_layout(&s.kv).is_err(),
+            "{writes}"
+        );
+        s.inject_write_failures(None);
+        crate::migrate::to_current_layout(&s.kv).unwrap();
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "{writes}: {report:?}");
+        assert_eq!(leases(&s), held, "{writes}");
+        assert_eq!(hosts(&s)[0], before[0], "{writes}");
+    }
+}
+
+/// `stats --repair` counts every queue again into its record: a host
+/// record that does not decode is replaced, and a name left with no URL is
+/// no longer a queue; the leases the runs held stay.
 #[test]
 fn repair_counts_into_the_host_records() {
     let s = store();
     let before = hosts(&s);
+    let held = leases(&s);
     let mut batch = crate::kv::Batch::default();
-    batch.insert(keys::host("a.example"), vec![8, 0xff, 0xff]);
+    batch.insert(keys::host("a.example"), vec![9, 0xff, 0xff]);
     let mut lost = before[1].1.clone();
     lost.counts = Some(Tally::default());
     batch.insert(keys::host("b.example"), encode(&lost));
@@ -161,4 +289,5 @@ fn repair_counts_into_the_host_records() {
     assert_eq!(after[2].1.counts, None, "no URL of c.example: not a queue");
     let names: Vec<String> = s.queues().map(|q| q.unwrap().0).collect();
     assert_eq!(names, ["a.example", "b.example"]);
+    assert_eq!(leases(&s), held);
 }

@@ -113,7 +113,7 @@ impl Store {
             let due = self.schedule(url, &rec, host, now);
             rec.schedule = Schedule {
                 due: now,
-                score: due.score as f32,
+                score: due.score,
                 reason: StoredReason::Notified,
                 lease: None,
             };

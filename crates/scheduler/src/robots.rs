@@ -11,7 +11,7 @@ use sitemapd_parser::{HostKey, RobotsRules};
 
 use crate::hash::FastMap;
 use crate::keys;
-use crate::record::{RobotsRecord, Schedule, UrlRecord, encode};
+use crate::record::{RobotsRecord, UrlRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::writes::UrlWrites;
@@ -152,8 +152,7 @@ impl Store {
                 } else {
                     update.unblocked += 1;
                     if rec.queued() {
-                        let due = self.schedule(&url, &rec, &host_record, now);
-                        rec.schedule = Schedule::of(&due);
+                        rec.schedule = self.schedule(&url, &rec, &host_record, now);
                     }
                 }
                 writes.put(&url, Some(&before), &mut rec)?;

@@ -11,9 +11,9 @@ use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::Kv;
 use crate::policy::{
-    self, Calibration, Due, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState,
+    self, Calibration, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState,
 };
-use crate::record::{HostRecord, Record, SitemapRecord, UrlRecord, decode};
+use crate::record::{HostRecord, Record, Schedule, SitemapRecord, StoredReason, UrlRecord, decode};
 use crate::refresh::RefreshParams;
 use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView};
@@ -93,8 +93,9 @@ pub struct Store {
     pub(crate) write: Mutex<()>,
     /// Crawler requests waiting for `write` ([`Store::lock_background`]).
     pub(crate) waiting: AtomicUsize,
-    /// Validation samples the leases so far have paid for ([`Store::lease`]).
-    pub(crate) validation_credit: Mutex<f64>,
+    /// What the leases so far have earned the URLs served ahead of their
+    /// turn ([`Store::lease`]).
+    pub(crate) credits: Mutex<crate::lease::Credits>,
     /// Lastmod moves recorded before this time are not dated ([`keys::DATED_FROM`]).
     dated_from: i64,
     /// Whether some host is [`keys::SUSPECT`] (none, almost always: then a
@@ -312,7 +313,7 @@ impl Store {
             options,
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
-            validation_credit: Mutex::new(0.0),
+            credits: Mutex::new(crate::lease::Credits::default()),
             dated_from,
             suspects: AtomicBool::new(kv.scan_prefix([keys::SUSPECT]).next().is_some()),
             decoded: Mutex::default(),
@@ -586,8 +587,18 @@ impl Store {
 
     /// When the policy says `url` is next due, with up to ±5 % of the wait
     /// as jitter taken from a hash of the URL, so URLs scheduled together
-    /// (one sitemap read) do not all fall due in the same second.
-    pub(crate) fn schedule(&self, url: &str, r: &UrlRecord, host: &HostRecord, now: i64) -> Due {
+    /// (one sitemap read) do not all fall due in the same second. A newer
+    /// lastmod on a host whose lastmods have earned trust is a change a
+    /// trusted source announced: [`StoredReason::LastmodTrusted`], in the
+    /// announced class.
+    pub(crate) fn schedule(
+        &self,
+        url: &str,
+        r: &UrlRecord,
+        host: &HostRecord,
+        now: i64,
+    ) -> Schedule {
+        let trusted = host.trust.is_trusted();
         let host = host_state(host);
         let mut due = self.policy().next_due(
             &self.policy_view(url, r, &host, now),
@@ -599,7 +610,11 @@ impl Store {
             let unit = crate::refresh::jitter_unit(url);
             due.at = due.at.plus_secs((unit * 0.05 * wait as f64) as i64);
         }
-        due
+        let mut schedule = Schedule::of(&due);
+        if trusted && due.reason == policy::Reason::LastmodNewer {
+            schedule.reason = StoredReason::LastmodTrusted;
+        }
+        schedule
     }
 
     /// Computes the allocation multiplier of the rate policies

@@ -85,7 +85,10 @@ pub struct UrlView {
     pub reason: Reason,
     /// Leased until then (a lease that ran out shows too, until completed).
     pub leased_until: Option<Timestamp>,
-    /// Absent from all its sitemaps long enough: out of the queue.
+    /// Out of the regular queue: absent from all its sitemaps long enough
+    /// (status `retired`), or found gone or moved for good by its fetches
+    /// (status `gone`, `moved`: probed now and then in case it answers
+    /// again).
     pub retired: bool,
     /// Where it stands: queued, blocked by robots.txt, retired (absent),
     /// gone or moved (probed only).
@@ -96,6 +99,9 @@ pub struct UrlView {
     pub redirected_from: Option<String>,
     /// Sitemaps listing it (the store remembers 8 at most).
     pub sources: usize,
+    /// The queue it is in: its host (`host[:port]`), or the URL frontier
+    /// queue a client put it in.
+    pub queue: String,
     /// What a URL frontier client stored with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metadata: Vec<(String, Vec<String>)>,
@@ -173,8 +179,12 @@ impl UrlView {
                 None => r.schedule.reason.into(),
             },
             leased_until: r.schedule.lease.map(|(_, until)| ts(until)),
-            retired: r.retired,
+            retired: matches!(
+                UrlStatus::of(r),
+                UrlStatus::Retired | UrlStatus::Gone | UrlStatus::Moved
+            ),
             status: UrlStatus::of(r),
+            queue: r.queue_name(url).to_string(),
             last_status: (r.last_status != 0).then_some(r.last_status),
             redirected_from: r.redirected_from.clone(),
             sources: r.sources.len(),

@@ -1,11 +1,11 @@
 //! Every write of a URL record goes through [`UrlWrites::put`] with what
 //! the record was when read ([`Before`], or `None` for a new URL) and the
-//! record as it is now: its due entry moves with it, and its host's kept
-//! counts ([`Tally`], in its [`HostRecord`]) change by the difference of
-//! the two records' contributions, all in one atomic batch. A writer that
-//! changes a host record in the same batch (a lease's politeness clock)
-//! hands it over ([`UrlWrites::host`]), so that each host's record is
-//! written once, with its counts.
+//! record as it is now: its due entry moves with it, and its queue's kept
+//! counts ([`Tally`], in the [`HostRecord`] of the queue's name) change by
+//! the difference of the two records' contributions, all in one atomic
+//! batch. A writer that changes a host record in the same batch (a lease's
+//! politeness clock) hands it over ([`UrlWrites::host`]), so that each
+//! host's record is written once, with its counts.
 //!
 //! ## Where records go
 //!
@@ -13,43 +13,27 @@
 //! (`p`, [`crate::pages`]): it reads each page it needs once, changes it
 //! in memory, and writes it once when the batch is applied, cut in two or
 //! more when it grew past [`PAGE_CAP`](crate::page::PAGE_CAP) URLs. Every
-//! other writer (a lease, a completion, a notification, a robots.txt
-//! change) writes a record under a key of its own (`u`), which stands for
-//! the page's copy until an ingest folds it back.
+//! other writer (a completion, a notification, a robots.txt change) writes
+//! a record under a key of its own (`u`), which stands for the page's copy
+//! until an ingest folds it back.
 //!
-//! ## Due lists: one key for many new URLs
+//! ## Due entries: runs in lanes
 //!
-//! A URL new to the store (an ingest's, a notification's, a redirect's
-//! target) is filed in a due list ([`keys::list`]): one key per host, due
-//! second and class holds up to [`keys::LIST_CAP`] of them, so that an
-//! ingest writes no due key of each new URL's own (and, with the record
-//! in a page, no key of its own at all). Its
-//! record names the list ([`UrlRecord::listed`]). A lease of a listed URL
-//! leaves it there and marks its entry ([`UrlWrites::mark`], see
-//! [`crate::marks`]); a lease of a URL with a due key of its own files it
-//! in a list due when the lease runs out (all of a host's share of one
-//! lease together), and so does a URL frontier client's report of a batch
-//! with one refetch date (reason `requested`). When its place in the queue
-//! changes otherwise (a fetch, a block, a retirement), a URL leaves its
-//! list for a due key of its own; a list left empty is removed.
-//! A URL's record and its list change in the same batch, so a crash never
-//! leaves one without the other.
-//!
-//! A list entry carries what a lease orders URLs by (the policy's score
-//! and the rank, [`Listed`]) and what it hands out (the reason), so a
-//! lease reads no record of a listed URL (but one whose record holds a URL
-//! frontier client's metadata), and only the records of the URLs with keys
-//! of their own that it hands out, not of every candidate it compares. The
-//! order is kept within a list (entries sorted by [`Listed::order`]; a
-//! score or rank that changes moves the entry) but not quite across them:
-//! a list's key ranks ahead of every URL with a key of its own due in the
-//! same second, so among URLs of one class due in the same second, the
-//! listed ones are read first. A lease reads twice the URLs it hands out
-//! and then sorts them; a higher-priority URL with its own key, due in the
-//! very second of more listed URLs than that, waits for the next lease. A
-//! corrupt list is passed over and named by `stats --check`;
-//! `stats --repair` rebuilds the due index from the records and puts its
-//! URLs back.
+//! A queued URL's due entry is in a run of its lane (its queue, host and
+//! urgency class, [`crate::runs`]), at its place in the queue order
+//! ([`UrlRecord::position`]). A run holds up to [`RUN_CAP`](keys::RUN_CAP)
+//! entries, so an ingest writes about one due key per 32 new URLs. The
+//! entry carries what a lease orders URLs by and what it hands out (the
+//! reason, whether the record holds a client's metadata), so a lease reads
+//! no record (but a URL frontier client's metadata), and the lease itself:
+//! a lease marks its entries ([`UrlWrites::mark`]) and writes no record
+//! ([`crate::marks`]). A URL whose place changes (a fetch, a block, a new
+//! priority) leaves its run and joins the one that holds its new place; a
+//! run left empty is removed, one grown past its cap is cut. A URL's record
+//! and its run change in the same batch, so a crash never leaves one
+//! without the other. A corrupt run is passed over and named by
+//! `stats --check`; `stats --repair` rebuilds the due index from the
+//! records and puts its URLs back.
 
 use crate::due_list::Lease;
 use crate::error::StoreError;
@@ -58,83 +42,73 @@ use crate::keys;
 use crate::kv::Batch;
 use crate::marks::Marks;
 use crate::pages::{Pages, Placed};
-use crate::record::{DueList, HostRecord, Listed, StoredReason, UrlRecord, encode};
+use crate::record::{HostRecord, Listed, UrlRecord, encode};
+use crate::runs::RunEdits;
 use crate::store::Store;
 use crate::tally::Tally;
 
-/// Where a record's due entry is.
+/// Where a record's due entry is: its lane and its place there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Place {
-    /// Its own due key.
-    Key(Vec<u8>),
-    /// In due list `n` of its host due `at` in `class` (the key is built
-    /// only when the list changes: most writes leave a URL where it is).
-    List { class: u8, at: i64, n: u32 },
+struct Place {
+    lane: Vec<u8>,
+    position: Vec<u8>,
 }
 
-impl Place {
-    /// The key of the list `url` is in, for a [`Place::List`].
-    fn list_key(url: &str, class: u8, at: i64, n: u32) -> Vec<u8> {
-        keys::list(class, at, keys::host_of(url), n)
-    }
-}
-
-/// What a URL record was when read: its contribution to its host's counts
-/// and its due entry, all [`UrlWrites::put`] needs of it
-/// ([`UrlWrites::before`]).
+/// What a URL record was when read: its contribution to its queue's
+/// counts, its queue, and its due entry, all [`UrlWrites::put`] needs of
+/// it ([`UrlWrites::before`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Before {
     tally: Tally,
+    /// The queue it was counted under, and the one a client put it in
+    /// (`None`: its host's).
+    queue: String,
+    stored_queue: Option<String>,
     place: Option<Place>,
-    /// Its due list entry as stored, if listed.
+    /// Its due entry as stored, if queued.
     entry: Option<Listed>,
 }
 
 impl Before {
     /// `rec`, the record of `url` as read, with its lease; `mark`, the
-    /// lease its due list entry holds.
+    /// lease its due entry holds.
     fn of(url: &str, rec: &UrlRecord, mark: Option<Lease>) -> Before {
+        let place = place_of(url, rec);
         Before {
             tally: Tally::of(rec),
-            place: place_of(url, rec),
-            entry: rec.listed.map(|_| Listed {
-                lease: mark,
+            queue: rec.queue_name(url).to_string(),
+            stored_queue: rec.queue.clone(),
+            // The entry holds the lease (a record the layout migration read
+            // with a lease of its own holds it too, until written again).
+            entry: place.as_ref().map(|_| Listed {
+                lease: mark.or(rec.schedule.lease),
                 ..Listed::of(url, rec)
             }),
+            place,
         }
     }
 }
 
 /// Where the due entry of `rec` (the record of `url`) is, if queued.
 fn place_of(url: &str, rec: &UrlRecord) -> Option<Place> {
-    if !rec.queued() {
-        return None;
-    }
-    Some(match rec.listed {
-        Some(n) => Place::List {
-            class: rec.schedule.reason.urgency() as u8,
-            at: rec.schedule.due,
-            n,
-        },
-        None => Place::Key(rec.due_key(url)),
+    rec.queued().then(|| Place {
+        lane: rec.lane(url),
+        position: rec.position(url),
     })
 }
 
-/// What one batch does to one due list.
-#[derive(Default)]
-struct ListEdit {
-    removed: FastSet<String>,
-    added: Vec<Listed>,
-    /// Entries a lease marks: their places in the list as read (`read`),
-    /// and their leases.
-    marked: Vec<(usize, Lease)>,
-    /// The list's value as the lease read it (under the same lock), and how
-    /// many entries it holds.
-    read: Option<(sled::IVec, usize)>,
+/// A lane's key with its parts, as [`RunEdits`] takes it.
+fn lane_parts<'a>(
+    lane: &'a [u8],
+    url: &'a str,
+    queue: &'a str,
+) -> (&'a [u8], &'a str, &'a str, u8) {
+    let class = lane.last().copied().unwrap_or_default();
+    (lane, queue, keys::host_of(url), class)
 }
 
 /// URL records written in one batch with their due entries and their
-/// hosts' [`Tally`] kept in step (in their host records). Other keys go
+/// queues' [`Tally`] kept in step (in their host records). Other keys go
 /// into [`UrlWrites::batch`]; [`UrlWrites::apply`] writes it all
 /// atomically. The caller holds the store's write lock from reading the
 /// records to applying.
@@ -144,17 +118,15 @@ pub(crate) struct UrlWrites<'s> {
     /// their own.
     paged: bool,
     pages: Pages,
-    /// Reads the leases of listed records.
+    /// Reads the leases of queued records.
     marks: Marks,
     batch: Batch,
+    /// Count changes by queue.
     changes: FastMap<String, Tally>,
     /// Host records the caller changed ([`UrlWrites::host`]), written with
     /// their counts changed by `changes`.
     hosts: FastMap<String, HostRecord>,
-    lists: FastMap<Vec<u8>, ListEdit>,
-    /// URLs to file in due lists (new ones, and those a lease hands out),
-    /// by list prefix ([`keys::lists_of`]).
-    fresh: FastMap<Vec<u8>, Vec<(Listed, UrlRecord)>>,
+    runs: RunEdits,
     /// Hosts a corrupt record of which this batch replaces
     /// ([`keys::SUSPECT`]).
     suspects: FastSet<String>,
@@ -171,8 +143,7 @@ impl<'s> UrlWrites<'s> {
             batch: Batch::default(),
             changes: FastMap::default(),
             hosts: FastMap::default(),
-            lists: FastMap::default(),
-            fresh: FastMap::default(),
+            runs: RunEdits::default(),
             suspects: FastSet::default(),
         }
     }
@@ -212,16 +183,16 @@ impl<'s> UrlWrites<'s> {
 
     /// What `rec` (the record of `url`, as just read) is before this batch
     /// changes it ([`UrlWrites::put`], [`UrlWrites::remove`]), with the
-    /// lease its due list entry holds put into `rec` ([`Marks::overlay`]).
+    /// lease its due entry holds put into `rec` ([`Marks::overlay`]).
     pub(crate) fn before(&mut self, url: &str, rec: &mut UrlRecord) -> Result<Before, StoreError> {
         let mark = self.marks.overlay(self.store, url, rec)?;
         Ok(Before::of(url, rec, mark))
     }
 
-    /// [`UrlWrites::before`] without reading the lease its due list entry
-    /// may hold: for a record that stays in its place (its entry, and the
-    /// mark in it, stay as they are), unless [`UrlWrites::with_lease`]
-    /// reads it after all.
+    /// [`UrlWrites::before`] without reading the lease its due entry may
+    /// hold: for a record that stays in its place (its entry, and the mark
+    /// in it, stay as they are), unless [`UrlWrites::with_lease`] reads it
+    /// after all.
     pub(crate) fn before_in_place(&self, url: &str, rec: &UrlRecord) -> Before {
         Before::of(url, rec, None)
     }
@@ -235,7 +206,16 @@ impl<'s> UrlWrites<'s> {
         before: &mut Before,
     ) -> Result<(), StoreError> {
         let had = rec.schedule.lease.is_some();
-        if let Some(mark) = self.marks.overlay(self.store, url, rec)? {
+        // Where its entry is as stored (`rec` may have changed since it
+        // was read).
+        let Some(place) = before.place.as_ref() else {
+            return Ok(());
+        };
+        let mark = self
+            .marks
+            .at(self.store, url, &before.queue, &place.lane, &place.position)?;
+        if let Some(mark) = mark {
+            rec.schedule.lease = Some(mark);
             if !had {
                 before.tally.add_lease();
             }
@@ -247,8 +227,7 @@ impl<'s> UrlWrites<'s> {
     }
 
     /// Writes the record of `url` (`None`: deletes it) where this batch
-    /// writes records; a listed record without its lease, which its entry
-    /// holds.
+    /// writes records, without its lease (its due entry holds it).
     fn write_record(&mut self, url: &str, record: Option<&UrlRecord>) -> Result<(), StoreError> {
         let stored = record.and_then(crate::marks::as_stored);
         let record = stored.as_ref().or(record);
@@ -274,8 +253,8 @@ impl<'s> UrlWrites<'s> {
     /// Writes `after` as the record of `url` (once per URL in a batch: the
     /// callers merge what they do to one URL first), which was `before` when read
     /// (`None`: a new URL). Its due entry moves if its place in the queue
-    /// changed (a new queued URL is filed in a due list when the batch is
-    /// applied), and its host's counts by the difference.
+    /// changed, and is written again if what it holds changed (its reason,
+    /// metadata or lease); its queue's counts change by the difference.
     pub(crate) fn put(
         &mut self,
         url: &str,
@@ -283,48 +262,26 @@ impl<'s> UrlWrites<'s> {
         after: &mut UrlRecord,
     ) -> Result<(), StoreError> {
         let old = before.and_then(|b| b.place.clone());
-        let new = if !after.queued() {
-            after.listed = None;
-            None
-        } else if after.listed.is_some() && place_of(url, after) == old {
-            // Still due as its list says; its entry is written again if
-            // what it holds changed (what orders it: its score, a new
-            // priority or lastmod; its reason, metadata or lease).
-            if let (Some(Place::List { class, at, n }), Some(before)) = (&old, before) {
-                if before.entry.as_ref() != Some(&Listed::of(url, after)) {
-                    let key = Place::list_key(url, *class, *at, *n);
-                    let edit = self.lists.entry(key).or_default();
-                    edit.removed.insert(url.to_string());
-                    edit.added.push(Listed::of(url, after));
-                }
+        let new = place_of(url, after);
+        let entry = new.as_ref().map(|_| Listed::of(url, after));
+        let same_entry = before.and_then(|b| b.entry.as_ref()) == entry.as_ref();
+        if old != new || !same_entry {
+            if let (Some(place), Some(before)) = (old, before) {
+                let lane = lane_parts(&place.lane, url, &before.queue);
+                self.runs.remove(lane, place.position, url);
             }
-            old.clone()
-        } else if listable(before, after) {
-            // Filed in a due list when the batch is applied, in rank order.
-            let prefix = keys::lists_of(
-                after.schedule.reason.urgency() as u8,
-                after.schedule.due,
-                keys::host_of(url),
-            );
-            let entry = (Listed::of(url, after), after.clone());
-            self.fresh.entry(prefix).or_default().push(entry);
-            self.leave(url, old);
-            self.count(url, before, after);
-            return Ok(());
-        } else {
-            after.listed = None;
-            Some(Place::Key(after.due_key(url)))
-        };
-        if old != new {
-            self.leave(url, old);
-            match new {
-                Some(Place::Key(key)) => self.batch.insert(key, &[]),
-                Some(Place::List { class, at, n }) => {
-                    let key = Place::list_key(url, class, at, n);
-                    let edit = self.lists.entry(key).or_default();
-                    edit.added.push(Listed::of(url, after));
-                }
-                None => {}
+            if let (Some(place), Some(entry)) = (new, entry) {
+                let lane = lane_parts(&place.lane, url, after.queue_name(url));
+                self.runs.add(lane, entry);
+            }
+        }
+        let stored_queue = before.and_then(|b| b.stored_queue.clone());
+        if stored_queue != after.queue {
+            if let Some(queue) = &stored_queue {
+                self.batch.remove(keys::queue_member(queue, url));
+            }
+            if let Some(queue) = &after.queue {
+                self.batch.insert(keys::queue_member(queue, url), &[]);
             }
         }
         self.write_record(url, Some(after))?;
@@ -333,120 +290,81 @@ impl<'s> UrlWrites<'s> {
     }
 
     /// Deletes the record of `url`, which was `before` when read: out of
-    /// its place in the queue, and out of its host's counts.
+    /// its place in the queue, and out of its queue's counts.
     pub(crate) fn remove(&mut self, url: &str, before: &Before) -> Result<(), StoreError> {
-        self.leave(url, before.place.clone());
+        if let Some(place) = before.place.clone() {
+            let lane = lane_parts(&place.lane, url, &before.queue);
+            self.runs.remove(lane, place.position, url);
+        }
+        if let Some(queue) = &before.stored_queue {
+            self.batch.remove(keys::queue_member(queue, url));
+        }
         self.write_record(url, None)?;
         let mut change = Tally::default();
         change.add(&before.tally, -1);
-        self.tally_change(url, &change);
+        self.tally_change(&before.queue, &change);
         Ok(())
     }
 
-    /// A lease of `url`, listed in the due list under `key` at `index`
-    /// (`value`: the list as read, and how many entries it holds), whose
-    /// record this batch does not write: its entry takes the mark, and its
-    /// host counts one more lease unless the entry held one (`was_marked`:
-    /// a lease that ran out, counted still).
+    /// A lease of `url` (in queue `queue`), whose entry is at `index` of
+    /// the run under `run` (`value`: the run as read, and how many entries
+    /// it holds), and whose record this batch does not write: its entry
+    /// takes the mark, and its queue counts one more lease unless the
+    /// entry held one (`was_marked`: a lease that ran out, counted still).
     pub(crate) fn mark(
         &mut self,
-        url: &str,
-        (key, index, value): (&[u8], usize, (sled::IVec, usize)),
+        queue: &str,
+        (run, index, value): (&[u8], usize, (sled::IVec, usize)),
         lease: Lease,
         was_marked: bool,
     ) {
-        let edit = match self.lists.get_mut(key) {
-            Some(edit) => edit,
-            None => self.lists.entry(key.to_vec()).or_default(),
-        };
-        edit.marked.push((index, lease));
-        edit.read = Some(value);
+        self.runs.mark(run, index, value, lease);
         if !was_marked {
             let mut change = Tally::default();
             change.add_lease();
-            self.tally_change(url, &change);
+            self.tally_change(queue, &change);
         }
     }
 
-    /// Removes `url`'s entry from due list `n` of its host due `at` in
-    /// `class`: one its record does not name (left by a replaced corrupt
-    /// record).
-    pub(crate) fn drop_entry(&mut self, url: &str, (class, at, n): (u8, i64, u32)) {
-        self.leave(url, Some(Place::List { class, at, n }));
+    /// Removes `url`'s entry from lane `lane` at `position`: one its
+    /// record does not name (left by a replaced corrupt record).
+    pub(crate) fn drop_entry(&mut self, url: &str, queue: &str, lane: &[u8], position: Vec<u8>) {
+        self.runs
+            .remove(lane_parts(lane, url, queue), position, url);
     }
 
-    /// `url` leaves its place in the queue.
-    fn leave(&mut self, url: &str, place: Option<Place>) {
-        match place {
-            Some(Place::Key(key)) => self.batch.remove(key),
-            Some(Place::List { class, at, n }) => {
-                let key = Place::list_key(url, class, at, n);
-                let edit = self.lists.entry(key).or_default();
-                edit.removed.insert(url.to_string());
-            }
-            None => {}
-        }
-    }
-
-    /// Its host's counts change by `after`'s contribution less `before`'s.
+    /// Its queue's counts change by `after`'s contribution less `before`'s
+    /// (each under the queue it is in).
     fn count(&mut self, url: &str, before: Option<&Before>, after: &UrlRecord) {
-        let mut change = Tally::of(after);
-        if let Some(before) = before {
-            change.add(&before.tally, -1);
+        let after_queue = after.queue_name(url);
+        match before {
+            Some(before) if before.queue != after_queue => {
+                let mut gone = Tally::default();
+                gone.add(&before.tally, -1);
+                self.tally_change(&before.queue, &gone);
+                self.tally_change(after_queue, &Tally::of(after));
+            }
+            _ => {
+                let mut change = Tally::of(after);
+                if let Some(before) = before {
+                    change.add(&before.tally, -1);
+                }
+                self.tally_change(after_queue, &change);
+            }
         }
-        self.tally_change(url, &change);
     }
 
-    /// The counts of `url`'s host change by `change`.
-    fn tally_change(&mut self, url: &str, change: &Tally) {
+    /// The counts of queue `queue` change by `change`.
+    fn tally_change(&mut self, queue: &str, change: &Tally) {
         if change.is_zero() {
             return;
         }
-        let host = keys::host_of(url);
-        match self.changes.get_mut(host) {
+        match self.changes.get_mut(queue) {
             Some(tally) => tally.add(change, 1),
             None => {
-                self.changes.insert(host.to_string(), *change);
+                self.changes.insert(queue.to_string(), *change);
             }
         }
-    }
-
-    /// Files the new URLs of one host, second and class (`prefix`,
-    /// [`keys::lists_of`]) in due lists, best rank first: the last list
-    /// while it has room, then new ones of [`keys::LIST_CAP`] each.
-    fn file(&mut self, prefix: &[u8], fresh: Vec<(Listed, UrlRecord)>) -> Result<(), StoreError> {
-        // Sorted by index: the records are large to move.
-        let mut order: Vec<usize> = (0..fresh.len()).collect();
-        order.sort_unstable_by(|&a, &b| fresh[a].0.order(&fresh[b].0));
-        let mut fresh: Vec<Option<(Listed, UrlRecord)>> = fresh.into_iter().map(Some).collect();
-        let (mut n, mut held) = self.last_list(prefix)?;
-        for (entry, mut rec) in order.into_iter().filter_map(|i| fresh[i].take()) {
-            if held >= keys::LIST_CAP {
-                n = n.saturating_add(1);
-                held = 0;
-            }
-            held += 1;
-            rec.listed = Some(n);
-            self.write_record(&entry.url, Some(&rec))?;
-            let edit = self.lists.entry(rec.list_key(&entry.url, n)).or_default();
-            edit.added.push(entry);
-        }
-        Ok(())
-    }
-
-    /// The last due list under `prefix` and how many it holds; (0, 0) if
-    /// there is none.
-    fn last_list(&self, prefix: &[u8]) -> Result<(u32, usize), StoreError> {
-        let mut end = prefix.to_vec();
-        end.push(0xff);
-        let Some((key, value)) = self.store.kv.last_in(prefix.to_vec()..end)? else {
-            return Ok((0, 0));
-        };
-        let n = keys::parse_due(&key)
-            .and_then(|d| keys::as_list(d.url))
-            .map_or(0, |(_, n)| n);
-        let held = crate::due_list::decode(&value).map_or(keys::LIST_CAP, |l| l.entries.len());
-        Ok((n, held))
     }
 
     /// The batch the records go into, for the other keys written with them
@@ -462,62 +380,19 @@ impl<'s> UrlWrites<'s> {
         self.hosts.insert(name.to_string(), record);
     }
 
-    /// Adds the changed due lists and hosts' counts to the batch and
-    /// applies it.
+    /// Adds the changed runs and heads and the queues' counts to the batch
+    /// and applies it.
     pub(crate) fn apply(mut self) -> Result<(), StoreError> {
         let store = self.store;
-        for (prefix, fresh) in std::mem::take(&mut self.fresh) {
-            self.file(&prefix, fresh)?;
-        }
-        for (key, edit) in self.lists.drain() {
-            let (value, len) = match edit.read {
-                Some((ref value, len)) => (Some(value.clone()), Some(len)),
-                None => (store.kv.get(&key)?, None),
-            };
-            if let (Some(value), true) = (&value, edit.removed.is_empty() && edit.added.is_empty())
-            {
-                // Leases only: the entries' bytes stay as they are.
-                if let Ok(marked) = crate::due_list::remark(value, len, &edit.marked) {
-                    self.batch.insert(key, marked);
-                    continue;
-                }
-            }
-            let mut list = match value {
-                Some(value) => crate::due_list::decode(&value).unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "corrupt due list replaced (stats --check names its URLs)");
-                    DueList::default()
-                }),
-                None => DueList::default(),
-            };
-            // The marks first: their places are in the list as read.
-            for (index, lease) in &edit.marked {
-                if let Some(entry) = list.entries.get_mut(*index) {
-                    entry.lease = Some(*lease);
-                }
-            }
-            list.entries.retain(|e| !edit.removed.contains(&e.url));
-            if !edit.added.is_empty() {
-                list.entries.extend(edit.added);
-                list.entries.sort_by(Listed::order);
-                // One entry per URL, whatever its order (`put` is called
-                // once per URL and batch, so this is only a guard).
-                let mut once = FastSet::default();
-                list.entries.retain(|e| once.insert(e.url.clone()));
-            }
-            if list.entries.is_empty() {
-                self.batch.remove(key);
-            } else {
-                self.batch.insert(key, crate::due_list::encode(&list));
-            }
-        }
+        std::mem::take(&mut self.runs).apply(&store.kv, &mut self.batch)?;
         let changes = std::mem::take(&mut self.changes);
-        for (host, change) in changes.into_iter().filter(|(_, c)| !c.is_zero()) {
-            let mut record = match self.hosts.remove(&host) {
+        for (queue, change) in changes.into_iter().filter(|(_, c)| !c.is_zero()) {
+            let mut record = match self.hosts.remove(&queue) {
                 Some(record) => record,
-                None => store.stored_host_record(&host)?,
+                None => store.stored_host_record(&queue)?,
             };
             record.counts.get_or_insert_default().add(&change, 1);
-            self.batch.insert(keys::host(&host), encode(&record));
+            self.batch.insert(keys::host(&queue), encode(&record));
         }
         for (host, record) in self.hosts.drain() {
             self.batch.insert(keys::host(&host), encode(&record));
@@ -536,28 +411,12 @@ impl<'s> UrlWrites<'s> {
     }
 }
 
-/// Whether a record moving in the queue goes into a due list rather than a
-/// key of its own: a URL new to the store (due when it was found), a URL
-/// just leased (due again when the lease runs out, with every other URL of
-/// its host in that lease), and a URL a frontier client put with a date
-/// (a crawler reports a batch with one refetch date). Others are due at
-/// times of their own.
-fn listable(before: Option<&Before>, after: &UrlRecord) -> bool {
-    after.schedule.lease.is_some()
-        || after.schedule.reason == StoredReason::Requested
-        || (before.is_none()
-            && matches!(
-                after.schedule.reason,
-                StoredReason::New | StoredReason::Notified
-            ))
-}
-
 impl Store {
     /// Rebuilds what [`Store::check`] verifies from the URL records: the
-    /// due index (every queued URL gets a due key of its own, out of any
-    /// due list, a lease its entry held kept in its record; what a corrupt
-    /// due list held is back in the queue) and
-    /// each host's counts, after removing the pages that do not decode
+    /// due index (every queued URL's entry in its lane, with the lease its
+    /// entry held, if its run could be read; what a corrupt run held is
+    /// back in the queue) and each queue's counts, after removing the
+    /// pages that do not decode
     /// (their records are lost: they could not be read). What to run when
     /// the check names problems (a record that did not decode was replaced,
     /// or the store was changed behind its back). Holds the write lock
@@ -565,6 +424,7 @@ impl Store {
     pub fn repair(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
         crate::pages::remove_corrupt(&self.kv)?;
+        crate::migrate::keep_leases(&self.kv, true)?;
         crate::migrate::rebuild_due_index(&self.kv)?;
         crate::migrate::clear(&self.kv, keys::SUSPECT)?;
         self.suspects
@@ -572,10 +432,10 @@ impl Store {
         crate::migrate::count_tallies(&self.kv)
     }
 
-    /// The kept counts of `host`'s URL records (zero for a host never
-    /// seen; a host record that does not decode counts as zero, and
-    /// `stats --check` names the host).
-    pub(crate) fn tally(&self, host: &str) -> Result<Tally, StoreError> {
-        Ok(self.stored_host_record(host)?.counts.unwrap_or_default())
+    /// The kept counts of queue `queue`'s URL records (zero for a queue
+    /// never seen; a record that does not decode counts as zero, and
+    /// `stats --check` names it).
+    pub(crate) fn tally(&self, queue: &str) -> Result<Tally, StoreError> {
+        Ok(self.stored_host_record(queue)?.counts.unwrap_or_default())
     }
 }

@@ -365,22 +365,21 @@ fn random_operations_keep_the_store_consistent_on_disk() {
     println!("{reached:?}");
 }
 
-/// Every due list stored in the store at `s_dir` (closed), by key.
+/// Every run of the due index in the store at `s_dir` (closed), by key.
 fn list_urls(s_dir: &std::path::Path) -> Vec<(Vec<u8>, record::DueList)> {
     let db = sled::open(s_dir).unwrap();
     let tree = db.open_tree("sitemapd").unwrap();
     tree.scan_prefix([keys::DUE])
         .map(Result::unwrap)
-        .filter(|(k, _)| keys::parse_due(k).is_some_and(|d| keys::as_list(d.url).is_some()))
         .map(|(k, v)| (k.to_vec(), record::decode(&v).unwrap()))
         .collect()
 }
 
-/// Exactly `LIST_CAP` new URLs of a host in one second fill one list; one
-/// more, in the same second, starts a second; a lease of all of them per host
-/// leaves both consistent; the peek order is the rank order.
-/// URLs a due list holds.
-const CAP: usize = sitemapd_scheduler::internal::keys::LIST_CAP;
+/// Exactly `RUN_CAP` new URLs of a host in one second fill one run; one
+/// more, in the same second, cuts it in two; a lease of all of them per
+/// host leaves both consistent; the peek order is the rank order.
+/// Entries a run holds.
+const CAP: usize = sitemapd_scheduler::internal::keys::RUN_CAP;
 
 #[test]
 fn a_list_at_exactly_its_cap() {
@@ -412,7 +411,7 @@ fn a_list_at_exactly_its_cap() {
     }
     let lists = list_urls(dir.path());
     let sizes: Vec<usize> = lists.iter().map(|(_, l)| l.entries.len()).collect();
-    assert_eq!(sizes, [CAP, 1]);
+    assert_eq!(sizes, [CAP / 2 + 1, CAP / 2]);
     let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
     let got = s
         .lease(&LeaseRequest::new(200).per_host(200), ts(T0))

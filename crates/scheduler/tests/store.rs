@@ -273,6 +273,7 @@ fn complete_updates_the_record_and_reschedules() {
         .unwrap();
     let done = Completion {
         outcome: Outcome::Changed,
+        status: None,
         etag: Some("\"e1\"".into()),
         last_modified: None,
     };
@@ -1264,7 +1265,8 @@ fn a_layout_3_store_gets_its_counts_on_open() {
     use sitemapd_scheduler::internal::keys;
     let dir = tempfile::tempdir().unwrap();
     older_store(&dir, "https://b.example/r", |tree, active| {
-        tree.insert(active.due_key("https://a.example/x"), &[])
+        let url = "https://a.example/x";
+        tree.insert(keys::legacy::due(0, T0, active.rank(url), url), &[])
             .unwrap();
         tree.insert(keys::LAYOUT, &[3]).unwrap();
     });

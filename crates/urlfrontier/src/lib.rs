@@ -36,7 +36,6 @@ pub mod proto {
     tonic::include_proto!("urlfrontier");
 }
 
-mod queues;
 pub mod service;
 mod status;
 pub use service::Frontier;

@@ -5,14 +5,17 @@
 //! - A crawl is a store: `DEFAULT` the one the daemon's sitemaps feed,
 //!   any other a store of its own in the same database
 //!   ([`Store::crawl`]).
-//! - A queue is a host (`host[:port]`, as the store keys it): a client's
-//!   `key` names a queue when it is a host; a URL is always filed under its
-//!   own host.
+//! - A queue is the `key` a client put a URL with (the URL's host, cut as
+//!   the reference service cuts it, when it sent none): a URL is in one
+//!   queue at a time, the last it was put in; the URLs of sitemaps are in
+//!   their host's (`host[:port]`). Politeness stays per host.
 //! - GetURLs is a lease ([`Store::lease_admitting`]) of `max_queues`
-//!   hosts at most ([`LeaseRequest::max_hosts`]): the store's politeness
-//!   and priority order, with the protocol's per-queue rules (blocks,
-//!   delays, crawl limits, in-transit URLs) as its admit rule. Those rules live in memory, as in the reference service:
-//!   a restart forgets them (the URLs and their leases stay).
+//!   queues at most ([`LeaseRequest::max_queues`]) in the queue order, each
+//!   host no faster than its politeness delay lets a crawler fetch at once
+//!   ([`Politeness::Now`]), with the protocol's per-queue rules (blocks,
+//!   delays, crawl limits, in-transit URLs) as its admit rule. Those rules
+//!   live in memory, as in the reference service: a restart forgets them
+//!   (the URLs and their leases stay).
 //! - PutURLs and PutDiscovered write through [`Store::put_known`] and
 //!   [`Store::discover`].
 //!
@@ -25,8 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sitemapd_scheduler::{
-    Completion, KnownUrl, LeaseRequest, Metadata, Outcome, Put, Store, StoreError, Timestamp,
-    UrlStatus, UrlView, queue_of,
+    Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Metadata, Outcome, Politeness, Put, Store,
+    StoreError, Timestamp, UrlStatus, UrlView,
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -34,7 +37,6 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::proto::{self, url_frontier_server::UrlFrontier};
-use crate::queues;
 use crate::status::store_status;
 use crate::{DEFAULT_CRAWL, MAX_KEY_CHARS, crawl_id, queue_key, too_long};
 
@@ -269,15 +271,17 @@ pub fn completion_of(metadata: &Metadata, previous: &Metadata) -> Option<Complet
         },
         _ => Outcome::Error(status),
     };
-    Some(Completion::from(outcome))
+    Some(Completion {
+        status: Some(status),
+        ..Completion::from(outcome)
+    })
 }
 
-/// A URL as the protocol shows it.
-/// A stored URL as the protocol shows it, in queue `queue`.
-fn url_item(view: &UrlView, queue: &str, crawl: &str) -> proto::UrlItem {
+/// A stored URL as the protocol shows it, in its queue.
+fn url_item(view: &UrlView, crawl: &str) -> proto::UrlItem {
     let info = proto::UrlInfo {
         url: view.url.clone(),
-        key: queue.to_string(),
+        key: view.queue.clone(),
         metadata: metadata_map(&view.metadata),
         crawl_id: crawl_id(crawl).to_string(),
     };
@@ -298,29 +302,24 @@ fn url_item(view: &UrlView, queue: &str, crawl: &str) -> proto::UrlItem {
     }
 }
 
-/// What one put item asks, once read, with the queue key the client sent
-/// (empty: none).
+/// What one put item asks, once read, with the queue it goes in.
 enum Item {
-    Discovered {
-        url: String,
-        metadata: Metadata,
-        key: String,
-    },
-    Known(KnownUrl, String),
+    Discovered(DiscoveredUrl),
+    Known(KnownUrl),
 }
 
 impl Item {
     /// About the bytes it holds.
     fn bytes(&self) -> usize {
-        let (url, metadata, key) = match self {
-            Item::Discovered { url, metadata, key } => (url, metadata, key),
-            Item::Known(k, key) => (&k.url, &k.metadata, key),
+        let (url, metadata, queue) = match self {
+            Item::Discovered(d) => (&d.url, &d.metadata, &d.queue),
+            Item::Known(k) => (&k.url, &k.metadata, &k.queue),
         };
         let metadata: usize = metadata
             .iter()
             .map(|(k, v)| k.len() + v.iter().map(String::len).sum::<usize>())
             .sum();
-        url.len() + key.len() + metadata
+        url.len() + queue.as_ref().map_or(0, String::len) + metadata
     }
 }
 
@@ -351,23 +350,21 @@ fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), String> {
 /// `refetch` date (0: completed). None when it has no queue (no host, a
 /// key over the limit): SKIPPED.
 fn item_of(info: proto::UrlInfo, refetch: Option<u64>) -> Option<(String, Item)> {
-    queue_key(&info.url, &info.key).ok()?;
+    let queue = Some(queue_key(&info.url, &info.key).ok()?.to_string());
     let metadata = metadata_of(info.metadata);
     let what = match refetch {
-        None => Item::Discovered {
+        None => Item::Discovered(DiscoveredUrl {
             url: info.url,
             metadata,
-            key: info.key,
-        },
-        Some(date) => Item::Known(
-            KnownUrl {
-                url: info.url,
-                refetch: (date > 0)
-                    .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
-                metadata,
-            },
-            info.key,
-        ),
+            queue,
+        }),
+        Some(date) => Item::Known(KnownUrl {
+            url: info.url,
+            refetch: (date > 0)
+                .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
+            metadata,
+            queue,
+        }),
     };
     Some((info.crawl_id, what))
 }
@@ -417,37 +414,12 @@ impl Inner {
             };
             let mut discovered = Vec::new();
             let mut known = Vec::new();
-            let mut filed = Vec::new();
-            // Known URLs as the store holds them (normalised): their holds
-            // are released.
-            let mut reported = Vec::new();
             let written: Vec<usize> = items.iter().map(|(i, _)| *i).collect();
             for (i, item) in items {
-                let (url, key) = match item {
-                    Item::Discovered { url, metadata, key } => {
-                        discovered.push((i, url.clone(), metadata));
-                        (url, key)
-                    }
-                    Item::Known(k, key) => {
-                        let url = k.url.clone();
-                        known.push((i, k));
-                        (url, key)
-                    }
-                };
-                let Ok(norm) = sitemapd_parser::NormUrl::parse(&url) else {
-                    continue; // the store says Invalid
-                };
-                // A key sent files the URL's host under it (a key that is
-                // the host files it back under itself).
-                if !key.is_empty() {
-                    filed.push((queue_of(norm.as_str()).to_string(), key));
+                match item {
+                    Item::Discovered(d) => discovered.push((i, d)),
+                    Item::Known(k) => known.push((i, k)),
                 }
-                if matches!(known.last(), Some((at, _)) if *at == i) {
-                    reported.push(norm.into_string());
-                }
-            }
-            if let Err(e) = store.file_under(filed.iter().map(|(h, k)| (h.as_str(), k.as_str()))) {
-                tracing::warn!(error = %e, "urlfrontier: queue keys not filed");
             }
             let put =
                 |result: Result<Vec<Put>, StoreError>, at: Vec<usize>, st: &mut [Ack]| match result
@@ -466,20 +438,22 @@ impl Inner {
                 };
             if !discovered.is_empty() {
                 let at = discovered.iter().map(|d| d.0).collect();
-                let result =
-                    store.discover(discovered.into_iter().map(|(_, u, m)| (u, m)), now_ts(now));
+                let result = store.discover(discovered.into_iter().map(|(_, d)| d), now_ts(now));
                 put(result, at, &mut statuses);
             }
             if !known.is_empty() {
                 // A known update releases the URL's hold at once (held
-                // under its queue; the names read before the lock is taken).
-                let held: Vec<(String, String)> = reported
-                    .into_iter()
-                    .filter_map(|url| Some((queues::name_of(&store, queue_of(&url)).ok()?, url)))
+                // under the queue it was handed out in).
+                let held: Vec<(String, String)> = known
+                    .iter()
+                    .filter_map(|(_, k)| {
+                        let view = store.url(&k.url).ok()??;
+                        Some((view.queue, view.url))
+                    })
                     .collect();
                 let mut rules = lock(&self.rules);
-                for (name, url) in held {
-                    if let Some(r) = rules.get_mut(&(crawl.clone(), name)) {
+                for (queue, url) in held {
+                    if let Some(r) = rules.get_mut(&(crawl.clone(), queue)) {
                         r.in_transit.remove(&url);
                     }
                 }
@@ -569,72 +543,47 @@ impl Inner {
             if left == 0 || queues_served >= max_queues {
                 break;
             }
-            // A queue of several hosts (filed under a client's key) has
-            // max_urls_per_queue for all of them: what its first hosts
-            // were allowed is taken from the others'.
+            // Each host no faster than a crawler may fetch from it at once
+            // (its Crawl-delay, the store's lease delay).
             let request = LeaseRequest::new(left)
-                .per_host(per_queue.min(left))
-                .max_hosts(max_queues - queues_served)
-                .ttl(hold);
-            let mut names: HashMap<String, String> = HashMap::new();
-            let mut granted: HashMap<String, usize> = HashMap::new();
+                .per_host(left)
+                .max_queues(max_queues - queues_served)
+                .ttl(hold)
+                .politeness(Politeness::Now);
+            let queue = (!p.key.is_empty()).then_some(p.key.as_str());
             let leased = store
-                .lease_admitting(&request, now_ts(now), |host| {
-                    let name = names
-                        .entry(host.to_string())
-                        .or_insert_with(|| {
-                            queues::name_of(&store, host).unwrap_or_else(|_| host.to_string())
-                        })
-                        .clone();
-                    if !p.key.is_empty() && name != p.key {
-                        return 0;
-                    }
-                    let given = granted.entry(name.clone()).or_default();
+                .lease_admitting(&request, queue, now_ts(now), |name| {
                     // A queue with no rules yet (none set, never served)
                     // is served.
-                    let in_transit = match rules.get_mut(&(crawl.clone(), name.clone())) {
-                        None => 0,
-                        Some(r) => {
-                            let delay = i64::from(r.delay.unwrap_or(default_delay));
-                            let limited = r.limit > 0
-                                && queues::counts_of(&store, &name)
-                                    .ok()
-                                    .flatten()
-                                    .is_some_and(|q| q.completed >= u64::from(r.limit));
-                            let waiting =
-                                r.last_served > 0 && now < r.last_served.saturating_add(delay);
-                            let in_transit = r.in_transit(now);
-                            if r.blocked_until > now
-                                || limited
-                                || waiting
-                                || in_transit >= per_queue
-                            {
-                                return 0;
-                            }
-                            in_transit
-                        }
+                    let Some(r) = rules.get_mut(&(crawl.clone(), name.to_string())) else {
+                        return per_queue;
                     };
-                    let allowed = per_queue.saturating_sub(in_transit + *given);
-                    *given += allowed;
-                    allowed
+                    let delay = i64::from(r.delay.unwrap_or(default_delay));
+                    let limited = r.limit > 0
+                        && store
+                            .queue(name)
+                            .ok()
+                            .flatten()
+                            .is_some_and(|q| q.completed >= u64::from(r.limit));
+                    let waiting = r.last_served > 0 && now < r.last_served.saturating_add(delay);
+                    let in_transit = r.in_transit(now);
+                    if r.blocked_until > now || limited || waiting || in_transit >= per_queue {
+                        return 0;
+                    }
+                    per_queue.saturating_sub(in_transit)
                 })
                 .map_err(store_status)?;
             let until = now.saturating_add(i64::try_from(hold.as_secs()).unwrap_or(i64::MAX));
             let mut served = std::collections::HashSet::new();
             for l in leased {
-                let host = queue_of(&l.url);
-                let name = match names.get(host) {
-                    Some(name) => name.clone(),
-                    None => queues::name_of(&store, host)?,
-                };
-                let r = rules.entry((crawl.clone(), name.clone())).or_default();
+                let r = rules.entry((crawl.clone(), l.queue.clone())).or_default();
                 r.last_served = now;
                 r.in_transit.insert(l.url.clone(), until);
-                served.insert(name.clone());
+                served.insert(l.queue.clone());
                 out.push(proto::UrlInfo {
                     metadata: metadata_map(&l.metadata),
                     url: l.url,
-                    key: name,
+                    key: l.queue,
                     crawl_id: crawl.clone(),
                 });
             }
@@ -670,10 +619,10 @@ impl Inner {
             active_queues += u64::from(q.scheduled > 0);
         };
         if key.is_empty() {
-            for q in queues::all(&store) {
-                count(q?.1);
+            for q in store.queues() {
+                count(q.map_err(store_status)?.1);
             }
-        } else if let Some(q) = queues::counts_of(&store, key)? {
+        } else if let Some(q) = store.queue(key).map_err(store_status)? {
             count(q);
         }
         stats.counts.insert("completed".into(), completed);
@@ -692,7 +641,7 @@ impl Inner {
         let Some(store) = self.existing(&crawl)? else {
             return Ok(None);
         };
-        if queues::counts_of(&store, key)?.is_none() {
+        if store.queue(key).map_err(store_status)?.is_none() {
             return Ok(None);
         }
         let mut rules = lock(&self.rules);
@@ -700,15 +649,15 @@ impl Inner {
     }
 
     /// Visits the URLs of `crawl` (one queue of it with `key`) matching
-    /// `filter` (a substring), in store order, with their queue's name,
-    /// while `visit` says go on: one record in memory at a time.
+    /// `filter` (a substring), in store order, while `visit` says go on:
+    /// one record in memory at a time.
     fn each_matching(
         &self,
         crawl: &str,
         key: &str,
         filter: Option<String>,
         ignore_case: bool,
-        mut visit: impl FnMut(UrlView, &str) -> bool,
+        mut visit: impl FnMut(UrlView) -> bool,
     ) -> Result<(), Status> {
         let Some(store) = self.existing(crawl)? else {
             return Ok(());
@@ -716,39 +665,16 @@ impl Inner {
         let filter = filter
             .filter(|f| !f.is_empty())
             .map(|f| if ignore_case { f.to_lowercase() } else { f });
-        let hosts: Vec<Option<String>> = if key.is_empty() {
-            vec![None]
-        } else {
-            queues::hosts_of(&store, key)?
-                .into_iter()
-                .map(Some)
-                .collect()
-        };
-        // The queue of the host read last (URLs come host by host).
-        let mut named: Option<(String, String)> = None;
-        for host in hosts {
-            for view in store.queue_urls(host.as_deref(), Timestamp::now()) {
-                let view = view.map_err(store_status)?;
-                let keep = match &filter {
-                    None => true,
-                    Some(f) if ignore_case => view.url.to_lowercase().contains(f.as_str()),
-                    Some(f) => view.url.contains(f.as_str()),
-                };
-                if !keep {
-                    continue;
-                }
-                let host = queue_of(&view.url);
-                let name = match &named {
-                    Some((h, name)) if h == host => name.clone(),
-                    _ => {
-                        let name = queues::name_of(&store, host)?;
-                        named = Some((host.to_string(), name.clone()));
-                        name
-                    }
-                };
-                if !visit(view, &name) {
-                    return Ok(());
-                }
+        let queue = (!key.is_empty()).then_some(key);
+        for view in store.queue_urls(queue, Timestamp::now()) {
+            let view = view.map_err(store_status)?;
+            let keep = match &filter {
+                None => true,
+                Some(f) if ignore_case => view.url.to_lowercase().contains(f.as_str()),
+                Some(f) => view.url.contains(f.as_str()),
+            };
+            if keep && !visit(view) {
+                return Ok(());
             }
         }
         Ok(())
@@ -856,8 +782,8 @@ impl UrlFrontier for Frontier {
                 .collect();
             let mut values = Vec::new();
             let mut matched = 0usize;
-            for q in queues::all(&store) {
-                let (name, q) = q?;
+            for q in store.queues() {
+                let (name, q) = q.map_err(store_status)?;
                 if !p.include_inactive && (blocked.contains(&name) || q.scheduled == 0) {
                     continue;
                 }
@@ -1026,10 +952,7 @@ impl UrlFrontier for Frontier {
             if p.key.is_empty() {
                 return Ok(0);
             }
-            let mut removed = 0;
-            for host in queues::hosts_of(&store, &p.key)? {
-                removed += store.delete_queue(&host).map_err(store_status)?;
-            }
+            let removed = store.delete_queue(&p.key).map_err(store_status)?;
             lock(&inner.rules).remove(&(crawl, p.key));
             Ok(removed)
         })
@@ -1144,11 +1067,19 @@ impl UrlFrontier for Frontier {
             let Some(view) = store.url(&p.url).map_err(store_status)? else {
                 return Err(Status::not_found("unknown URL"));
             };
-            let name = queues::name_of(&store, queue_of(&view.url))?;
-            if !p.key.is_empty() && name != p.key {
-                return Err(Status::not_found("not in that queue"));
+            // The queue asked (the URL's host, cut as the reference does,
+            // when none is named), and the queue the URL is in: its host
+            // (`host[:port]`) for a URL no client put in a queue.
+            let asked = queue_key(&p.url, &p.key).unwrap_or_default();
+            let in_its_host = sitemapd_parser::NormUrl::parse(&view.url)
+                .is_ok_and(|u| u.host_key().as_str() == view.queue);
+            if view.queue != asked && !(p.key.is_empty() && in_its_host) {
+                return Err(Status::not_found(format!(
+                    "not in queue {asked} (it is in queue {})",
+                    view.queue
+                )));
             }
-            Ok(url_item(&view, &name, &crawl))
+            Ok(url_item(&view, &crawl))
         })
         .await?;
         Ok(Response::new(item))
@@ -1180,13 +1111,13 @@ impl UrlFrontier for Frontier {
             };
             let (mut skip, mut sent) = (p.start as usize, 0usize);
             let ignore_case = p.ignore_case.unwrap_or(false);
-            let read = inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v, q| {
+            let read = inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v| {
                 if skip > 0 {
                     skip -= 1;
                     return true;
                 }
                 sent += 1;
-                send(Ok(url_item(&v, q, &p.crawl_id))) && sent < size
+                send(Ok(url_item(&v, &p.crawl_id))) && sent < size
             });
             if let Err(status) = read {
                 send(Err(status));
@@ -1204,7 +1135,7 @@ impl UrlFrontier for Frontier {
         let value = blocking(move || {
             let mut n = 0u64;
             let ignore_case = p.ignore_case.unwrap_or(false);
-            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |_, _| {
+            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |_| {
                 n += 1;
                 true
             })?;
@@ -1226,14 +1157,8 @@ impl UrlFrontier for Frontier {
             };
             let cutoff = Inner::now().saturating_sub(i64::from(p.days) * 86_400);
             let cutoff = Timestamp::from_unix(cutoff);
-            if p.key.is_empty() {
-                return store.purge(None, cutoff).map_err(store_status);
-            }
-            let mut purged = 0;
-            for host in queues::hosts_of(&store, &p.key)? {
-                purged += store.purge(Some(&host), cutoff).map_err(store_status)?;
-            }
-            Ok(purged)
+            let queue = (!p.key.is_empty()).then_some(p.key.as_str());
+            store.purge(queue, cutoff).map_err(store_status)
         })
         .await?;
         Ok(Response::new(proto::Long { value }))

@@ -325,6 +325,7 @@ mod tests {
                     url: format!("https://a.example/catalog/item-{i}.html"),
                     reason: StoredReason::New,
                     meta: false,
+                    due: 1_700_000_000,
                     lease: None,
                     legacy: false,
                 })
@@ -385,7 +386,7 @@ mod tests {
     /// `fuzz/corpus/record/due-list-marked` holds them: the format stays
     /// readable.
     #[test]
-    fn a_marked_list_of_format_7_reads_as_written() {
+    fn a_marked_list_of_format_7_reads_as_legacy_entries() {
         let hex = "c602010105900107020000003f01010101010101010101011468747470733a2f2f612e6578616d706c652f783001000000003f01010101010101010101011468747470733a2f2f612e6578616d706c652f78310100";
         let bytes: Vec<u8> = (0..hex.len())
             .step_by(2)
@@ -414,8 +415,9 @@ mod tests {
                 ),
             ]
         );
-        // Written again, compressed this time: the same list.
-        assert_eq!(decode(&encode(&list)).unwrap(), list);
+        // A legacy list (only the layout migration reads them): its
+        // entries' due time is not known.
+        assert!(list.entries.iter().all(|e| e.legacy && e.due == i64::MIN));
     }
 
     #[test]

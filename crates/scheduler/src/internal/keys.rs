@@ -5,22 +5,34 @@
 //! | prefix | key | value |
 //! |---|---|---|
 //! | `p` | the last URL a page held when it was cut (it keeps the key if that URL goes), or origin ‖ 0xff for the last page of an origin: a page holds the URLs after the page key before it, up to its own | a [page](crate::page) of the records of up to [`PAGE_CAP`](crate::page::PAGE_CAP) URLs of one origin: what an ingest writes |
-//! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord): a record written since its page was (a lease, a fetch, a notification), which stands for the page's copy; the next ingest of the URL folds it back into its page |
-//! | `d` | urgency class (1 byte) ‖ due time (8 bytes, order-preserving) ‖ rank ([`RANK_BYTES`]: priority, lastmod, URL length) ‖ URL | empty |
-//! | `d` | urgency class ‖ due time ‖ rank of zeros ‖ NUL ‖ host ‖ NUL ‖ list number (8 hex digits): a due list ([`list`]) | [`DueList`](crate::record::DueList): up to [`LIST_CAP`] URLs new to the store (or leased together), due in that second, each with its lease if leased |
+//! | `u` | URL | [`UrlRecord`](crate::record::UrlRecord): a record written since its page was (a fetch, a notification), which stands for the page's copy; the next ingest of the URL folds it back into its page |
+//! | `d` | [lane](lane) (queue ‖ NUL ‖ host ‖ NUL ‖ urgency class) ‖ [position](position) of its first entry (due time, score, rank, URL) | a run ([`DueList`](crate::record::DueList)): up to [`RUN_CAP`] due entries of the lane, in queue order, each with its lease if leased; a run holds the entries from its key up to the next run's key |
+//! | `e` | urgency class ‖ due time ‖ queue ‖ NUL ‖ host | empty: the [head](head) of a lane, the due time of its first entry: what a lease merges the lanes by |
+//! | `n` | queue ‖ NUL ‖ URL | empty: a URL in a URL frontier client's queue that is not its host's ([`queue_member`]) |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
 //! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
-//! | `h` | host | [`HostRecord`](crate::record::HostRecord), with its URL records counted by state (`Tally`): what `stats` reads |
+//! | `h` | host or queue name | [`HostRecord`](crate::record::HostRecord): the politeness and lastmod trust of the host of that name, and the URL records of the queue of that name counted by state (`Tally`): what `stats` reads |
 //! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
 //! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
-//! | `x` | host | empty: a corrupt record of the host was replaced, so its due lists may hold an entry no record names ([`SUSPECT`]) |
+//! | `x` | host | empty: a corrupt record of the host was replaced, so its lanes may hold an entry no record names ([`SUSPECT`]) |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
 //! | `~layout` | | the key layout version ([`LAYOUT_VERSION`]) |
 //! | `~closed` | | the number of the last clean close ([`CLOSED`]) |
+//!
+//! ## The queue order
+//!
+//! A lease hands out due URLs in one order (docs/scheduling.md, "The queue
+//! order"): by urgency class, then due time (the longest waiting first),
+//! then queue, then host, then the policy's score (highest first), then the
+//! rank the sitemap gives (highest priority, newest lastmod, shortest URL),
+//! then the URL. The keys hold it: a lane's runs are in that order from
+//! the due time on ([`position`]), and the heads (`e`) in the order of the
+//! first three, so that a lease merges the lanes due now by their heads
+//! and reads each lane from its first run.
 //!
 //! ## Layout versions
 //!
@@ -30,22 +42,26 @@
 //! | 2 | due entries `d` ‖ class ‖ due ‖ rank ‖ URL: a lease reads the urgency classes in order, and within one due second the higher sitemap priority first |
 //! | 3 | the rank is 11 bytes: the priority, then the newest lastmod, then the shortest URL, so that a site's many URLs due in one second are read in that order (not alphabetically) |
 //! | 4 | `t` ‖ host: each host's URL records counted by state, kept in the batch that changes them |
-//! | 5 | due lists: the URLs an ingest finds new share one due key per host, second and [`LIST_CAP`] URLs, instead of one each |
+//! | 5 | due lists: the URLs an ingest finds new share one due key per host, second and 32 URLs, instead of one each |
 //! | 6 | record pages (`p`): an ingest writes URL records in pages of up to [`PAGE_CAP`](crate::page::PAGE_CAP); `u` keys are records written since. A layout-5 store opens as it is: its `u` records are read as such, and each ingest folds the ones it sees into pages |
-//! | 7 | leases of listed URLs kept in their due list entries ([`Listed::lease`](crate::record::Listed::lease)), not in their records: a lease of a listed URL writes its lists, not its records ([`crate::marks`]). A layout-6 store opens as it is: a lease its records hold stands until they are written again |
-//! | 8 | no `t` keys: each host's counts are in its host record (`h`), so that a lease or a completion writes one key per host, not two. A layout-4 to -7 store's counts are moved in when it is opened |
+//! | 7 | leases of listed URLs kept in their due list entries, not in their records |
+//! | 8 | no `t` keys: each host's counts are in its host record (`h`), so that a lease or a completion writes one key per host, not two |
+//! | 9 | the due index in lanes (queue, host, class) of runs in queue order, with a head per lane (`e`): one order for every lease, whatever its size; a URL frontier client's queue is the key it put a URL with (`n`), counted under that name (`h`); the hosts filed under a key (`q`, `k`) are gone |
 //!
-//! A store of an older layout is migrated when it is opened (the due
-//! index rebuilt from the URL records for layouts 1 and 2, the counts
-//! counted for layouts 1 to 3, and moved into the host records for layouts
-//! 4 to 7).
+//! A store of an older layout is migrated when it is opened: its due
+//! index is rebuilt from the URL records (their leases kept), and its
+//! counts counted again by queue ([`crate::migrate`]).
 
 /// URL records written one per key (since their page was).
 pub const URL: u8 = b'u';
 /// Pages of URL records.
 pub const PAGE: u8 = b'p';
-/// The due index.
+/// The due index: runs of due entries, lane by lane.
 pub const DUE: u8 = b'd';
+/// The heads of the lanes.
+pub const HEAD: u8 = b'e';
+/// The URLs of a client's queue that is not their host's.
+pub const QUEUE_MEMBER: u8 = b'n';
 /// Sitemap records.
 pub const SITEMAP: u8 = b's';
 /// Sitemap id -> URL.
@@ -63,17 +79,18 @@ pub const REFRESH: u8 = b'r';
 /// Followed sites.
 pub const SITE: u8 = b'f';
 /// Each host's URL records counted by state (key layouts 4 to 7; since 8,
-/// in its host record).
+/// in its host record). Read by the layout migration only.
 pub const TALLY: u8 = b't';
-/// The URL frontier queue a host is filed under, when a client named one
-/// that is not the host (`q` ‖ host -> key).
+/// The queue a host was filed under (key layouts 6 to 8: `q` ‖ host ->
+/// key). Read by the layout migration only.
 pub const QUEUE_OF: u8 = b'q';
-/// The hosts filed under a queue (`k` ‖ key ‖ 0 ‖ host, no value).
+/// The hosts filed under a queue (key layouts 6 to 8: `k` ‖ key ‖ 0 ‖
+/// host). Removed by the layout migration.
 pub const QUEUE_HOST: u8 = b'k';
-/// Hosts whose due lists may hold an entry its record no longer names
-/// (`x` ‖ host, no value): a corrupt record of theirs was replaced, whose
-/// entry could not be found. A lease reads the records of their listed
-/// URLs, and removes such entries; `repair` clears them.
+/// Hosts whose lanes may hold an entry its record no longer names (`x` ‖
+/// host, no value): a corrupt record of theirs was replaced, whose entry
+/// could not be found. A lease reads the records of their URLs, and
+/// removes such entries; `repair` clears them.
 pub const SUSPECT: u8 = b'x';
 /// The store's policy name.
 pub const POLICY: &[u8] = b"~policy";
@@ -91,10 +108,10 @@ pub const CLOSED: &[u8] = b"~closed";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
 /// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 8;
+pub const LAYOUT_VERSION: u8 = 9;
 
-/// URLs a due list holds at most.
-pub const LIST_CAP: usize = 32;
+/// Due entries a run holds at most.
+pub const RUN_CAP: usize = 32;
 
 fn with_prefix(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -144,22 +161,24 @@ pub fn suspect(host: &str) -> Vec<u8> {
     with_prefix(SUSPECT, host.as_bytes())
 }
 
-/// `q` ‖ host.
+/// `q` ‖ host (key layouts 6 to 8).
 pub fn queue_of(host: &str) -> Vec<u8> {
     with_prefix(QUEUE_OF, host.as_bytes())
 }
 
-/// `k` ‖ key ‖ 0: the prefix of the hosts filed under queue `key`.
-pub fn queue_hosts(key: &str) -> Vec<u8> {
-    let mut k = with_prefix(QUEUE_HOST, key.as_bytes());
+/// `n` ‖ queue ‖ 0: the prefix of the URLs of queue `queue` that are not
+/// its host's.
+pub fn queue_members(queue: &str) -> Vec<u8> {
+    let mut k = with_prefix(QUEUE_MEMBER, queue.as_bytes());
     k.push(0);
     k
 }
 
-/// `k` ‖ key ‖ 0 ‖ host.
-pub fn queue_host(key: &str, host: &str) -> Vec<u8> {
-    let mut k = queue_hosts(key);
-    k.extend_from_slice(host.as_bytes());
+/// `n` ‖ queue ‖ 0 ‖ url: `url` is in queue `queue`, which is not the
+/// name of its host.
+pub fn queue_member(queue: &str, url: &str) -> Vec<u8> {
+    let mut k = queue_members(queue);
+    k.extend_from_slice(url.as_bytes());
     k
 }
 
@@ -174,34 +193,22 @@ pub fn sitemap_id(id: u64) -> Vec<u8> {
 }
 
 /// An i64 as 8 bytes that sort like the numbers.
-fn ordered(t: i64) -> [u8; 8] {
+pub fn ordered(t: i64) -> [u8; 8] {
     ((t as u64) ^ (1 << 63)).to_be_bytes()
 }
 
-fn from_ordered(b: [u8; 8]) -> i64 {
+/// The number [`ordered`] wrote.
+pub fn from_ordered(b: [u8; 8]) -> i64 {
     (u64::from_be_bytes(b) ^ (1 << 63)) as i64
-}
-
-/// A due entry's parts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DueKey<'a> {
-    /// The urgency class (0 first).
-    pub class: u8,
-    /// When it is due (unix seconds).
-    pub at: i64,
-    /// Order within one due second (lowest first).
-    pub rank: Rank,
-    /// The URL.
-    pub url: &'a str,
 }
 
 /// Bytes of a due entry's rank.
 pub const RANK_BYTES: usize = 11;
 
-/// The order of due entries within one second of one class (lowest
-/// first): the sitemap priority (1 byte, higher first), the lastmod (8
-/// bytes, newest first, none last), the URL's length (2 bytes, shortest
-/// first).
+/// The order the sitemap gives URLs due at the same time in one lane, with
+/// the same score (lowest first): the sitemap priority (1 byte, higher
+/// first), the lastmod (8 bytes, newest first, none last), the URL's length
+/// (2 bytes, shortest first).
 pub type Rank = [u8; RANK_BYTES];
 
 /// The [`Rank`] of a URL of `url_len` bytes with this priority rank (0:
@@ -214,81 +221,255 @@ pub fn rank(priority: u8, lastmod: Option<i64>, url_len: usize) -> Rank {
     r
 }
 
-/// `d` ‖ class ‖ due ‖ rank ‖ url.
-pub fn due(class: u8, at: i64, rank: Rank, url: &str) -> Vec<u8> {
-    due_with_room(class, at, rank, url, 0)
+/// A score as 4 bytes that sort the highest score first, in the order of
+/// [`f32::total_cmp`] reversed (so every bit pattern has its place).
+pub fn score_bytes(score: f32) -> [u8; 4] {
+    let bits = score.to_bits();
+    // Ascending total order: flip every bit of a negative number, the
+    // sign bit of a positive one; then all of it, for descending.
+    let ascending = if bits & (1 << 31) != 0 {
+        !bits
+    } else {
+        bits | (1 << 31)
+    };
+    (!ascending).to_be_bytes()
 }
 
-/// [`due`], with room for `more` bytes after it.
-fn due_with_room(class: u8, at: i64, rank: Rank, url: &str, more: usize) -> Vec<u8> {
-    let mut k = Vec::with_capacity(10 + RANK_BYTES + url.len() + more);
-    k.push(DUE);
-    k.push(class);
-    k.extend_from_slice(&ordered(at));
+/// The score [`score_bytes`] wrote.
+pub fn score_from_bytes(b: [u8; 4]) -> f32 {
+    let ascending = !u32::from_be_bytes(b);
+    let bits = if ascending & (1 << 31) != 0 {
+        ascending & !(1 << 31)
+    } else {
+        !ascending
+    };
+    f32::from_bits(bits)
+}
+
+/// Bytes of a [`position`] before its URL: due time, score, rank.
+pub const POSITION_FIXED: usize = 8 + 4 + RANK_BYTES;
+
+/// A due entry's place in its lane: due time (8 bytes, earliest first) ‖
+/// score ([`score_bytes`], highest first) ‖ [`Rank`] ‖ URL.
+pub fn position(due: i64, score: f32, rank: Rank, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(POSITION_FIXED + url.len());
+    push_position(&mut k, due, score, rank, url);
+    k
+}
+
+fn push_position(k: &mut Vec<u8>, due: i64, score: f32, rank: Rank, url: &str) {
+    k.extend_from_slice(&ordered(due));
+    k.extend_from_slice(&score_bytes(score));
     k.extend_from_slice(&rank);
     k.extend_from_slice(url.as_bytes());
-    k
 }
 
-/// The first due key of `class`.
-pub fn due_class(class: u8) -> Vec<u8> {
-    vec![DUE, class]
+/// A [`position`]'s parts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position<'a> {
+    /// When it is due (unix seconds).
+    pub due: i64,
+    /// The policy's score.
+    pub score: f32,
+    /// The sitemap's order.
+    pub rank: Rank,
+    /// The URL.
+    pub url: &'a str,
 }
 
-/// The first key after every due entry of `class` at or before `at`.
-pub fn due_after(class: u8, at: i64) -> Vec<u8> {
-    let mut k = vec![DUE, class];
-    k.extend_from_slice(&ordered(at.saturating_add(1)));
-    k
-}
-
-/// `d` ‖ class ‖ due ‖ zeros ‖ NUL ‖ host ‖ NUL: the start of every due
-/// list of `host` due at `at` in `class`.
-pub fn lists_of(class: u8, at: i64, host: &str) -> Vec<u8> {
-    // Room for the host, its NUL and a list number.
-    let mut k = due_with_room(class, at, [0; RANK_BYTES], "\0", host.len() + 9);
-    k.extend_from_slice(host.as_bytes());
-    k.push(0);
-    k
-}
-
-/// The key of due list number `n` of `host` due at `at` in `class`: a
-/// due key whose "URL" is NUL ‖ host ‖ NUL ‖ `n` in 8 hex digits (no URL
-/// starts with NUL), ranked ahead of the URLs of its second.
-pub fn list(class: u8, at: i64, host: &str, n: u32) -> Vec<u8> {
-    use std::io::Write;
-    let mut k = lists_of(class, at, host);
-    // Writing into a Vec cannot fail.
-    let _ = write!(k, "{n:08x}");
-    k
-}
-
-/// A due entry's target, when it is a due list: its host and number.
-pub fn as_list(target: &str) -> Option<(&str, u32)> {
-    let rest = target.strip_prefix('\0')?;
-    let (host, n) = rest.split_once('\0')?;
-    Some((host, u32::from_str_radix(n, 16).ok()?))
-}
-
-/// Splits a due key into its parts.
-pub fn parse_due(key: &[u8]) -> Option<DueKey<'_>> {
-    let rest = key.strip_prefix(&[DUE])?;
-    let (&class, rest) = rest.split_first()?;
-    let (time, rest) = rest.split_at_checked(8)?;
+/// Splits a [`position`] into its parts.
+pub fn parse_position(bytes: &[u8]) -> Option<Position<'_>> {
+    let (due, rest) = bytes.split_at_checked(8)?;
+    let (score, rest) = rest.split_at_checked(4)?;
     let (rank, url) = rest.split_at_checked(RANK_BYTES)?;
-    let time: [u8; 8] = time.try_into().ok()?;
-    Some(DueKey {
-        class,
-        at: from_ordered(time),
+    Some(Position {
+        due: from_ordered(due.try_into().ok()?),
+        score: score_from_bytes(score.try_into().ok()?),
         rank: rank.try_into().ok()?,
         url: std::str::from_utf8(url).ok()?,
     })
 }
 
-/// Whether a due key is of the first layout (`d` ‖ due ‖ url): its second
-/// byte is the high byte of an order-preserving time, never a class.
-pub fn is_layout1_due(key: &[u8]) -> bool {
-    key.get(1).is_some_and(|&b| b >= 0x40)
+/// `d` ‖ queue ‖ NUL ‖ host ‖ NUL ‖ class: the prefix of the runs of one
+/// lane, the due entries of one queue, host and urgency class. A queue
+/// name and a host hold no NUL (a client's key with a control character
+/// is refused, and a host is normalised).
+pub fn lane(queue: &str, host: &str, class: u8) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + queue.len() + host.len() + POSITION_FIXED + 64);
+    k.push(DUE);
+    k.extend_from_slice(queue.as_bytes());
+    k.push(0);
+    k.extend_from_slice(host.as_bytes());
+    k.push(0);
+    k.push(class);
+    k
+}
+
+/// The first key after every run of `lane` ([`lane`]).
+pub fn lane_end(lane: &[u8]) -> Vec<u8> {
+    let mut end = lane.to_vec();
+    if let Some(class) = end.last_mut() {
+        *class = class.saturating_add(1);
+    }
+    end
+}
+
+/// The first key after the runs of `lane` whose first entry is due at or
+/// before `at`.
+pub fn lane_due(lane: &[u8], at: i64) -> Vec<u8> {
+    let mut k = lane.to_vec();
+    k.extend_from_slice(&ordered(at.saturating_add(1)));
+    k
+}
+
+/// The key of a run of `lane` whose first entry is at `position`.
+pub fn run(lane: &[u8], position: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(lane.len() + position.len());
+    k.extend_from_slice(lane);
+    k.extend_from_slice(position);
+    k
+}
+
+/// A run key's parts: its lane and its first entry's place.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunKey<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// The host of its URLs.
+    pub host: &'a str,
+    /// The urgency class.
+    pub class: u8,
+    /// How long the lane prefix is ([`lane`]): the key's first bytes.
+    pub lane_len: usize,
+    /// The first entry's place.
+    pub first: Position<'a>,
+}
+
+/// Splits a run key into its parts.
+pub fn parse_run(key: &[u8]) -> Option<RunKey<'_>> {
+    let rest = key.strip_prefix(&[DUE])?;
+    let q = rest.iter().position(|&b| b == 0)?;
+    let queue = std::str::from_utf8(&rest[..q]).ok()?;
+    let rest = &rest[q + 1..];
+    let h = rest.iter().position(|&b| b == 0)?;
+    let host = std::str::from_utf8(&rest[..h]).ok()?;
+    let (&class, position) = rest[h + 1..].split_first()?;
+    Some(RunKey {
+        queue,
+        host,
+        class,
+        lane_len: 1 + q + 1 + h + 1 + 1,
+        first: parse_position(position)?,
+    })
+}
+
+/// `e` ‖ class ‖ due ‖ queue ‖ NUL ‖ host: the head of a lane, whose first
+/// entry is due at `due`.
+pub fn head(class: u8, due: i64, queue: &str, host: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(12 + queue.len() + host.len());
+    k.push(HEAD);
+    k.push(class);
+    k.extend_from_slice(&ordered(due));
+    k.extend_from_slice(queue.as_bytes());
+    k.push(0);
+    k.extend_from_slice(host.as_bytes());
+    k
+}
+
+/// The first head of `class`.
+pub fn heads_of(class: u8) -> Vec<u8> {
+    vec![HEAD, class]
+}
+
+/// The first key after every head of `class` due at or before `at`.
+pub fn heads_due(class: u8, at: i64) -> Vec<u8> {
+    let mut k = vec![HEAD, class];
+    k.extend_from_slice(&ordered(at.saturating_add(1)));
+    k
+}
+
+/// A head's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head<'a> {
+    /// The urgency class.
+    pub class: u8,
+    /// When the lane's first entry is due.
+    pub due: i64,
+    /// The lane's queue.
+    pub queue: &'a str,
+    /// The lane's host.
+    pub host: &'a str,
+}
+
+impl Head<'_> {
+    /// What orders the lanes due at one time: queue ‖ NUL ‖ host.
+    pub fn lane_order(key: &[u8]) -> &[u8] {
+        key.get(10..).unwrap_or_default()
+    }
+}
+
+/// Splits a head key into its parts.
+pub fn parse_head(key: &[u8]) -> Option<Head<'_>> {
+    let rest = key.strip_prefix(&[HEAD])?;
+    let (&class, rest) = rest.split_first()?;
+    let (due, rest) = rest.split_at_checked(8)?;
+    let q = rest.iter().position(|&b| b == 0)?;
+    Some(Head {
+        class,
+        due: from_ordered(due.try_into().ok()?),
+        queue: std::str::from_utf8(&rest[..q]).ok()?,
+        host: std::str::from_utf8(&rest[q + 1..]).ok()?,
+    })
+}
+
+/// The due keys of key layouts 2 to 8, which the layout migration reads
+/// (their leases) and removes.
+pub mod legacy {
+    use super::{DUE, RANK_BYTES, Rank, from_ordered, ordered};
+
+    /// A due key of layouts 2 to 8: `d` ‖ class ‖ due ‖ rank ‖ URL (what
+    /// tests of the migration write).
+    pub fn due(class: u8, at: i64, rank: Rank, url: &str) -> Vec<u8> {
+        let mut k = vec![DUE, class];
+        k.extend_from_slice(&ordered(at));
+        k.extend_from_slice(&rank);
+        k.extend_from_slice(url.as_bytes());
+        k
+    }
+
+    /// A due entry's parts.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct DueKey<'a> {
+        /// The urgency class (0 first).
+        pub class: u8,
+        /// When it is due (unix seconds).
+        pub at: i64,
+        /// Order within one due second (lowest first).
+        pub rank: Rank,
+        /// The URL, or NUL ‖ host ‖ NUL ‖ number for a due list.
+        pub url: &'a str,
+    }
+
+    /// Splits a due key (`d` ‖ class ‖ due ‖ rank ‖ URL) into its parts.
+    pub fn parse_due(key: &[u8]) -> Option<DueKey<'_>> {
+        let rest = key.strip_prefix(&[DUE])?;
+        let (&class, rest) = rest.split_first()?;
+        let (time, rest) = rest.split_at_checked(8)?;
+        let (rank, url) = rest.split_at_checked(RANK_BYTES)?;
+        Some(DueKey {
+            class,
+            at: from_ordered(time.try_into().ok()?),
+            rank: rank.try_into().ok()?,
+            url: std::str::from_utf8(url).ok()?,
+        })
+    }
+
+    /// A due entry's target, when it is a due list: its host and number.
+    pub fn as_list(target: &str) -> Option<(&str, u32)> {
+        let rest = target.strip_prefix('\0')?;
+        let (host, n) = rest.split_once('\0')?;
+        Some((host, u32::from_str_radix(n, 16).ok()?))
+    }
 }
 
 fn id_and_url(prefix: u8, id: u64, url: &str) -> Vec<u8> {
@@ -344,48 +525,118 @@ pub fn scheme_end(url: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// Scores sort highest first in the order `total_cmp` gives, and read
+    /// back bit for bit.
     #[test]
-    fn a_list_key_names_its_host_and_number_in_eight_hex_digits() {
-        for n in [0, 9, 0x1a2b, u32::MAX] {
-            let key = list(1, 1_700_000_000, "a.example", n);
-            assert!(key.starts_with(&lists_of(1, 1_700_000_000, "a.example")));
-            assert!(key.ends_with(format!("{n:08x}").as_bytes()));
-            let due = parse_due(&key).unwrap();
-            assert_eq!(as_list(due.url), Some(("a.example", n)));
+    fn score_bytes_sort_the_highest_score_first() {
+        let scores = [
+            f32::NAN,
+            f32::INFINITY,
+            1.0,
+            0.5,
+            f32::MIN_POSITIVE,
+            0.0,
+            -0.0,
+            -1.0,
+            f32::NEG_INFINITY,
+            -f32::NAN,
+        ];
+        for pair in scores.windows(2) {
+            assert_eq!(pair[0].total_cmp(&pair[1]), std::cmp::Ordering::Greater);
+            assert!(score_bytes(pair[0]) < score_bytes(pair[1]), "{pair:?}");
         }
-        assert!(list(1, 0, "a", 0xf) < list(1, 0, "a", 0x10));
+        for s in scores {
+            assert_eq!(score_from_bytes(score_bytes(s)).to_bits(), s.to_bits());
+        }
+    }
+
+    /// A run's key: its lane, then its first entry's place: due time, then
+    /// score (highest first), rank, URL; and it parses back.
+    #[test]
+    fn run_keys_sort_by_lane_then_due_score_rank_url_and_parse_back() {
+        let r = rank(130, None, 9);
+        let lane_a = lane("a.example", "a.example", 1);
+        let key = |due, score, rank, url| run(&lane_a, &position(due, score, rank, url));
+        let sorted = [
+            key(-5, 1.0, r, "http://a.example/z"),
+            key(0, 1.0, r, "http://a.example/z"),
+            key(1_700_000_000, 1.0, r, "http://a.example/z"),
+            key(1_700_000_000, 0.5, rank(5, None, 30), "http://a.example/a"),
+            key(1_700_000_000, 0.5, rank(130, None, 9), "http://a.example/a"),
+            key(1_700_000_000, 0.5, rank(130, None, 9), "http://a.example/b"),
+        ];
+        for pair in sorted.windows(2) {
+            assert!(pair[0] < pair[1]);
+        }
+        assert!(sorted.iter().all(|k| *k < lane_end(&lane_a)));
+        assert!(sorted[2] < lane_due(&lane_a, 1_700_000_000));
+        assert!(lane_due(&lane_a, 1_700_000_000) < lane_end(&lane_a));
+        // Another class, host or queue is another lane, after this one.
+        assert!(lane_end(&lane_a) <= lane("a.example", "a.example", 2));
+        assert!(sorted[5] < lane("a.example", "a.example:8080", 0));
+        assert!(sorted[5] < lane("a.example.org", "a.example", 0));
+        assert!(
+            lane("a", "z", 3) < lane("a.b", "a", 0),
+            "queue names in string order"
+        );
+        let parsed = parse_run(&sorted[3]).unwrap();
+        assert_eq!(
+            (parsed.queue, parsed.host, parsed.class),
+            ("a.example", "a.example", 1)
+        );
+        assert_eq!(parsed.lane_len, lane_a.len());
+        assert_eq!(
+            parsed.first,
+            Position {
+                due: 1_700_000_000,
+                score: 0.5,
+                rank: rank(5, None, 30),
+                url: "http://a.example/a"
+            }
+        );
+        assert_eq!(parse_run(b"dq"), None);
+        assert_eq!(parse_run(b"dq\0h\0\x01short"), None);
+    }
+
+    /// Heads sort by class, due time, queue, host; and parse back.
+    #[test]
+    fn heads_sort_by_class_due_queue_host_and_parse_back() {
+        let sorted = [
+            head(0, 10, "b", "z"),
+            head(1, -3, "a", "a"),
+            head(1, 5, "a", "a"),
+            head(1, 5, "a", "b"),
+            head(1, 5, "a.example", "a"),
+            head(1, 6, "a", "a"),
+        ];
+        for pair in sorted.windows(2) {
+            assert!(pair[0] < pair[1]);
+        }
+        assert!(sorted[0] < heads_of(1) && heads_of(1) <= sorted[1]);
+        assert!(sorted[4] < heads_due(1, 5) && heads_due(1, 5) <= sorted[5]);
+        assert_eq!(
+            parse_head(&sorted[4]),
+            Some(Head {
+                class: 1,
+                due: 5,
+                queue: "a.example",
+                host: "a"
+            })
+        );
+        assert_eq!(Head::lane_order(&sorted[4]), b"a.example\0a");
+        assert_eq!(parse_head(b"e\x01short"), None);
     }
 
     #[test]
-    fn due_keys_sort_by_class_time_rank_and_parse_back() {
-        let r9 = rank(9, None, 9);
-        let a = due(0, -5, r9, "http://a/");
-        let b = due(0, 0, r9, "http://a/");
-        let c = due(0, 1_700_000_000, r9, "http://a/");
-        assert!(a < b && b < c);
-        assert!(c < due_after(0, 1_700_000_000));
-        assert!(due(0, 1_700_000_001, rank(0, None, 0), "") >= due_after(0, 1_700_000_000));
-        // Rank orders within a second, before the URL; class before all.
-        assert!(
-            due(0, 5, rank(1, None, 9), "http://z/") < due(0, 5, rank(2, None, 9), "http://a/")
-        );
-        assert!(due(0, i64::MAX, [0xff; RANK_BYTES], "http://z/") < due_class(1));
-        assert!(due(1, i64::MIN, [0; RANK_BYTES], "") > due_after(0, i64::MAX));
-        assert_eq!(
-            parse_due(&c),
-            Some(DueKey {
-                class: 0,
-                at: 1_700_000_000,
-                rank: r9,
-                url: "http://a/"
-            })
-        );
-        assert_eq!(parse_due(b"d12"), None);
-        assert!(!is_layout1_due(&c));
-        let mut old = vec![DUE];
-        old.extend_from_slice(&ordered(1_700_000_000));
-        old.extend_from_slice(b"http://a/");
-        assert!(is_layout1_due(&old));
+    fn legacy_due_keys_and_lists_parse() {
+        let mut key = vec![DUE, 1];
+        key.extend_from_slice(&ordered(1_700_000_000));
+        key.extend_from_slice(&[0; RANK_BYTES]);
+        key.extend_from_slice(b"\0a.example\00000001a");
+        let due = legacy::parse_due(&key).unwrap();
+        assert_eq!((due.class, due.at), (1, 1_700_000_000));
+        assert_eq!(legacy::as_list(due.url), Some(("a.example", 0x1a)));
+        assert_eq!(legacy::as_list("https://a.example/"), None);
     }
 
     /// Within one priority: the newest lastmod first (none last), then the

@@ -10,10 +10,11 @@
 //! | 2 | [`UrlRecord::notified`] appended |
 //! | 3 | [`LastmodTrust`] (in [`HostRecord`]) split by error kind: `announced`, `missed`, `false_alarms` appended |
 //! | 4 | [`UrlRecord`]: `blocked`, `lapsed`, `repeats`, `last_status`, `redirected_from` appended; [`HostRecord`]: `errors_in_a_row` appended |
-//! | 5 | [`UrlRecord::listed`] appended: the due list that holds a new URL's due entry |
+//! | 5 | `UrlRecord::listed` appended: the due list that held a new URL's due entry (gone in version 9) |
 //! | 6 | [`UrlRecord`]: `completed`, `metadata` appended (what a URL frontier client put, [`crate::frontier`]); the host counts (`Tally`): `completed` appended |
 //! | 7 | [`Listed`] (a due list entry): `reason` and `meta` appended, and its lease kept in front of its list ([`crate::due_list`]), not in its record |
 //! | 8 | [`HostRecord`]: `counts` appended (its URL records counted by state, kept under `t` ‖ host before key layout 8) |
+//! | 9 | [`UrlRecord`]: `listed` gone (every queued URL's entry is in a run of its lane), `queue` appended (a URL frontier client's queue); [`Listed`] (a run's entry): `due` appended; [`StoredReason::LastmodTrusted`] appended |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -33,7 +34,7 @@ use crate::tally::Tally;
 use crate::trust::LastmodTrust;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 8;
+pub const FORMAT_VERSION: u8 = 9;
 
 /// The read time of a [`UrlRecord::lastmod_history`] entry whose move is
 /// not dated.
@@ -378,12 +379,20 @@ pub enum StoredReason {
     Probe,
     /// Appended in format version 6.
     Requested,
+    /// A newer lastmod on a host whose lastmods have earned trust (not
+    /// one on probation): a change announced by a source the store
+    /// trusts, in the announced class. Shown as [`Reason::LastmodNewer`].
+    /// Appended in format version 9.
+    LastmodTrusted,
 }
 
 impl StoredReason {
     /// Its urgency class.
     pub fn urgency(self) -> Urgency {
-        Reason::from(self).urgency()
+        match self {
+            StoredReason::LastmodTrusted => Urgency::Announced,
+            other => Reason::from(other).urgency(),
+        }
     }
 }
 
@@ -414,7 +423,7 @@ impl From<StoredReason> for Reason {
     fn from(r: StoredReason) -> Self {
         match r {
             StoredReason::New => Self::New,
-            StoredReason::LastmodNewer => Self::LastmodNewer,
+            StoredReason::LastmodNewer | StoredReason::LastmodTrusted => Self::LastmodNewer,
             StoredReason::Interval => Self::Interval,
             StoredReason::Changefreq => Self::Changefreq,
             StoredReason::Adaptive => Self::Adaptive,
@@ -486,12 +495,6 @@ pub struct UrlRecord {
     pub last_status: u16,
     /// The URL whose redirect brought it into the store.
     pub redirected_from: Option<String>,
-    /// The due list ([`keys::list`]) that holds its due entry, by its
-    /// number among the lists of its host, class and due second: a URL
-    /// new to the store is filed there with many others (one key for
-    /// them all) until its schedule first changes. `None`: its due entry
-    /// is its own key ([`UrlRecord::due_key`]).
-    pub listed: Option<u32>,
     /// A URL frontier client completed it (a known item with no refetch
     /// date, [`crate::frontier`]): out of the queue for good, until a
     /// client schedules it again.
@@ -500,6 +503,10 @@ pub struct UrlRecord {
     /// returned with it when it is handed out: at most
     /// [`MAX_METADATA_BYTES`](crate::frontier::MAX_METADATA_BYTES).
     pub metadata: Vec<(String, Vec<String>)>,
+    /// The URL frontier queue a client put it in, when that is not its
+    /// host (`host[:port]`, [`keys::host_of`]): the queue it is counted,
+    /// listed and handed out under ([`UrlRecord::queue_name`]).
+    pub queue: Option<String>,
 }
 
 /// Why a URL was retired by its fetches.
@@ -553,29 +560,29 @@ impl UrlRecord {
         !self.retired && !self.blocked && !self.completed
     }
 
-    /// Its entry in the due index: by urgency class, due time, and within
-    /// one second by [`due_rank`].
-    pub fn due_key(&self, url: &str) -> Vec<u8> {
-        keys::due(
-            self.schedule.reason.urgency() as u8,
-            self.schedule.due,
-            self.rank(url),
-            url,
-        )
+    /// The queue it is in: the one a URL frontier client put it in, else
+    /// its host (`host[:port]`).
+    pub fn queue_name<'a>(&'a self, url: &'a str) -> &'a str {
+        self.queue.as_deref().unwrap_or_else(|| keys::host_of(url))
     }
 
-    /// Whether `entry` (a parsed due key) is this record's own entry, without
-    /// building the key.
-    pub fn owns(&self, entry: &keys::DueKey<'_>) -> bool {
-        (entry.class, entry.at, entry.rank)
-            == (
-                self.schedule.reason.urgency() as u8,
-                self.schedule.due,
-                self.rank(entry.url),
-            )
+    /// Its urgency class, as a byte of its lane.
+    pub fn class(&self) -> u8 {
+        self.schedule.reason.urgency() as u8
     }
 
-    /// Its order among URLs due in the same second: [`due_rank`].
+    /// The lane its due entry is in ([`keys::lane`]).
+    pub fn lane(&self, url: &str) -> Vec<u8> {
+        keys::lane(self.queue_name(url), keys::host_of(url), self.class())
+    }
+
+    /// Its due entry's place in its lane ([`keys::position`]).
+    pub fn position(&self, url: &str) -> Vec<u8> {
+        keys::position(self.schedule.due, self.schedule.score, self.rank(url), url)
+    }
+
+    /// Its order among URLs of its lane due at the same time with the same
+    /// score: [`due_rank`].
     pub fn rank(&self, url: &str) -> keys::Rank {
         keys::rank(
             due_rank(self.priority),
@@ -686,9 +693,9 @@ impl From<UrlRecordV1> for UrlRecord {
             repeats: 0,
             last_status: 0,
             redirected_from: None,
-            listed: None,
             completed: false,
             metadata: Vec::new(),
+            queue: None,
         }
     }
 }
@@ -702,10 +709,28 @@ struct UrlRecordV5 {
 }
 
 impl From<UrlRecordV5> for UrlRecord {
+    /// The due list it names is gone with key layout 9: every queued URL's
+    /// entry is in its lane.
     fn from(v: UrlRecordV5) -> Self {
+        v.v4.into()
+    }
+}
+
+/// [`UrlRecord`] as format versions 6 to 8 wrote it: with `listed`,
+/// without `queue`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct UrlRecordV8 {
+    v5: UrlRecordV5,
+    completed: bool,
+    metadata: Vec<(String, Vec<String>)>,
+}
+
+impl From<UrlRecordV8> for UrlRecord {
+    fn from(v: UrlRecordV8) -> Self {
         UrlRecord {
-            listed: v.listed,
-            ..v.v4.into()
+            completed: v.completed,
+            metadata: v.metadata,
+            ..v.v5.into()
         }
     }
 }
@@ -717,7 +742,8 @@ impl Record for UrlRecord {
             2 | 3 => postcard::from_bytes::<UrlRecordV3>(body).map(Into::into),
             4 => postcard::from_bytes::<UrlRecordV4>(body).map(Into::into),
             5 => postcard::from_bytes::<UrlRecordV5>(body).map(Into::into),
-            // Unchanged since version 6.
+            6..=8 => postcard::from_bytes::<UrlRecordV8>(body).map(Into::into),
+            // Unchanged since version 9.
             _ => postcard::from_bytes(body),
         }
     }
@@ -725,25 +751,27 @@ impl Record for UrlRecord {
 
 impl Record for SitemapRecord {}
 
-/// A due list: URLs of one host due in one second and class, in the order
-/// a lease takes them ([`Listed::order`]). Every one of them has its
-/// record's [`UrlRecord::listed`] naming this list.
+/// A run of the due index ([`keys::run`]): due entries of one lane (queue,
+/// host, urgency class), in queue order ([`Listed::order`]), from the run's
+/// key up to the next run's. Key layouts 5 to 8 kept such lists per host,
+/// due second and class ("due lists"); the layout migration reads their
+/// leases.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DueList {
-    /// The URLs, sorted.
+    /// The entries, sorted.
     pub entries: Vec<Listed>,
 }
 
-/// A URL in a due list, with what a lease orders it by and what it hands
-/// out, so that a lease reads no record of a listed URL: the lease, too,
-/// is kept here (the record's [`Schedule::lease`] is written empty while
-/// the URL is listed; a reader of the record overlays this one, see
-/// [`crate::marks`]).
+/// A due entry, with what a lease orders it by and what it hands out, so
+/// that a lease reads no record of the URLs it hands out (but those whose
+/// record holds a URL frontier client's metadata): the lease, too, is kept
+/// here (the record's [`Schedule::lease`] is written empty; a reader of the
+/// record overlays this one, see [`crate::marks`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Listed {
     /// The policy's score ([`Schedule::score`]).
     pub score: f32,
-    /// Its order among URLs due in the same second ([`UrlRecord::rank`]).
+    /// The sitemap's order ([`UrlRecord::rank`]).
     pub rank: keys::Rank,
     /// The URL.
     pub url: String,
@@ -752,12 +780,14 @@ pub struct Listed {
     /// Its record holds a URL frontier client's metadata, which a lease
     /// hands out with it (format version 7).
     pub meta: bool,
+    /// When it is due ([`Schedule::due`]; format version 9).
+    pub due: i64,
     /// Leased until this time, with this lease id: kept in front of the
-    /// list's entries ([`crate::due_list`]), not with them.
+    /// run's entries ([`crate::due_list`]), not with them.
     #[serde(skip)]
     pub lease: Option<(u64, i64)>,
-    /// Read from a format-6 list: `reason` and `meta` are not known, and
-    /// a lease reads its record.
+    /// Read from a due list of format 6 to 8 (key layouts 5 to 8): what it
+    /// does not hold is not known. Only the layout migration reads these.
     #[serde(skip)]
     pub legacy: bool,
 }
@@ -771,17 +801,24 @@ impl Listed {
             url: url.to_string(),
             reason: rec.schedule.reason,
             meta: !rec.metadata.is_empty(),
+            due: rec.schedule.due,
             lease: rec.schedule.lease,
             legacy: false,
         }
     }
 
-    /// A lease's order within one due second and class: the higher score
-    /// first, then the rank, then the URL.
+    /// Its place in its lane ([`keys::position`]).
+    pub fn position(&self) -> Vec<u8> {
+        keys::position(self.due, self.score, self.rank, &self.url)
+    }
+
+    /// The queue order within one lane: the earlier due time first, then
+    /// the higher score, the rank, the URL: the order of
+    /// [`Listed::position`]'s bytes.
     pub fn order(&self, other: &Listed) -> std::cmp::Ordering {
-        other
-            .score
-            .total_cmp(&self.score)
+        self.due
+            .cmp(&other.due)
+            .then(other.score.total_cmp(&self.score))
             .then(self.rank.cmp(&other.rank))
             .then(self.url.cmp(&other.url))
     }
@@ -795,6 +832,48 @@ impl Listed {
 /// Whether `lease` (id, expiry) holds at `now`: one that ran out does not.
 pub fn lease_holds(lease: Option<(u64, i64)>, now: i64) -> bool {
     lease.is_some_and(|(_, until)| until > now)
+}
+
+/// `rec` as format version 8 wrote it, naming due list `listed`: what the
+/// layout migration's tests store as an older build would have.
+#[cfg(test)]
+pub(crate) fn encode_v8(rec: &UrlRecord, listed: Option<u32>) -> Vec<u8> {
+    let v8 = UrlRecordV8 {
+        v5: UrlRecordV5 {
+            v4: UrlRecordV4 {
+                v3: UrlRecordV3 {
+                    v1: UrlRecordV1 {
+                        first_seen: rec.first_seen,
+                        first_source: rec.first_source,
+                        last_seen: rec.last_seen,
+                        lastmod: rec.lastmod,
+                        lastmod_history: rec.lastmod_history.clone(),
+                        changefreq: rec.changefreq,
+                        priority: rec.priority,
+                        extensions: rec.extensions,
+                        fetch: rec.fetch.clone(),
+                        visits: rec.visits.clone(),
+                        interval: rec.interval,
+                        schedule: rec.schedule,
+                        retired: rec.retired,
+                        sources: rec.sources.clone(),
+                    },
+                    notified: rec.notified,
+                },
+                blocked: rec.blocked,
+                lapsed: rec.lapsed,
+                repeats: rec.repeats,
+                last_status: rec.last_status,
+                redirected_from: rec.redirected_from.clone(),
+            },
+            listed,
+        },
+        completed: rec.completed,
+        metadata: rec.metadata.clone(),
+    };
+    let mut bytes = vec![8];
+    bytes.extend(postcard::to_stdvec(&v8).unwrap_or_default());
+    bytes
 }
 
 /// [`Listed`] as format version 6 wrote it.
@@ -811,46 +890,56 @@ struct DueListV6 {
     entries: Vec<ListedV6>,
 }
 
+/// [`Listed`] as format versions 7 and 8 wrote it: without `due`.
+#[derive(Deserialize)]
+struct ListedV8 {
+    score: f32,
+    rank: keys::Rank,
+    url: String,
+    reason: StoredReason,
+    meta: bool,
+}
+
+/// [`DueList`] as format versions 7 and 8 wrote it.
+#[derive(Deserialize)]
+struct DueListV8 {
+    entries: Vec<ListedV8>,
+}
+
 impl Record for DueList {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
-        if version >= 7 {
-            // Unchanged since version 7. Version-7 bodies stay on disk for
-            // good: a lease rewrites a list's front and keeps its
-            // compressed entries as they are.
-            return postcard::from_bytes(body);
-        }
-        let v6: DueListV6 = postcard::from_bytes(body)?;
-        Ok(DueList {
-            entries: v6
-                .entries
+        // The due lists of key layouts 5 to 8, which only the layout
+        // migration reads: what they do not hold is not known.
+        let legacy = |score, rank, url, reason, meta| Listed {
+            score,
+            rank,
+            url,
+            reason,
+            meta,
+            due: i64::MIN,
+            lease: None,
+            legacy: true,
+        };
+        let entries = if version >= 7 {
+            let v8: DueListV8 = postcard::from_bytes(body)?;
+            v8.entries
                 .into_iter()
-                .map(|e| Listed {
-                    score: e.score,
-                    rank: e.rank,
-                    url: e.url,
-                    reason: StoredReason::New,
-                    meta: false,
-                    lease: None,
-                    legacy: true,
-                })
-                .collect(),
-        })
+                .map(|e| legacy(e.score, e.rank, e.url, e.reason, e.meta))
+                .collect()
+        } else {
+            let v6: DueListV6 = postcard::from_bytes(body)?;
+            v6.entries
+                .into_iter()
+                .map(|e| legacy(e.score, e.rank, e.url, StoredReason::New, false))
+                .collect()
+        };
+        Ok(DueList { entries })
     }
 }
 
 impl UrlRecord {
-    /// The key of its due list number `n` (`url` its URL).
-    pub fn list_key(&self, url: &str, n: u32) -> Vec<u8> {
-        keys::list(
-            self.schedule.reason.urgency() as u8,
-            self.schedule.due,
-            keys::host_of(url),
-            n,
-        )
-    }
-
     /// When it is due next: its due time, or the end of its lease if
-    /// later (a listed URL keeps its due time, and its place in the queue,
+    /// later (a leased URL keeps its due time, and its place in the queue,
     /// while leased).
     pub fn due_until(&self) -> i64 {
         match self.schedule.lease {
@@ -858,20 +947,14 @@ impl UrlRecord {
             None => self.schedule.due,
         }
     }
-
-    /// Whether it is the URL a due list (`class`, due `at`, number `n`)
-    /// names: listed in it, and still due then in that class.
-    pub fn in_list(&self, class: u8, at: i64, n: u32) -> bool {
-        self.listed == Some(n)
-            && self.schedule.due == at
-            && self.schedule.reason.urgency() as u8 == class
-    }
 }
 
 impl Record for HostRecord {
     fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
         let v7 = match version {
-            4.. => postcard::from_bytes::<HostRecordV7>(body)?,
+            // Unchanged since version 8.
+            8.. => return postcard::from_bytes(body),
+            4..=7 => postcard::from_bytes::<HostRecordV7>(body)?,
             3 => {
                 let v3: HostRecordV3 = postcard::from_bytes(body)?;
                 HostRecordV7 {
@@ -1073,13 +1156,11 @@ mod tests {
                 url: "https://a.example/x".into(),
                 reason: StoredReason::New,
                 meta: false,
+                due: i64::MIN,
                 lease: None,
                 legacy: true,
             }]
         );
-        // Written again, it is an entry of this format.
-        let back: DueList = decode(&encode(&list)).unwrap();
-        assert!(!back.entries[0].legacy);
     }
 
     /// A full due list of 32 URLs, some of them leased.
@@ -1092,6 +1173,7 @@ mod tests {
                     url: format!("https://a.example/catalog/section-{}/item-{i}.html", i % 7),
                     reason: StoredReason::New,
                     meta: i % 5 == 0,
+                    due: 1_700_000_000 + i / 4,
                     lease: (i % 3 == 0).then_some((i as u64, 1_700_000_000 + i)),
                     legacy: false,
                 })
@@ -1139,23 +1221,57 @@ mod tests {
         ));
     }
 
-    /// Format 8 changed the host record only: a due list (plain or
-    /// compressed) and a URL record written in format 7 read as written.
+    /// A due list of formats 7 and 8 (key layouts 7 and 8, plain or
+    /// compressed) reads as legacy entries, without their due time (only
+    /// the layout migration reads them); a URL record of format 8 reads as
+    /// written, without the due list it named.
     #[test]
-    fn format_7_lists_and_url_records_read_as_written() {
+    fn format_8_lists_and_url_records_read() {
+        #[derive(Serialize)]
+        struct ListedV8 {
+            score: f32,
+            rank: keys::Rank,
+            url: String,
+            reason: StoredReason,
+            meta: bool,
+        }
         let list = full_list();
-        let mut plain = encode(&list);
-        plain[0] = 7;
-        assert_eq!(decode::<DueList>(&plain).unwrap(), without_leases(&list));
+        let v8: Vec<ListedV8> = list
+            .entries
+            .iter()
+            .map(|e| ListedV8 {
+                score: e.score,
+                rank: e.rank,
+                url: e.url.clone(),
+                reason: e.reason,
+                meta: e.meta,
+            })
+            .collect();
+        let mut plain = vec![8];
+        plain.extend(postcard::to_stdvec(&(v8,)).unwrap());
+        let legacy = DueList {
+            entries: without_leases(&list)
+                .entries
+                .into_iter()
+                .map(|e| Listed {
+                    due: i64::MIN,
+                    legacy: true,
+                    ..e
+                })
+                .collect(),
+        };
+        assert_eq!(decode::<DueList>(&plain).unwrap(), legacy);
         let mut squeezed = vec![SQUEEZED];
         squeezed.extend(crate::squeeze::compress(&plain));
-        assert_eq!(decode::<DueList>(&squeezed).unwrap(), without_leases(&list));
+        assert_eq!(decode::<DueList>(&squeezed).unwrap(), legacy);
         let mut rec = UrlRecord::new(1_700_000_000, &[]);
-        rec.listed = Some(3);
         rec.completed = true;
-        let mut bytes = encode(&rec);
-        bytes[0] = 7;
+        rec.metadata = vec![("k".into(), vec!["v".into()])];
+        let bytes = encode_v8(&rec, Some(3));
         assert_eq!(decode::<UrlRecord>(&bytes).unwrap(), rec);
+        // Written again, in this format: with its queue.
+        rec.queue = Some("shard-1".into());
+        assert_eq!(decode::<UrlRecord>(&encode(&rec)).unwrap(), rec);
     }
 
     #[test]
@@ -1195,10 +1311,10 @@ mod tests {
         assert_eq!(bytes[0], FORMAT_VERSION);
         assert_eq!(decode::<SitemapRecord>(&bytes).unwrap(), r);
         let mut future = bytes.clone();
-        future[0] = 9;
+        future[0] = FORMAT_VERSION + 1;
         assert!(matches!(
             decode::<SitemapRecord>(&future),
-            Err(RecordError::Version(9))
+            Err(RecordError::Version(v)) if v == FORMAT_VERSION + 1
         ));
         assert!(matches!(
             decode::<SitemapRecord>(&[]),
@@ -1341,7 +1457,7 @@ mod tests {
     }
 
     #[test]
-    fn version_4_records_decode_unlisted() {
+    fn version_4_records_decode() {
         let v4 = UrlRecordV4 {
             v3: UrlRecordV3 {
                 v1: url_record_v1(),
@@ -1356,7 +1472,7 @@ mod tests {
         let mut bytes = vec![4];
         bytes.extend(postcard::to_allocvec(&v4).unwrap());
         let rec: UrlRecord = decode(&bytes).unwrap();
-        assert_eq!(rec.listed, None);
+        assert_eq!(rec.queue, None);
         assert!(rec.blocked);
         assert_eq!(
             (rec.lapsed, rec.repeats, rec.last_status),

@@ -231,36 +231,49 @@ pub enum Reason {
     Requested,
 }
 
-/// The urgency classes a lease serves in order; within a class the
-/// policy's score decides, then how long the URL has waited
-/// ([`Reason::urgency`]).
+/// The urgency classes a lease serves in order; within a class, the URL
+/// that has waited longest comes first (the queue order, docs/queue.md).
 ///
-/// Known changes and new URLs share the first class: both are content
-/// the crawler does not have. Served strictly one before the other, a
-/// scarce budget spent on the changes of pages already fetched starved
-/// the first fetch of new ones (10,000 pages at 500 fetches a day take 20
-/// days to crawl once), and freshness fell below the adaptive schedule's
-/// (0.26 against 0.38 in the simulator's truthful world); one class,
-/// oldest first, gave 0.38 there and 0.987 instead of 0.975 at 2,000 a day.
+/// New URLs and announced changes are both content the crawler does not
+/// have. Served strictly one before the other, a scarce budget spent on the
+/// changes of pages already fetched starved the first fetch of new ones
+/// (10,000 pages at 500 fetches a day take 20 days to crawl once), and
+/// freshness fell below the adaptive schedule's (0.26 against 0.38 in the
+/// simulator's truthful world). So a change a trusted host's lastmod
+/// announces ([`Urgency::Announced`]) gets a share of each lease ahead of
+/// the new URLs ([`Params::announced_share`]), and beyond that share waits
+/// its turn among them, the longest waiting first. A push notification,
+/// rare and explicit, comes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Urgency {
-    /// Content the crawler does not have: a known change (a push
-    /// notification, or a lastmod newer than the last fetch on a host whose
-    /// lastmods have earned trust) or a URL never fetched.
-    Changed = 0,
+    /// A push notification said it changed: fetched first.
+    Pushed = 0,
+    /// A lastmod newer than the last fetch on a host whose lastmods have
+    /// earned trust: its share of each lease first, then among
+    /// [`Urgency::Changed`].
+    Announced = 1,
+    /// Content the crawler does not have: a URL never fetched, a newer
+    /// lastmod on a host still on probation, a URL frontier client's date.
+    Changed = 2,
     /// Refreshed on a schedule: rate-based intervals, retries, the safety
     /// interval, the end of a coarse lastmod's period.
-    Refresh = 1,
+    Refresh = 3,
     /// Samples that keep a trusted host's lastmod trust honest: a lease
     /// gives them their share of the fetches only.
-    Validation = 2,
+    Validation = 4,
 }
 
 impl Urgency {
-    /// Every class, in the order a lease serves them.
-    pub const ALL: [Urgency; 3] = [Urgency::Changed, Urgency::Refresh, Urgency::Validation];
+    /// Every class, in the order of their bytes in the due index.
+    pub const ALL: [Urgency; 5] = [
+        Urgency::Pushed,
+        Urgency::Announced,
+        Urgency::Changed,
+        Urgency::Refresh,
+        Urgency::Validation,
+    ];
 }
 
 impl Reason {
@@ -287,12 +300,13 @@ impl Reason {
 
     /// The urgency class of a URL due for this reason. A lease that ran
     /// out keeps the class it was leased in (the store keeps that reason);
-    /// [`Reason::LeaseExpired`] itself counts as a refresh.
+    /// [`Reason::LeaseExpired`] itself counts as a refresh. A newer lastmod
+    /// is [`Urgency::Changed`] here; the store puts it in
+    /// [`Urgency::Announced`] when its host's lastmods have earned trust.
     pub fn urgency(self) -> Urgency {
         match self {
-            Reason::Notified | Reason::LastmodNewer | Reason::New | Reason::Requested => {
-                Urgency::Changed
-            }
+            Reason::Notified => Urgency::Pushed,
+            Reason::LastmodNewer | Reason::New | Reason::Requested => Urgency::Changed,
             Reason::Validation => Urgency::Validation,
             _ => Urgency::Refresh,
         }
@@ -367,6 +381,11 @@ pub struct Params {
     /// hosts' unmoved lastmods (0.03); the share of such URLs the policy
     /// makes validation samples, and what a lease gives them.
     pub validation_share: f64,
+    /// The share of fetches that changes a trusted host's lastmod
+    /// announces get ahead of new URLs ([`Urgency::Announced`]); beyond
+    /// it they wait their turn among them. 1: always first; 0: never
+    /// ahead of an older new URL.
+    pub announced_share: f64,
     /// A URL retired by its fetches (gone, moved) is probed this long after
     /// its last attempt, in case it answers again (30 days).
     pub probe_interval: f64,
@@ -388,6 +407,7 @@ impl Default for Params {
             fallback: "adaptive".to_owned(),
             safety_interval: 30.0 * DAY,
             validation_share: 0.03,
+            announced_share: 0.5,
             probe_interval: 30.0 * DAY,
             calibration: Calibration::default(),
         }

@@ -548,7 +548,7 @@ fn complete_hosts_are_crawled_on_change() {
 fn urgency_classes_follow_the_reason() {
     use Urgency::*;
     for (reason, class) in [
-        (Reason::Notified, Changed),
+        (Reason::Notified, Pushed),
         (Reason::LastmodNewer, Changed),
         (Reason::New, Changed),
         (Reason::Requested, Changed),
@@ -560,7 +560,7 @@ fn urgency_classes_follow_the_reason() {
     ] {
         assert_eq!(reason.urgency(), class, "{reason}");
     }
-    assert!(Changed < Refresh && Refresh < Validation);
+    assert!(Pushed < Changed && Changed < Refresh && Refresh < Validation);
 }
 
 #[test]
@@ -1311,7 +1311,7 @@ prop_compose! {
         Params {
             fixed_interval, min_interval, max_interval, adaptive_inc, adaptive_dec,
             initial_interval, retry_after_error, budget: 1.0, fallback: "adaptive".into(),
-            safety_interval, validation_share, probe_interval,
+            safety_interval, validation_share, announced_share: 0.5, probe_interval,
             calibration: Calibration { multiplier, ..Calibration::default() },
         }
     }

@@ -1,0 +1,838 @@
+//! Handing out due URLs: which are due ([`Store::peek`]) and leasing them
+//! ([`Store::lease`], [`Store::lease_admitting`]), in the queue order
+//! (docs/queue.md, [`crate::scan`]).
+//!
+//! A lease takes due URLs in that order, one after the other, each if its
+//! host and queue may be given one more: at most `per_host` per host, no
+//! more than the host's politeness delay allows, no URL its robots.txt
+//! disallows (marked `blocked`), and a URL frontier client's per-queue
+//! rules ([`Store::lease_admitting`]). Each decision depends only on the
+//! URLs before it, so a lease of `k` URLs is the first `k` of a lease of
+//! `n ≥ k` under the same limits. Validation samples get their share only:
+//! each URL leased earns [`Params::validation_share`](crate::policy::Params::validation_share)
+//! of a sample, and the samples that credit pays for come first.
+//!
+//! A lease marks its URLs' due entries with the lease and its expiry, and
+//! reads or writes no record ([`crate::marks`]), but those whose record it
+//! must read (the entry says it holds a URL frontier client's metadata, or
+//! its host lost the trust that made it urgent). A URL keeps its place in
+//! the queue while leased, and one whose lease runs out without an outcome
+//! is due again there, with the reason `lease-expired`. Each URL carries the
+//! earliest time it should be fetched (`not_before`), spaced by its host's
+//! delay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::due_list::{Entries, Lease};
+use crate::hash::FastMap;
+use crate::keys;
+use crate::policy::{Reason, Urgency};
+use crate::record::{HostRecord, Listed, StoredReason, UrlRecord};
+use crate::robots::RulesCache;
+use crate::scan::{Found, Lanes, Scan, Taker, Verdict};
+use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
+use crate::writes::UrlWrites;
+
+/// How a lease spaces a host's URLs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Politeness {
+    /// Over the lease's time to live: a host gets one URL per politeness
+    /// delay up to the lease's expiry, each with its `not_before` (what a
+    /// crawler that honours `not_before` wants: the HTTP API, the CLI).
+    #[default]
+    Spaced,
+    /// Now only: a host gets one URL if its next slot has come, none
+    /// otherwise, and its next slot moves one delay on (what a crawler
+    /// that fetches what it is given at once wants: URLFrontier's
+    /// GetURLs). A host with no delay gets any number.
+    Now,
+}
+
+/// What a crawler asks of [`Store::lease`]: how many URLs, how many of one
+/// host and of how many hosts (and queues) at most, for how long, and how
+/// a host's URLs are spaced.
+///
+/// ```
+/// use std::time::Duration;
+/// use sitemapd_scheduler::{LeaseRequest, Politeness};
+///
+/// let request = LeaseRequest::new(100).per_host(5).ttl(Duration::from_secs(600));
+/// assert_eq!((request.n, request.per_host), (100, 5));
+/// assert_eq!(LeaseRequest::new(100).ttl, LeaseRequest::DEFAULT_TTL);
+/// assert_eq!(LeaseRequest::new(100).max_hosts(3).max_hosts, 3);
+/// assert_eq!(LeaseRequest::new(1).politeness(Politeness::Now).politeness, Politeness::Now);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseRequest {
+    /// URLs at most.
+    pub n: usize,
+    /// URLs of one host at most (0 counts as 1).
+    pub per_host: usize,
+    /// How long the lease holds (under a second counts as a second); a URL
+    /// not completed by then is due again.
+    pub ttl: Duration,
+    /// Hosts at most that get URLs (`usize::MAX`, the default: any number;
+    /// 0 counts as 1): the first this many hosts met in the queue order.
+    pub max_hosts: usize,
+    /// Queues at most that get URLs (`usize::MAX`, the default; 0 counts
+    /// as 1): a URL frontier's `max_queues`.
+    pub max_queues: usize,
+    /// How a host's URLs are spaced.
+    pub politeness: Politeness,
+}
+
+impl LeaseRequest {
+    /// URLs of one host per lease when a request does not say.
+    pub const DEFAULT_PER_HOST: usize = 10;
+    /// A lease's time to live when a request does not say.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+    /// The longest time to live a lease may ask for: 7 days (the HTTP
+    /// API's `ttl_secs` and the CLI's `--lease` refuse more).
+    pub const MAX_TTL: Duration = Duration::from_secs(7 * 86_400);
+
+    /// Up to `n` URLs, [`DEFAULT_PER_HOST`](Self::DEFAULT_PER_HOST) per
+    /// host, for [`DEFAULT_TTL`](Self::DEFAULT_TTL), spaced over it.
+    pub const fn new(n: usize) -> LeaseRequest {
+        LeaseRequest {
+            n,
+            per_host: Self::DEFAULT_PER_HOST,
+            ttl: Self::DEFAULT_TTL,
+            max_hosts: usize::MAX,
+            max_queues: usize::MAX,
+            politeness: Politeness::Spaced,
+        }
+    }
+
+    /// URLs of at most `max_hosts` hosts.
+    pub const fn max_hosts(mut self, max_hosts: usize) -> LeaseRequest {
+        self.max_hosts = max_hosts;
+        self
+    }
+
+    /// URLs of at most `max_queues` queues.
+    pub const fn max_queues(mut self, max_queues: usize) -> LeaseRequest {
+        self.max_queues = max_queues;
+        self
+    }
+
+    /// At most `per_host` URLs of one host.
+    pub const fn per_host(mut self, per_host: usize) -> LeaseRequest {
+        self.per_host = per_host;
+        self
+    }
+
+    /// Held for `ttl`.
+    pub const fn ttl(mut self, ttl: Duration) -> LeaseRequest {
+        self.ttl = ttl;
+        self
+    }
+
+    /// A host's URLs spaced as `politeness` says.
+    pub const fn politeness(mut self, politeness: Politeness) -> LeaseRequest {
+        self.politeness = politeness;
+        self
+    }
+
+    /// The time to live in whole seconds, at least 1.
+    fn ttl_secs(&self) -> i64 {
+        i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX).max(1)
+    }
+}
+
+/// A URL handed out (or, from `peek`, due).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Leased {
+    /// The URL, normalised.
+    pub url: String,
+    /// The queue it is in: its host (`host[:port]`), or the URL frontier
+    /// queue a client put it in.
+    pub queue: String,
+    /// When it became due.
+    pub due: Timestamp,
+    /// Urgency (higher first).
+    pub score: f32,
+    /// Why it is due.
+    pub reason: Reason,
+    /// The lease id (absent from `peek`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<u64>,
+    /// Until when the lease holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<Timestamp>,
+    /// Fetch it no earlier than this (host politeness).
+    pub not_before: Timestamp,
+    /// What a URL frontier client stored with it ([`Store::put_known`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<(String, Vec<String>)>,
+}
+
+/// How many due URLs a count reads at most ([`Store::queue_depth`],
+/// [`Store::stats`](crate::Store::stats)): a count of keys stops there, so
+/// that it costs the same at any store size (about 100,000 entries read).
+pub const DUE_COUNT_LIMIT: u64 = 100_000;
+
+/// Validation credit a store may bank: a lease never gives more samples
+/// than this at once.
+const MAX_VALIDATION_CREDIT: f64 = 16.0;
+
+/// Announcement credit a store may bank: a lease never hands out more
+/// announced changes ahead of their turn than this.
+const MAX_ANNOUNCED_CREDIT: f64 = 1000.0;
+
+/// What the leases so far have earned the URLs served ahead of their turn
+/// ([`Store::lease`]): validation samples, and changes a trusted host's
+/// lastmod announced.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Credits {
+    validation: f64,
+    announced: f64,
+}
+
+/// The whole URLs a credit pays for.
+fn whole(credit: f64) -> usize {
+    credit.max(0.0).floor() as usize
+}
+
+/// A due entry a scan took, with its run as read.
+struct Chosen {
+    class: Urgency,
+    queue: String,
+    host: String,
+    run: sled::IVec,
+    value: sled::IVec,
+    entries: Entries,
+    index: usize,
+    /// A lease it held that ran out.
+    lease: Option<Lease>,
+    /// Chosen ahead of its turn, paid for by a credit.
+    paid: bool,
+}
+
+impl Chosen {
+    fn of(found: &Found<'_>, paid: bool) -> Chosen {
+        Chosen {
+            paid,
+            class: found.class,
+            queue: found.queue.to_string(),
+            host: found.host.to_string(),
+            run: found.run.clone(),
+            value: found.value.clone(),
+            entries: Arc::clone(found.entries),
+            index: found.index,
+            lease: found.lease,
+        }
+    }
+
+    fn entry(&self) -> &Listed {
+        &self.entries[self.index]
+    }
+
+    /// Why it is handed out: a lease that ran out says so.
+    fn reason(&self) -> Reason {
+        match self.lease {
+            Some(_) => Reason::LeaseExpired,
+            None => Reason::from(self.entry().reason),
+        }
+    }
+
+    /// Whether a lease marks its entry without reading its record: not if
+    /// it must hand out the record's metadata, nor if its host is `suspect`
+    /// (its lanes may hold an entry no record names), nor if its lastmod
+    /// made it urgent and its host has lost the trust for that since (the
+    /// record is rescheduled).
+    fn markable(&self, host: &HostRecord, suspect: bool) -> bool {
+        let entry = self.entry();
+        !entry.legacy && !suspect && !entry.meta && trusted_enough(entry.reason, host)
+    }
+}
+
+/// Whether `host` still has the trust that made a URL due for `reason`.
+fn trusted_enough(reason: StoredReason, host: &HostRecord) -> bool {
+    match reason {
+        StoredReason::LastmodTrusted => host.trust.is_trusted(),
+        StoredReason::LastmodNewer => host.trust.is_trusted() || host.trust.on_probation(),
+        _ => true,
+    }
+}
+
+/// One host a lease looked at: its record, how many URLs it may be given
+/// and was given, whether it is suspect.
+struct HostSlot {
+    record: HostRecord,
+    allowance: usize,
+    given: usize,
+    suspect: bool,
+}
+
+/// One queue a lease looked at: how many URLs it may be given and was.
+struct QueueSlot {
+    allowance: usize,
+    given: usize,
+}
+
+/// The limits of a lease (none for a peek).
+struct Limits<F> {
+    ttl: i64,
+    per_host: usize,
+    politeness: Politeness,
+    /// A URL frontier client's rule: URLs a queue may be given at most.
+    admit: F,
+}
+
+/// Takes due URLs for a lease (or a peek), in the queue order, under its
+/// limits.
+struct Choice<'s, F> {
+    store: &'s Store,
+    now: i64,
+    limits: Option<Limits<F>>,
+    max_hosts: usize,
+    max_queues: usize,
+    hosts: FastMap<String, HostSlot>,
+    queues: FastMap<String, QueueSlot>,
+    /// Hosts and queues given a URL, and how many of them have their share.
+    hosts_given: usize,
+    hosts_full: usize,
+    queues_given: usize,
+    queues_full: usize,
+    rules: RulesCache<'s>,
+    /// Due URLs the rules disallow, passed over (a lease marks them).
+    blocked: Vec<String>,
+    chosen: Vec<Chosen>,
+    /// The URLs chosen: a later pass that reads a class again passes them.
+    taken: std::collections::HashSet<String>,
+    /// How many may be chosen in all, so far in this pass.
+    limit: usize,
+    /// Whether this pass's URLs are paid for by a credit.
+    paid: bool,
+}
+
+impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
+    fn new(store: &'s Store, now: i64, limits: Option<Limits<F>>, request: &LeaseRequest) -> Self {
+        Choice {
+            store,
+            now,
+            limits,
+            max_hosts: request.max_hosts.max(1),
+            max_queues: request.max_queues.max(1),
+            hosts: FastMap::default(),
+            queues: FastMap::default(),
+            hosts_given: 0,
+            hosts_full: 0,
+            queues_given: 0,
+            queues_full: 0,
+            rules: RulesCache::new(store),
+            blocked: Vec::new(),
+            chosen: Vec::new(),
+            taken: std::collections::HashSet::new(),
+            limit: 0,
+            paid: false,
+        }
+    }
+
+    /// Reads the classes in order, choosing up to `limit` URLs in all.
+    /// Reads the groups of classes in order (the classes of a group merged
+    /// in the queue order), choosing up to `limit` URLs in all; `paid`
+    /// marks what this pass chooses as paid for by a credit.
+    fn pass(
+        &mut self,
+        groups: &[&[Urgency]],
+        lanes: Lanes<'_>,
+        limit: usize,
+        paid: bool,
+    ) -> Result<(), StoreError> {
+        self.limit = limit;
+        self.paid = paid;
+        for classes in groups {
+            if self.done() {
+                break;
+            }
+            Scan::new(self.store, classes, self.now).run(lanes, self)?;
+        }
+        Ok(())
+    }
+
+    /// The passes of a lease (or a peek) in order: the validation samples
+    /// `samples` pays for, the pushed URLs, the announced changes
+    /// `announced` pays for, then announced changes and changed (or new)
+    /// URLs together, then the refreshes; up to `n` URLs.
+    fn passes(
+        &mut self,
+        lanes: Lanes<'_>,
+        n: usize,
+        samples: usize,
+        announced: usize,
+    ) -> Result<(), StoreError> {
+        use Urgency::{Announced, Changed, Pushed, Refresh, Validation};
+        self.pass(&[&[Validation]], lanes, samples.min(n), true)?;
+        self.pass(&[&[Pushed]], lanes, n, false)?;
+        let paid = self.chosen.len().saturating_add(announced).min(n);
+        self.pass(&[&[Announced]], lanes, paid, true)?;
+        self.pass(&[&[Announced, Changed], &[Refresh]], lanes, n, false)
+    }
+
+    /// Whether nothing more can be chosen: the limit is reached, or as
+    /// many hosts (queues) as may be given URLs were, and each has its
+    /// share.
+    fn done(&self) -> bool {
+        self.chosen.len() >= self.limit
+            || (self.hosts_given >= self.max_hosts && self.hosts_full >= self.hosts_given)
+            || (self.queues_given >= self.max_queues && self.queues_full >= self.queues_given)
+    }
+
+    /// The slot of `host`, looked at once: its allowance under the limits.
+    fn host(&mut self, host: &str) -> Result<&mut HostSlot, StoreError> {
+        if !self.hosts.contains_key(host) {
+            let slot = match self.limits.as_ref() {
+                None => HostSlot {
+                    record: HostRecord::default(),
+                    allowance: usize::MAX,
+                    given: 0,
+                    suspect: false,
+                },
+                Some(limits) => {
+                    let delay = self.rules.lease_delay(host)?;
+                    let record = self.store.host_record_with(host, delay)?;
+                    let allowance = match limits.politeness {
+                        Politeness::Spaced => allowance(&record, self.now, limits.ttl),
+                        Politeness::Now => allowance_now(&record, self.now),
+                    };
+                    HostSlot {
+                        allowance: allowance.min(limits.per_host),
+                        given: 0,
+                        suspect: self.store.suspect(host)?,
+                        record,
+                    }
+                }
+            };
+            self.hosts.insert(host.to_string(), slot);
+        }
+        Ok(self.hosts.get_mut(host).expect("inserted above"))
+    }
+
+    /// The slot of `queue`, looked at once: what the client's rule allows.
+    fn queue(&mut self, queue: &str) -> &mut QueueSlot {
+        if !self.queues.contains_key(queue) {
+            let allowance = self
+                .limits
+                .as_mut()
+                .map_or(usize::MAX, |limits| (limits.admit)(queue));
+            self.queues.insert(
+                queue.to_string(),
+                QueueSlot {
+                    allowance,
+                    given: 0,
+                },
+            );
+        }
+        self.queues.get_mut(queue).expect("inserted above")
+    }
+}
+
+impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
+    fn lane(&mut self, queue: &str, host: &str) -> Result<bool, StoreError> {
+        let (queues_given, max_queues) = (self.queues_given, self.max_queues);
+        let q = self.queue(queue);
+        if q.given >= q.allowance || (q.given == 0 && queues_given >= max_queues) {
+            return Ok(false);
+        }
+        let (hosts_given, max_hosts) = (self.hosts_given, self.max_hosts);
+        let h = self.host(host)?;
+        Ok(h.given < h.allowance && (h.given > 0 || hosts_given < max_hosts))
+    }
+
+    fn offer(&mut self, found: Found<'_>) -> Result<Verdict, StoreError> {
+        let url = &found.entry().url;
+        if self.taken.contains(url) {
+            return Ok(Verdict::Next);
+        }
+        if !self.rules.allows(url)? {
+            self.blocked.push(url.clone());
+            return Ok(Verdict::Next);
+        }
+        let h = self.hosts.get_mut(found.host).expect("looked at by lane");
+        h.given += 1;
+        let (host_first, host_full) = (h.given == 1, h.given >= h.allowance);
+        let q = self.queues.get_mut(found.queue).expect("looked at by lane");
+        q.given += 1;
+        let (queue_first, queue_full) = (q.given == 1, q.given >= q.allowance);
+        self.hosts_given += usize::from(host_first);
+        self.hosts_full += usize::from(host_full);
+        self.queues_given += usize::from(queue_first);
+        self.queues_full += usize::from(queue_full);
+        self.taken.insert(url.clone());
+        self.chosen.push(Chosen::of(&found, self.paid));
+        Ok(if self.done() {
+            Verdict::Stop
+        } else if host_full || queue_full {
+            Verdict::CloseLane
+        } else {
+            Verdict::Next
+        })
+    }
+}
+
+/// A lease being handed out: its id, its expiry and the earliest time its
+/// URL may be fetched.
+struct Grant {
+    id: u64,
+    expires: i64,
+    not_before: i64,
+}
+
+impl Store {
+    /// The record of the due URL `c` if it is active and its entry is the
+    /// one `c` was found at (not an entry left by a replaced corrupt
+    /// record, which `check` names). A record that does not decode is
+    /// skipped and logged: one bad record does not stop the queue.
+    fn record_of(&self, c: &Chosen) -> Result<Option<UrlRecord>, StoreError> {
+        let entry = c.entry();
+        let url = entry.url.as_str();
+        let lane = keys::lane(&c.queue, &c.host, c.class as u8);
+        match self.url_record(url) {
+            Ok(Some(mut rec))
+                if rec.queued()
+                    && rec.lane(url) == lane
+                    && rec.position(url) == entry.position() =>
+            {
+                rec.schedule.lease = c.lease.or(rec.schedule.lease);
+                Ok(Some(rec))
+            }
+            Ok(_) => Ok(None),
+            Err(StoreError::Record { key, .. }) => {
+                tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// URLs due at `now` (due time at or before it, leases run out
+    /// included), every class, counted up to [`DUE_COUNT_LIMIT`] (the
+    /// number the daemon's `queue_depth` gauge shows).
+    pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
+        self.due_count(now, DUE_COUNT_LIMIT)
+    }
+
+    /// URLs due at `now`, counted up to `at_most` (a run's URLs all count:
+    /// the count may pass `at_most` by a run's length).
+    pub(crate) fn due_count(&self, now: Timestamp, at_most: u64) -> Result<u64, StoreError> {
+        Ok(self.due_and_leased(now, at_most)?.0)
+    }
+
+    /// [`Store::due_count`], and when the first lease of a URL whose entry
+    /// is due at `now` runs out, if the count stopped short of `at_most`
+    /// (a leased URL keeps its place, see [`crate::marks`]).
+    pub(crate) fn due_and_leased(
+        &self,
+        now: Timestamp,
+        at_most: u64,
+    ) -> Result<(u64, Option<i64>), StoreError> {
+        let now = now.unix();
+        let mut n = 0u64;
+        let mut ends: Option<i64> = None;
+        for class in Urgency::ALL {
+            let heads = keys::heads_of(class as u8)..keys::heads_due(class as u8, now);
+            for item in self.kv.range(heads) {
+                let (key, _) = item?;
+                let Some(head) = keys::parse_head(&key) else {
+                    continue;
+                };
+                let lane = keys::lane(head.queue, head.host, class as u8);
+                for item in self.kv.range(lane.clone()..keys::lane_due(&lane, now)) {
+                    let (_, value) = item?;
+                    if n >= at_most {
+                        return Ok((n, None));
+                    }
+                    let Ok(list) = crate::due_list::decode(&value) else {
+                        continue;
+                    };
+                    for entry in list.entries.iter().filter(|e| e.due <= now) {
+                        match entry.lease.filter(|_| entry.leased_at(now)) {
+                            Some((_, until)) => ends = Some(ends.map_or(until, |e| e.min(until))),
+                            None => n += 1,
+                        }
+                    }
+                }
+            }
+        }
+        Ok((n, ends))
+    }
+
+    /// When the first URL not due at `now` falls due: the earliest head
+    /// after it, in any class.
+    pub(crate) fn next_head_after(&self, now: i64) -> Result<Option<i64>, StoreError> {
+        let mut next: Option<i64> = None;
+        for class in Urgency::ALL {
+            let class = class as u8;
+            let later = keys::heads_due(class, now)..keys::heads_of(class + 1);
+            if let Some(item) = self.kv.range(later).next() {
+                let (key, _) = item?;
+                if let Some(head) = keys::parse_head(&key) {
+                    next = Some(next.map_or(head.due, |n| n.min(head.due)));
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    /// Up to `n` URLs due at `now`, in the order a lease hands them out,
+    /// without leasing them and without a lease's per-host and politeness
+    /// limits: the validation samples the lease credit pays for first,
+    /// then every urgency class in order, then the other validation
+    /// samples (a lease gives those their share only). URLs robots.txt
+    /// disallows are passed over.
+    pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        let now = now.unix();
+        let (samples, announced) = self.credits();
+        let request = LeaseRequest::new(n);
+        let mut choice = Choice::<fn(&str) -> usize>::new(self, now, None, &request);
+        choice.passes(Lanes::All, n, samples, announced)?;
+        choice.pass(&[&[Urgency::Validation]], Lanes::All, n, false)?;
+        let mut out = Vec::with_capacity(choice.chosen.len());
+        for c in choice.chosen {
+            let metadata = if c.entry().meta {
+                self.record_of(&c)?.map(|r| r.metadata).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let entry = c.entry();
+            out.push(Leased {
+                url: entry.url.clone(),
+                queue: c.queue.clone(),
+                due: Timestamp::from_unix(entry.due),
+                score: entry.score,
+                reason: c.reason(),
+                lease: None,
+                expires: None,
+                not_before: Timestamp::from_unix(now),
+                metadata,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The validation samples and the announced changes the credits pay
+    /// for ahead of their turn.
+    fn credits(&self) -> (usize, usize) {
+        let credits = *self.credits.lock().unwrap_or_else(|e| e.into_inner());
+        (whole(credits.validation), whole(credits.announced))
+    }
+
+    /// Leases up to `request.n` due URLs for `request.ttl`, in the queue
+    /// order (docs/queue.md): at most `request.per_host` per host, of at
+    /// most `request.max_hosts` hosts, no host faster than its politeness
+    /// delay, no URL its robots.txt disallows (those are marked `blocked`).
+    /// Validation samples get their share of the fetches only
+    /// ([`Params::validation_share`](crate::policy::Params::validation_share)):
+    /// each URL leased earns that share of a sample, and the samples a
+    /// lease's credit pays for come first. A lease of `k` URLs hands out the
+    /// first `k` of what a lease of `n ≥ k` would.
+    pub fn lease(&self, request: &LeaseRequest, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        self.lease_admitting(request, None, now, |_| usize::MAX)
+    }
+
+    /// [`Store::lease`] of the URLs of queue `queue` only (`None`: every
+    /// queue), where `admit` says how many URLs each queue (by name) may be
+    /// given at most (0: none), on top of the request's limits. It is asked
+    /// once per queue the lease looks at, in the queue order, under the
+    /// store's write lock: what a URL frontier client's per-queue rules
+    /// decide ([`crate::frontier`]).
+    pub fn lease_admitting(
+        &self,
+        request: &LeaseRequest,
+        queue: Option<&str>,
+        now: Timestamp,
+        admit: impl FnMut(&str) -> usize,
+    ) -> Result<Vec<Leased>, StoreError> {
+        let now = now.unix();
+        let n = request.n;
+        let ttl = request.ttl_secs();
+        let horizon = now.saturating_add(ttl);
+        let _lock = self.lock();
+        let mut credits = self.credits.lock().unwrap_or_else(|e| e.into_inner());
+        let limits = Limits {
+            ttl,
+            per_host: request.per_host.max(1),
+            politeness: request.politeness,
+            admit,
+        };
+        let lanes = queue.map_or(Lanes::All, Lanes::Queue);
+        let mut choice = Choice::new(self, now, Some(limits), request);
+        let (samples, announced) = (whole(credits.validation), whole(credits.announced));
+        choice.passes(lanes, n, samples, announced)?;
+        let mut writes = UrlWrites::new(self);
+        // Due URLs whose host's rules changed since they were scheduled
+        // (and no `set_robots` pass reached them yet): out of the queue.
+        for url in std::mem::take(&mut choice.blocked) {
+            if let Ok(Some(mut rec)) = self.url_record(&url) {
+                if rec.queued() {
+                    let before = writes.before(&url, &mut rec)?;
+                    rec.blocked = true;
+                    writes.put(&url, Some(&before), &mut rec)?;
+                }
+            }
+        }
+        let Choice {
+            mut hosts, chosen, ..
+        } = choice;
+        let mut out = Vec::new();
+        let (mut sampled, mut ahead) = (0usize, 0usize);
+        let mut given: FastMap<String, usize> = FastMap::default();
+        for c in chosen {
+            let Some(slot) = hosts.get_mut(&c.host) else {
+                continue; // every chosen URL's host was looked at
+            };
+            let host = &mut slot.record;
+            let url = c.entry().url.clone();
+            let mut metadata = Vec::new();
+            if !c.markable(host, slot.suspect) {
+                let Some(mut rec) = self.record_of(&c)? else {
+                    // An entry its record does not name: out.
+                    let lane = keys::lane(&c.queue, &c.host, c.class as u8);
+                    writes.drop_entry(&url, &c.queue, &lane, c.entry().position());
+                    continue;
+                };
+                if !trusted_enough(rec.schedule.reason, host) {
+                    // Its host lost its trust since the sitemap read that
+                    // made it urgent (a generation-time sitemap is caught
+                    // once read whole): rescheduled without its lastmod, not
+                    // handed out.
+                    let before = writes.before(&url, &mut rec)?;
+                    rec.schedule = self.schedule(&url, &rec, host, now);
+                    writes.put(&url, Some(&before), &mut rec)?;
+                    continue;
+                }
+                metadata = std::mem::take(&mut rec.metadata);
+            }
+            let not_before = host.next_allowed.max(now);
+            host.next_allowed = not_before.saturating_add(step(host));
+            *given.entry(c.host.clone()).or_default() += 1;
+            sampled += usize::from(c.paid && c.class == Urgency::Validation);
+            ahead += usize::from(c.paid && c.class == Urgency::Announced);
+            let grant = Grant {
+                id: self.kv.generate_id()?,
+                expires: horizon,
+                not_before,
+            };
+            let read = (c.value.clone(), c.entries.len());
+            writes.mark(
+                &c.queue,
+                (&c.run, c.index, read),
+                (grant.id, grant.expires),
+                c.lease.is_some(),
+            );
+            let entry = c.entry();
+            out.push(Leased {
+                url,
+                queue: c.queue.clone(),
+                due: Timestamp::from_unix(entry.due),
+                score: entry.score,
+                reason: c.reason(),
+                lease: Some(grant.id),
+                expires: Some(Timestamp::from_unix(grant.expires)),
+                not_before: Timestamp::from_unix(grant.not_before),
+                metadata,
+            });
+        }
+        for (name, slot) in hosts {
+            if given.contains_key(&name) {
+                writes.host(&name, slot.record);
+            }
+        }
+        writes.apply()?;
+        let params = &self.options.params;
+        let earned = |share: f64| share.clamp(0.0, 1.0) * out.len() as f64;
+        credits.validation = (credits.validation - sampled as f64
+            + earned(params.validation_share))
+        .clamp(0.0, MAX_VALIDATION_CREDIT);
+        credits.announced = (credits.announced - ahead as f64 + earned(params.announced_share))
+            .clamp(0.0, MAX_ANNOUNCED_CREDIT);
+        Ok(out)
+    }
+}
+
+/// Seconds between two URLs of `host` handed out: its delay, rounded up
+/// (0: no delay; a delay that is not a number counts as none).
+pub(crate) fn step(host: &HostRecord) -> i64 {
+    host.min_delay.max(0.0).ceil() as i64
+}
+
+/// How many URLs `host` may be handed out in a lease of `ttl` seconds from
+/// `now`: one every [`step`] seconds from when it is next allowed up to the
+/// lease's expiry, and at most `ttl / min_delay` (at least one) in all.
+fn allowance(host: &HostRecord, now: i64, ttl: i64) -> usize {
+    let horizon = now.saturating_add(ttl);
+    if host.next_allowed > horizon {
+        return 0;
+    }
+    let delay = host.min_delay.max(0.0);
+    let step = step(host);
+    if step == 0 {
+        return usize::MAX;
+    }
+    let in_ttl = ((ttl as f64 / delay).floor() as usize).max(1);
+    // horizon - first is at most ttl: no overflow.
+    let first = host.next_allowed.max(now);
+    let until_expiry = usize::try_from((horizon - first) / step)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    in_ttl.min(until_expiry)
+}
+
+/// How many URLs `host` may be handed out to be fetched at once at `now`:
+/// one when its next slot has come (any number with no delay), else none.
+fn allowance_now(host: &HostRecord, now: i64) -> usize {
+    if host.next_allowed > now {
+        0
+    } else if step(host) == 0 {
+        usize::MAX
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{RobotsRecord, encode};
+    use crate::store::StoreOptions;
+    use crate::view::UrlStatus;
+    use sitemapd_parser::{NormUrl, RobotsRules};
+
+    /// Rules written without the pass over the host's URLs (as a crash
+    /// between the two would leave them): the lease checks every URL
+    /// itself, passes the disallowed one over and marks it.
+    #[test]
+    fn a_lease_passes_over_and_marks_what_the_rules_disallow() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(1_700_000_000);
+        let mut ingest = s.ingest(now);
+        for u in ["https://a.example/private/x", "https://a.example/b"] {
+            let entry = sitemapd_parser::UrlEntry::new(NormUrl::parse(u).unwrap());
+            ingest
+                .entry("https://a.example/sitemap.xml", &entry)
+                .unwrap();
+        }
+        ingest.finish().unwrap();
+        let record = RobotsRecord {
+            rules: RobotsRules::new(vec![(false, "/private/".into())], None),
+            read_at: now.unix(),
+        };
+        s.kv.insert(keys::robots("a.example"), encode(&record))
+            .unwrap();
+        assert_eq!(s.peek(10, now).unwrap().len(), 1);
+        let leased = s.lease(&LeaseRequest::new(10), now).unwrap();
+        assert_eq!(leased.len(), 1);
+        assert_eq!(leased[0].url, "https://a.example/b");
+        let private = s.url("https://a.example/private/x").unwrap().unwrap();
+        assert_eq!(private.status, UrlStatus::Blocked);
+        assert!(s.check().unwrap().is_ok());
+    }
+}

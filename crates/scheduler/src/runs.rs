@@ -1,0 +1,361 @@
+//! The due index's runs: how one batch changes them.
+//!
+//! A lane ([`keys::lane`]: one queue, one host, one urgency class) holds
+//! its due entries in runs ([`keys::run`]): a run is keyed by its first
+//! entry's place ([`keys::position`]) and holds the entries from there up
+//! to the next run's key, at most [`RUN_CAP`], sorted. So an ingest that
+//! finds a thousand new URLs of a site writes about thirty keys for their
+//! due entries, and a lease reads a lane from its first run in the queue
+//! order, entry after entry.
+//!
+//! A lane's head ([`keys::head`]) is the due time of its first entry:
+//! what a lease merges the lanes by. A batch that changes a lane's first
+//! entry moves its head in the same batch.
+//!
+//! [`RunEdits`] collects what one batch does to the runs (entries that
+//! leave, entries that join, leases marked), then [`RunEdits::apply`]
+//! reads each run it changes once, changes it, cuts it when it grew past
+//! [`RUN_CAP`] (each part keyed by its first entry), and moves the heads.
+//! The caller holds the store's write lock from reading to applying.
+
+use std::collections::BTreeMap;
+
+use crate::due_list::Lease;
+use crate::error::StoreError;
+use crate::hash::{FastMap, FastSet};
+use crate::keys::{self, RUN_CAP};
+use crate::kv::{Batch, Kv};
+use crate::record::{DueList, Listed};
+
+/// What one batch does to one lane.
+#[derive(Default)]
+struct LaneEdit {
+    /// The lane's queue, host and class (for its head).
+    queue: String,
+    host: String,
+    class: u8,
+    /// Entries that leave it, by URL (each at its place).
+    removed: Vec<(Vec<u8>, String)>,
+    /// Entries that join it.
+    added: Vec<Listed>,
+    /// Runs a lease marked, by key: the run as the lease read it (under
+    /// the same lock), how many entries it holds, and the marks by index.
+    marked: FastMap<Vec<u8>, Marked>,
+}
+
+/// Leases marked on the entries of one run.
+struct Marked {
+    value: sled::IVec,
+    len: usize,
+    marks: Vec<(usize, Lease)>,
+}
+
+/// What one batch does to the runs of the due index.
+#[derive(Default)]
+pub(crate) struct RunEdits {
+    lanes: FastMap<Vec<u8>, LaneEdit>,
+}
+
+impl RunEdits {
+    fn lane(&mut self, lane: &[u8], queue: &str, host: &str, class: u8) -> &mut LaneEdit {
+        if !self.lanes.contains_key(lane) {
+            let edit = LaneEdit {
+                queue: queue.to_string(),
+                host: host.to_string(),
+                class,
+                ..LaneEdit::default()
+            };
+            self.lanes.insert(lane.to_vec(), edit);
+        }
+        self.lanes.get_mut(lane).expect("inserted above")
+    }
+
+    /// `url`'s entry, at `position` in lane `lane` (of `queue`, `host`,
+    /// `class`), leaves it.
+    pub(crate) fn remove(
+        &mut self,
+        (lane, queue, host, class): (&[u8], &str, &str, u8),
+        position: Vec<u8>,
+        url: &str,
+    ) {
+        let edit = self.lane(lane, queue, host, class);
+        edit.removed.push((position, url.to_string()));
+    }
+
+    /// `entry` joins lane `lane` (of `queue`, `host`, `class`).
+    pub(crate) fn add(
+        &mut self,
+        (lane, queue, host, class): (&[u8], &str, &str, u8),
+        entry: Listed,
+    ) {
+        self.lane(lane, queue, host, class).added.push(entry);
+    }
+
+    /// The entry at `index` of the run at `run` (as a lease read it:
+    /// `value`, of `len` entries) takes `lease`.
+    pub(crate) fn mark(
+        &mut self,
+        run: &[u8],
+        index: usize,
+        (value, len): (sled::IVec, usize),
+        lease: Lease,
+    ) {
+        let Some(key) = keys::parse_run(run) else {
+            return;
+        };
+        let lane = run[..key.lane_len].to_vec();
+        let (queue, host, class) = (key.queue, key.host, key.class);
+        let edit = self.lane(&lane, queue, host, class);
+        let marked = edit.marked.entry(run.to_vec()).or_insert(Marked {
+            value,
+            len,
+            marks: Vec::new(),
+        });
+        marked.marks.push((index, lease));
+    }
+
+    /// Adds the changed runs and heads to `batch`.
+    pub(crate) fn apply(self, kv: &Kv, batch: &mut Batch) -> Result<(), StoreError> {
+        for (lane, edit) in self.lanes {
+            apply_lane(kv, batch, &lane, edit)?;
+        }
+        Ok(())
+    }
+}
+
+/// A run read for changing: its entries (with their leases) and the key
+/// it was stored under (`None`: a run new to this batch).
+struct Loaded {
+    key: Option<Vec<u8>>,
+    entries: Vec<Listed>,
+    /// It did not decode: left as it is for `stats --repair` (its
+    /// entries cannot be read), and nothing joins it.
+    corrupt: bool,
+}
+
+/// `lane ‖ position ‖ 0`: the first key after the run key `lane ‖ position`.
+fn just_after(lane: &[u8], position: &[u8]) -> Vec<u8> {
+    let mut k = keys::run(lane, position);
+    k.push(0);
+    k
+}
+
+fn apply_lane(
+    kv: &Kv,
+    batch: &mut Batch,
+    lane: &[u8],
+    mut edit: LaneEdit,
+) -> Result<(), StoreError> {
+    if edit.removed.is_empty() && edit.added.is_empty() {
+        // Leases only: each run's front rewritten, its entries' bytes kept.
+        for (run, m) in std::mem::take(&mut edit.marked) {
+            match crate::due_list::remark(&m.value, Some(m.len), &m.marks) {
+                Ok(value) => batch.insert(run, value),
+                Err(e) => {
+                    tracing::warn!(error = %e, "corrupt run not marked (stats --check names it)")
+                }
+            }
+        }
+        return Ok(());
+    }
+    let end = keys::lane_end(lane);
+    // Every place the batch changes, in order, each with the run that
+    // holds it (the last run keyed at or before it; before the lane's
+    // first run, that first run).
+    let mut places: Vec<&[u8]> = edit.removed.iter().map(|(p, _)| p.as_slice()).collect();
+    let added_places: Vec<Vec<u8>> = edit.added.iter().map(Listed::position).collect();
+    places.extend(added_places.iter().map(Vec::as_slice));
+    places.sort_unstable();
+    let mut runs: BTreeMap<Vec<u8>, Loaded> = BTreeMap::new();
+    // Which run each place goes to, by the run's key (`None`: a new run).
+    let mut owner: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    let mut i = 0;
+    while i < places.len() {
+        let place = places[i];
+        let holder = kv.last_in(lane.to_vec()..just_after(lane, place))?;
+        let next = kv
+            .range(just_after(lane, place)..end.clone())
+            .next()
+            .transpose()?;
+        let limit = next.as_ref().map(|(k, _)| k.to_vec());
+        let (key, value) = match (holder, next) {
+            (Some((k, v)), _) | (None, Some((k, v))) => (Some(k.to_vec()), Some(v)),
+            (None, None) => (None, None),
+        };
+        if let (Some(key), Some(value)) = (&key, value) {
+            if !runs.contains_key(key) {
+                let (entries, corrupt) = match crate::due_list::decode(&value) {
+                    Ok(list) => (list.entries, false),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "corrupt run left for stats --repair");
+                        (Vec::new(), true)
+                    }
+                };
+                runs.insert(
+                    key.clone(),
+                    Loaded {
+                        key: Some(key.clone()),
+                        entries,
+                        corrupt,
+                    },
+                );
+            }
+        }
+        // Every place before the next run goes to the same one.
+        let mut j = i;
+        while j < places.len()
+            && limit
+                .as_ref()
+                .is_none_or(|limit| keys::run(lane, places[j]) < *limit)
+        {
+            owner.insert(places[j].to_vec(), key.clone());
+            j += 1;
+        }
+        i = j.max(i + 1);
+    }
+    // The marks first: their places are in the runs as the lease read them.
+    for (run, m) in std::mem::take(&mut edit.marked) {
+        match runs.get_mut(&run) {
+            Some(loaded) if !loaded.corrupt => {
+                for (index, lease) in m.marks {
+                    if let Some(entry) = loaded.entries.get_mut(index) {
+                        entry.lease = Some(lease);
+                    }
+                }
+            }
+            Some(_) => {}
+            None => match crate::due_list::remark(&m.value, Some(m.len), &m.marks) {
+                Ok(value) => batch.insert(run, value),
+                Err(e) => {
+                    tracing::warn!(error = %e, "corrupt run not marked (stats --check names it)")
+                }
+            },
+        }
+    }
+    // What leaves and what joins each run (`None`: a new run).
+    let mut gone: FastMap<Vec<u8>, FastSet<String>> = FastMap::default();
+    for (place, url) in &edit.removed {
+        match owner.get(place).cloned().flatten() {
+            Some(run) => {
+                gone.entry(run).or_default().insert(url.clone());
+            }
+            None => tracing::warn!(
+                url,
+                "a due entry to remove was not found (stats --check names it)"
+            ),
+        }
+    }
+    let mut joining: BTreeMap<Option<Vec<u8>>, Vec<Listed>> = BTreeMap::new();
+    for (entry, place) in std::mem::take(&mut edit.added)
+        .into_iter()
+        .zip(&added_places)
+    {
+        let run = owner
+            .get(place)
+            .cloned()
+            .flatten()
+            .filter(|run| runs.get(run).is_some_and(|r| !r.corrupt));
+        joining.entry(run).or_default().push(entry);
+    }
+    let mut deleted: FastSet<Vec<u8>> = FastSet::default();
+    let mut inserted: Vec<Vec<u8>> = Vec::new();
+    let mut write = |entries: Vec<Listed>, old: Option<Vec<u8>>, batch: &mut Batch| {
+        let parts = cut(entries);
+        let mut old_kept = false;
+        for part in parts {
+            let key = keys::run(lane, &part[0].position());
+            old_kept |= old.as_ref() == Some(&key);
+            batch.insert(
+                key.clone(),
+                crate::due_list::encode(&DueList { entries: part }),
+            );
+            inserted.push(key);
+        }
+        if let (Some(old), false) = (old, old_kept) {
+            batch.remove(old.clone());
+            deleted.insert(old);
+        }
+    };
+    for (key, run) in runs {
+        if run.corrupt {
+            continue;
+        }
+        let removed = gone.remove(&key).unwrap_or_default();
+        let mut entries: Vec<Listed> = run
+            .entries
+            .into_iter()
+            .filter(|e| !removed.contains(&e.url))
+            .collect();
+        entries.extend(joining.remove(&Some(key.clone())).unwrap_or_default());
+        write(dedup(entries), run.key, batch);
+    }
+    for (_, entries) in joining {
+        write(dedup(entries), None, batch);
+    }
+    move_head(kv, batch, lane, &edit, &deleted, &inserted)
+}
+
+/// `entries` sorted, one per URL (the last given of a URL stands).
+fn dedup(mut entries: Vec<Listed>) -> Vec<Listed> {
+    let mut seen = FastSet::default();
+    entries.reverse();
+    entries.retain(|e| seen.insert(e.url.clone()));
+    entries.sort_by(Listed::order);
+    entries
+}
+
+/// `entries` (sorted) in runs of at most [`RUN_CAP`], as even as can be.
+fn cut(entries: Vec<Listed>) -> Vec<Vec<Listed>> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let parts = entries.len().div_ceil(RUN_CAP);
+    let size = entries.len().div_ceil(parts);
+    let mut out = Vec::with_capacity(parts);
+    let mut rest = entries.into_iter().peekable();
+    while rest.peek().is_some() {
+        out.push(rest.by_ref().take(size).collect());
+    }
+    out
+}
+
+/// Moves the head of `lane` to its first entry's due time after this
+/// batch (`deleted` and `inserted`: the run keys it removes and writes).
+fn move_head(
+    kv: &Kv,
+    batch: &mut Batch,
+    lane: &[u8],
+    edit: &LaneEdit,
+    deleted: &FastSet<Vec<u8>>,
+    inserted: &[Vec<u8>],
+) -> Result<(), StoreError> {
+    let end = keys::lane_end(lane);
+    let due_of = |key: &[u8]| keys::parse_run(key).map(|k| k.first.due);
+    let mut before = None;
+    let mut stored_first = None;
+    for item in kv.range(lane.to_vec()..end) {
+        let (key, _) = item?;
+        if before.is_none() {
+            before = Some(key.to_vec());
+        }
+        if !deleted.contains(key.as_ref()) {
+            stored_first = Some(key.to_vec());
+            break;
+        }
+    }
+    let after = inserted.iter().chain(&stored_first).min();
+    let (before, after) = (
+        before.as_deref().and_then(due_of),
+        after.and_then(|k| due_of(k)),
+    );
+    if before == after {
+        return Ok(());
+    }
+    if let Some(due) = before {
+        batch.remove(keys::head(edit.class, due, &edit.queue, &edit.host));
+    }
+    if let Some(due) = after {
+        batch.insert(keys::head(edit.class, due, &edit.queue, &edit.host), &[]);
+    }
+    Ok(())
+}

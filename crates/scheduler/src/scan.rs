@@ -1,0 +1,379 @@
+//! The queue order, read: due entries one after the other as a lease (or
+//! a peek) takes them (docs/queue.md).
+//!
+//! Within one urgency class (or classes served together) the order is: due
+//! time (the longest waiting first), queue, host, class, the policy's
+//! score (highest first), the sitemap's rank, the URL. Each lane (a
+//! queue's URLs of one host and class, [`keys::lane`]) holds its entries in
+//! that order from the due time on, and its head ([`keys::head`]) says when
+//! its first entry is due. A [`Scan`] merges the lanes: it opens a lane
+//! when its head comes up,
+//! reads its entries due at the time the merge has reached, then puts the
+//! lane back at the due time of its next entry. A lane whose queue or host
+//! can be given no more URLs is closed and read no further, so one busy
+//! host costs a lease a run or two, not its whole backlog.
+//!
+//! What to take is the caller's ([`Taker`]): the scan offers each due
+//! entry that no lease holds, in order, and stops when the taker says so.
+//! Because the order does not depend on what is taken, and a taker decides
+//! each entry from the entries before it, a lease of `k` URLs hands out the
+//! first `k` of what a lease of `n ≥ k` would, under the same limits.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::due_list::{Entries, Leases};
+use crate::error::StoreError;
+use crate::keys;
+use crate::kv::Iter;
+use crate::policy::Urgency;
+use crate::record::{Listed, lease_holds};
+use crate::store::Store;
+
+/// A due entry a scan offers: where it is, and what it holds.
+pub(crate) struct Found<'a> {
+    /// Its class, queue and host (its lane).
+    pub class: Urgency,
+    pub queue: &'a str,
+    pub host: &'a str,
+    /// The run that holds it, as read (key and value), its entries, and
+    /// its place among them.
+    pub run: &'a sled::IVec,
+    pub value: &'a sled::IVec,
+    pub entries: &'a Entries,
+    pub index: usize,
+    /// A lease it held that ran out.
+    pub lease: Option<crate::due_list::Lease>,
+}
+
+impl Found<'_> {
+    /// The entry.
+    pub fn entry(&self) -> &Listed {
+        &self.entries[self.index]
+    }
+}
+
+/// What a [`Taker`] makes of an entry offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Go on with the lane.
+    Next,
+    /// The lane gives no more: its queue or host has its share.
+    CloseLane,
+    /// Nothing more is taken: the scan ends.
+    Stop,
+}
+
+/// Decides, entry after entry, what a scan takes.
+pub(crate) trait Taker {
+    /// Whether the lane of `queue` and `host` may give anything at all
+    /// (asked before it is read).
+    fn lane(&mut self, queue: &str, host: &str) -> Result<bool, StoreError>;
+    /// The next due entry in the queue order.
+    fn offer(&mut self, found: Found<'_>) -> Result<Verdict, StoreError>;
+}
+
+/// Which lanes a scan reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lanes<'q> {
+    /// Every lane with an entry due.
+    All,
+    /// The lanes of one queue.
+    Queue(&'q str),
+}
+
+/// A lane being read: its runs from the first, and where it is.
+struct Cursor<'s> {
+    class: Urgency,
+    queue: String,
+    host: String,
+    /// queue ‖ NUL ‖ host: what orders lanes due at the same time.
+    order: Vec<u8>,
+    runs: Iter<'s>,
+    run: Option<OpenRun>,
+}
+
+/// A run being read.
+struct OpenRun {
+    key: sled::IVec,
+    value: sled::IVec,
+    entries: Entries,
+    front: Leases,
+    index: usize,
+}
+
+/// A lane's place in the merge: the due time of its next entry, then
+/// queue ‖ NUL ‖ host, then its class.
+type LaneOrder = (i64, Vec<u8>, Urgency);
+
+/// A merge of lanes in the queue order, for one class (or several served
+/// together) at `now`.
+pub(crate) struct Scan<'s, 'c> {
+    store: &'s Store,
+    classes: &'c [Urgency],
+    now: i64,
+}
+
+impl<'s, 'c> Scan<'s, 'c> {
+    /// The entries of `classes` due at `now`, merged.
+    pub(crate) fn new(store: &'s Store, classes: &'c [Urgency], now: i64) -> Scan<'s, 'c> {
+        Scan {
+            store,
+            classes,
+            now,
+        }
+    }
+
+    /// The heads of the lanes to read, in order.
+    fn heads(&self, lanes: Lanes<'_>) -> Result<HeadSource<'s>, StoreError> {
+        match lanes {
+            Lanes::All => Ok(HeadSource::Index(
+                self.classes
+                    .iter()
+                    .map(|&class| {
+                        let c = class as u8;
+                        let it = self
+                            .store
+                            .kv
+                            .range(keys::heads_of(c)..keys::heads_due(c, self.now));
+                        (class, it, None)
+                    })
+                    .collect(),
+            )),
+            Lanes::Queue(queue) => {
+                let mut found = Vec::new();
+                for &class in self.classes {
+                    found.extend(self.queue_heads(queue, class)?);
+                }
+                found.sort();
+                Ok(HeadSource::Listed(found.into_iter()))
+            }
+        }
+    }
+
+    /// The heads of the lanes of `queue` in `class` due at `now`, read
+    /// from the lanes themselves (two seeks a host of the queue).
+    fn queue_heads(&self, queue: &str, class: Urgency) -> Result<Vec<LaneOrder>, StoreError> {
+        let kv = &self.store.kv;
+        // `d` ‖ queue ‖ NUL: the prefix of every lane of the queue.
+        let mut members = keys::lane(queue, "", 0);
+        members.truncate(members.len() - 2);
+        let mut end = members.clone();
+        end.push(0xff);
+        let mut found = Vec::new();
+        let mut from = members;
+        while let Some((key, _)) = kv.range(from.clone()..end.clone()).next().transpose()? {
+            let Some(run) = keys::parse_run(&key) else {
+                break;
+            };
+            let host = run.host.to_string();
+            let lane = keys::lane(queue, &host, class as u8);
+            if let Some(item) = kv
+                .range(lane.clone()..keys::lane_due(&lane, self.now))
+                .next()
+            {
+                let (key, _) = item?;
+                if let Some(run) = keys::parse_run(&key) {
+                    let mut order = queue.as_bytes().to_vec();
+                    order.push(0);
+                    order.extend_from_slice(host.as_bytes());
+                    found.push((run.first.due, order, class));
+                }
+            }
+            // Past every lane of this host in the queue: `d` ‖ queue ‖ NUL
+            // ‖ host ‖ 1.
+            from = keys::lane(queue, &host, 0);
+            from.truncate(from.len() - 2);
+            from.push(1);
+        }
+        Ok(found)
+    }
+
+    /// Offers `taker` every due entry of the lanes `lanes` that no lease
+    /// holds, in the queue order, until it says stop or none is left.
+    pub(crate) fn run(&self, lanes: Lanes<'_>, taker: &mut impl Taker) -> Result<(), StoreError> {
+        let mut heads = self.heads(lanes)?;
+        let mut next_head = heads.next()?;
+        let mut cursors: Vec<Option<Cursor<'s>>> = Vec::new();
+        let mut heap: BinaryHeap<Reverse<(LaneOrder, usize)>> = BinaryHeap::new();
+        loop {
+            // Open every lane whose head comes before the lane on top.
+            while let Some(head) = next_head.take() {
+                if let Some(Reverse((top, _))) = heap.peek() {
+                    if head > *top {
+                        next_head = Some(head);
+                        break;
+                    }
+                }
+                let (_, order, class) = head;
+                next_head = heads.next()?;
+                let Some((queue, host)) = split_order(&order) else {
+                    continue;
+                };
+                if !taker.lane(queue, host)? {
+                    continue;
+                }
+                let lane = keys::lane(queue, host, class as u8);
+                let mut cursor = Cursor {
+                    class,
+                    queue: queue.to_string(),
+                    host: host.to_string(),
+                    order,
+                    runs: self
+                        .store
+                        .kv
+                        .range(lane.clone()..keys::lane_due(&lane, self.now)),
+                    run: None,
+                };
+                if let Some(due) = self.current(&mut cursor)? {
+                    let at = (due, cursor.order.clone(), class);
+                    heap.push(Reverse((at, cursors.len())));
+                    cursors.push(Some(cursor));
+                }
+            }
+            let Some(Reverse(((due, _, _), at))) = heap.pop() else {
+                return Ok(());
+            };
+            let Some(mut cursor) = cursors[at].take() else {
+                continue;
+            };
+            // The lane's entries due then.
+            loop {
+                let Some(entry_due) = self.current(&mut cursor)? else {
+                    break; // nothing more due in this lane
+                };
+                if entry_due != due {
+                    let next = (entry_due, cursor.order.clone(), cursor.class);
+                    heap.push(Reverse((next, at)));
+                    cursors[at] = Some(cursor);
+                    break;
+                }
+                let run = cursor.run.as_ref().expect("current");
+                let found = Found {
+                    class: cursor.class,
+                    queue: &cursor.queue,
+                    host: &cursor.host,
+                    run: &run.key,
+                    value: &run.value,
+                    entries: &run.entries,
+                    index: run.index,
+                    lease: run.front.of(run.index),
+                };
+                let verdict = taker.offer(found)?;
+                if let Some(run) = cursor.run.as_mut() {
+                    run.index += 1;
+                }
+                match verdict {
+                    Verdict::Next => {}
+                    Verdict::CloseLane => break,
+                    Verdict::Stop => return Ok(()),
+                }
+            }
+        }
+    }
+
+    /// The due time of the entry `cursor` is at, moving it past entries a
+    /// lease holds (and runs all of whose entries one holds); `None` when
+    /// the lane has nothing more due. A run that does not decode is
+    /// passed over (logged; `stats --check` names it).
+    fn current(&self, cursor: &mut Cursor<'s>) -> Result<Option<i64>, StoreError> {
+        loop {
+            if let Some(run) = cursor.run.as_mut() {
+                while run.index < run.entries.len() {
+                    let entry = &run.entries[run.index];
+                    if entry.due > self.now {
+                        return Ok(None);
+                    }
+                    if lease_holds(run.front.of(run.index), self.now) {
+                        run.index += 1;
+                        continue;
+                    }
+                    return Ok(Some(entry.due));
+                }
+            }
+            cursor.run = None;
+            let Some(item) = cursor.runs.next() else {
+                return Ok(None);
+            };
+            let (key, value) = item?;
+            let read = crate::due_list::leases(&value).and_then(|front| {
+                if front.all_leased(self.now) {
+                    return Ok(None);
+                }
+                let entries = self.store.decoded_list(&key, &value, &front)?;
+                Ok(Some((entries, front)))
+            });
+            match read {
+                Ok(Some((entries, front))) => {
+                    cursor.run = Some(OpenRun {
+                        key,
+                        value,
+                        entries,
+                        front,
+                        index: 0,
+                    });
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "corrupt run skipped (stats --check names its URLs)");
+                }
+            }
+        }
+    }
+}
+
+/// queue ‖ NUL ‖ host, split.
+fn split_order(order: &[u8]) -> Option<(&str, &str)> {
+    let at = order.iter().position(|&b| b == 0)?;
+    Some((
+        std::str::from_utf8(&order[..at]).ok()?,
+        std::str::from_utf8(&order[at + 1..]).ok()?,
+    ))
+}
+
+/// The heads a scan merges, in order.
+enum HeadSource<'s> {
+    /// The head index of each class, up to the heads due at `now`, each
+    /// with the head it read next.
+    Index(Vec<(Urgency, Iter<'s>, Option<LaneOrder>)>),
+    /// The lanes of one queue, sorted.
+    Listed(std::vec::IntoIter<LaneOrder>),
+}
+
+impl HeadSource<'_> {
+    /// The next head in the merge order.
+    fn next(&mut self) -> Result<Option<LaneOrder>, StoreError> {
+        let sources = match self {
+            HeadSource::Listed(it) => return Ok(it.next()),
+            HeadSource::Index(sources) => sources,
+        };
+        for (class, it, next) in sources.iter_mut() {
+            if next.is_none() {
+                *next = read_head(*class, it)?;
+            }
+        }
+        let first = sources
+            .iter_mut()
+            .filter(|(_, _, next)| next.is_some())
+            .min_by(|a, b| a.2.cmp(&b.2));
+        Ok(first.and_then(|(_, _, next)| next.take()))
+    }
+}
+
+/// The next head an index iterator of `class` gives; one that does not
+/// parse is skipped (logged; `stats --check` names it).
+fn read_head(class: Urgency, it: &mut Iter<'_>) -> Result<Option<LaneOrder>, StoreError> {
+    for item in it {
+        let (key, _) = item?;
+        let Some(head) = keys::parse_head(&key) else {
+            tracing::warn!("a head that does not parse skipped (stats --check names it)");
+            continue;
+        };
+        return Ok(Some((
+            head.due,
+            keys::Head::lane_order(&key).to_vec(),
+            class,
+        )));
+    }
+    Ok(None)
+}
