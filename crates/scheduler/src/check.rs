@@ -302,7 +302,7 @@ impl Store {
                             && rec.lane(&entry.url) == lane
                             && rec.position(&entry.url) == entry.position()
                             && rec.schedule.reason == entry.reason
-                            && !rec.metadata.is_empty() == entry.meta
+                            && rec.metadata.is_empty() != entry.meta
                     }
                     _ => false,
                 };
@@ -431,13 +431,13 @@ impl Store {
                     .entry(outcome.name().to_string())
                     .or_default() += 1;
             }
+            if rec.completed {
+                s.completed += 1;
+                continue;
+            }
             if rec.retired {
                 s.retired += 1;
                 host.retired += 1;
-                continue;
-            }
-            if rec.completed {
-                s.completed += 1;
                 continue;
             }
             if rec.blocked {

@@ -505,28 +505,30 @@ impl Resume {
     }
 }
 
+/// URL records with their URLs, one part of a queue's walk.
+type Records<'a> = Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>;
+
 /// The records of a queue ([`Store::queue_records`]), each with its place.
 struct QueueRecords<'a> {
     store: &'a Store,
     name: Option<&'a str>,
     at: Resume,
-    current: Option<Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>>,
+    current: Option<Records<'a>>,
 }
 
 impl QueueRecords<'_> {
     /// The part `part` of the walk, from `from` (URL bytes); `None` past
     /// the last part.
-    #[allow(clippy::type_complexity)]
     fn part<'a>(
         store: &'a Store,
         name: Option<&'a str>,
         part: usize,
         from: &[u8],
-    ) -> Option<Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>> {
+    ) -> Option<Records<'a>> {
         let Some(name) = name else {
             return (part == 0).then(|| {
                 let from = from.to_vec();
-                Box::new(store.url_records_in(&from, &[0xff])) as Box<dyn Iterator<Item = _>>
+                Box::new(store.url_records_in(&from, &[0xff])) as Records<'a>
             });
         };
         let prefixes = crate::store::host_prefixes(name);

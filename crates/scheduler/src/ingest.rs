@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
-use crate::hash::FastMap;
+use crate::hash::{FastMap, FastSet};
 use crate::keys;
 use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, NOT_DATED, RECENT_READS, Schedule,
@@ -669,6 +669,12 @@ impl<'s> Ingest<'s> {
             .values()
             .map(|r| (r.record.id, r.record.recent_complete.clone()))
             .collect();
+        // The reads of this session, by (sitemap id, sequence).
+        let session: FastSet<(u64, u64)> = self
+            .readings
+            .values()
+            .map(|r| (r.record.id, r.seq))
+            .collect();
         // In URL order: each page is read once, and its keys of their own
         // in one scan from its first URL read (see `Pages`).
         let mut pending: Vec<(String, Observation)> = self.pending.drain().collect();
@@ -688,6 +694,10 @@ impl<'s> Ingest<'s> {
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
             let same_session = !new && rec.last_seen == now;
+            // A read of this session listed it in an earlier batch: this
+            // is its entry again (the same sitemap, or another).
+            let seen_before =
+                same_session && rec.sources.iter().any(|source| session.contains(source));
             // The last read known to show what the URL's entry showed
             // before: a sitemap of this read whose last body read listed it
             // showed the same in every 304 since. Known only when one
@@ -761,8 +771,7 @@ impl<'s> Ingest<'s> {
             }
             writes.put(&url, before.as_ref(), &mut rec)?;
             match (new, revived, hints_changed) {
-                // Seen earlier this session, in an earlier batch.
-                _ if same_session => self.stats.duplicates += 1,
+                _ if seen_before => self.stats.duplicates += 1,
                 (true, _, _) => self.stats.new += 1,
                 (_, true, _) => self.stats.revived += 1,
                 (_, _, true) => self.stats.updated += 1,

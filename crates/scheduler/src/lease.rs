@@ -186,15 +186,6 @@ const MAX_VALIDATION_CREDIT: f64 = 16.0;
 /// announced changes ahead of their turn than this.
 const MAX_ANNOUNCED_CREDIT: f64 = 1000.0;
 
-/// What the leases so far have earned the URLs served ahead of their turn
-/// ([`Store::lease`]): validation samples, and changes a trusted host's
-/// lastmod announced.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Credits {
-    validation: f64,
-    announced: f64,
-}
-
 /// The whole URLs a credit pays for.
 fn whole(credit: f64) -> usize {
     credit.max(0.0).floor() as usize
@@ -451,6 +442,11 @@ impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
         let url = &found.entry().url;
         if self.taken.contains(url) {
             return Ok(Verdict::Next);
+        }
+        // Its lane was opened when its host and queue could still be given
+        // URLs: another lane of either may have taken their share since.
+        if !self.lane(found.queue, found.host)? {
+            return Ok(Verdict::CloseLane);
         }
         if !self.rules.allows(url)? {
             self.blocked.push(url.clone());

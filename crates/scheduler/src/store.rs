@@ -82,6 +82,15 @@ const CRAWL_TREE: &str = "crawl:";
 /// before it takes the write lock anyway.
 pub const GIVE_WAY: Duration = Duration::from_millis(100);
 
+/// What the leases so far have earned the URLs served ahead of their turn
+/// ([`Store::lease`]): validation samples, and changes a trusted host's
+/// lastmod announced (each a number of URLs, whole or not).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Credits {
+    pub(crate) validation: f64,
+    pub(crate) announced: f64,
+}
+
 /// The store; share it behind an `Arc`. Writes are serialised inside.
 pub struct Store {
     pub(crate) kv: Kv,
@@ -95,7 +104,7 @@ pub struct Store {
     pub(crate) waiting: AtomicUsize,
     /// What the leases so far have earned the URLs served ahead of their
     /// turn ([`Store::lease`]).
-    pub(crate) credits: Mutex<crate::lease::Credits>,
+    pub(crate) credits: Mutex<Credits>,
     /// Lastmod moves recorded before this time are not dated ([`keys::DATED_FROM`]).
     dated_from: i64,
     /// Whether some host is [`keys::SUSPECT`] (none, almost always: then a
@@ -313,7 +322,7 @@ impl Store {
             options,
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
-            credits: Mutex::new(crate::lease::Credits::default()),
+            credits: Mutex::new(Credits::default()),
             dated_from,
             suspects: AtomicBool::new(kv.scan_prefix([keys::SUSPECT]).next().is_some()),
             decoded: Mutex::default(),

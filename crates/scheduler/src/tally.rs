@@ -103,12 +103,13 @@ impl Tally {
         if let Some(outcome) = rec.fetch.last_outcome {
             t.outcomes[outcome_index(outcome)] = 1;
         }
-        if rec.retired {
-            t.retired = 1;
-            return t;
-        }
+        // A client's "completed" is final: it stands over a retirement.
         if rec.completed {
             t.completed = 1;
+            return t;
+        }
+        if rec.retired {
+            t.retired = 1;
             return t;
         }
         if rec.blocked {

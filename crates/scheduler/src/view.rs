@@ -10,7 +10,7 @@ use sitemapd_parser::date::Precision;
 use sitemapd_parser::{ChangeFreq, HostKey};
 
 use crate::estimate::Visit;
-use crate::policy::{FetchOutcome, Reason};
+use crate::policy::{FetchOutcome, Reason, Urgency};
 use crate::record::{HostRecord, Lapse, SiteRecord, SitemapRecord, UrlRecord};
 use crate::refresh::RefreshState;
 use crate::time::Timestamp;
@@ -83,6 +83,9 @@ pub struct UrlView {
     /// Why it is due: [`Reason::Leased`] while a lease holds it,
     /// [`Reason::LeaseExpired`] once that lease ran out without an outcome.
     pub reason: Reason,
+    /// The urgency class it is due in (docs/queue.md): `pushed`,
+    /// `announced`, `changed`, `refresh` or `validation`.
+    pub urgency: Urgency,
     /// Leased until then (a lease that ran out shows too, until completed).
     pub leased_until: Option<Timestamp>,
     /// Out of the regular queue: absent from all its sitemaps long enough
@@ -131,9 +134,10 @@ pub enum UrlStatus {
 
 impl UrlStatus {
     pub(crate) fn of(r: &UrlRecord) -> UrlStatus {
+        // A client's "completed" is final: it stands over a retirement.
         match (r.retired, r.blocked, r.lapsed) {
-            (true, _, _) => UrlStatus::Retired,
             _ if r.completed => UrlStatus::Completed,
+            (true, _, _) => UrlStatus::Retired,
             (_, true, _) => UrlStatus::Blocked,
             (_, _, Some(Lapse::Gone)) => UrlStatus::Gone,
             (_, _, Some(Lapse::Moved)) => UrlStatus::Moved,
@@ -178,6 +182,7 @@ impl UrlView {
                 Some(_) => Reason::LeaseExpired,
                 None => r.schedule.reason.into(),
             },
+            urgency: r.schedule.reason.urgency(),
             leased_until: r.schedule.lease.map(|(_, until)| ts(until)),
             retired: matches!(
                 UrlStatus::of(r),
@@ -259,6 +264,9 @@ pub struct HostView {
     pub next_allowed: Timestamp,
     /// Its lastmods have earned trust: a moved lastmod means a change.
     pub lastmod_trusted: bool,
+    /// Not yet judged: too few fetches to earn trust or lose it; its moved
+    /// lastmods are fetched as if trusted, to judge them.
+    pub lastmod_probation: bool,
     /// Trusted, and its lastmods announce nearly every change: its URLs
     /// are crawled on change.
     pub lastmod_complete: bool,
@@ -286,6 +294,7 @@ impl HostView {
             lease_delay: Duration::try_from_secs_f64(r.min_delay.max(0.0)).unwrap_or_default(),
             next_allowed: ts(r.next_allowed),
             lastmod_trusted: r.trust.is_trusted(),
+            lastmod_probation: r.trust.on_probation(),
             lastmod_complete: r.trust.is_complete(),
             lastmod_precision: r.trust.precision(),
             lastmod_recall: r.trust.recall(),

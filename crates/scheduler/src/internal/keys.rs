@@ -632,7 +632,7 @@ mod tests {
         let mut key = vec![DUE, 1];
         key.extend_from_slice(&ordered(1_700_000_000));
         key.extend_from_slice(&[0; RANK_BYTES]);
-        key.extend_from_slice(b"\0a.example\00000001a");
+        key.extend_from_slice(b"\0a.example\x0000000001a");
         let due = legacy::parse_due(&key).unwrap();
         assert_eq!((due.class, due.at), (1, 1_700_000_000));
         assert_eq!(legacy::as_list(due.url), Some(("a.example", 0x1a)));
