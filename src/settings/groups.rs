@@ -417,6 +417,11 @@ pub struct SchedulerSettings {
     /// (0 to 1).
     #[arg(long, default_value_t = SchedulerSettings::default().validation_share)]
     pub validation_share: f64,
+    /// The share of each lease that changes a trusted host's lastmod announces may take
+    /// ahead of new URLs (0 to 1; 1: always first, 0: in turn among them, the longest
+    /// waiting first). See docs/queue.md.
+    #[arg(long, default_value_t = SchedulerSettings::default().announced_share)]
+    pub announced_share: f64,
     /// A URL retired by its fetches (gone: 410 or 404 three times; moved: 301/308 twice) is
     /// probed this long after its last attempt, in case it answers again.
     #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().probe_interval)]
@@ -435,6 +440,7 @@ impl Default for SchedulerSettings {
             lease_delay: d.min_delay,
             safety_interval: d.params.safety_interval,
             validation_share: d.params.validation_share,
+            announced_share: d.params.announced_share,
             probe_interval: d.params.probe_interval,
         }
     }
@@ -450,6 +456,7 @@ impl SchedulerSettings {
             params: sitemapd_scheduler::policy::Params {
                 safety_interval: self.safety_interval,
                 validation_share: self.validation_share,
+                announced_share: self.announced_share,
                 probe_interval: self.probe_interval,
                 ..Default::default()
             },
@@ -478,6 +485,11 @@ impl SchedulerSettings {
         check(
             "scheduler.validation_share",
             (0.0..=1.0).contains(&self.validation_share),
+            "between 0 and 1",
+        )?;
+        check(
+            "scheduler.announced_share",
+            (0.0..=1.0).contains(&self.announced_share),
             "between 0 and 1",
         )?;
         check(

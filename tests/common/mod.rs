@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 use sitemapd_testsite::{Reply, TestSite};
 
 pub mod daemon;
+pub mod frontier;
 
 /// The binary under test.
 pub fn bin() -> Command {

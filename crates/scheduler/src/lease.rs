@@ -47,9 +47,11 @@ pub enum Politeness {
     #[default]
     Spaced,
     /// Now only: a host gets one URL if its next slot has come, none
-    /// otherwise, and its next slot moves one delay on (what a crawler
-    /// that fetches what it is given at once wants: URLFrontier's
-    /// GetURLs). A host with no delay gets any number.
+    /// otherwise (what a crawler that fetches what it is given at once
+    /// wants: URLFrontier's GetURLs). Its next slot moves one delay on from
+    /// the end of the second the URL went out in (the store counts whole
+    /// seconds: so two of its URLs go out at least the delay apart, in any
+    /// part of a second). A host with no delay gets any number.
     Now,
 }
 
@@ -709,6 +711,9 @@ impl Store {
             }
             let not_before = host.next_allowed.max(now);
             host.next_allowed = not_before.saturating_add(step(host));
+            if request.politeness == Politeness::Now && step(host) > 0 {
+                host.next_allowed = host.next_allowed.saturating_add(1);
+            }
             *given.entry(c.host.clone()).or_default() += 1;
             sampled += usize::from(c.paid && c.class == Urgency::Validation);
             ahead += usize::from(c.paid && c.class == Urgency::Announced);

@@ -380,6 +380,10 @@ pub struct CrawlConfig {
     /// lastmods (0 to 1).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().validation_share))]
     pub validation_share: f64,
+    /// The share of each lease that changes a trusted host's lastmod announces may take
+    /// ahead of new URLs (0 to 1).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = CrawlConfig::default().announced_share))]
+    pub announced_share: f64,
 }
 
 impl Default for CrawlConfig {
@@ -395,6 +399,7 @@ impl Default for CrawlConfig {
             carry_hours: 6.0,
             safety_interval: sitemapd_scheduler::policy::Params::default().safety_interval,
             validation_share: sitemapd_scheduler::policy::Params::default().validation_share,
+            announced_share: sitemapd_scheduler::policy::Params::default().announced_share,
         }
     }
 }
@@ -584,6 +589,11 @@ impl SimConfig {
         check(
             non_negative(c.validation_share) && c.validation_share <= 1.0,
             "validation_share",
+            "a share between 0 and 1",
+        )?;
+        check(
+            non_negative(c.announced_share) && c.announced_share <= 1.0,
+            "announced_share",
             "a share between 0 and 1",
         )?;
         Ok(())

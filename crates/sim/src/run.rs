@@ -46,6 +46,7 @@ fn store_options(cfg: &SimConfig, policy: &str) -> StoreOptions {
             fallback: c.fallback.name().to_string(),
             safety_interval: c.safety_interval,
             validation_share: c.validation_share,
+            announced_share: c.announced_share,
             ..Params::default()
         },
         estimator: cfg.estimator(),

@@ -284,7 +284,11 @@ impl Model {
             }
             let not_before = host.next_allowed.max(now);
             let step = self.step(&u.host);
-            self.hosts.entry(u.host.clone()).or_default().next_allowed = not_before + step;
+            // Fetched at once: the next slot counts from the end of this
+            // second.
+            let end_of_second = i64::from(ask.spacing == Spacing::Now && step > 0);
+            self.hosts.entry(u.host.clone()).or_default().next_allowed =
+                not_before + step + end_of_second;
             sampled += usize::from(paid && u.class == VALIDATION);
             ahead += usize::from(paid && u.class == ANNOUNCED);
             let expired = u.lease.is_some();
