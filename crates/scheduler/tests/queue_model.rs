@@ -291,6 +291,7 @@ impl World {
                 None
             },
             per_queue,
+            queue_cap: usize::MAX,
         }
     }
 

@@ -72,8 +72,10 @@ pub struct Ask {
     pub spacing: Spacing,
     /// One queue only.
     pub queue: Option<String>,
-    /// URLs each queue may be given at most (absent: any number).
+    /// URLs each queue may be given at most (absent: `queue_cap`).
     pub per_queue: HashMap<String, usize>,
+    /// URLs a queue may be given at most when `per_queue` does not say.
+    pub queue_cap: usize,
 }
 
 /// A URL a lease hands out, as the model predicts it.
@@ -381,7 +383,10 @@ impl Choice<'_> {
                 let q = *self.queues.entry(u.queue.clone()).or_insert_with(|| {
                     (
                         0,
-                        ask.per_queue.get(&u.queue).copied().unwrap_or(usize::MAX),
+                        ask.per_queue
+                            .get(&u.queue)
+                            .copied()
+                            .unwrap_or(ask.queue_cap),
                     )
                 });
                 if q.0 >= q.1 || (q.0 == 0 && queues >= ask.max_queues.max(1)) {
