@@ -18,8 +18,6 @@
 //! [`RUN_CAP`] (each part keyed by its first entry), and moves the heads.
 //! The caller holds the store's write lock from reading to applying.
 
-use std::collections::BTreeMap;
-
 use crate::due_list::Lease;
 use crate::error::StoreError;
 use crate::hash::{FastMap, FastSet};
@@ -159,63 +157,73 @@ fn apply_lane(
         return Ok(());
     }
     let end = keys::lane_end(lane);
-    // Every place the batch changes, in order, each with the run that
-    // holds it (the last run keyed at or before it; before the lane's
-    // first run, that first run).
-    let mut places: Vec<&[u8]> = edit.removed.iter().map(|(p, _)| p.as_slice()).collect();
+    // Every place the batch changes, in order (an entry that changes in
+    // place is both removed and added there), each with the run that holds
+    // it: the last run keyed at or before it; before the lane's first run,
+    // that first run; none in an empty lane.
     let added_places: Vec<Vec<u8>> = edit.added.iter().map(Listed::position).collect();
-    places.extend(added_places.iter().map(Vec::as_slice));
-    places.sort_unstable();
-    let mut runs: BTreeMap<Vec<u8>, Loaded> = BTreeMap::new();
-    // Which run each place goes to, by the run's key (`None`: a new run).
-    let mut owner: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    let mut places: Vec<(&[u8], Change)> = edit
+        .removed
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| (p.as_slice(), Change::Remove(i)))
+        .chain(
+            added_places
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.as_slice(), Change::Add(i))),
+        )
+        .collect();
+    places.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut runs: Vec<Loaded> = Vec::new();
+    let mut owner: Vec<Option<usize>> = vec![None; places.len()];
     let mut i = 0;
     while i < places.len() {
-        let place = places[i];
+        let place = places[i].0;
         let holder = kv.last_in(lane.to_vec()..just_after(lane, place))?;
         let next = kv
             .range(just_after(lane, place)..end.clone())
             .next()
             .transpose()?;
         let limit = next.as_ref().map(|(k, _)| k.to_vec());
-        let (key, value) = match (holder, next) {
-            (Some((k, v)), _) | (None, Some((k, v))) => (Some(k.to_vec()), Some(v)),
-            (None, None) => (None, None),
-        };
-        if let (Some(key), Some(value)) = (&key, value) {
-            if !runs.contains_key(key) {
-                let (entries, corrupt) = match crate::due_list::decode(&value) {
-                    Ok(list) => (list.entries, false),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "corrupt run left for stats --repair");
-                        (Vec::new(), true)
+        let run = match (holder, next) {
+            (Some((key, value)), _) | (None, Some((key, value))) => {
+                match runs.iter().position(|r| r.key.as_deref() == Some(&key[..])) {
+                    Some(at) => Some(at),
+                    None => {
+                        let (entries, corrupt) = match crate::due_list::decode(&value) {
+                            Ok(list) => (list.entries, false),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "corrupt run left for stats --repair");
+                                (Vec::new(), true)
+                            }
+                        };
+                        runs.push(Loaded {
+                            key: Some(key.to_vec()),
+                            entries,
+                            corrupt,
+                        });
+                        Some(runs.len() - 1)
                     }
-                };
-                runs.insert(
-                    key.clone(),
-                    Loaded {
-                        key: Some(key.clone()),
-                        entries,
-                        corrupt,
-                    },
-                );
+                }
             }
-        }
+            (None, None) => None,
+        };
         // Every place before the next run goes to the same one.
         let mut j = i;
         while j < places.len()
             && limit
                 .as_ref()
-                .is_none_or(|limit| keys::run(lane, places[j]) < *limit)
+                .is_none_or(|limit| keys::run(lane, places[j].0) < *limit)
         {
-            owner.insert(places[j].to_vec(), key.clone());
+            owner[j] = run;
             j += 1;
         }
         i = j.max(i + 1);
     }
     // The marks first: their places are in the runs as the lease read them.
     for (run, m) in std::mem::take(&mut edit.marked) {
-        match runs.get_mut(&run) {
+        match runs.iter_mut().find(|r| r.key.as_ref() == Some(&run)) {
             Some(loaded) if !loaded.corrupt => {
                 for (index, lease) in m.marks {
                     if let Some(entry) = loaded.entries.get_mut(index) {
@@ -232,31 +240,32 @@ fn apply_lane(
             },
         }
     }
-    // What leaves and what joins each run (`None`: a new run).
-    let mut gone: FastMap<Vec<u8>, FastSet<String>> = FastMap::default();
-    for (place, url) in &edit.removed {
-        match owner.get(place).cloned().flatten() {
-            Some(run) => {
-                gone.entry(run).or_default().insert(url.clone());
+    // What leaves and what joins each run; what joins no run (an empty
+    // lane, or a run that does not decode) makes runs of its own.
+    let mut gone: Vec<FastSet<&str>> = vec![FastSet::default(); runs.len()];
+    let mut joining: Vec<Vec<usize>> = vec![Vec::new(); runs.len()];
+    let mut fresh: Vec<usize> = Vec::new();
+    for ((_, change), run) in places.iter().zip(&owner) {
+        let run = run.filter(|&r| !runs[r].corrupt);
+        match (*change, run) {
+            (Change::Remove(i), Some(r)) => {
+                gone[r].insert(edit.removed[i].1.as_str());
             }
-            None => tracing::warn!(
-                url,
+            (Change::Remove(i), None) => tracing::warn!(
+                url = edit.removed[i].1,
                 "a due entry to remove was not found (stats --check names it)"
             ),
+            (Change::Add(i), Some(r)) => joining[r].push(i),
+            (Change::Add(i), None) => fresh.push(i),
         }
     }
-    let mut joining: BTreeMap<Option<Vec<u8>>, Vec<Listed>> = BTreeMap::new();
-    for (entry, place) in std::mem::take(&mut edit.added)
+    let mut added: Vec<Option<Listed>> = std::mem::take(&mut edit.added)
         .into_iter()
-        .zip(&added_places)
-    {
-        let run = owner
-            .get(place)
-            .cloned()
-            .flatten()
-            .filter(|run| runs.get(run).is_some_and(|r| !r.corrupt));
-        joining.entry(run).or_default().push(entry);
-    }
+        .map(Some)
+        .collect();
+    let mut take = |indices: &[usize]| -> Vec<Listed> {
+        indices.iter().filter_map(|&i| added[i].take()).collect()
+    };
     let mut deleted: FastSet<Vec<u8>> = FastSet::default();
     let mut inserted: Vec<Vec<u8>> = Vec::new();
     let mut write = |entries: Vec<Listed>, old: Option<Vec<u8>>, batch: &mut Batch| {
@@ -276,32 +285,45 @@ fn apply_lane(
             deleted.insert(old);
         }
     };
-    for (key, run) in runs {
+    for (r, run) in runs.into_iter().enumerate() {
         if run.corrupt {
             continue;
         }
-        let removed = gone.remove(&key).unwrap_or_default();
         let mut entries: Vec<Listed> = run
             .entries
             .into_iter()
-            .filter(|e| !removed.contains(&e.url))
+            .filter(|e| !gone[r].contains(e.url.as_str()))
             .collect();
-        entries.extend(joining.remove(&Some(key.clone())).unwrap_or_default());
-        write(dedup(entries), run.key, batch);
+        let joins = take(&joining[r]);
+        merge(&mut entries, joins);
+        write(entries, run.key, batch);
     }
-    for (_, entries) in joining {
-        write(dedup(entries), None, batch);
+    if !fresh.is_empty() {
+        let mut entries = Vec::new();
+        merge(&mut entries, take(&fresh));
+        write(entries, None, batch);
     }
     move_head(kv, batch, lane, &edit, &deleted, &inserted)
 }
 
-/// `entries` sorted, one per URL (the last given of a URL stands).
-fn dedup(mut entries: Vec<Listed>) -> Vec<Listed> {
-    let mut seen = FastSet::default();
-    entries.reverse();
-    entries.retain(|e| seen.insert(e.url.clone()));
-    entries.sort_by(Listed::order);
-    entries
+/// A change a batch makes at a place: an entry removed, or one added (by
+/// its index in the lane's edit).
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    Remove(usize),
+    Add(usize),
+}
+
+/// `kept` (a run's entries, what the batch removed gone) with `joining`
+/// (what it adds), sorted; an added entry stands for a kept one of its URL
+/// (the batch writes each URL once, so this is only a guard).
+fn merge(kept: &mut Vec<Listed>, joining: Vec<Listed>) {
+    if !kept.is_empty() {
+        let urls: FastSet<&str> = joining.iter().map(|e| e.url.as_str()).collect();
+        kept.retain(|e| !urls.contains(e.url.as_str()));
+    }
+    kept.extend(joining);
+    kept.sort_by(Listed::order);
 }
 
 /// `entries` (sorted) in runs of at most [`RUN_CAP`], as even as can be.

@@ -95,6 +95,9 @@ struct Reached {
     one_queue: usize,
     now_spacing: usize,
     expired_again: usize,
+    /// Handed out ahead of their turn: announced changes and validation
+    /// samples paid for by their credits.
+    paid: usize,
     trusted_hosts: usize,
     duplicates: u64,
 }
@@ -107,16 +110,16 @@ impl std::ops::AddAssign for Reached {
         self.one_queue += o.one_queue;
         self.now_spacing += o.now_spacing;
         self.expired_again += o.expired_again;
+        self.paid += o.paid;
         self.trusted_hosts += o.trusted_hosts;
         self.duplicates += o.duplicates;
     }
 }
 
 impl World {
-    fn new(store: Store, seed: u64) -> World {
+    fn new(store: Store, options: &StoreOptions, seed: u64) -> World {
         let mut rng = Rng(seed);
         let truthful = HOSTS.iter().map(|h| (*h, rng.chance(75))).collect();
-        let options = StoreOptions::default();
         let params = &options.params;
         World {
             model: Model::new(
@@ -345,6 +348,7 @@ impl World {
             self.reached.expired_again +=
                 usize::from(l.reason == sitemapd_scheduler::policy::Reason::LeaseExpired);
         }
+        self.reached.paid += expected.iter().filter(|h| h.paid).count();
         if !got.is_empty() {
             self.reached.one_queue += usize::from(ask.queue.is_some());
             self.reached.now_spacing += usize::from(ask.spacing == Spacing::Now);
@@ -566,8 +570,16 @@ impl World {
     }
 }
 
-fn run(store: Store, seed: u64, steps: usize) -> (usize, Reached) {
-    let mut world = World::new(store, seed);
+/// The store's options for `seed`: announced changes given a share of each
+/// lease ahead of new URLs, from none (the default) to all.
+fn options(seed: u64) -> StoreOptions {
+    let mut options = StoreOptions::default();
+    options.params.announced_share = [0.0, 0.25, 0.5, 1.0][seed as usize % 4];
+    options
+}
+
+fn run(store: Store, options: &StoreOptions, seed: u64, steps: usize) -> (usize, Reached) {
+    let mut world = World::new(store, options, seed);
     world.sync();
     for step in 0..steps {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.step(step)));
@@ -584,8 +596,9 @@ fn run(store: Store, seed: u64, steps: usize) -> (usize, Reached) {
 fn the_queue_is_its_model_in_memory() {
     let (mut leases, mut reached) = (0, Reached::default());
     for seed in 1..=60 {
-        let store = Store::in_memory(StoreOptions::default()).unwrap();
-        let (l, r) = run(store, seed, 120);
+        let options = options(seed);
+        let store = Store::in_memory(options.clone()).unwrap();
+        let (l, r) = run(store, &options, seed, 120);
         leases += l;
         reached += r;
     }
@@ -613,7 +626,8 @@ fn the_queue_is_its_model_in_memory() {
 fn the_queue_is_its_model_on_disk() {
     for seed in 1_001..=1_006 {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        run(store, seed, 80);
+        let options = options(seed);
+        let store = Store::open(dir.path(), options.clone()).unwrap();
+        run(store, &options, seed, 80);
     }
 }

@@ -240,10 +240,10 @@ pub enum Reason {
 /// (10,000 pages at 500 fetches a day take 20 days to crawl once), and
 /// freshness fell below the adaptive schedule's (0.26 against 0.38 in the
 /// simulator's truthful world). So a change a trusted host's lastmod
-/// announces ([`Urgency::Announced`]) gets a share of each lease ahead of
-/// the new URLs ([`Params::announced_share`]), and beyond that share waits
-/// its turn among them, the longest waiting first. A push notification,
-/// rare and explicit, comes first.
+/// announces ([`Urgency::Announced`]) waits its turn among the new URLs,
+/// the longest waiting first (its due time is when it changed), unless
+/// [`Params::announced_share`] gives such changes a share of each lease
+/// ahead of them. A push notification, rare and explicit, comes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -383,8 +383,12 @@ pub struct Params {
     pub validation_share: f64,
     /// The share of fetches that changes a trusted host's lastmod
     /// announces get ahead of new URLs ([`Urgency::Announced`]); beyond
-    /// it they wait their turn among them. 1: always first; 0: never
-    /// ahead of an older new URL.
+    /// it they wait their turn among them. 1: always first; 0 (the
+    /// default): never ahead of an older new URL. On a scarce budget a
+    /// share costs freshness (the simulator's truthful world at 500
+    /// fetches a day: 0.385 with none, 0.378 with a quarter): it is for a
+    /// crawler that values seeing announced changes soon over covering
+    /// new pages.
     pub announced_share: f64,
     /// A URL retired by its fetches (gone, moved) is probed this long after
     /// its last attempt, in case it answers again (30 days).
@@ -407,7 +411,7 @@ impl Default for Params {
             fallback: "adaptive".to_owned(),
             safety_interval: 30.0 * DAY,
             validation_share: 0.03,
-            announced_share: 0.5,
+            announced_share: 0.0,
             probe_interval: 30.0 * DAY,
             calibration: Calibration::default(),
         }

@@ -86,6 +86,8 @@ pub struct Handed {
     pub not_before: i64,
     /// A lease of it ran out before.
     pub expired: bool,
+    /// Handed out ahead of its turn, paid for by a credit.
+    pub paid: bool,
 }
 
 /// The model: every URL and host it was told of, and the credits.
@@ -298,6 +300,7 @@ impl Model {
                 queue: u.queue.clone(),
                 not_before,
                 expired,
+                paid,
                 url,
             });
         }
