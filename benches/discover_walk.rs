@@ -7,8 +7,8 @@
 //!
 //! `cargo bench --bench discover_walk` (`-- --sitemaps N` for a smaller site)
 //!
-//! With `-- --ingest`, the same site into the store instead (issue 19's end
-//! to end figure): `sitemapd ingest` into a fresh store on disk, then again
+//! With `-- --ingest`, the same site into the store instead (the end-to-end
+//! figure): `sitemapd ingest` into a fresh store on disk, then again
 //! (every URL unchanged), then `stats` and `queue -n 1000` on it: wall time,
 //! URLs/s, peak RSS of each, and the store's bytes on disk per URL.
 

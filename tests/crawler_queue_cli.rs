@@ -1,4 +1,4 @@
-//! The queue a crawler follows as it is (issue 15), end to end through the
+//! The queue a crawler follows as it is, end to end through the
 //! binary on a loopback site and a sled store on disk: robots.txt rules at
 //! lease time (and when they change between walks), Crawl-delay spacing,
 //! redirects (a chain), gone pages (410; 404 then 200), and the order.

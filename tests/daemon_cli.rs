@@ -488,7 +488,7 @@ fn unix_now() -> i64 {
         .as_secs() as i64
 }
 
-/// Crawl on change through the daemon (issue 16): once a host's lastmods
+/// Crawl on change through the daemon: once a host's lastmods
 /// have earned trust, a lastmod that moves in a re-read sitemap puts its
 /// URL first in the next lease, ahead of the URLs that are new; the host's
 /// unmoved URLs are not refetched on a rate schedule. (No rate-based

@@ -1,4 +1,4 @@
-//! The queue a crawler follows as it is (issue 15), through the daemon on
+//! The queue a crawler follows as it is, through the daemon on
 //! loopback: robots.txt rules at lease time and when they change between
 //! walks, Crawl-delay spacing of leases, a redirect chain, a gone page,
 //! a page that answers 404 then 200.

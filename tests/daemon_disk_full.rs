@@ -1,4 +1,4 @@
-//! A full disk under the daemon (issue 17, point 4), made real with a file
+//! A full disk under the daemon, made real with a file
 //! size limit on the daemon's process (RLIMIT_FSIZE: writes past it fail
 //! with EFBIG, as on a full disk): a write request answered with an error
 //! has changed nothing, health turns red, and the store is whole after a

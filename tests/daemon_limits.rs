@@ -1,4 +1,4 @@
-//! The API's bounds (issue 17, points 5 and 6): stored strings no longer
+//! The API's bounds: stored strings no longer
 //! than a sitemap could give them, list routes in pages, per-host stats only
 //! on request.
 

@@ -1,4 +1,4 @@
-//! Shutdown as docs/daemon.md says it (issue 18): after SIGINT or SIGTERM
+//! Shutdown as docs/daemon.md says it: after SIGINT or SIGTERM
 //! the daemon hands out no lease (a lease request in flight answers 503 or
 //! is closed unread), takes no new connection (so a health check fails),
 //! and exits 0.

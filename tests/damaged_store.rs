@@ -1,4 +1,4 @@
-//! A damaged store (issue 17, point 3): no panic reaches the user; every
+//! A damaged store: no panic reaches the user; every
 //! command says the store is damaged and what to do.
 
 mod common;

@@ -1,5 +1,5 @@
-//! Hostile clients of the real `sitemapd daemon` (issue 17, points 1 and
-//! 2): a flood of half-sent request heads, one client holding every
+//! Hostile clients of the real `sitemapd daemon`: a flood of half-sent
+//! request heads, one client holding every
 //! connection, and a browser page writing to a daemon without a token
 //! (cross-site requests, DNS rebinding). The hostile *servers* are in
 //! `tests/hostile_daemon.rs`.

@@ -1,5 +1,5 @@
-//! The hostile-server suite against the real `sitemapd daemon` binary
-//! (issue 7): the daemon carries on while a followed site misbehaves in
+//! The hostile-server suite against the real `sitemapd daemon` binary:
+//! the daemon carries on while a followed site misbehaves in
 //! every way at once; the address guard holds for sites added through the
 //! API; and no URL of the store is readable without the token. The
 //! walker-level behaviours, one test each, are in

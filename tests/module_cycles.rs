@@ -1,5 +1,5 @@
 //! No import cycles between the modules of any crate of the workspace, nor of
-//! the binary (issue 14, point 4). Run it alone with
+//! the binary. Run it alone with
 //!
 //! ```sh
 //! cargo test -p sitemapd --test module_cycles

@@ -1,4 +1,4 @@
-//! The operator's view (issue 15), end to end through the real binary and
+//! The operator's view, end to end through the real binary and
 //! the daemon on loopback: `ingest` reports failures as `discover` does,
 //! the read commands say what to do while a daemon holds the store, times
 //! in RFC 3339, the HTTP API's errors, ranges, ids and reasons, errors that

@@ -1,4 +1,4 @@
-//! The daemon's URLFrontier service (issue 20), through the real binary on
+//! The daemon's URLFrontier service, through the real binary on
 //! loopback with the generated tonic client: every rpc and the protocol's
 //! edge rules (in-transit URLs, completed URLs, discovered-known, crawl
 //! isolation, deletes, SetActive, blocks, paging and filters, the token),

@@ -4,7 +4,7 @@
 //! A connection that has not sent a full request head (or, kept alive,
 //! waits for its next one) costs the daemon a file descriptor and some
 //! memory but no work; a client can open thousands without a token
-//! (issue 17: 20,000 half-sent heads exhausted the open-file limit, and
+//! (20,000 half-sent heads exhausted the open-file limit, and
 //! authenticated leases timed out). So:
 //!
 //! - every connection holds a slot; there are `max` slots in all (kept

@@ -1,4 +1,4 @@
-//! The address guard on every path into a fetch (issue 7, security): a
+//! The address guard on every path into a fetch (security): a
 //! robots.txt, a sitemap named by a robots.txt `Sitemap:` line, an index
 //! child, a redirect hop (of a sitemap and of a robots.txt), each pointing at
 //! host *names* that resolve to loopback or unspecified addresses, and at

@@ -1,4 +1,4 @@
-//! The hostile-server suite (issue 7): one test per behaviour of a server
+//! The hostile-server suite: one test per behaviour of a server
 //! nobody controls, each against a real loopback server. Every test asserts
 //! the outcome (the diagnostic with its SPEC rule, the walk event, the fetch
 //! failure) *and* that the walk carries on: the same site's good sitemap,

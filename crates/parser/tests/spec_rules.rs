@@ -1277,7 +1277,7 @@ fn c8_read_errors_are_reported_as_read_errors() {
     );
 }
 
-// ------------------------------------------------------ issue 15: guid, entities
+// ------------------------------------------------------------- guid, entities
 
 #[test]
 fn f1_a_guid_marked_not_permalink_is_the_fallback_url_and_flagged() {

@@ -8,7 +8,7 @@
 //!
 //! A URL is in one queue: the one a client put it in (the key it sent, or
 //! the host it derived), else its host (`host[:port]`, [`keys::host_of`]).
-//! A queue's counts are the kept ones ([`Tally`], in the record of the
+//! A queue's counts are the kept ones (`Tally`, in the record of the
 //! queue's name), so reading them costs one key per queue; its URLs are
 //! its host's that no client put elsewhere and those a client put in it
 //! ([`keys::queue_member`]). Politeness stays per host, whatever queues
@@ -20,7 +20,8 @@
 //! - a known URL is always written: with a refetch date it is due then (a
 //!   date in the past is due now; a lease holding it is released), with
 //!   none it is completed, out of the queue for good; its metadata is
-//!   replaced. When the client says how the fetch went ([`KnownUrl::completion`])
+//!   replaced. When the client says how the fetch went (the `outcome` of
+//!   [`Store::put_known`])
 //!   the store records it as it records any completion (change-rate
 //!   estimate, lastmod trust), and the client's date still decides when
 //!   it is due.
@@ -378,7 +379,7 @@ impl Store {
     }
 
     /// The URLs of queue `name` (every queue's when `None`), in any state,
-    /// in the order [`Store::queue_records`] gives: a stable order for
+    /// in the order `Store::queue_records` gives: a stable order for
     /// paging.
     pub fn queue_urls<'a>(
         &'a self,
@@ -464,7 +465,7 @@ impl Store {
 
     /// Deletes the records of `urls` (as the store holds them, normalised)
     /// with their due entries, their hosts' counts kept in step; batches of
-    /// [`DELETE_BATCH`], each atomic. The number deleted (a URL the store
+    /// `DELETE_BATCH`, each atomic. The number deleted (a URL the store
     /// does not hold counts none).
     pub fn delete_urls(&self, urls: &[String]) -> Result<u64, StoreError> {
         let mut deleted = 0;

@@ -1,6 +1,6 @@
 //! Taking the fetch outcomes back ([`Store::complete`]): what a fetch
 //! found is recorded, and the URL is scheduled anew. Handing URLs out is
-//! [`crate::lease`]'s ([`Store::peek`], [`Store::lease`]); its types are
+//! `lease.rs`'s ([`Store::peek`], [`Store::lease`]); its types are
 //! re-exported here.
 
 use std::collections::hash_map::Entry;

@@ -20,7 +20,7 @@ use crate::view::{HostView, SitemapView};
 use sitemapd_parser::{HostKey, NormUrl};
 
 /// The policy of a new store: crawl on change where a host's lastmods have
-/// earned it, `adaptive` behind it (issue 16's scenario table). A store
+/// earned it, `adaptive` behind it (the simulator's scenario table). A store
 /// keeps the policy it was opened with; `StoreOptions::policy` (CLI
 /// `--policy`) changes it for good.
 pub const DEFAULT_POLICY: &str = "lastmod";
@@ -435,7 +435,7 @@ impl Store {
     }
 
     /// The URLs of the sitemaps listing `url` (those its record remembers,
-    /// [`UrlView::sources`] of them), oldest first; empty for a URL the
+    /// [`UrlView::sources`](crate::UrlView::sources) of them), oldest first; empty for a URL the
     /// store does not hold.
     pub fn url_sitemaps(&self, url: &str) -> Result<Vec<String>, StoreError> {
         let Ok(norm) = NormUrl::parse(url) else {

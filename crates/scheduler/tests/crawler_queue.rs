@@ -1,4 +1,4 @@
-//! A queue a crawler can follow as it is (issue 15): robots.txt rules at
+//! A queue a crawler can follow as it is: robots.txt rules at
 //! lease time, Crawl-delay spacing, redirects, gone pages and errors, and
 //! the order among URLs of equal urgency. On a sled store on disk.
 

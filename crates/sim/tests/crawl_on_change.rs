@@ -1,4 +1,4 @@
-//! Crawl on change (issue 16) on small seeded worlds: the oracle bounds
+//! Crawl on change on small seeded worlds: the oracle bounds
 //! every policy, truthful lastmods buy near-oracle freshness with little
 //! waste, the trust gate costs nothing where lastmods lie or are absent, a
 //! host that turns liar is back on its fallback within days, and the

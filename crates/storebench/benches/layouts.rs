@@ -1,4 +1,4 @@
-//! Key layouts on bare sled 0.34 (issue 19): first insert, unchanged
+//! Key layouts on bare sled 0.34: first insert, unchanged
 //! re-ingest, full rewrite, bytes per URL on disk, peak RSS and a
 //! lease-like read, per layout variant, each variant in a child process of
 //! this binary (so that its peak RSS is its own) on a fresh temporary

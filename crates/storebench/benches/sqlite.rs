@@ -1,5 +1,5 @@
 //! The same URLs and records in SQLite (rusqlite, bundled SQLite), side by
-//! side with the sled layouts (issue 19): first insert, unchanged upsert,
+//! side with the sled layouts: first insert, unchanged upsert,
 //! unchanged read-and-compare, full rewrite, bytes per URL on disk, peak
 //! RSS and the 1000 most due URLs of one host. Each variant in a child
 //! process of this binary, on a fresh temporary directory. Prints figures;

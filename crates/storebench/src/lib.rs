@@ -1,4 +1,4 @@
-//! Shared parts of the storage-layout benchmarks (issue 19): the synthetic
+//! Shared parts of the storage-layout benchmarks: the synthetic
 //! URLs and records both benches store, and the measuring helpers (peak
 //! RSS, bytes on disk, the per-variant child processes).
 //!

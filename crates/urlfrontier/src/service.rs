@@ -54,7 +54,7 @@ pub const DEFAULT_PAGE: usize = 100;
 /// written): the reference reads 1024 unacked items per stream.
 pub const PUT_CHUNK: usize = 1024;
 /// Bytes of read items (ids, URLs, keys, metadata cut to
-/// [`sitemapd_scheduler::MAX_METADATA_BYTES`]) one PutURLs chunk holds at
+/// [`sitemapd_scheduler::frontier::MAX_METADATA_BYTES`]) one PutURLs chunk holds at
 /// most: with messages of up to 4 MiB, 1,024 items could hold 4 GiB.
 pub const PUT_CHUNK_BYTES: usize = 8 << 20;
 /// Seconds between two prunings of the per-queue rules.

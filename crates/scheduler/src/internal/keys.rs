@@ -25,7 +25,7 @@
 //!
 //! ## The queue order
 //!
-//! A lease hands out due URLs in one order (docs/scheduling.md, "The queue
+//! A lease hands out due URLs in one order (docs/queue.md, "The
 //! order"): by urgency class, then due time (the longest waiting first),
 //! then queue, then host, then the policy's score (highest first), then the
 //! rank the sitemap gives (highest priority, newest lastmod, shortest URL),
@@ -50,7 +50,7 @@
 //!
 //! A store of an older layout is migrated when it is opened: its due
 //! index is rebuilt from the URL records (their leases kept), and its
-//! counts counted again by queue ([`crate::migrate`]).
+//! counts counted again by queue (`migrate.rs`).
 
 /// URL records written one per key (since their page was).
 pub const URL: u8 = b'u';

@@ -55,7 +55,7 @@ pub enum PageError {
     /// A URL that is not UTF-8, or not after the one before it.
     #[error("page entry {0} is not a URL in order")]
     Order(usize),
-    /// A compressed body that does not decompress (within [`MAX_BODY`]).
+    /// A compressed body that does not decompress (within `MAX_BODY`).
     #[error("page body does not decompress")]
     Compressed,
 }

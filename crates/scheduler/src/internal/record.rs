@@ -766,7 +766,7 @@ pub struct DueList {
 /// that a lease reads no record of the URLs it hands out (but those whose
 /// record holds a URL frontier client's metadata): the lease, too, is kept
 /// here (the record's [`Schedule::lease`] is written empty; a reader of the
-/// record overlays this one, see [`crate::marks`]).
+/// record overlays this one, see `marks.rs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Listed {
     /// The policy's score ([`Schedule::score`]).
