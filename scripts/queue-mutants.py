@@ -32,6 +32,10 @@ mutants = [
   'crates/scheduler/src/queue.rs', '        rec.last_status = completion.last_status();', '        rec.last_status = completion.outcome.status();'),
  ("a gone URL not shown retired",
   'crates/scheduler/src/view.rs', '            retired: matches!(\n                UrlStatus::of(r),\n                UrlStatus::Retired | UrlStatus::Gone | UrlStatus::Moved\n            ),', '            retired: r.retired,'),
+ ("validation samples before pushes",
+  'crates/scheduler/src/lease.rs', '        self.pass(&[&[Pushed]], lanes, n, false)?;\n        let paid = self.chosen.len().saturating_add(samples).min(n);\n        self.pass(&[&[Validation]], lanes, paid, true)?;', '        self.pass(&[&[Validation]], lanes, samples.min(n), true)?;\n        self.pass(&[&[Pushed]], lanes, n, false)?;'),
+ ("a URL whose host lost its trust chosen, then dropped (a slot used)",
+  'crates/scheduler/src/lease.rs', '            if !trusted || (suspect && self.store.record_of(&c)?.is_none()) {', '            if suspect && self.store.record_of(&c)?.is_none() {'),
  ("duplicates not counted",
   'crates/scheduler/src/ingest.rs', '                self.stats.duplicates += 1;\n                o.merge(observed);', '                o.merge(observed);'),
 ]

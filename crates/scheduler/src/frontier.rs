@@ -434,8 +434,9 @@ impl Store {
     }
 
     /// Deletes queue `name`: its URLs, their due entries, its counts, and
-    /// the host record and robots rules of a host of that name. The number
-    /// of URLs deleted.
+    /// the host record and robots rules of a host of that name unless some
+    /// of its URLs are in other queues (politeness stays per host). The
+    /// number of URLs deleted.
     pub fn delete_queue(&self, name: &str) -> Result<u64, StoreError> {
         let mut deleted = 0;
         loop {
@@ -455,8 +456,17 @@ impl Store {
         let _lock = self.lock();
         if self.tally(name)?.is_zero() {
             let mut batch = crate::kv::Batch::default();
-            for key in [keys::host(name), keys::robots(name)] {
-                batch.remove(key);
+            match self.get::<HostRecord>(&keys::host(name)) {
+                Ok(Some(mut host)) if self.host_urls(name).next().is_some() => {
+                    // A host some of whose URLs a client put in other
+                    // queues: its politeness, trust and rules stay.
+                    host.counts = None;
+                    batch.insert(keys::host(name), crate::record::encode(&host));
+                }
+                _ => {
+                    batch.remove(keys::host(name));
+                    batch.remove(keys::robots(name));
+                }
             }
             self.kv.apply_batch(batch)?;
         }
@@ -532,20 +542,16 @@ impl QueueRecords<'_> {
                 Box::new(store.url_records_in(&from, &[0xff])) as Records<'a>
             });
         };
-        let prefixes = crate::store::host_prefixes(name);
-        if let Some(prefix) = prefixes.get(part) {
-            let mut end = prefix.clone();
-            if let Some(last) = end.last_mut() {
-                *last += 1; // a host's prefix ends in '/': never 0xff
-            }
+        let ranges = crate::store::host_ranges(name);
+        if let Some((prefix, end)) = ranges.get(part) {
             let start = prefix.as_slice().max(from).to_vec();
             // Its host's URLs that no client put in another queue.
             let own = store
-                .url_records_in(&start, &end)
+                .url_records_in(&start, end)
                 .filter(|item| !matches!(item, Ok((_, rec)) if rec.queue.is_some()));
             return Some(Box::new(own));
         }
-        if part > prefixes.len() {
+        if part > ranges.len() {
             return None;
         }
         // The URLs a client put in it.
@@ -1026,5 +1032,38 @@ mod tests {
         assert!(s.drop_crawl("news").unwrap());
         assert!(s.crawl_names().is_empty());
         assert_eq!(s.crawl("news").unwrap().queues().count(), 0);
+    }
+
+    /// Politeness stays per host: deleting a host's own queue keeps its
+    /// rules and clock while a client's queue holds some of its URLs.
+    #[test]
+    fn deleting_a_host_queue_keeps_the_host_while_its_urls_are_elsewhere() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let t = ts(T0);
+        s.discover([("https://a.example/own".to_string(), Vec::new())], t)
+            .unwrap();
+        let keyed = KnownUrl {
+            url: "https://a.example/keyed".into(),
+            refetch: Some(t),
+            metadata: Vec::new(),
+            queue: Some("K".into()),
+        };
+        s.put_known(vec![keyed], t, |_, _| None).unwrap();
+        let host = sitemapd_parser::NormUrl::parse("https://a.example/")
+            .unwrap()
+            .host_key();
+        let rules =
+            sitemapd_parser::RobotsRules::new(vec![(false, "/private/".into())], Some(20.0));
+        s.set_robots(&host, &rules, t).unwrap();
+        assert_eq!(s.delete_queue("a.example").unwrap(), 1);
+        assert!(s.url("https://a.example/keyed").unwrap().is_some());
+        let kept = s.robots(&host).unwrap().expect("its rules stay");
+        assert_eq!(kept.crawl_delay, Some(20.0));
+        assert!(s.queue("a.example").unwrap().is_none(), "the queue is gone");
+        assert!(s.check().unwrap().is_ok());
+        // Its last URL gone, the host goes too.
+        assert_eq!(s.delete_queue("K").unwrap(), 1);
+        assert_eq!(s.delete_queue("a.example").unwrap(), 0);
+        assert!(s.robots(&host).unwrap().is_none());
     }
 }

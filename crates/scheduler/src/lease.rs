@@ -10,7 +10,8 @@
 //! URLs before it, so a lease of `k` URLs is the first `k` of a lease of
 //! `n ≥ k` under the same limits. Validation samples get their share only:
 //! each URL leased earns [`Params::validation_share`](crate::policy::Params::validation_share)
-//! of a sample, and the samples that credit pays for come first.
+//! of a sample, and the samples that credit pays for come right after the
+//! pushed URLs.
 //!
 //! A lease marks its URLs' due entries with the lease and its expiry, and
 //! reads or writes no record ([`crate::marks`]), but those whose record it
@@ -188,6 +189,13 @@ const MAX_VALIDATION_CREDIT: f64 = 16.0;
 /// announced changes ahead of their turn than this.
 const MAX_ANNOUNCED_CREDIT: f64 = 1000.0;
 
+/// Due entries a lease may find out of date and set right (a URL its
+/// host's robots.txt now disallows, one whose host lost the trust that made
+/// it urgent, an entry no record names) before it passes over the rest of
+/// such a lane: what one lease's batch rewrites for them is bounded, and
+/// the store's own passes (`Store::set_robots`) reach the others.
+const MAX_REPAIRS: usize = 1000;
+
 /// The whole URLs a credit pays for.
 fn whole(credit: f64) -> usize {
     credit.max(0.0).floor() as usize
@@ -297,6 +305,9 @@ struct Choice<'s, F> {
     rules: RulesCache<'s>,
     /// Due URLs the rules disallow, passed over (a lease marks them).
     blocked: Vec<String>,
+    /// Due entries passed over because their host lost the trust that
+    /// made them urgent, or no record names them (a lease sets them right).
+    stale: Vec<Chosen>,
     chosen: Vec<Chosen>,
     /// The URLs chosen: a later pass that reads a class again passes them.
     taken: std::collections::HashSet<String>,
@@ -322,6 +333,7 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
             queues_full: 0,
             rules: RulesCache::new(store),
             blocked: Vec::new(),
+            stale: Vec::new(),
             chosen: Vec::new(),
             taken: std::collections::HashSet::new(),
             limit: 0,
@@ -351,8 +363,8 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
         Ok(())
     }
 
-    /// The passes of a lease (or a peek) in order: the validation samples
-    /// `samples` pays for, the pushed URLs, the announced changes
+    /// The passes of a lease (or a peek) in order: the pushed URLs, the
+    /// validation samples `samples` pays for, the announced changes
     /// `announced` pays for, then announced changes and changed (or new)
     /// URLs together, then the refreshes; up to `n` URLs.
     fn passes(
@@ -363,8 +375,9 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
         announced: usize,
     ) -> Result<(), StoreError> {
         use Urgency::{Announced, Changed, Pushed, Refresh, Validation};
-        self.pass(&[&[Validation]], lanes, samples.min(n), true)?;
         self.pass(&[&[Pushed]], lanes, n, false)?;
+        let paid = self.chosen.len().saturating_add(samples).min(n);
+        self.pass(&[&[Validation]], lanes, paid, true)?;
         let paid = self.chosen.len().saturating_add(announced).min(n);
         self.pass(&[&[Announced]], lanes, paid, true)?;
         self.pass(&[&[Announced, Changed], &[Refresh]], lanes, n, false)
@@ -430,14 +443,32 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
 
 impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
     fn lane(&mut self, queue: &str, host: &str) -> Result<bool, StoreError> {
-        let (queues_given, max_queues) = (self.queues_given, self.max_queues);
-        let q = self.queue(queue);
-        if q.given >= q.allowance || (q.given == 0 && queues_given >= max_queues) {
+        // A queue (host) not given a URL yet, once as many as may be were:
+        // passed over without asking its rule (reading its record).
+        let new_queue = self.queues.get(queue).is_none_or(|q| q.given == 0);
+        if new_queue && self.queues_given >= self.max_queues {
             return Ok(false);
         }
-        let (hosts_given, max_hosts) = (self.hosts_given, self.max_hosts);
+        let q = self.queue(queue);
+        if q.given >= q.allowance {
+            return Ok(false);
+        }
+        let new_host = self.hosts.get(host).is_none_or(|h| h.given == 0);
+        if new_host && self.hosts_given >= self.max_hosts {
+            return Ok(false);
+        }
         let h = self.host(host)?;
-        Ok(h.given < h.allowance && (h.given > 0 || hosts_given < max_hosts))
+        Ok(h.given < h.allowance)
+    }
+
+    fn only_queues(&self) -> Option<Vec<String>> {
+        (self.queues_given >= self.max_queues).then(|| {
+            self.queues
+                .iter()
+                .filter(|(_, q)| q.given > 0 && q.given < q.allowance)
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
     }
 
     fn offer(&mut self, found: Found<'_>) -> Result<Verdict, StoreError> {
@@ -450,9 +481,28 @@ impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
         if !self.lane(found.queue, found.host)? {
             return Ok(Verdict::CloseLane);
         }
+        let repairs = self.blocked.len() + self.stale.len();
         if !self.rules.allows(url)? {
+            if repairs >= MAX_REPAIRS {
+                return Ok(Verdict::CloseLane);
+            }
+            self.taken.insert(url.clone());
             self.blocked.push(url.clone());
             return Ok(Verdict::Next);
+        }
+        if self.limits.is_some() {
+            let h = &self.hosts[found.host];
+            let (suspect, trusted) = (h.suspect, trusted_enough(found.entry().reason, &h.record));
+            let c = Chosen::of(&found, false);
+            if !trusted || (suspect && self.store.record_of(&c)?.is_none()) {
+                // Out of date: set right by the lease, not handed out.
+                if repairs >= MAX_REPAIRS {
+                    return Ok(Verdict::CloseLane);
+                }
+                self.taken.insert(url.clone());
+                self.stale.push(c);
+                return Ok(Verdict::Next);
+            }
         }
         let h = self.hosts.get_mut(found.host).expect("looked at by lane");
         h.given += 1;
@@ -511,6 +561,33 @@ impl Store {
         }
     }
 
+    /// The record of `c` to hand out, or `None` when the lease sets its
+    /// entry right instead: an entry no record names is dropped, and a URL
+    /// whose host lost the trust that made it urgent (a generation-time
+    /// sitemap is caught once read whole) is rescheduled without its
+    /// lastmod.
+    fn record_to_hand_out(
+        &self,
+        writes: &mut UrlWrites<'_>,
+        c: &Chosen,
+        host: &HostRecord,
+        now: i64,
+    ) -> Result<Option<UrlRecord>, StoreError> {
+        let url = c.entry().url.as_str();
+        let Some(mut rec) = self.record_of(c)? else {
+            let lane = keys::lane(&c.queue, &c.host, c.class as u8);
+            writes.drop_entry(url, &c.queue, &lane, c.entry().position());
+            return Ok(None);
+        };
+        if !trusted_enough(rec.schedule.reason, host) {
+            let before = writes.before(url, &mut rec)?;
+            rec.schedule = self.schedule(url, &rec, host, now);
+            writes.put(url, Some(&before), &mut rec)?;
+            return Ok(None);
+        }
+        Ok(Some(rec))
+    }
+
     /// URLs due at `now` (due time at or before it, leases run out
     /// included), every class, counted up to [`DUE_COUNT_LIMIT`] (the
     /// number the daemon's `queue_depth` gauge shows).
@@ -548,6 +625,18 @@ impl Store {
                     if n >= at_most {
                         return Ok((n, None));
                     }
+                    // A run every entry of which a lease holds counts none:
+                    // its leases are read, not its entries.
+                    if let Ok(front) = crate::due_list::leases(&value) {
+                        if front.all_leased(now) {
+                            let first = front.leases.iter().map(|(_, (_, until))| *until).min();
+                            ends = match (ends, first) {
+                                (Some(e), Some(f)) => Some(e.min(f)),
+                                (e, f) => e.or(f),
+                            };
+                            continue;
+                        }
+                    }
                     let Ok(list) = crate::due_list::decode(&value) else {
                         continue;
                     };
@@ -582,10 +671,10 @@ impl Store {
 
     /// Up to `n` URLs due at `now`, in the order a lease hands them out,
     /// without leasing them and without a lease's per-host and politeness
-    /// limits: the validation samples the lease credit pays for first,
-    /// then every urgency class in order, then the other validation
-    /// samples (a lease gives those their share only). URLs robots.txt
-    /// disallows are passed over.
+    /// limits: the pushed URLs, the validation samples the lease credit
+    /// pays for, then every other urgency class in order, then the other
+    /// validation samples (a lease gives those their share only). URLs
+    /// robots.txt disallows are passed over.
     pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
         let now = now.unix();
         let (samples, announced) = self.credits();
@@ -630,8 +719,8 @@ impl Store {
     /// Validation samples get their share of the fetches only
     /// ([`Params::validation_share`](crate::policy::Params::validation_share)):
     /// each URL leased earns that share of a sample, and the samples a
-    /// lease's credit pays for come first. A lease of `k` URLs hands out the
-    /// first `k` of what a lease of `n ≥ k` would.
+    /// lease's credit pays for come right after the pushed URLs. A lease of
+    /// `k` URLs hands out the first `k` of what a lease of `n ≥ k` would.
     pub fn lease(&self, request: &LeaseRequest, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
         self.lease_admitting(request, None, now, |_| usize::MAX)
     }
@@ -678,8 +767,16 @@ impl Store {
             }
         }
         let Choice {
-            mut hosts, chosen, ..
+            mut hosts,
+            chosen,
+            stale,
+            ..
         } = choice;
+        for c in &stale {
+            if let Some(slot) = hosts.get(&c.host) {
+                self.record_to_hand_out(&mut writes, c, &slot.record, now)?;
+            }
+        }
         let mut out = Vec::new();
         let (mut sampled, mut ahead) = (0usize, 0usize);
         let mut given: FastMap<String, usize> = FastMap::default();
@@ -691,22 +788,11 @@ impl Store {
             let url = c.entry().url.clone();
             let mut metadata = Vec::new();
             if !c.markable(host, slot.suspect) {
-                let Some(mut rec) = self.record_of(&c)? else {
-                    // An entry its record does not name: out.
-                    let lane = keys::lane(&c.queue, &c.host, c.class as u8);
-                    writes.drop_entry(&url, &c.queue, &lane, c.entry().position());
+                // (Its entry was checked when chosen; its record is read
+                // for its metadata, or because its host is suspect.)
+                let Some(mut rec) = self.record_to_hand_out(&mut writes, &c, host, now)? else {
                     continue;
                 };
-                if !trusted_enough(rec.schedule.reason, host) {
-                    // Its host lost its trust since the sitemap read that
-                    // made it urgent (a generation-time sitemap is caught
-                    // once read whole): rescheduled without its lastmod, not
-                    // handed out.
-                    let before = writes.before(&url, &mut rec)?;
-                    rec.schedule = self.schedule(&url, &rec, host, now);
-                    writes.put(&url, Some(&before), &mut rec)?;
-                    continue;
-                }
                 metadata = std::mem::take(&mut rec.metadata);
             }
             let not_before = host.next_allowed.max(now);
@@ -834,6 +920,135 @@ mod tests {
         assert_eq!(leased[0].url, "https://a.example/b");
         let private = s.url("https://a.example/private/x").unwrap().unwrap();
         assert_eq!(private.status, UrlStatus::Blocked);
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    const T0: i64 = 1_700_000_000;
+
+    /// Gives the record of `url` the reason `reason` (its entry moves to
+    /// that reason's class), as a sitemap read or a fetch would.
+    fn set_reason(s: &Store, url: &str, reason: StoredReason) {
+        let _lock = s.lock();
+        let mut writes = UrlWrites::new(s);
+        let mut rec = s.url_record(url).unwrap().unwrap();
+        let before = writes.before(url, &mut rec).unwrap();
+        rec.schedule.reason = reason;
+        writes.put(url, Some(&before), &mut rec).unwrap();
+        writes.apply().unwrap();
+    }
+
+    /// `rules` stored for `host` without the pass over its URLs.
+    fn disallow(s: &Store, host: &str, path: &str) {
+        let record = RobotsRecord {
+            rules: RobotsRules::new(vec![(false, path.into())], None),
+            read_at: T0,
+        };
+        s.kv.insert(keys::robots(host), encode(&record)).unwrap();
+    }
+
+    #[test]
+    fn a_push_goes_before_the_validation_samples_the_credit_pays_for() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(T0);
+        s.discover([("https://v.example/s".to_string(), Vec::new())], now)
+            .unwrap();
+        set_reason(&s, "https://v.example/s", StoredReason::Validation);
+        s.notify("https://p.example/pushed", now).unwrap();
+        s.credits.lock().unwrap().validation = 1.0;
+        let leased = s.lease(&LeaseRequest::new(1), now).unwrap();
+        assert_eq!(leased[0].url, "https://p.example/pushed");
+        let leased = s.lease(&LeaseRequest::new(1), now).unwrap();
+        assert_eq!(
+            leased[0].url, "https://v.example/s",
+            "then the sample paid for"
+        );
+    }
+
+    /// An announced URL is read twice (the pass its credit pays for, then
+    /// with the changed URLs): one its rules now disallow is marked once.
+    #[test]
+    fn a_disallowed_announced_url_is_blocked_once() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(T0);
+        let urls = ["https://a.example/private/x", "https://a.example/ok"];
+        s.discover(urls.map(|u| (u.to_string(), Vec::new())), now)
+            .unwrap();
+        set_reason(&s, urls[0], StoredReason::LastmodTrusted);
+        disallow(&s, "a.example", "/private/");
+        s.credits.lock().unwrap().announced = 5.0;
+        assert_eq!(s.lease(&LeaseRequest::new(10), now).unwrap().len(), 1);
+        let report = s.check().unwrap();
+        assert!(report.is_ok(), "{report:?}");
+    }
+
+    /// A lease with `max_queues` asks the rule of the queues it serves, and
+    /// reads no other lane once it has its queues.
+    #[test]
+    fn a_lease_of_few_queues_reads_only_their_lanes() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(T0);
+        s.discover(
+            (0..200).map(|i| (format!("https://h{i:03}.example/"), Vec::new())),
+            now,
+        )
+        .unwrap();
+        let mut asked = Vec::new();
+        let request = LeaseRequest::new(10).per_host(10).max_queues(2);
+        let leased = s
+            .lease_admitting(&request, None, now, |q| {
+                asked.push(q.to_string());
+                10
+            })
+            .unwrap();
+        assert_eq!(leased.len(), 2);
+        assert_eq!(asked, ["h000.example", "h001.example"]);
+    }
+
+    /// After its host's rules changed, a lease marks a bounded number of
+    /// its disallowed URLs, and still hands out what is allowed.
+    #[test]
+    fn a_lease_sets_right_a_bounded_number_of_out_of_date_entries() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(T0);
+        let many = MAX_REPAIRS * 2 + 10;
+        s.discover(
+            (0..many).map(|i| (format!("https://a.example/p/{i}"), Vec::new())),
+            now,
+        )
+        .unwrap();
+        s.discover([("https://b.example/".to_string(), Vec::new())], now)
+            .unwrap();
+        disallow(&s, "a.example", "/p/");
+        let blocked = |s: &Store| {
+            s.export()
+                .filter(|v| v.as_ref().unwrap().status == UrlStatus::Blocked)
+                .count()
+        };
+        let leased = s.lease(&LeaseRequest::new(1), now).unwrap();
+        assert_eq!(leased[0].url, "https://b.example/");
+        assert_eq!(blocked(&s), MAX_REPAIRS);
+        assert!(s.lease(&LeaseRequest::new(1), now).unwrap().is_empty());
+        assert!(s.lease(&LeaseRequest::new(1), now).unwrap().is_empty());
+        assert_eq!(blocked(&s), many);
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    /// A URL whose host lost the trust that made it urgent is rescheduled,
+    /// and uses no slot of the lease: a lease of one still hands one out.
+    #[test]
+    fn a_url_out_of_date_takes_no_slot() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(T0);
+        let urls = ["https://a.example/announced", "https://a.example/new"];
+        s.discover(urls.map(|u| (u.to_string(), Vec::new())), now)
+            .unwrap();
+        // Announced, on a host that has no trust (any more).
+        set_reason(&s, urls[0], StoredReason::LastmodTrusted);
+        let leased = s.lease(&LeaseRequest::new(1), now).unwrap();
+        assert_eq!(leased.len(), 1);
+        assert_eq!(leased[0].url, urls[1]);
+        let view = s.url(urls[0]).unwrap().unwrap();
+        assert_ne!(view.urgency, Urgency::Announced, "rescheduled");
         assert!(s.check().unwrap().is_ok());
     }
 }

@@ -71,6 +71,9 @@ pub(crate) trait Taker {
     fn lane(&mut self, queue: &str, host: &str) -> Result<bool, StoreError>;
     /// The next due entry in the queue order.
     fn offer(&mut self, found: Found<'_>) -> Result<Verdict, StoreError>;
+    /// The queues that may still be given URLs, once no other queue may
+    /// (`None` while any may): the scan then reads their lanes only.
+    fn only_queues(&self) -> Option<Vec<String>>;
 }
 
 /// Which lanes a scan reads.
@@ -189,6 +192,26 @@ impl<'s, 'c> Scan<'s, 'c> {
         Ok(found)
     }
 
+    /// The heads of the lanes of `queues` from `from` on (none when `from`
+    /// is `None`: every head was read).
+    fn narrowed(
+        &self,
+        queues: &[String],
+        from: Option<LaneOrder>,
+    ) -> Result<HeadSource<'s>, StoreError> {
+        let mut found = Vec::new();
+        if let Some(from) = from {
+            for queue in queues {
+                for &class in self.classes {
+                    let heads = self.queue_heads(queue, class)?;
+                    found.extend(heads.into_iter().filter(|head| *head >= from));
+                }
+            }
+        }
+        found.sort();
+        Ok(HeadSource::Listed(found.into_iter()))
+    }
+
     /// Offers `taker` every due entry of the lanes `lanes` that no lease
     /// holds, in the queue order, until it says stop or none is left.
     pub(crate) fn run(&self, lanes: Lanes<'_>, taker: &mut impl Taker) -> Result<(), StoreError> {
@@ -196,7 +219,18 @@ impl<'s, 'c> Scan<'s, 'c> {
         let mut next_head = heads.next()?;
         let mut cursors: Vec<Option<Cursor<'s>>> = Vec::new();
         let mut heap: BinaryHeap<Reverse<(LaneOrder, usize)>> = BinaryHeap::new();
+        let mut narrowed = matches!(lanes, Lanes::Queue(_));
         loop {
+            // Once the taker can give URLs to a few queues only, the other
+            // lanes' heads are not read: those of its queues from the next
+            // head on are the heads it would have been offered.
+            if !narrowed {
+                if let Some(queues) = taker.only_queues() {
+                    narrowed = true;
+                    heads = self.narrowed(&queues, next_head.take())?;
+                    next_head = heads.next()?;
+                }
+            }
             // Open every lane whose head comes before the lane on top.
             while let Some(head) = next_head.take() {
                 if let Some(Reverse((top, _))) = heap.peek() {

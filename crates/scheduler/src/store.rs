@@ -401,15 +401,9 @@ impl Store {
         &'a self,
         host: &'a str,
     ) -> impl Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a {
-        host_prefixes(host)
+        host_ranges(host)
             .into_iter()
-            .flat_map(move |prefix| {
-                let mut end = prefix.clone();
-                if let Some(last) = end.last_mut() {
-                    *last += 1; // a prefix ends in '/': never 0xff
-                }
-                self.url_records_in(&prefix, &end)
-            })
+            .flat_map(move |(from, to)| self.url_records_in(&from, &to))
             .filter(crate::error::intact)
     }
 
@@ -743,15 +737,23 @@ pub(crate) fn decode_url_record(url: &str, bytes: &[u8]) -> Result<UrlRecord, St
     })
 }
 
-/// The URL prefixes of `host` (`host[:port]`): its http and https URLs;
-/// none for a name no URL can have.
-pub(crate) fn host_prefixes(host: &str) -> Vec<Vec<u8>> {
+/// The URL ranges of `host` (`host[:port]`): its http URLs, then its
+/// https URLs, each from its prefix (`scheme://host/`) up to the first URL
+/// past it; none for a name no URL can have.
+pub(crate) fn host_ranges(host: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
     if host.is_empty() || host.contains(['/', '?', '#']) {
         return Vec::new();
     }
     ["http", "https"]
         .iter()
-        .map(|scheme| format!("{scheme}://{host}/").into_bytes())
+        .map(|scheme| {
+            let prefix = format!("{scheme}://{host}/").into_bytes();
+            let mut end = prefix.clone();
+            if let Some(last) = end.last_mut() {
+                *last += 1; // a prefix ends in '/': never 0xff
+            }
+            (prefix, end)
+        })
         .collect()
 }
 

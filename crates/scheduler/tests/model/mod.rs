@@ -231,12 +231,11 @@ impl Model {
         due.into_iter().map(|(url, _)| url).collect()
     }
 
-    /// The URLs a lease chooses in order (before those whose host lost
-    /// the trust that made them urgent are dropped), each with whether a
-    /// credit paid for it; `None` for `ask`: a peek, with no limits.
+    /// The URLs a lease chooses in order, each with whether a credit paid
+    /// for it; `None` for `ask`: a peek, with no limits.
     fn choose(&self, ask: Option<&Ask>, n: usize, now: i64) -> Vec<(String, bool)> {
         let queue = ask.and_then(|a| a.queue.as_deref());
-        let samples = (self.validation_credit.max(0.0).floor() as usize).min(n);
+        let samples = self.validation_credit.max(0.0).floor() as usize;
         let announced = self.announced_credit.max(0.0).floor() as usize;
         let mut choice = Choice {
             model: self,
@@ -247,8 +246,9 @@ impl Model {
             hosts: HashMap::new(),
             queues: HashMap::new(),
         };
-        choice.pass(&[VALIDATION], queue, samples, true);
         choice.pass(&[PUSHED], queue, n, false);
+        let paid = (choice.chosen.len() + samples).min(n);
+        choice.pass(&[VALIDATION], queue, paid, true);
         let paid = (choice.chosen.len() + announced).min(n);
         choice.pass(&[ANNOUNCED], queue, paid, true);
         choice.pass(&[ANNOUNCED, CHANGED], queue, n, false);
@@ -257,6 +257,16 @@ impl Model {
             choice.pass(&[VALIDATION], queue, n, false);
         }
         choice.chosen
+    }
+
+    /// Whether `u`'s host still has the trust that made it urgent.
+    fn trusted_enough(&self, u: &Url) -> bool {
+        let host = self.hosts.get(&u.host).cloned().unwrap_or_default();
+        match u.class {
+            ANNOUNCED => host.trusted,
+            CHANGED if u.reason == "lastmod-newer" => host.trusted || host.probation,
+            _ => true,
+        }
     }
 
     /// What `peek(n)` shows.
@@ -276,16 +286,6 @@ impl Model {
         for (url, paid) in chosen {
             let u = &self.urls[&url];
             let host = self.hosts.get(&u.host).cloned().unwrap_or_default();
-            // Its host lost the trust that made it urgent: rescheduled,
-            // not handed out.
-            let trusted_enough = match u.class {
-                ANNOUNCED => host.trusted,
-                CHANGED if u.reason == "lastmod-newer" => host.trusted || host.probation,
-                _ => true,
-            };
-            if !trusted_enough {
-                continue;
-            }
             let not_before = host.next_allowed.max(now);
             let step = self.step(&u.host);
             // Fetched at once: the next slot counts from the end of this
@@ -407,6 +407,12 @@ impl Choice<'_> {
                 }
             }
             if !self.model.allowed_by_robots(url, &u.host) {
+                continue;
+            }
+            if self.ask.is_some() && !self.model.trusted_enough(u) {
+                // Its host lost the trust that made it urgent: passed over
+                // (the store reschedules it), no slot used.
+                self.taken.insert(url.clone());
                 continue;
             }
             if self.ask.is_some() {
