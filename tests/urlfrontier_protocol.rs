@@ -331,10 +331,14 @@ fn get_urls_keeps_the_per_queue_rules() {
             "within the queue's delay"
         );
 
-        // Blocked until a time: not served, not active; 0 unblocks.
+        // Blocked until a time: not served, not active; 0 unblocks. (The
+        // URL held for a second above is completed: one URL is due.)
         put(
             &mut c,
-            vec![known_in("https://q2.example/1", "q2", "", now())],
+            vec![
+                known_in("https://q2.example/1", "q2", "", now()),
+                known_in("https://q2.example/0", "q2", "", 0),
+            ],
         )
         .await;
         let block = |time| proto::BlockQueueParams {
