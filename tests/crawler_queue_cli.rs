@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
-use common::{bin, json_lines, run, stderr, stdout};
+use common::{json_lines, run, run_with_input, stderr, stdout, with_store};
 use serde_json::Value;
 use sitemapd_testsite::{Reply, TestSite};
 
@@ -41,12 +40,6 @@ fn site() -> TestSite {
     );
     site.route("/sitemap.xml", Reply::ok(sitemap));
     site
-}
-
-fn with_store<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut v = args.to_vec();
-    v.extend(["--store", dir.to_str().unwrap()]);
-    v
 }
 
 fn ingest(dir: &Path, site: &TestSite) -> Output {
@@ -83,19 +76,8 @@ fn paths(site: &TestSite, lines: &[Value]) -> Vec<String> {
 }
 
 fn complete(dir: &Path, lines: &[String]) -> Output {
-    let mut child = bin()
-        .args(with_store(dir, &["complete"]))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    for l in lines {
-        writeln!(input, "{l}").unwrap();
-    }
-    drop(input);
-    let o = child.wait_with_output().unwrap();
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let o = run_with_input(&with_store(dir, &["complete"]), input.as_bytes());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     o
 }

@@ -3,15 +3,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{indexed_site, run, stderr};
-
-fn with_store<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut v = args.to_vec();
-    v.extend(["--store", dir.to_str().unwrap()]);
-    v
-}
+use common::{indexed_site, run, stderr, with_store};
 
 /// A store of 20,000 URLs with its `db` file cut to half its size (what a
 /// full disk or a bad copy leaves): sled panicked inside its segment code

@@ -10,15 +10,9 @@ use std::path::Path;
 use std::process::Output;
 
 use common::daemon::{Daemon, TOKEN};
-use common::{http, indexed_site, json_lines, run, stderr, stdout};
+use common::{http, indexed_site, json_lines, run, stderr, stdout, with_store};
 use serde_json::{Value, json};
 use sitemapd_testsite::{Body, Reply, TestSite};
-
-fn with_store<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut v = args.to_vec();
-    v.extend(["--store", dir.to_str().unwrap()]);
-    v
-}
 
 fn urlset(locs: &[String]) -> String {
     let mut s = String::from(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);

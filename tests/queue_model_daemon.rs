@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use common::daemon::{Daemon, TOKEN};
 use common::frontier::*;
-use model::{Ask, Handed, Model, Spacing};
+use model::{Ask, Handed, Model, Rng, Spacing};
 use serde_json::{Value, json};
 use sitemapd_urlfrontier::proto;
 
@@ -36,27 +36,6 @@ const PATHS: [&str; 10] = [
     "/long/path/to/a/page.html",
 ];
 const QUEUES: [&str; 3] = ["queue_mysite", "another_queue", "a.example"];
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 fn now() -> i64 {
     sitemapd_scheduler::Timestamp::now().unix()
@@ -381,13 +360,7 @@ fn run(seed: u64, steps: usize) -> (usize, (usize, usize)) {
     }
     let compared = (world.compared, world.handed);
     drop(world);
-    let check = common::run(&[
-        "stats",
-        "--check",
-        "--store",
-        dir.path().join("store").to_str().unwrap(),
-    ]);
-    assert!(check.status.success(), "{}", common::stdout(&check));
+    common::assert_store_checks(&dir.path().join("store"));
     compared
 }
 

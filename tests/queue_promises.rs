@@ -6,12 +6,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use common::daemon::Daemon;
-use common::{bin, json_lines, run, stderr, stdout};
+use common::{json_lines, run, run_with_input, stderr, stdout, with_store};
 use serde_json::{Value, json};
 use sitemapd_testsite::{Reply, TestSite};
 
@@ -74,16 +72,26 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn store_args<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut v = args.to_vec();
-    v.extend(["--store", dir.to_str().unwrap()]);
-    v
+/// `ingest` of the whole site into the store at `dir`: what it said.
+fn ingest(dir: &Path, site: &TestSite) -> String {
+    let o = run(&with_store(
+        dir,
+        &[
+            "ingest",
+            "--allow-private",
+            "--min-delay",
+            "0",
+            &site.url("/"),
+        ],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stderr(&o)
 }
 
 /// `queue -n n`: the URLs, in order.
 fn queue(dir: &Path, n: usize) -> Vec<String> {
     let n = n.to_string();
-    let o = run(&store_args(dir, &["queue", "-n", &n]));
+    let o = run(&with_store(dir, &["queue", "-n", &n]));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     json_lines(&stdout(&o))
         .iter()
@@ -95,22 +103,8 @@ fn queue(dir: &Path, n: usize) -> Vec<String> {
 fn the_order_is_one_whatever_n() {
     let site = site();
     let dir = tempfile::tempdir().unwrap();
-    let o = run(&store_args(
-        dir.path(),
-        &[
-            "ingest",
-            "--allow-private",
-            "--min-delay",
-            "0",
-            &site.url("/"),
-        ],
-    ));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("450 entries, 450 new"),
-        "{}",
-        stderr(&o)
-    );
+    let said = ingest(dir.path(), &site);
+    assert!(said.contains("450 entries, 450 new"), "{said}");
     let all = queue(dir.path(), 1000);
     assert_eq!(all.len(), 450);
     assert_eq!(all[0], site.url("/zz-important.html"));
@@ -122,7 +116,7 @@ fn the_order_is_one_whatever_n() {
     let copy = tempfile::tempdir().unwrap();
     copy_dir(dir.path(), copy.path());
     let lease = |dir: &Path, n: &str| -> Vec<String> {
-        let o = run(&store_args(
+        let o = run(&with_store(
             dir,
             &["queue", "-n", n, "--lease", "60", "--per-host", "10"],
         ));
@@ -190,17 +184,7 @@ fn the_lease_s_bounds_are_usage_errors() {
 fn statuses_and_the_gone_state_show_the_same_everywhere() {
     let site = site();
     let dir = tempfile::tempdir().unwrap();
-    let o = run(&store_args(
-        dir.path(),
-        &[
-            "ingest",
-            "--allow-private",
-            "--min-delay",
-            "0",
-            &site.url("/"),
-        ],
-    ));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ingest(dir.path(), &site);
     let (a, b, c) = (
         site.url("/a1/p000.html"),
         site.url("/a1/p001.html"),
@@ -212,22 +196,9 @@ fn statuses_and_the_gone_state_show_the_same_everywhere() {
         json!({ "url": b, "outcome": "not-modified" }),
         json!({ "url": c, "outcome": "gone", "status": 410 }),
     );
-    let mut child = bin()
-        .args(store_args(dir.path(), &["complete"]))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(report.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = run_with_input(&with_store(dir.path(), &["complete"]), report.as_bytes());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = run(&store_args(dir.path(), &["export"]));
+    let o = run(&with_store(dir.path(), &["export"]));
     let exported: Vec<Value> = json_lines(&stdout(&o));
     let view = |url: &str| exported.iter().find(|v| v["url"] == url).unwrap().clone();
     assert_eq!(view(&a)["last_status"], 200);
@@ -240,7 +211,7 @@ fn statuses_and_the_gone_state_show_the_same_everywhere() {
         ),
         (json!("gone"), json!(true), json!(410))
     );
-    let o = run(&store_args(dir.path(), &["stats", "--json"]));
+    let o = run(&with_store(dir.path(), &["stats", "--json"]));
     let stats: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(
         (stats["active"].clone(), stats["gone"].clone()),
@@ -265,7 +236,7 @@ fn an_ingest_counts_the_entries_a_file_lists_twice() {
         "{}/fixtures/corpus/urlset/adobe__theblog__sitemap.xml",
         env!("CARGO_MANIFEST_DIR")
     );
-    let o = run(&store_args(dir.path(), &["ingest", &file]));
+    let o = run(&with_store(dir.path(), &["ingest", &file]));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("12964 entries, 12583 new, 0 updated, 0 unchanged, 381 duplicate"),

@@ -4,20 +4,13 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
-use common::{bin, indexed_site, json_lines, run, stderr, stdout};
-
-fn store_args<'a>(dir: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
-    let mut v = args.to_vec();
-    v.extend(["--store", dir.to_str().unwrap()]);
-    v
-}
+use common::{indexed_site, json_lines, run, run_with_input, stderr, stdout, with_store};
 
 fn ingest(dir: &Path, root: &str) -> Output {
-    run(&store_args(
+    run(&with_store(
         dir,
         &["ingest", "--allow-private", "--min-delay", "0", root],
     ))
@@ -43,7 +36,7 @@ fn ingest_queue_complete_stats_export() {
         .count();
     assert_eq!(conditional, 3);
 
-    let o = run(&store_args(dir.path(), &["stats", "--check"]));
+    let o = run(&with_store(dir.path(), &["stats", "--check"]));
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(stdout(&o).contains("60 active"), "{}", stdout(&o));
     assert!(
@@ -52,9 +45,9 @@ fn ingest_queue_complete_stats_export() {
         stdout(&o)
     );
 
-    let o = run(&store_args(dir.path(), &["queue", "-n", "5"]));
+    let o = run(&with_store(dir.path(), &["queue", "-n", "5"]));
     assert_eq!(json_lines(&stdout(&o)).len(), 5);
-    let o = run(&store_args(
+    let o = run(&with_store(
         dir.path(),
         &["queue", "-n", "4", "--lease", "600", "--per-host", "4"],
     ));
@@ -76,19 +69,7 @@ fn ingest_queue_complete_stats_export() {
     }
     input.push_str("{\"url\":\"https://nowhere.example/x\",\"outcome\":\"changed\"}\n");
     input.push_str("{\"url\":\"https://nowhere.example/x\",\"outcome\":\"sideways\"}\n");
-    let mut child = bin()
-        .args(store_args(dir.path(), &["complete"]))
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = run_with_input(&with_store(dir.path(), &["complete"]), input.as_bytes());
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("line 5: unknown URL"), "{err}");
@@ -98,14 +79,14 @@ fn ingest_queue_complete_stats_export() {
     );
     assert!(err.contains("complete: 4 recorded, 2 failed"), "{err}");
 
-    let o = run(&store_args(dir.path(), &["export"]));
+    let o = run(&with_store(dir.path(), &["export"]));
     let rows = json_lines(&stdout(&o));
     assert_eq!(rows.len(), 60);
     let fetched = rows.iter().filter(|r| r["fetches"] == 1).count();
     assert_eq!(fetched, 4);
     assert_eq!(rows[0]["changefreq"], "daily");
     assert_eq!(rows[0]["lastmod_precision"], "day");
-    let o = run(&store_args(dir.path(), &["export", "--format", "csv"]));
+    let o = run(&with_store(dir.path(), &["export", "--format", "csv"]));
     let csv = stdout(&o);
     assert!(
         csv.starts_with("url,first_seen,last_seen,lastmod,"),
@@ -113,7 +94,7 @@ fn ingest_queue_complete_stats_export() {
     );
     assert_eq!(csv.lines().count(), 61);
 
-    let o = run(&store_args(dir.path(), &["stats", "--json", "--check"]));
+    let o = run(&with_store(dir.path(), &["stats", "--json", "--check"]));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["active"], 60);
     assert_eq!(v["check"]["missing_due"], serde_json::json!([]));
@@ -155,20 +136,13 @@ fn store_command_edge_cases() {
     let o = run(&["queue", "--store", store, "-n", "1", "--lease", "60"]);
     let mut line: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     line["outcome"] = "changed".into();
-    let mut child = bin()
-        .args(["complete", "--store", store])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let mut input = format!("{line}\n").into_bytes();
     input.extend_from_slice(b"\xff\xfe not utf-8\n");
     // A line past the 64 KiB cap is reported and skipped, not kept.
     input.extend(std::iter::repeat_n(b'x', 300_000));
     input.push(b'\n');
     input.extend_from_slice(format!("{line}\n").as_bytes());
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = run_with_input(&["complete", "--store", store], &input);
     let err = stderr(&o);
     assert!(err.contains("line 2: not UTF-8"), "{err}");
     assert!(
@@ -196,7 +170,7 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
     let dir = tempfile::tempdir().unwrap();
     let o = ingest(dir.path(), &site.url("/"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = run(&store_args(dir.path(), &["stats", "--check"]));
+    let o = run(&with_store(dir.path(), &["stats", "--check"]));
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 
     let victim = {
@@ -214,7 +188,7 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
         db.flush().unwrap();
         url
     };
-    let o = run(&store_args(dir.path(), &["stats", "--check"]));
+    let o = run(&with_store(dir.path(), &["stats", "--check"]));
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -225,7 +199,7 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
         out.contains(&format!("record without its due entry: {victim}")),
         "{out}"
     );
-    let o = run(&store_args(dir.path(), &["stats", "--check", "--json"]));
+    let o = run(&with_store(dir.path(), &["stats", "--check", "--json"]));
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["check"]["missing_due"], serde_json::json!([victim]));

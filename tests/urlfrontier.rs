@@ -346,13 +346,7 @@ fn every_rpc_through_the_daemon() {
     assert!(value("sitemapd_urlfrontier_rpc_seconds_sum{rpc=\"GetURLs\"}") > 0.0);
     // Everything written through the service leaves a consistent store.
     drop(d);
-    let check = common::run(&[
-        "stats",
-        "--check",
-        "--store",
-        dir.path().join("store").to_str().unwrap(),
-    ]);
-    assert!(check.status.success(), "{}", common::stderr(&check));
+    common::assert_store_checks(&dir.path().join("store"));
 }
 
 #[test]

@@ -188,18 +188,7 @@ fn a_url_is_in_the_queue_of_the_key_it_was_put_with() {
         assert!(list_queues(&mut c, "", true).await.is_empty());
     });
     drop(d);
-    assert_store_checks(&dir);
-}
-
-/// `stats --check` on the store the daemon left.
-fn assert_store_checks(dir: &tempfile::TempDir) {
-    let check = common::run(&[
-        "stats",
-        "--check",
-        "--store",
-        dir.path().join("store").to_str().unwrap(),
-    ]);
-    assert!(check.status.success(), "{}", common::stdout(&check));
+    common::assert_store_checks(&dir.path().join("store"));
 }
 
 /// A queue without a key is the host as the reference cuts it: the text

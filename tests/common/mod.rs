@@ -19,6 +19,28 @@ pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().unwrap()
 }
 
+/// `args` followed by `--store DIR`.
+pub fn with_store<'a>(dir: &'a std::path::Path, args: &[&'a str]) -> Vec<&'a str> {
+    let mut v = args.to_vec();
+    v.extend(["--store", dir.to_str().unwrap()]);
+    v
+}
+
+/// Runs it with `args`, `input` on its stdin, and waits.
+pub fn run_with_input(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Its stdout, as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
@@ -27,6 +49,18 @@ pub fn stdout(o: &Output) -> String {
 /// Its stderr, as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// `sitemapd stats --check` on the store at `store` passes: every record,
+/// due entry and kept count agrees.
+pub fn assert_store_checks(store: &std::path::Path) {
+    let check = run(&["stats", "--check", "--store", store.to_str().unwrap()]);
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
 }
 
 /// Every line of `s` as JSON.

@@ -12,7 +12,7 @@ mod model;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use model::{Ask, Model, Spacing};
+use model::{Ask, Model, Rng, Spacing};
 use sitemapd_parser::{HostKey, Lastmod, NormUrl, RobotsRules, UrlEntry, date::Precision};
 use sitemapd_scheduler::{
     Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Outcome, Politeness, Store, StoreOptions,
@@ -20,31 +20,6 @@ use sitemapd_scheduler::{
 };
 
 const T0: i64 = 1_700_000_000;
-
-/// SplitMix64: a seeded stream of numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 const HOSTS: [&str; 4] = ["a.example", "b.example", "c.example:8080", "d.example"];
 const PATHS: [&str; 10] = [

@@ -892,6 +892,7 @@ struct DueListV6 {
 
 /// [`Listed`] as format versions 7 and 8 wrote it: without `due`.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct ListedV8 {
     score: f32,
     rank: keys::Rank,
@@ -1227,14 +1228,6 @@ mod tests {
     /// written, without the due list it named.
     #[test]
     fn format_8_lists_and_url_records_read() {
-        #[derive(Serialize)]
-        struct ListedV8 {
-            score: f32,
-            rank: keys::Rank,
-            url: String,
-            reason: StoredReason,
-            meta: bool,
-        }
         let list = full_list();
         let v8: Vec<ListedV8> = list
             .entries

@@ -13,6 +13,35 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// SplitMix64: the seeded stream of numbers the tests draw their steps
+/// from.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// One of `items`.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
 /// The classes, as the views name them, in the order of their bytes.
 pub const CLASSES: [&str; 5] = ["pushed", "announced", "changed", "refresh", "validation"];
 const PUSHED: u8 = 0;
