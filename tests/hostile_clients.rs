@@ -421,6 +421,25 @@ fn a_browser_page_cannot_write_to_a_daemon_without_a_token() {
     }
     let (status, answer) = raw(d.addr, "GET", "/v1/stats", "Host: evil.example\r\n", "");
     assert_eq!(status, 421, "{answer}");
+    // The attacker's name in the request target (absolute form) with the
+    // API's own Host: the target's authority is the name asked (RFC 9112
+    // §3.2.2).
+    let (status, answer) = raw(
+        d.addr,
+        "POST",
+        "http://evil.example/v1/notify",
+        &format!("{host}{json}"),
+        r#"{"urls":["http://attacker.example/"]}"#,
+    );
+    assert_eq!(status, 421, "absolute form as evil.example: {answer}");
+    let (status, answer) = raw(
+        d.addr,
+        "GET",
+        &format!("http://{}/v1/stats", d.addr),
+        &host,
+        "",
+    );
+    assert_eq!(status, 200, "absolute form as the API: {answer}");
 
     // Nothing of all that was applied.
     let listed = d.get("/v1/sites");

@@ -2,7 +2,8 @@
 //! (the default on loopback): every route but `/healthz` goes through
 //! [`guard`], after the token check.
 //!
-//! - `Host` must be an IP address, `localhost` (when the API listens on
+//! - `Host`, and the request target's authority when it has one (absolute
+//!   form), must be an IP address, `localhost` (when the API listens on
 //!   loopback), or a name of `api.allowed_hosts`, else 421: a DNS-rebinding
 //!   page reaches the API under the attacker's own name, which it sends as
 //!   `Host` (an IP address cannot be rebound).
@@ -153,12 +154,16 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// The middleware: Host, then Origin, then the body's media type.
 pub async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
-    let host = headers
-        .get(header::HOST)
-        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
-        .or_else(|| req.uri().authority().map(|a| a.to_string()));
-    // No Host at all (HTTP/1.0) is no browser's.
-    if let Some(host) = host.filter(|h| !access.host_allowed(h)) {
+    // The request target's authority (absolute form, `POST http://name/…`)
+    // is the name the request is for (RFC 9112 §3.2.2), whatever `Host`
+    // says: both are checked. No name at all (HTTP/1.0) is no browser's.
+    let names = [
+        req.uri().authority().map(|a| a.to_string()),
+        headers
+            .get(header::HOST)
+            .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned()),
+    ];
+    if let Some(host) = names.into_iter().flatten().find(|h| !access.host_allowed(h)) {
         return refuse(
             StatusCode::MISDIRECTED_REQUEST,
             format!(

@@ -46,6 +46,12 @@ pub const DEFAULT_IN_TRANSIT: Duration = Duration::from_secs(30);
 /// Seconds between two servings of one queue unless SetDelay said
 /// otherwise, as the reference service does.
 pub const DEFAULT_QUEUE_DELAY: u32 = 1;
+/// `delay_requestable` (GetURLs' time in transit, SetDelay's time between
+/// servings) at most, in seconds: 7 days, as the HTTP lease's `ttl_secs`.
+pub const MAX_DELAY_SECS: u32 = sitemapd_scheduler::LeaseRequest::MAX_TTL.as_secs() as u32;
+/// The latest refetch date a known item may carry (9999-12-31T23:59:59Z,
+/// the last second RFC 3339 writes): a later one is SKIPPED.
+pub const MAX_REFETCH_DATE: u64 = 253_402_300_799;
 /// URLs one GetURLs call sends at most, whatever it asks.
 pub const MAX_URLS_PER_CALL: usize = 10_000;
 /// `size` of ListQueues and ListURLs when the client gives 0.
@@ -323,6 +329,17 @@ impl Item {
     }
 }
 
+/// `delay_requestable` within [`MAX_DELAY_SECS`], or INVALID_ARGUMENT
+/// naming the bound.
+fn check_delay(secs: u32) -> Result<(), Status> {
+    if secs > MAX_DELAY_SECS {
+        return Err(Status::invalid_argument(format!(
+            "delay_requestable must be at most {MAX_DELAY_SECS} seconds (7 days), not {secs}"
+        )));
+    }
+    Ok(())
+}
+
 /// An item's id (its URL when it has none), crawl and what it asks; `Err`
 /// with the id when it is to be SKIPPED (no URL, no queue, a key too
 /// long).
@@ -348,7 +365,7 @@ fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), String> {
 
 /// What `info` asks, with its crawl: discovered, or known with its
 /// `refetch` date (0: completed). None when it has no queue (no host, a
-/// key over the limit): SKIPPED.
+/// key over the limit) or its date is past [`MAX_REFETCH_DATE`]: SKIPPED.
 fn item_of(info: proto::UrlInfo, refetch: Option<u64>) -> Option<(String, Item)> {
     let queue = Some(queue_key(&info.url, &info.key).ok()?.to_string());
     let metadata = metadata_of(info.metadata);
@@ -358,10 +375,10 @@ fn item_of(info: proto::UrlInfo, refetch: Option<u64>) -> Option<(String, Item)>
             metadata,
             queue,
         }),
+        Some(date) if date > MAX_REFETCH_DATE => return None,
         Some(date) => Item::Known(KnownUrl {
             url: info.url,
-            refetch: (date > 0)
-                .then(|| Timestamp::from_unix(i64::try_from(date).unwrap_or(i64::MAX))),
+            refetch: (date > 0).then(|| Timestamp::from_unix(date as i64)),
             metadata,
             queue,
         }),
@@ -522,6 +539,7 @@ impl Inner {
             p.max_queues as usize
         };
         let n = per_queue.saturating_mul(max_queues).min(MAX_URLS_PER_CALL);
+        check_delay(p.delay_requestable)?;
         let hold = if p.delay_requestable == 0 {
             DEFAULT_IN_TRANSIT
         } else {
@@ -998,6 +1016,7 @@ impl UrlFrontier for Frontier {
         request: Request<proto::QueueDelayParams>,
     ) -> Result<Response<proto::Empty>, Status> {
         let p = request.into_inner();
+        check_delay(p.delay_requestable)?;
         if p.key.is_empty() {
             self.inner
                 .default_delay

@@ -1,0 +1,67 @@
+//! Hostile clients of the real daemon's URLFrontier service: values past
+//! the protocol's sense refused with the bound they broke.
+
+mod common;
+
+use common::daemon::TOKEN;
+use common::frontier::*;
+use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
+
+/// `delay_requestable` past 7 days (the HTTP lease's `ttl_secs` bound) is
+/// INVALID_ARGUMENT in GetURLs and SetDelay, naming the bound; 7 days
+/// itself is taken. A refetch date past 9999-12-31 is SKIPPED, not
+/// clamped; the last second of 9999 is taken.
+#[test]
+fn delays_and_dates_past_their_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, addr) = frontier_daemon(&dir, &[]);
+    runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        let url = "https://a.example/page";
+        assert_eq!(put(&mut c, vec![discovered(url, "")]).await[url], Ack::Ok);
+
+        let mut too_long = get(1, 1, "", None);
+        too_long.delay_requestable = u32::MAX;
+        let refused = c.get_ur_ls(too_long).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        assert!(refused.message().contains("at most 604800"), "{refused:?}");
+        let mut week = get(1, 1, "", None);
+        week.delay_requestable = 604_800;
+        assert_eq!(urls(&get_urls(&mut c, week).await), [url]);
+
+        let delay = |secs| proto::QueueDelayParams {
+            key: "a.example".into(),
+            delay_requestable: secs,
+            crawl_id: String::new(),
+            local: false,
+        };
+        let refused = c.set_delay(delay(604_801)).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        assert!(refused.message().contains("at most 604800"), "{refused:?}");
+        c.set_delay(delay(604_800)).await.unwrap();
+
+        let far = "https://a.example/far";
+        let last = "https://a.example/last";
+        let acks = put(
+            &mut c,
+            vec![
+                known(far, "", 1 << 63, &[]),
+                known(last, "", 253_402_300_799, &[]),
+            ],
+        )
+        .await;
+        assert_eq!((acks[far], acks[last]), (Ack::Skipped, Ack::Ok));
+        let status = |url: &str| proto::UrlStatusRequest {
+            url: url.into(),
+            key: String::new(),
+            crawl_id: String::new(),
+        };
+        let missing = c.get_url_status(status(far)).await.unwrap_err();
+        assert_eq!(missing.code(), tonic::Code::NotFound);
+        let kept = c.get_url_status(status(last)).await.unwrap().into_inner();
+        let Some(proto::url_item::Item::Known(k)) = kept.item else {
+            panic!("a known item: {kept:?}")
+        };
+        assert_eq!(k.refetchable_from_date, 253_402_300_799);
+    });
+}
