@@ -65,3 +65,63 @@ fn delays_and_dates_past_their_bounds_are_refused() {
         assert_eq!(k.refetchable_from_date, 253_402_300_799);
     });
 }
+
+/// One PutDiscovered batch of 100,000 URLs (3.4 MiB, under the 4 MiB
+/// message bound) is written a chunk at a time: its URLs become visible
+/// in part while it is written, and an HTTP lease made meanwhile is
+/// answered before the batch's ack, instead of waiting behind one write of
+/// the whole batch.
+#[test]
+fn a_big_put_discovered_batch_is_written_in_chunks() {
+    const N: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let (d, addr) = frontier_daemon(&dir, &[]);
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let acked = acked.clone();
+        std::thread::spawn(move || {
+            runtime().block_on(async {
+                let mut c = client(&addr, Some(TOKEN)).await;
+                let batch = proto::DiscoveredBatch {
+                    id: "big".into(),
+                    items: (0..N)
+                        .map(|i| info(&format!("https://h{}.example/p{i}", i % 100), "", &[]))
+                        .collect(),
+                };
+                let mut acks = c
+                    .put_discovered(tokio_stream::iter(vec![batch]))
+                    .await
+                    .unwrap()
+                    .into_inner();
+                let ack = acks.message().await.unwrap().unwrap();
+                acked.store(true, std::sync::atomic::Ordering::SeqCst);
+                ack
+            })
+        })
+    };
+    // The first time any of the batch shows, and a lease made then.
+    let mut first_seen = 0;
+    let mut leased_before_ack = None;
+    while !writer.is_finished() {
+        let active = d.active();
+        if active > 0 && first_seen == 0 {
+            first_seen = active;
+            let lease = d.post("/v1/lease", serde_json::json!({ "n": 5 }));
+            leased_before_ack = Some((
+                lease["urls"].as_array().map_or(0, Vec::len),
+                !acked.load(std::sync::atomic::Ordering::SeqCst),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let ack = writer.join().unwrap();
+    assert_eq!(ack.id, "big");
+    assert_eq!(ack.statuses.len(), N);
+    assert!(ack.statuses.iter().all(|s| *s == Ack::Ok as i32));
+    assert_eq!(d.active(), N as u64);
+    assert!(
+        first_seen > 0 && first_seen < N as u64,
+        "the batch showed first with {first_seen} of {N} URLs"
+    );
+    assert_eq!(leased_before_ack, Some((5, true)));
+}

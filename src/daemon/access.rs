@@ -163,7 +163,11 @@ pub async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) 
             .get(header::HOST)
             .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned()),
     ];
-    if let Some(host) = names.into_iter().flatten().find(|h| !access.host_allowed(h)) {
+    if let Some(host) = names
+        .into_iter()
+        .flatten()
+        .find(|h| !access.host_allowed(h))
+    {
         return refuse(
             StatusCode::MISDIRECTED_REQUEST,
             format!(

@@ -57,7 +57,8 @@ pub const MAX_URLS_PER_CALL: usize = 10_000;
 /// `size` of ListQueues and ListURLs when the client gives 0.
 pub const DEFAULT_PAGE: usize = 100;
 /// Items of a PutURLs stream read and written together (each acked once
-/// written): the reference reads 1024 unacked items per stream.
+/// written): the reference reads 1024 unacked items per stream. A
+/// PutDiscovered batch is written in chunks of as many.
 pub const PUT_CHUNK: usize = 1024;
 /// Bytes of read items (ids, URLs, keys, metadata cut to
 /// [`sitemapd_scheduler::frontier::MAX_METADATA_BYTES`]) one PutURLs chunk holds at
@@ -930,7 +931,16 @@ impl UrlFrontier for Frontier {
                         work.push(item);
                     }
                 }
-                let done = put_blocking(inner.clone(), work).await;
+                // Written PUT_CHUNK items at a time, as PutURLs is: a
+                // lease or another client's write waits for one chunk, not
+                // for a batch of 100,000. Each item's status says whether
+                // it was written, so a batch may be written in part.
+                let mut done = Vec::with_capacity(work.len());
+                while !work.is_empty() {
+                    let rest = work.split_off(work.len().min(PUT_CHUNK));
+                    let chunk = std::mem::replace(&mut work, rest);
+                    done.extend(put_blocking(inner.clone(), chunk).await);
+                }
                 for (i, s) in at.into_iter().zip(done) {
                     statuses[i] = s;
                 }
