@@ -88,3 +88,43 @@ fn a_full_disk_fails_writes_whole_and_turns_health_red() {
     assert_eq!(o.status.code(), Some(0), "{stats}\n{log}");
     assert_eq!(stats["active"].as_u64(), Some(stored), "{stats}");
 }
+
+/// A full disk met by a write in a crawl other than `DEFAULT` (URLFrontier
+/// puts in crawl `c2`): the put is acked FAIL, and the store's health, one
+/// for all its crawls, turns red: `/readyz` and `/healthz` answer 503.
+#[test]
+fn a_full_disk_in_another_crawl_turns_health_red() {
+    use common::frontier::*;
+    use sitemapd_urlfrontier::proto::ack_message::Status as Ack;
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start_with(
+        &dir.path().join("store"),
+        &["--urlfrontier-listen", "127.0.0.1:0"],
+        limited,
+    );
+    let addr = frontier_addr(&d);
+    let failed = runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        for batch in 0..200 {
+            let items = (0..1_000)
+                .map(|i| {
+                    let url = format!(
+                        "https://h{}.example/{batch}/{i}/{}",
+                        i % 50,
+                        "p".repeat(200)
+                    );
+                    discovered(&url, "c2")
+                })
+                .collect();
+            if put(&mut c, items).await.values().any(|a| *a == Ack::Fail) {
+                return Some(batch);
+            }
+        }
+        None
+    });
+    assert!(failed.is_some(), "the file size limit was never reached");
+    let (health, body) = common::http(d.addr, "GET", "/healthz", None, None);
+    assert_eq!(health, 503, "{body}");
+    assert!(body.contains("write"), "{body}");
+    assert_eq!(common::http(d.addr, "GET", "/readyz", None, None).0, 503);
+}

@@ -644,3 +644,40 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
         );
     });
 }
+
+/// `stats --check` checks every crawl the service made, not only
+/// `DEFAULT`, and reports each: a crawl's URLs are all read.
+#[test]
+fn stats_check_reads_every_crawl() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, addr) = frontier_daemon(&dir, &[]);
+    runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        let items = (0..300)
+            .map(|i| discovered(&format!("https://h{}.example/{i}", i % 7), "c2"))
+            .collect();
+        let acks = put(&mut c, items).await;
+        assert!(acks.values().all(|a| *a == Ack::Ok), "{acks:?}");
+        put(&mut c, vec![discovered(A1, "")]).await;
+    });
+    drop(d);
+    let store = dir.path().join("store");
+    let o = common::run(&[
+        "stats",
+        "--check",
+        "--json",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["check"]["urls"], 1, "{report}");
+    assert_eq!(report["crawls"][0]["name"], "c2", "{report}");
+    assert_eq!(report["crawls"][0]["check"]["urls"], 300, "{report}");
+    let o = common::run(&["stats", "--check", "--store", store.to_str().unwrap()]);
+    let text = common::stdout(&o);
+    assert!(
+        text.contains("crawl \"c2\": check: 300 records, 300 due entries: ok"),
+        "{text}"
+    );
+}

@@ -1,5 +1,5 @@
 //! `sitemapd stats`: the store's counts, per host, and its consistency
-//! check.
+//! check (of every URLFrontier crawl in it too).
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -24,6 +24,23 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
     } else {
         (store.stats(now)?, None)
     };
+    // The URLFrontier crawls other than DEFAULT, each a store of its own in
+    // the same database: repaired and checked with it.
+    let mut crawls = Vec::new();
+    if args.check || args.repair {
+        for name in store.crawl_names() {
+            let crawl = store.crawl(&name)?;
+            if args.repair {
+                crawl.repair()?;
+            }
+            if args.check {
+                crawls.push(CrawlCheck {
+                    check: crawl.check()?,
+                    name,
+                });
+            }
+        }
+    }
     let mut out = io::stdout().lock();
     if args.json {
         #[derive(Serialize)]
@@ -33,6 +50,8 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
             stats: &'a sitemapd_scheduler::Stats,
             #[serde(skip_serializing_if = "Option::is_none")]
             check: Option<&'a sitemapd_scheduler::CheckReport>,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            crawls: &'a [CrawlCheck],
         }
         serde_json::to_writer_pretty(
             &mut out,
@@ -40,6 +59,7 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
                 policy: store.policy().name(),
                 stats: &stats,
                 check: check.as_ref(),
+                crawls: &crawls,
             },
         )?;
         writeln!(out)?;
@@ -105,30 +125,53 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
             )?;
         }
         if let Some(c) = &check {
-            writeln!(
-                out,
-                "check: {} records, {} due entries: {}",
-                c.urls,
-                c.due_entries,
-                if c.is_ok() { "ok" } else { "PROBLEMS" }
-            )?;
-            for (what, list) in [
-                ("corrupt record", &c.corrupt),
-                ("due entry without its record", &c.dangling_due),
-                ("record without its due entry", &c.missing_due),
-                ("due index out of order", &c.misordered),
-                ("queue membership wrong", &c.misfiled),
-                ("refresh schedule without its sitemap", &c.orphan_refresh),
-                ("counts differ", &c.miscounted),
-            ] {
-                for item in list.iter().take(20) {
-                    writeln!(out, "  {what}: {item}")?;
-                }
-            }
+            write_check(&mut out, "check", c)?;
+        }
+        for c in &crawls {
+            write_check(&mut out, &format!("crawl {:?}: check", c.name), &c.check)?;
         }
     }
-    Ok(match check {
-        Some(c) if !c.is_ok() => ExitCode::FAILURE,
-        _ => ExitCode::SUCCESS,
+    let ok = check.as_ref().is_none_or(|c| c.is_ok()) && crawls.iter().all(|c| c.check.is_ok());
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     })
+}
+
+/// The check of one URLFrontier crawl.
+#[derive(Serialize)]
+struct CrawlCheck {
+    name: String,
+    check: sitemapd_scheduler::CheckReport,
+}
+
+/// A check's summary line, `label: N records, M due entries: ok`, and its
+/// first 20 problems of each kind.
+fn write_check(
+    out: &mut impl Write,
+    label: &str,
+    c: &sitemapd_scheduler::CheckReport,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{label}: {} records, {} due entries: {}",
+        c.urls,
+        c.due_entries,
+        if c.is_ok() { "ok" } else { "PROBLEMS" }
+    )?;
+    for (what, list) in [
+        ("corrupt record", &c.corrupt),
+        ("due entry without its record", &c.dangling_due),
+        ("record without its due entry", &c.missing_due),
+        ("due index out of order", &c.misordered),
+        ("queue membership wrong", &c.misfiled),
+        ("refresh schedule without its sitemap", &c.orphan_refresh),
+        ("counts differ", &c.miscounted),
+    ] {
+        for item in list.iter().take(20) {
+            writeln!(out, "  {what}: {item}")?;
+        }
+    }
+    Ok(())
 }

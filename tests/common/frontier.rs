@@ -23,8 +23,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// `sitemapd daemon` on a store in `dir` with the URLFrontier service on
-/// loopback (and `extra` arguments), and the service's address.
-/// The daemon with its URLFrontier service on loopback; without a lease
+/// loopback (and `extra` arguments), and the service's address: the daemon with its URLFrontier service on loopback; without a lease
 /// delay unless `extra` sets one, so that the protocol's own rules (the
 /// queue delay, `max_urls_per_queue`) are what spaces a queue's URLs, as in
 /// the reference service.

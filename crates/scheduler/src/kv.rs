@@ -29,7 +29,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, Once, RwLock};
+use std::sync::{Arc, Mutex, Once, RwLock};
 
 use sled::IVec;
 
@@ -234,7 +234,7 @@ pub(crate) struct Kv {
     backend: Backend,
     /// The store's directory (or `memory`), for errors.
     path: String,
-    health: Health,
+    health: Arc<Health>,
     /// Test-only fault injection: writes left before every write fails
     /// (negative: no limit). See [`Store::inject_write_failures`](crate::Store::inject_write_failures).
     write_budget: AtomicI64,
@@ -249,7 +249,7 @@ pub(crate) enum Backend {
         /// The one tree every keyspace lives in.
         tree: sled::Tree,
         /// Marks a clean close when the last handle of the database goes.
-        witness: std::sync::Arc<CloseWitness>,
+        witness: Arc<CloseWitness>,
     },
     /// In memory, gone when dropped.
     Memory {
@@ -277,7 +277,7 @@ impl Kv {
         db: sled::Db,
         tree: sled::Tree,
         path: String,
-        witness: std::sync::Arc<CloseWitness>,
+        witness: Arc<CloseWitness>,
     ) -> Kv {
         Kv::new(Backend::Sled { db, tree, witness }, path)
     }
@@ -285,16 +285,21 @@ impl Kv {
     /// Tree `name` of the same database on disk (created if absent), with
     /// a keyspace of its own; in memory, a new empty map (the caller keeps
     /// it).
+    /// The sibling shares this key space's health: the trees are one
+    /// database on one disk, and a write sled failed in any of them wedges
+    /// them all, so a crawl's failed write shows in the store's health.
     pub(crate) fn sibling(&self, name: &str) -> Result<Kv, StoreError> {
         match &self.backend {
             Backend::Sled { db, witness, .. } => {
                 let tree = self.read(|| db.open_tree(name))?;
-                Ok(Kv::sled(
+                let mut kv = Kv::sled(
                     db.clone(),
                     tree,
                     format!("{} ({name})", self.path),
                     witness.clone(),
-                ))
+                );
+                kv.health = self.health.clone();
+                Ok(kv)
             }
             Backend::Memory { .. } => Ok(Kv::memory()),
         }
@@ -327,7 +332,7 @@ impl Kv {
         Kv {
             backend,
             path,
-            health: Health::default(),
+            health: Arc::default(),
             write_budget: AtomicI64::new(-1),
         }
     }
@@ -763,7 +768,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::Config::new().path(dir.path()).open().unwrap();
         let tree = db.open_tree("t").unwrap();
-        let witness = std::sync::Arc::new(CloseWitness {
+        let witness = Arc::new(CloseWitness {
             db: db.clone(),
             tree: tree.clone(),
             dir: dir.path().to_path_buf(),
