@@ -1,10 +1,16 @@
-//! Hostile clients of the real daemon's URLFrontier service: values past
-//! the protocol's sense refused with the bound they broke.
+//! Hostile clients of the real daemon's URLFrontier service: idle
+//! connections from many addresses, values past the protocol's sense
+//! (refused with the bound they broke), and a batch too big to write at
+//! once.
 
 mod common;
 
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
 use common::daemon::TOKEN;
 use common::frontier::*;
+use common::sockets::{connect_from, count_open, daemon_with_fd_limit, raise_fd_limit};
 use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
 
 /// `delay_requestable` past 7 days (the HTTP lease's `ttl_secs` bound) is
@@ -124,4 +130,65 @@ fn a_big_put_discovered_batch_is_written_in_chunks() {
         "the batch showed first with {first_seen} of {N} URLs"
     );
     assert_eq!(leased_before_ack, Some((5, true)));
+}
+
+/// 2,000 connections from 40 loopback addresses that never send a byte,
+/// against a daemon whose open-file limit leaves the service 256 slots:
+/// an authenticated call on a new connection takes the slot of the
+/// oldest idle one and is answered; the idle ones are closed once the
+/// first-request timeout (`api.head_timeout_secs`, 1 s here) has passed;
+/// the log says connections were shed and `/metrics` counts them.
+#[test]
+fn idle_connections_do_not_lock_out_a_client() {
+    raise_fd_limit(2_400);
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon_with_fd_limit(
+        &dir.path().join("store"),
+        &[
+            "--urlfrontier-listen",
+            "127.0.0.1:0",
+            "--head-timeout-secs",
+            "1",
+        ],
+    );
+    let addr = frontier_addr(&d);
+    let to = addr.parse().unwrap();
+    let idle: Vec<_> = (0..2_000u32)
+        .filter_map(|i| {
+            let from = Ipv4Addr::new(127, 0, 0, 2 + (i % 40) as u8);
+            connect_from(from, to, Duration::from_secs(1)).ok()
+        })
+        .collect();
+    assert!(idle.len() > 1_500, "only {} connected", idle.len());
+    let started = Instant::now();
+    let answered = runtime().block_on(async {
+        let call = async {
+            let mut c = try_client(&addr, Some(TOKEN)).await?;
+            c.get_stats(scoped("", ""))
+                .await
+                .map(|s| s.into_inner().size)
+                .map_err(|e| format!("{e:?}"))
+        };
+        tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .unwrap_or_else(|_| Err("no answer in 10 s".into()))
+    });
+    assert_eq!(answered, Ok(0), "after {:?}", started.elapsed());
+    eprintln!(
+        "answered in {:?} under {} idle connections",
+        started.elapsed(),
+        idle.len()
+    );
+    d.wait_for("the idle connections closed", |_| count_open(&idle) == 0);
+    assert!(
+        d.log().contains("URLFrontier connections at their limit"),
+        "{}",
+        d.log()
+    );
+    let metrics = d.get("/metrics");
+    let metrics = metrics.as_str().unwrap();
+    assert!(
+        metrics.contains("sitemapd_connections_shed_total{listener=\"urlfrontier\""),
+        "{metrics}"
+    );
 }

@@ -517,8 +517,11 @@ fn a_client_key_is_one_queue_of_its_hosts() {
     });
 }
 
-/// The service holds `api.max_connections` connections at most: one more
-/// is closed when accepted, and a slot frees when a client goes away.
+/// The service holds `api.max_connections` connections at most. A new
+/// connection takes the slot of the oldest one with no call open; when
+/// every connection has a call open (a PutURLs stream, as StormCrawler
+/// keeps one), the new one is closed, and a slot frees when a client goes
+/// away.
 #[test]
 fn connections_beyond_the_cap_are_closed() {
     let dir = tempfile::tempdir().unwrap();
@@ -526,32 +529,41 @@ fn connections_beyond_the_cap_are_closed() {
         &dir,
         &["--max-connections", "2", "--max-connections-per-ip", "2"],
     );
+    let call = |addr: String| async move {
+        let mut c = try_client(&addr, Some(TOKEN)).await?;
+        c.get_active(proto::Local { local: false })
+            .await
+            .map(|r| r.into_inner().state)
+            .map_err(|e| e.to_string())
+    };
     runtime().block_on(async {
+        // Two idle connections: a third takes the oldest's slot.
+        let idle = [
+            client(&addr, Some(TOKEN)).await,
+            client(&addr, Some(TOKEN)).await,
+        ];
+        assert_eq!(call(addr.clone()).await, Ok(true));
+        drop(idle);
+        // Two connections with a stream open each: a third is closed
+        // before its call.
         let mut held = Vec::new();
         for _ in 0..2 {
             let mut c = client(&addr, Some(TOKEN)).await;
-            assert!(c.get_active(proto::Local { local: false }).await.is_ok());
-            held.push(c);
-        }
-        // A third connection, with the token: closed before its call.
-        let refused = match try_client(&addr, Some(TOKEN)).await {
-            Ok(mut c) => c
-                .get_active(proto::Local { local: false })
+            let (tx, rx) = tokio::sync::mpsc::channel::<proto::UrlItem>(1);
+            let acks = c
+                .put_ur_ls(tokio_stream::wrappers::ReceiverStream::new(rx))
                 .await
-                .map(|r| r.into_inner().state)
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        };
-        assert!(refused.is_err(), "{refused:?}");
+                .unwrap();
+            held.push((c, tx, acks));
+        }
+        assert!(call(addr.clone()).await.is_err());
         drop(held.pop());
         // The closed connection's slot comes back.
         let mut served = false;
         for _ in 0..50 {
-            if let Ok(mut c) = try_client(&addr, Some(TOKEN)).await {
-                if c.get_active(proto::Local { local: false }).await.is_ok() {
-                    served = true;
-                    break;
-                }
+            if call(addr.clone()).await.is_ok() {
+                served = true;
+                break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

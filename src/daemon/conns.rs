@@ -23,6 +23,11 @@
 //! A flood of half-sent heads thus holds at most `per_peer` slots for at
 //! most the head timeout, and a client that sends its request at once is
 //! served: it takes the slot of the flood's oldest connection.
+//!
+//! The URLFrontier service's connections have slots of their own, by the
+//! same rules (a connection is idle when it has no call open), through
+//! [`ConnSlot`] and [`MarkBusyLayer`]; every connection shed is logged and
+//! counted in `/metrics` (`sitemapd_connections_shed_total`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv6Addr};
@@ -34,8 +39,12 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::Request;
 use axum::response::Response;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use tokio::sync::oneshot;
 use tracing::{debug, warn};
+
+use super::metrics::Shed;
 
 /// File descriptors kept out of the connection cap: the store's files, the
 /// fetcher's connections, logs.
@@ -91,6 +100,9 @@ fn peer_of(ip: IpAddr) -> IpAddr {
 pub struct Slots(Arc<Mutex<Table>>);
 
 struct Table {
+    /// `api` or `urlfrontier`: the label in logs and `/metrics`.
+    listener: &'static str,
+    shed_total: Family<Shed, Counter>,
     max: usize,
     per_peer: usize,
     next: u64,
@@ -105,6 +117,8 @@ struct Table {
 struct Entry {
     peer: IpAddr,
     in_flight: usize,
+    /// A request has come on it.
+    served: bool,
     close: Option<oneshot::Sender<()>>,
 }
 
@@ -112,9 +126,17 @@ struct Entry {
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 impl Slots {
-    /// `max` slots in all, `per_peer` per client address.
-    pub fn new(max: usize, per_peer: usize) -> Self {
+    /// `max` slots in all, `per_peer` per client address, for `listener`
+    /// (`api`, `urlfrontier`), counting what it sheds in `shed_total`.
+    pub fn new(
+        listener: &'static str,
+        max: usize,
+        per_peer: usize,
+        shed_total: Family<Shed, Counter>,
+    ) -> Self {
         Self(Arc::new(Mutex::new(Table {
+            listener,
+            shed_total,
             max: max.max(1),
             per_peer: per_peer.clamp(1, max.max(1)),
             next: 0,
@@ -153,6 +175,7 @@ impl Slots {
             Entry {
                 peer,
                 in_flight: 0,
+                served: false,
                 close: Some(tx),
             },
         );
@@ -199,7 +222,7 @@ impl Table {
             if let Some(close) = e.close.take() {
                 let _ = close.send(());
             }
-            self.shed += 1;
+            self.count("evicted");
         }
         true
     }
@@ -216,15 +239,31 @@ impl Table {
     }
 
     fn shed(&mut self, peer: IpAddr, cap: &str) {
+        debug!(listener = self.listener, %peer, cap, "no connection slot: refused");
+        self.count("refused");
+    }
+
+    /// Counts a connection shed, and says so in the log (at most once a
+    /// minute).
+    fn count(&mut self, why: &str) {
         self.shed += 1;
-        debug!(%peer, cap, "no connection slot: refused");
+        self.shed_total
+            .get_or_create(&Shed {
+                listener: self.listener.to_string(),
+                why: why.to_string(),
+            })
+            .inc();
         if self.warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+            let name = match self.listener {
+                "api" => "API",
+                _ => "URLFrontier",
+            };
             warn!(
                 connections = self.conns.len(),
                 max_connections = self.max,
                 max_connections_per_ip = self.per_peer,
                 shed = self.shed,
-                "API connections at their limit: idle connections closed or new ones refused \
+                "{name} connections at their limit: idle connections closed or new ones refused \
                  (api.max_connections, api.max_connections_per_ip)"
             );
             self.warned = Some(Instant::now());
@@ -242,14 +281,26 @@ pub struct Slot {
 impl Slot {
     /// Marks a request in flight until the guard is dropped: the
     /// connection is not taken for another meanwhile.
-    fn busy(&self) -> Busy {
+    pub fn busy(&self) -> Busy {
         if let Some(e) = self.slots.table().conns.get_mut(&self.id) {
             e.in_flight += 1;
+            e.served = true;
         }
         Busy {
             slots: self.slots.clone(),
             id: self.id,
         }
+    }
+}
+
+impl Slot {
+    /// Whether a request has come on the connection.
+    pub fn served(&self) -> bool {
+        self.slots
+            .table()
+            .conns
+            .get(&self.id)
+            .is_none_or(|e| e.served)
     }
 }
 
@@ -259,7 +310,8 @@ impl Drop for Slot {
     }
 }
 
-struct Busy {
+/// A request in flight on a connection (see [`Slot::busy`]).
+pub struct Busy {
     slots: Slots,
     id: u64,
 }
@@ -274,14 +326,14 @@ impl Drop for Busy {
 
 /// A response body that holds its request's [`Busy`] guard until the
 /// body has been sent (or dropped).
-struct Tracked {
-    inner: Body,
-    _busy: Busy,
+pub struct Tracked<B> {
+    inner: B,
+    _busy: Option<Busy>,
 }
 
-impl http_body::Body for Tracked {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
+impl<B: http_body::Body + Unpin> http_body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
@@ -355,9 +407,12 @@ pub async fn serve(
                     Ok(response) => response,
                     Err(never) => match never {},
                 };
-                Ok::<_, std::convert::Infallible>(
-                    response.map(|inner| Body::new(Tracked { inner, _busy: busy })),
-                )
+                Ok::<_, std::convert::Infallible>(response.map(|inner| {
+                    Body::new(Tracked {
+                        inner,
+                        _busy: Some(busy),
+                    })
+                }))
             }
         });
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
@@ -373,6 +428,55 @@ pub async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// The slot of a URLFrontier connection, as tonic hands it to each of its
+/// requests (its `ConnectInfo`).
+#[derive(Clone)]
+pub struct ConnSlot(pub Arc<Slot>);
+
+/// Marks a URLFrontier connection busy while one of its calls is open, to
+/// the end of the call's response stream: such a connection is never
+/// closed to make room.
+#[derive(Clone)]
+pub struct MarkBusyLayer;
+
+impl<S> tower_layer::Layer<S> for MarkBusyLayer {
+    type Service = MarkBusy<S>;
+
+    fn layer(&self, inner: S) -> MarkBusy<S> {
+        MarkBusy(inner)
+    }
+}
+
+/// See [`MarkBusyLayer`].
+#[derive(Clone)]
+pub struct MarkBusy<S>(S);
+
+impl<S, ReqBody, ResBody> tower_service::Service<Request<ReqBody>> for MarkBusy<S>
+where
+    S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    ResBody: Send + 'static,
+{
+    type Response = Response<Tracked<ResBody>>;
+    type Error = S::Error;
+    type Future =
+        Pin<Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let busy = request.extensions().get::<ConnSlot>().map(|c| c.0.busy());
+        let response = self.0.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|inner| Tracked { inner, _busy: busy }))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -402,7 +506,7 @@ mod tests {
 
     #[test]
     fn a_full_address_gives_up_its_own_oldest_idle_connection() {
-        let slots = Slots::new(10, 2);
+        let slots = Slots::new("api", 10, 2, Family::default());
         let (a1, mut a1_closed) = slots.admit(ip("10.0.0.1")).unwrap();
         let (_a2, _) = slots.admit(ip("10.0.0.1")).unwrap();
         let (_b1, mut b1_closed) = slots.admit(ip("10.0.0.2")).unwrap();
@@ -419,7 +523,7 @@ mod tests {
 
     #[test]
     fn requests_in_flight_are_never_cut() {
-        let slots = Slots::new(10, 1);
+        let slots = Slots::new("api", 10, 1, Family::default());
         let (a1, mut a1_closed) = slots.admit(ip("10.0.0.1")).unwrap();
         let busy = a1.busy();
         assert!(slots.admit(ip("10.0.0.1")).is_none(), "no idle one to take");
@@ -431,7 +535,7 @@ mod tests {
 
     #[test]
     fn when_all_are_taken_the_biggest_holder_gives_way() {
-        let slots = Slots::new(4, 4);
+        let slots = Slots::new("api", 4, 4, Family::default());
         let (_b, mut b_closed) = slots.admit(ip("10.0.0.2")).unwrap();
         let mut hog = Vec::new();
         for _ in 0..3 {

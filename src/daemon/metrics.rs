@@ -32,6 +32,16 @@ pub struct Rpc {
     pub rpc: String,
 }
 
+/// Connections a listener closed to make room or refused for want of a
+/// slot.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Shed {
+    /// `api` or `urlfrontier`.
+    pub listener: String,
+    /// `evicted` (an idle connection closed for a new one) or `refused`.
+    pub why: String,
+}
+
 /// Every metric, registered once; cheap to update from any thread.
 #[derive(Debug)]
 pub struct Metrics {
@@ -65,6 +75,8 @@ pub struct Metrics {
     /// URLFrontier rpc time by rpc, seconds: from the request to the end of
     /// the response (a streaming rpc: its whole stream).
     pub rpc_seconds: Family<Rpc, Histogram, fn() -> Histogram>,
+    /// Connections shed by listener and why.
+    pub connections_shed: Family<Shed, Counter>,
 }
 
 impl Metrics {
@@ -88,6 +100,7 @@ impl Metrics {
             rpc_seconds: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.000_25, 2.0, 20))
             }),
+            connections_shed: Family::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -148,6 +161,11 @@ impl Metrics {
             "urlfrontier_rpc_seconds",
             "URLFrontier rpc time, from the request to the end of the response",
             m.rpc_seconds.clone(),
+        );
+        r.register(
+            "connections_shed",
+            "Connections closed to make room for another, or refused for want of a slot",
+            m.connections_shed.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -173,7 +173,12 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         );
     }
     let per_ip = settings.api.max_connections_per_ip.min(max_connections);
-    let slots = conns::Slots::new(max_connections, per_ip);
+    let slots = conns::Slots::new(
+        "api",
+        max_connections,
+        per_ip,
+        metrics.connections_shed.clone(),
+    );
     let access = access::Access::new(
         &settings.api.allowed_origins,
         &settings.api.allowed_hosts,
@@ -186,10 +191,17 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             settings.api.max_connections,
             fd_limit.map(|l| l.saturating_sub(max_connections as u64)),
         );
+        let frontier_slots = conns::Slots::new(
+            "urlfrontier",
+            frontier_connections,
+            per_ip.min(frontier_connections),
+            metrics.connections_shed.clone(),
+        );
         runtime.spawn(urlfrontier::serve(
             transport,
             listener,
-            frontier_connections,
+            frontier_slots,
+            head_secs,
             store.clone(),
             token.clone().filter(|_| !client_certs),
             log_level,

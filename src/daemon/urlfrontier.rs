@@ -8,6 +8,11 @@
 //! certificate is checked during the TLS handshake, and then stands for the
 //! token: StormCrawler's client can present a certificate but cannot send
 //! a token.
+//!
+//! Its connections hold slots as the HTTP API's do ([`super::conns`]): a
+//! cap in all and per address, the oldest connection with no call open
+//! closed to make room for a new one, and a connection that has sent no
+//! call within the head timeout closed.
 
 use std::path::Path;
 use std::pin::Pin;
@@ -21,7 +26,7 @@ use sitemapd_urlfrontier::Frontier;
 use sitemapd_urlfrontier::service::LogLevelHook;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{oneshot, watch};
 use tokio_stream::StreamExt;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::Connected;
@@ -29,6 +34,7 @@ use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Status};
 use tracing::{debug, info, warn};
 
+use super::conns::{ConnSlot, MarkBusyLayer, Slot, Slots};
 use super::metrics::Metrics;
 use super::rpc_metrics::RpcMetricsLayer;
 use crate::settings::ApiSettings;
@@ -74,14 +80,15 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Serves the URLFrontier protocol on `listener` through `transport` until
-/// `stop` turns true, holding `max_connections` connections at most (one
-/// more is closed as soon as it is accepted). `token`, when set, is asked
-/// of every call.
+/// `stop` turns true, each connection in one of `slots` (none free: closed
+/// at once), closed if it sends no call within `first_call`. `token`, when
+/// set, is asked of every call.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     transport: Server,
     listener: tokio::net::TcpListener,
-    max_connections: usize,
+    slots: Slots,
+    first_call: Duration,
     store: Arc<Store>,
     token: Option<String>,
     log_level: LogLevelHook,
@@ -106,21 +113,21 @@ pub async fn serve(
     // Without TCP_NODELAY a streamed answer's last segment waits for the
     // client's delayed ACK: 40 ms per call on Linux.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    let slots = Arc::new(Semaphore::new(max_connections));
     let incoming = incoming.filter_map(move |accepted| match accepted {
-        Ok(io) => match slots.clone().try_acquire_owned() {
-            Ok(slot) => Some(Ok(Held { io, _slot: slot })),
-            Err(_) => {
-                debug!(
-                    peer = ?io.peer_addr().ok(),
-                    "URLFrontier connection closed: {max_connections} connections open"
-                );
-                None
-            }
-        },
+        Ok(io) => {
+            let peer = io.peer_addr().ok()?;
+            let (slot, closing) = slots.admit(peer.ip())?;
+            Some(Ok(Held {
+                io,
+                slot: Arc::new(slot),
+                closing,
+                first_call: Some(Box::pin(tokio::time::sleep(first_call))),
+            }))
+        }
         Err(e) => Some(Err(e)),
     });
     let result = transport
+        .layer(MarkBusyLayer)
         .layer(RpcMetricsLayer(metrics))
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, async move {
@@ -133,10 +140,14 @@ pub async fn serve(
 }
 
 /// An accepted connection, holding one of the service's connection slots
-/// until it closes.
+/// until it closes. Its reads fail (so the connection ends) once the slot
+/// is taken for another connection, or when no call came within the
+/// first-call timeout.
 struct Held {
     io: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    slot: Arc<Slot>,
+    closing: oneshot::Receiver<()>,
+    first_call: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl AsyncRead for Held {
@@ -145,6 +156,19 @@ impl AsyncRead for Held {
         cx: &mut std::task::Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        use std::future::Future;
+        if Pin::new(&mut self.closing).poll(cx).is_ready() {
+            debug!("URLFrontier connection closed for another");
+            return Poll::Ready(Err(std::io::ErrorKind::ConnectionAborted.into()));
+        }
+        if self.slot.served() {
+            self.first_call = None;
+        } else if let Some(deadline) = &mut self.first_call
+            && deadline.as_mut().poll(cx).is_ready()
+        {
+            debug!("URLFrontier connection closed: no call within the head timeout");
+            return Poll::Ready(Err(std::io::ErrorKind::TimedOut.into()));
+        }
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
@@ -186,9 +210,9 @@ impl AsyncWrite for Held {
 }
 
 impl Connected for Held {
-    type ConnectInfo = <TcpStream as Connected>::ConnectInfo;
+    type ConnectInfo = ConnSlot;
 
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.io.connect_info()
+    fn connect_info(&self) -> ConnSlot {
+        ConnSlot(self.slot.clone())
     }
 }

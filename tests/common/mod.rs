@@ -8,6 +8,7 @@ use sitemapd_testsite::{Reply, TestSite};
 
 pub mod daemon;
 pub mod frontier;
+pub mod sockets;
 
 /// The binary under test.
 pub fn bin() -> Command {
