@@ -192,3 +192,65 @@ fn idle_connections_do_not_lock_out_a_client() {
         "{metrics}"
     );
 }
+
+/// 512 ListURLs streams (4 connections x 128) whose client reads nothing,
+/// on a store of 3,000 URLs: at most 16 are served at once (the rest are
+/// RESOURCE_EXHAUSTED), so the blocking pool the store's reads run on
+/// stays free: an HTTP lease and GetStats are answered meanwhile.
+#[test]
+fn unread_list_streams_do_not_stall_the_daemon() {
+    use sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient;
+    use tonic::transport::Endpoint;
+    let dir = tempfile::tempdir().unwrap();
+    let (d, addr) = frontier_daemon(&dir, &[]);
+    runtime().block_on(async {
+        let mut c = client(&addr, Some(TOKEN)).await;
+        let items = (0..3_000)
+            .map(|i| {
+                discovered(
+                    &format!("https://h{}.example/{i}/{}", i % 30, "p".repeat(60)),
+                    "",
+                )
+            })
+            .collect();
+        put(&mut c, items).await;
+        let (mut open, mut exhausted) = (Vec::new(), 0);
+        for _ in 0..4 {
+            // Small windows: the service's sends block once a few items
+            // are unread.
+            let channel = Endpoint::from_shared(format!("http://{addr}"))
+                .unwrap()
+                .initial_stream_window_size(1024)
+                .initial_connection_window_size(65_535)
+                .connect()
+                .await
+                .unwrap();
+            let mut raw = UrlFrontierClient::new(channel);
+            for _ in 0..128 {
+                let mut req = tonic::Request::new(list_params("", "", 0, u32::MAX >> 1));
+                req.metadata_mut()
+                    .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+                match raw.list_ur_ls(req).await {
+                    Ok(stream) => open.push(stream),
+                    Err(e) if e.code() == tonic::Code::ResourceExhausted => exhausted += 1,
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+        }
+        // The daemon answers meanwhile, on both ports.
+        let answered = tokio::time::timeout(Duration::from_secs(10), async {
+            let stats = c.get_stats(scoped("", "")).await.unwrap().into_inner();
+            let addr = d.addr;
+            let lease = tokio::task::spawn_blocking(move || {
+                common::http(addr, "POST", "/v1/lease", Some(TOKEN), Some(r#"{"n":5}"#))
+            })
+            .await
+            .unwrap();
+            (stats.size, lease.0)
+        })
+        .await;
+        assert_eq!(answered, Ok((3_000, 200)));
+        assert_eq!((open.len(), exhausted), (16, 496));
+        drop(open);
+    });
+}

@@ -31,7 +31,7 @@ use sitemapd_scheduler::{
     Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Metadata, Outcome, Politeness, Put, Store,
     StoreError, Timestamp, UrlStatus, UrlView,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -68,9 +68,14 @@ pub const PUT_CHUNK_BYTES: usize = 8 << 20;
 const PRUNE_EVERY: i64 = 60;
 /// The longest a PutURLs item waits for others to be written with.
 pub const PUT_WAIT: Duration = Duration::from_millis(2);
-/// A put stream that sends nothing for this long is closed, as is a
-/// ListURLs stream whose client reads nothing for this long.
+/// A put stream that sends nothing for this long is closed.
 pub const IDLE_STREAM: Duration = Duration::from_secs(600);
+/// A ListURLs stream whose client reads nothing for this long is cut.
+pub const STALLED_LIST: Duration = Duration::from_secs(30);
+/// ListURLs streams open at once, over every client: each reads the store
+/// on a thread of the blocking pool while it is open, so they stay far
+/// below that pool (512 threads); one more is RESOURCE_EXHAUSTED.
+pub const MAX_LIST_STREAMS: usize = 16;
 
 /// Status codes as a client reports them in metadata (StormCrawler's
 /// `fetch.statusCode`), the content signature it computed (`signature`)
@@ -126,6 +131,8 @@ struct Inner {
     log_level: Option<LogLevelHook>,
     /// When `rules` was last pruned of what no longer holds anything.
     pruned: AtomicI64,
+    /// A permit per ListURLs stream open ([`MAX_LIST_STREAMS`]).
+    list_streams: Arc<Semaphore>,
 }
 
 impl Frontier {
@@ -147,6 +154,7 @@ impl Frontier {
                 node: node.into(),
                 log_level,
                 pruned: AtomicI64::new(0),
+                list_streams: Arc::new(Semaphore::new(MAX_LIST_STREAMS)),
             }),
         }
     }
@@ -1122,15 +1130,21 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<Self::ListURLsStream>, Status> {
         let p = request.into_inner();
         let inner = self.inner.clone();
+        let Ok(permit) = inner.list_streams.clone().try_acquire_owned() else {
+            return Err(Status::resource_exhausted(format!(
+                "{MAX_LIST_STREAMS} ListURLs streams are open: try again when one has ended"
+            )));
+        };
         // Read and sent one URL at a time (a dump asks for 2^31 - 1 of
         // them): the reading waits while the client does not read, and
-        // gives up on a client that reads nothing for IDLE_STREAM.
+        // gives up on a client that reads nothing for STALLED_LIST.
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let send = |item| {
                 runtime
-                    .block_on(tokio::time::timeout(IDLE_STREAM, tx.send(item)))
+                    .block_on(tokio::time::timeout(STALLED_LIST, tx.send(item)))
                     .is_ok_and(|sent| sent.is_ok())
             };
             let size = if p.size == 0 {
