@@ -254,3 +254,88 @@ fn unread_list_streams_do_not_stall_the_daemon() {
         drop(open);
     });
 }
+
+/// The daemon's resident memory, bytes.
+fn rss(d: &common::daemon::Daemon) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.child.id())).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// 128 PutDiscovered streams (two connections), each sending all but the
+/// last byte of a message that declares 4 MiB - 1: the bytes held for
+/// messages not yet complete stay within the service's budget (64 MiB),
+/// the streams past it fail with RESOURCE_EXHAUSTED, and the daemon's
+/// RSS grows by 256 MiB at most (it grew by 4 MiB a stream before).
+#[test]
+fn partial_messages_are_bounded_in_total() {
+    const DECLARED: usize = (4 << 20) - 1;
+    let dir = tempfile::tempdir().unwrap();
+    let (d, addr) = frontier_daemon(&dir, &[]);
+    let before = rss(&d);
+    let mut message = vec![0u8];
+    message.extend((DECLARED as u32).to_be_bytes());
+    message.resize(5 + DECLARED - 1, b'x');
+    let message = bytes::Bytes::from(message);
+    let (peak, refused) = runtime().block_on(async {
+        let mut responses = Vec::new();
+        for _ in 0..2 {
+            let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let (mut h2, conn) = h2::client::handshake(tcp).await.unwrap();
+            tokio::spawn(conn);
+            for _ in 0..64 {
+                h2 = h2.ready().await.unwrap();
+                let request = axum::http::Request::builder()
+                    .method("POST")
+                    .uri(format!(
+                        "http://{addr}/urlfrontier.URLFrontier/PutDiscovered"
+                    ))
+                    .header("content-type", "application/grpc")
+                    .header("te", "trailers")
+                    .header("authorization", format!("Bearer {TOKEN}"))
+                    .body(())
+                    .unwrap();
+                let (response, mut send) = h2.send_request(request, false).unwrap();
+                send.send_data(message.clone(), false).unwrap();
+                responses.push((response, send));
+            }
+        }
+        // Watch the daemon's memory while the bytes arrive.
+        let mut peak = 0;
+        for _ in 0..24 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            peak = peak.max(rss(&d));
+        }
+        // A refused stream ends with RESOURCE_EXHAUSTED (8), in its head
+        // or its trailers.
+        let statuses = responses.into_iter().map(|(response, send)| {
+            tokio::time::timeout(Duration::from_secs(1), async move {
+                let _send = send;
+                let r = response.await.ok()?;
+                if let Some(s) = r.headers().get("grpc-status") {
+                    return Some(s.clone());
+                }
+                let mut body = r.into_body();
+                while body.data().await.is_some() {}
+                body.trailers().await.ok()??.get("grpc-status").cloned()
+            })
+        });
+        let refused = futures_util::future::join_all(statuses)
+            .await
+            .into_iter()
+            .filter(|status| matches!(status, Ok(Some(s)) if s == "8"))
+            .count();
+        (peak, refused)
+    });
+    let grown = peak.saturating_sub(before);
+    eprintln!(
+        "RSS {before} -> peak {peak} (+{} MiB); {refused} refused",
+        grown >> 20
+    );
+    assert!(grown <= 256 << 20, "RSS grew by {} MiB", grown >> 20);
+    assert!(refused >= 100, "{refused} of 128 streams refused");
+}

@@ -10,6 +10,7 @@
 mod access;
 mod api;
 mod conns;
+mod message_budget;
 mod metrics;
 mod refresh;
 mod rpc_metrics;

@@ -35,6 +35,7 @@ use tonic::{Request, Status};
 use tracing::{debug, info, warn};
 
 use super::conns::{ConnSlot, MarkBusyLayer, Slot, Slots};
+use super::message_budget::{MAX_PARTIAL_BYTES, MessageBudgetLayer};
 use super::metrics::Metrics;
 use super::rpc_metrics::RpcMetricsLayer;
 use crate::settings::ApiSettings;
@@ -129,6 +130,7 @@ pub async fn serve(
     let result = transport
         .layer(MarkBusyLayer)
         .layer(RpcMetricsLayer(metrics))
+        .layer(MessageBudgetLayer::new(MAX_PARTIAL_BYTES))
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = stop.wait_for(|s| *s).await;

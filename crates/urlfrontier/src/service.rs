@@ -863,6 +863,8 @@ impl UrlFrontier for Frontier {
             let inbound = inbound.timeout(IDLE_STREAM);
             tokio::pin!(inbound);
             let mut done = false;
+            // Why the stream broke, sent once what came before is acked.
+            let mut broken = None;
             while !done {
                 let mut items = Vec::new();
                 let mut acks = Vec::new();
@@ -889,7 +891,12 @@ impl UrlFrontier for Frontier {
                                 acks.push((id, proto::ack_message::Status::Skipped));
                             }
                         },
-                        // A broken, idle or finished stream ends here.
+                        Some(Ok(Err(status))) => {
+                            broken = Some(status);
+                            done = true;
+                            break;
+                        }
+                        // An idle or finished stream ends here.
                         _ => {
                             done = true;
                             break;
@@ -910,6 +917,9 @@ impl UrlFrontier for Frontier {
                     }
                 }
             }
+            if let Some(status) = broken {
+                let _ = tx.send(Err(status)).await;
+            }
         });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
@@ -926,7 +936,16 @@ impl UrlFrontier for Frontier {
         tokio::spawn(async move {
             let batches = inbound.timeout(IDLE_STREAM);
             tokio::pin!(batches);
-            while let Some(Ok(Ok(batch))) = batches.next().await {
+            while let Some(next) = batches.next().await {
+                let batch = match next {
+                    Ok(Ok(batch)) => batch,
+                    // A broken stream says why (a message over its bound).
+                    Ok(Err(status)) => {
+                        let _ = tx.send(Err(status)).await;
+                        return;
+                    }
+                    Err(_idle) => return,
+                };
                 use proto::ack_message::Status as Ack;
                 // A repeat within the batch is SKIPPED by the store (it
                 // knows the URL by then).
