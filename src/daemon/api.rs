@@ -276,22 +276,34 @@ async fn healthz(State(state): State<Shared>) -> Response {
     }
 }
 
+/// How long `/readyz` waits for its store probe: past it, the threads the
+/// store's calls run on are all taken, and the daemon is not ready.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Readiness: the store reads now, and writes (after a failed write, a
-/// probe write; it turns green again once one succeeds). 200 `ready`, or
-/// 503 with the reason as JSON.
+/// probe write; it turns green again once one succeeds), within
+/// [`READY_WAIT`]. 200 `ready`, or 503 with the reason as JSON.
 async fn readyz(State(state): State<Shared>) -> Response {
     if state.stopping.load(Ordering::Relaxed) {
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopping").into_response();
     }
     let store = state.store.clone();
-    let checked = tokio::task::spawn_blocking(move || {
+    let probe = tokio::task::spawn_blocking(move || {
         store.probe_read()?;
         if store.health().write_failure.is_some() {
             store.probe_write()?;
         }
         Ok::<_, StoreError>(store.health())
-    })
-    .await;
+    });
+    let Ok(checked) = tokio::time::timeout(READY_WAIT, probe).await else {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the store did not answer within {READY_WAIT:?}: every thread its calls run on is busy"
+            ),
+        )
+        .into_response();
+    };
     match checked {
         Ok(Ok(health)) => match health.reason() {
             None => (StatusCode::OK, "ready\n").into_response(),
@@ -791,4 +803,41 @@ async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
         text,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/readyz` says 503 when the store's calls find no thread to run on
+    /// (the blocking pool taken), and 200 once one is free.
+    #[test]
+    fn readyz_is_503_while_the_blocking_pool_is_taken() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let state = Arc::new(ApiState {
+            store: Arc::new(Store::in_memory(sitemapd_scheduler::StoreOptions::default()).unwrap()),
+            metrics: Arc::new(Metrics::new()),
+            token: None,
+            wake: Arc::new(Notify::new()),
+            stopping: Arc::new(AtomicBool::new(false)),
+            lease_ttl: 60,
+            per_host: 10,
+            max_lease: 100,
+            body_timeout: std::time::Duration::from_secs(5),
+        });
+        runtime.block_on(async {
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let taken = tokio::task::spawn_blocking(move || held.recv());
+            let answer = readyz(State(state.clone())).await;
+            assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+            release.send(()).unwrap();
+            taken.await.unwrap().unwrap();
+            let answer = readyz(State(state)).await;
+            assert_eq!(answer.status(), StatusCode::OK);
+        });
+    }
 }
