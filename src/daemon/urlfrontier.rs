@@ -163,9 +163,11 @@ impl AsyncRead for Held {
             debug!("URLFrontier connection closed for another");
             return Poll::Ready(Err(std::io::ErrorKind::ConnectionAborted.into()));
         }
-        if self.slot.served() {
+        // Until its first call, a connection lives by the head timeout.
+        if self.first_call.is_some() && self.slot.served() {
             self.first_call = None;
-        } else if let Some(deadline) = &mut self.first_call
+        }
+        if let Some(deadline) = &mut self.first_call
             && deadline.as_mut().poll(cx).is_ready()
         {
             debug!("URLFrontier connection closed: no call within the head timeout");
