@@ -534,12 +534,22 @@ struct Grant {
     not_before: i64,
 }
 
+/// What a due entry's record is.
+enum RecordOf {
+    Record(Box<UrlRecord>),
+    /// No record names the entry: the entry is out of date.
+    Stale,
+    /// The record does not decode.
+    Corrupt,
+}
+
 impl Store {
     /// The record of the due URL `c` if it is active and its entry is the
-    /// one `c` was found at (not an entry left by a replaced corrupt
-    /// record, which `check` names). A record that does not decode is
-    /// skipped and logged: one bad record does not stop the queue.
-    fn record_of(&self, c: &Chosen) -> Result<Option<UrlRecord>, StoreError> {
+    /// one `c` was found at: [`RecordOf::Stale`] when no record names the
+    /// entry, [`RecordOf::Corrupt`] when its record does not decode
+    /// (skipped and logged: one bad record does not stop the queue, and its
+    /// entry stays for `stats --check` to name).
+    fn find_record(&self, c: &Chosen) -> Result<RecordOf, StoreError> {
         let entry = c.entry();
         let url = entry.url.as_str();
         let lane = keys::lane(&c.queue, &c.host, c.class as u8);
@@ -550,15 +560,23 @@ impl Store {
                     && rec.position(url) == entry.position() =>
             {
                 rec.schedule.lease = c.lease.or(rec.schedule.lease);
-                Ok(Some(rec))
+                Ok(RecordOf::Record(Box::new(rec)))
             }
-            Ok(_) => Ok(None),
+            Ok(_) => Ok(RecordOf::Stale),
             Err(StoreError::Record { key, .. }) => {
                 tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
-                Ok(None)
+                Ok(RecordOf::Corrupt)
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// [`Store::find_record`]'s record, if any.
+    fn record_of(&self, c: &Chosen) -> Result<Option<UrlRecord>, StoreError> {
+        Ok(match self.find_record(c)? {
+            RecordOf::Record(rec) => Some(*rec),
+            RecordOf::Stale | RecordOf::Corrupt => None,
+        })
     }
 
     /// The record of `c` to hand out, or `None` when the lease sets its
@@ -574,10 +592,14 @@ impl Store {
         now: i64,
     ) -> Result<Option<UrlRecord>, StoreError> {
         let url = c.entry().url.as_str();
-        let Some(mut rec) = self.record_of(c)? else {
-            let lane = keys::lane(&c.queue, &c.host, c.class as u8);
-            writes.drop_entry(url, &c.queue, &lane, c.entry().position());
-            return Ok(None);
+        let mut rec = match self.find_record(c)? {
+            RecordOf::Record(rec) => *rec,
+            RecordOf::Stale => {
+                let lane = keys::lane(&c.queue, &c.host, c.class as u8);
+                writes.drop_entry(url, &c.queue, &lane, c.entry().position());
+                return Ok(None);
+            }
+            RecordOf::Corrupt => return Ok(None),
         };
         if !trusted_enough(rec.schedule.reason, host) {
             let before = writes.before(url, &mut rec)?;
@@ -979,6 +1001,27 @@ mod tests {
         assert_eq!(s.lease(&LeaseRequest::new(10), now).unwrap().len(), 1);
         let report = s.check().unwrap();
         assert!(report.is_ok(), "{report:?}");
+    }
+
+    /// A due URL whose record does not decode (read for its metadata) is
+    /// skipped by a lease, and its entry kept for `stats --check` to name:
+    /// it is damage, not an entry out of date.
+    #[test]
+    fn a_corrupt_record_keeps_its_entry() {
+        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let now = Timestamp::from_unix(T0);
+        let urls = ["https://a.example/bad", "https://a.example/ok"];
+        let meta = vec![("depth".to_string(), vec!["1".to_string()])];
+        s.discover(urls.map(|u| (u.to_string(), meta.clone())), now)
+            .unwrap();
+        s.kv.insert(keys::url(urls[0]), &b"\x01\xff\xff\xff"[..])
+            .unwrap();
+        let leased = s.lease(&LeaseRequest::new(10), now).unwrap();
+        let leased: Vec<&str> = leased.iter().map(|l| l.url.as_str()).collect();
+        assert_eq!(leased, [urls[1]]);
+        let report = s.check().unwrap();
+        assert_eq!(report.corrupt, [urls[0]]);
+        assert_eq!(report.dangling_due.len(), 1, "{report:?}");
     }
 
     /// A lease with `max_queues` asks the rule of the queues it serves, and
