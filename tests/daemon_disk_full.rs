@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
-
 use common::daemon::{Daemon, TOKEN};
 use common::{run, stdout};
 use serde_json::json;
@@ -16,21 +14,7 @@ use serde_json::json;
 const LIMIT: u64 = 4 << 20;
 
 fn limited(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    cmd.env("SITEMAPD_TOKEN", TOKEN);
-    // SAFETY: async-signal-safe calls only, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let limit = libc::rlimit {
-                rlim_cur: LIMIT,
-                rlim_max: LIMIT,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
+    common::daemon::limit_on_exec(cmd.env("SITEMAPD_TOKEN", TOKEN), libc::RLIMIT_FSIZE, LIMIT)
 }
 
 #[test]

@@ -180,3 +180,29 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// Sets `cmd`'s process limit `resource` (an `RLIMIT_*`) to `limit`, soft
+/// and hard, between fork and exec. SIGXFSZ is ignored, so that a write
+/// past `RLIMIT_FSIZE` fails with EFBIG (as on a full disk) instead of
+/// killing the process.
+pub fn limit_on_exec(
+    cmd: &mut std::process::Command,
+    resource: libc::__rlimit_resource_t,
+    limit: u64,
+) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: async-signal-safe calls only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(resource, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}

@@ -3,10 +3,9 @@
 
 use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-use super::daemon::{Daemon, TOKEN};
+use super::daemon::{Daemon, TOKEN, limit_on_exec};
 
 /// The daemon's open-file limit in the flood test: low enough that 2,000
 /// sockets would exhaust it without a connection cap.
@@ -33,19 +32,11 @@ pub fn raise_fd_limit(want: u64) -> u64 {
 /// A daemon (with the test token) whose open-file limit is [`DAEMON_FDS`].
 pub fn daemon_with_fd_limit(store: &std::path::Path, args: &[&str]) -> Daemon {
     Daemon::start_with(store, args, |cmd| {
-        cmd.env("SITEMAPD_TOKEN", TOKEN);
-        unsafe {
-            cmd.pre_exec(|| {
-                let lim = libc::rlimit {
-                    rlim_cur: DAEMON_FDS,
-                    rlim_max: DAEMON_FDS,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            })
-        }
+        limit_on_exec(
+            cmd.env("SITEMAPD_TOKEN", TOKEN),
+            libc::RLIMIT_NOFILE,
+            DAEMON_FDS,
+        )
     })
 }
 
