@@ -193,10 +193,11 @@ fn idle_connections_do_not_lock_out_a_client() {
     );
 }
 
-/// 512 ListURLs streams (4 connections x 128) whose client reads nothing,
-/// on a store of 3,000 URLs: at most 16 are served at once (the rest are
-/// RESOURCE_EXHAUSTED), so the blocking pool the store's reads run on
-/// stays free: an HTTP lease and GetStats are answered meanwhile.
+/// 640 ListURLs streams (5 connections x 128) whose client reads nothing,
+/// on a store of 3,000 URLs: at most 4 per connection and 16 in all are
+/// served (the rest are RESOURCE_EXHAUSTED), and those hold no thread of
+/// the blocking pool the store's reads run on: an HTTP lease and GetStats
+/// are answered meanwhile.
 #[test]
 fn unread_list_streams_do_not_stall_the_daemon() {
     use sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient;
@@ -214,8 +215,8 @@ fn unread_list_streams_do_not_stall_the_daemon() {
             })
             .collect();
         put(&mut c, items).await;
-        let (mut open, mut exhausted) = (Vec::new(), 0);
-        for _ in 0..4 {
+        let (mut open, mut exhausted, mut per_connection) = (Vec::new(), 0, Vec::new());
+        for _ in 0..5 {
             // Small windows: the service's sends block once a few items
             // are unread.
             let channel = Endpoint::from_shared(format!("http://{addr}"))
@@ -226,6 +227,7 @@ fn unread_list_streams_do_not_stall_the_daemon() {
                 .await
                 .unwrap();
             let mut raw = UrlFrontierClient::new(channel);
+            let before = open.len();
             for _ in 0..128 {
                 let mut req = tonic::Request::new(list_params("", "", 0, u32::MAX >> 1));
                 req.metadata_mut()
@@ -236,6 +238,7 @@ fn unread_list_streams_do_not_stall_the_daemon() {
                     Err(e) => panic!("{e:?}"),
                 }
             }
+            per_connection.push(open.len() - before);
         }
         // The daemon answers meanwhile, on both ports.
         let answered = tokio::time::timeout(Duration::from_secs(10), async {
@@ -250,7 +253,8 @@ fn unread_list_streams_do_not_stall_the_daemon() {
         })
         .await;
         assert_eq!(answered, Ok((3_000, 200)));
-        assert_eq!((open.len(), exhausted), (16, 496));
+        assert_eq!((open.len(), exhausted), (16, 624));
+        assert_eq!(per_connection, [4, 4, 4, 4, 0]);
         drop(open);
     });
 }

@@ -437,7 +437,9 @@ pub struct ConnSlot(pub Arc<Slot>);
 
 /// Marks a URLFrontier connection busy while one of its calls is open, to
 /// the end of the call's response stream: such a connection is never
-/// closed to make room.
+/// closed to make room. Names the connection to the service
+/// ([`sitemapd_urlfrontier::ConnectionId`]), which caps streams per
+/// connection.
 #[derive(Clone)]
 pub struct MarkBusyLayer;
 
@@ -469,8 +471,13 @@ where
         self.0.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let busy = request.extensions().get::<ConnSlot>().map(|c| c.0.busy());
+    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+        let slot = request.extensions().get::<ConnSlot>().map(|c| c.0.clone());
+        let busy = slot.map(|slot| {
+            let id = sitemapd_urlfrontier::ConnectionId(slot.id);
+            request.extensions_mut().insert(id);
+            slot.busy()
+        });
         let response = self.0.call(request);
         Box::pin(async move {
             let response = response.await?;

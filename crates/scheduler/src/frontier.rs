@@ -35,6 +35,7 @@ use std::collections::HashMap;
 
 use crate::hash::FastMap;
 use crate::keys;
+use crate::marks::Marks;
 use crate::queue::Completion;
 use crate::record::{HostRecord, Schedule, StoredReason, UrlRecord};
 use crate::store::{Store, StoreError};
@@ -386,11 +387,27 @@ impl Store {
         name: Option<&'a str>,
         now: Timestamp,
     ) -> Box<dyn Iterator<Item = Result<UrlView, StoreError>> + 'a> {
-        let records = self.queue_records(name, Resume::default());
         Box::new(
-            self.with_leases(records.map(|item| item.map(|(_, url, rec)| (url, rec))))
-                .map(move |item| item.map(|(url, r)| UrlView::of(&url, &r, now))),
+            self.queue_urls_from(name, QueuePlace::default(), now)
+                .map(|item| item.map(|(_, view)| view)),
         )
+    }
+
+    /// [`Store::queue_urls`] from a place a walk reached (`QueuePlace::default()`:
+    /// the start), each URL with the place just after it: a long walk goes
+    /// on in pieces, each its own short read of the store.
+    pub fn queue_urls_from<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        from: QueuePlace,
+        now: Timestamp,
+    ) -> impl Iterator<Item = Result<(QueuePlace, UrlView), StoreError>> + 'a {
+        let mut marks = Marks::default();
+        self.queue_records(name, from.0).map(move |item| {
+            let (at, url, mut rec) = item?;
+            marks.overlay(self, &url, &mut rec)?;
+            Ok((QueuePlace(at.after()), UrlView::of(&url, &rec, now)))
+        })
     }
 
     /// Deletes the URLs of queue `name` (of every queue when `None`) that
@@ -515,6 +532,10 @@ impl Resume {
         self
     }
 }
+
+/// Where a walk over a queue's URLs is ([`Store::queue_urls_from`]).
+#[derive(Debug, Clone, Default)]
+pub struct QueuePlace(Resume);
 
 /// URL records with their URLs, one part of a queue's walk.
 type Records<'a> = Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>;

@@ -40,7 +40,9 @@ pub mod internal;
 use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
-pub use frontier::{DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, bounded_metadata};
+pub use frontier::{
+    DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, QueuePlace, bounded_metadata,
+};
 pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;

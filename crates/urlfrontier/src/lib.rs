@@ -38,7 +38,7 @@ pub mod proto {
 
 pub mod service;
 mod status;
-pub use service::Frontier;
+pub use service::{ConnectionId, Frontier};
 
 /// The protocol's rpcs, as their paths name them
 /// (`/urlfrontier.URLFrontier/<rpc>`): a bounded set of labels for metrics.

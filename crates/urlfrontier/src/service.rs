@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sitemapd_scheduler::{
-    Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Metadata, Outcome, Politeness, Put, Store,
-    StoreError, Timestamp, UrlStatus, UrlView,
+    Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Metadata, Outcome, Politeness, Put,
+    QueuePlace, Store, StoreError, Timestamp, UrlStatus, UrlView,
 };
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::StreamExt;
@@ -70,12 +70,23 @@ const PRUNE_EVERY: i64 = 60;
 pub const PUT_WAIT: Duration = Duration::from_millis(2);
 /// A put stream that sends nothing for this long is closed.
 pub const IDLE_STREAM: Duration = Duration::from_secs(600);
-/// A ListURLs stream whose client reads nothing for this long is cut.
+/// A ListURLs stream whose client takes less than a page ([`LIST_PAGE`]
+/// URLs) in this long is cut.
 pub const STALLED_LIST: Duration = Duration::from_secs(30);
-/// ListURLs streams open at once, over every client: each reads the store
-/// on a thread of the blocking pool while it is open, so they stay far
-/// below that pool (512 threads); one more is RESOURCE_EXHAUSTED.
+/// ListURLs streams open at once, over every client; one more is
+/// RESOURCE_EXHAUSTED. A stream holds a page and no thread while its
+/// client does not read.
 pub const MAX_LIST_STREAMS: usize = 16;
+/// ListURLs streams open at once on one connection (when the transport
+/// names connections, [`ConnectionId`]); one more is RESOURCE_EXHAUSTED.
+pub const MAX_LIST_STREAMS_PER_CONNECTION: usize = 4;
+
+/// The connection a call came on, as the server's transport puts it in
+/// each request's extensions: ListURLs streams are capped per connection
+/// ([`MAX_LIST_STREAMS_PER_CONNECTION`]) as well as in all. Calls without
+/// one are under the cap in all only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnectionId(pub u64);
 
 /// Status codes as a client reports them in metadata (StormCrawler's
 /// `fetch.statusCode`), the content signature it computed (`signature`)
@@ -133,6 +144,62 @@ struct Inner {
     pruned: AtomicI64,
     /// A permit per ListURLs stream open ([`MAX_LIST_STREAMS`]).
     list_streams: Arc<Semaphore>,
+    /// ListURLs streams open per connection.
+    lists_by_connection: Mutex<HashMap<ConnectionId, usize>>,
+}
+
+/// A ListURLs stream's place under the caps, given back when dropped.
+struct ListPermit {
+    _in_all: tokio::sync::OwnedSemaphorePermit,
+    connection: Option<(Arc<Inner>, ConnectionId)>,
+}
+
+impl Drop for ListPermit {
+    fn drop(&mut self) {
+        if let Some((inner, id)) = &self.connection {
+            let mut open = inner.lists_by_connection.lock().unwrap();
+            if let Some(n) = open.get_mut(id) {
+                *n -= 1;
+                if *n == 0 {
+                    open.remove(id);
+                }
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// A place for one more ListURLs stream from `connection`, under both
+    /// caps.
+    fn list_permit(
+        self: &Arc<Self>,
+        connection: Option<ConnectionId>,
+    ) -> Result<ListPermit, Status> {
+        let Ok(in_all) = self.list_streams.clone().try_acquire_owned() else {
+            return Err(Status::resource_exhausted(format!(
+                "{MAX_LIST_STREAMS} ListURLs streams are open: try again when one has ended"
+            )));
+        };
+        let Some(id) = connection else {
+            return Ok(ListPermit {
+                _in_all: in_all,
+                connection: None,
+            });
+        };
+        let mut open = self.lists_by_connection.lock().unwrap();
+        let n = open.entry(id).or_default();
+        if *n >= MAX_LIST_STREAMS_PER_CONNECTION {
+            return Err(Status::resource_exhausted(format!(
+                "{MAX_LIST_STREAMS_PER_CONNECTION} ListURLs streams are open on this connection: \
+                 try again when one has ended"
+            )));
+        }
+        *n += 1;
+        Ok(ListPermit {
+            _in_all: in_all,
+            connection: Some((self.clone(), id)),
+        })
+    }
 }
 
 impl Frontier {
@@ -155,6 +222,7 @@ impl Frontier {
                 log_level,
                 pruned: AtomicI64::new(0),
                 list_streams: Arc::new(Semaphore::new(MAX_LIST_STREAMS)),
+                lists_by_connection: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -682,29 +750,68 @@ impl Inner {
         &self,
         crawl: &str,
         key: &str,
-        filter: Option<String>,
+        filter: Option<&str>,
         ignore_case: bool,
-        mut visit: impl FnMut(UrlView) -> bool,
+        from: QueuePlace,
+        mut visit: impl FnMut(QueuePlace, UrlView) -> bool,
     ) -> Result<(), Status> {
         let Some(store) = self.existing(crawl)? else {
             return Ok(());
         };
-        let filter = filter
-            .filter(|f| !f.is_empty())
-            .map(|f| if ignore_case { f.to_lowercase() } else { f });
+        let filter = filter.filter(|f| !f.is_empty()).map(|f| {
+            if ignore_case {
+                f.to_lowercase()
+            } else {
+                f.to_owned()
+            }
+        });
         let queue = (!key.is_empty()).then_some(key);
-        for view in store.queue_urls(queue, Timestamp::now()) {
-            let view = view.map_err(store_status)?;
+        for item in store.queue_urls_from(queue, from, Timestamp::now()) {
+            let (place, view) = item.map_err(store_status)?;
             let keep = match &filter {
                 None => true,
                 Some(f) if ignore_case => view.url.to_lowercase().contains(f.as_str()),
                 Some(f) => view.url.contains(f.as_str()),
             };
-            if keep && !visit(view) {
+            if keep && !visit(place, view) {
                 return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// The next page of a ListURLs walk ([`LIST_PAGE`] items at most), and
+    /// whether the walk is over.
+    fn list_page(
+        &self,
+        p: &proto::ListUrlParams,
+        walk: &mut ListWalk,
+    ) -> Result<(Vec<proto::UrlItem>, bool), Status> {
+        let (mut page, mut visited) = (Vec::new(), 0);
+        let from = std::mem::take(&mut walk.place);
+        let ignore_case = p.ignore_case.unwrap_or(false);
+        let filter = p.filter.as_deref();
+        self.each_matching(
+            &p.crawl_id,
+            &p.key,
+            filter,
+            ignore_case,
+            from,
+            |place, v| {
+                walk.place = place;
+                if walk.skip > 0 {
+                    walk.skip -= 1;
+                } else {
+                    page.push(url_item(&v, &p.crawl_id));
+                    walk.left -= 1;
+                }
+                visited += 1;
+                walk.left > 0 && visited < LIST_PAGE
+            },
+        )?;
+        // Over when the store had no more, or the client no more room.
+        let ended = walk.left == 0 || visited < LIST_PAGE;
+        Ok((page, ended))
     }
 }
 
@@ -717,6 +824,20 @@ type Stream<T> = ReceiverStream<Result<T, Status>>;
 /// Items a server stream holds before the client reads them: a client that
 /// reads slowly holds the producer, never a growing buffer.
 const STREAM_BUFFER: usize = 64;
+
+/// URLs a ListURLs stream reads from the store at once; its client must
+/// take them within [`STALLED_LIST`].
+pub const LIST_PAGE: usize = 256;
+
+/// How far a ListURLs stream has gone.
+struct ListWalk {
+    /// Where the next page starts.
+    place: QueuePlace,
+    /// Matching URLs still to pass over (the request's `start`).
+    skip: usize,
+    /// URLs still to send (the request's `size`).
+    left: usize,
+}
 
 #[tonic::async_trait]
 impl UrlFrontier for Frontier {
@@ -1147,42 +1268,52 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::ListUrlParams>,
     ) -> Result<Response<Self::ListURLsStream>, Status> {
+        let connection = request.extensions().get::<ConnectionId>().copied();
         let p = request.into_inner();
         let inner = self.inner.clone();
-        let Ok(permit) = inner.list_streams.clone().try_acquire_owned() else {
-            return Err(Status::resource_exhausted(format!(
-                "{MAX_LIST_STREAMS} ListURLs streams are open: try again when one has ended"
-            )));
-        };
-        // Read and sent one URL at a time (a dump asks for 2^31 - 1 of
-        // them): the reading waits while the client does not read, and
-        // gives up on a client that reads nothing for STALLED_LIST.
+        let permit = inner.list_permit(connection)?;
+        // Read a page at a time on the blocking pool, sent from here: a
+        // client that does not read holds no thread, only this task and
+        // its page, and one that takes less than a page in STALLED_LIST
+        // is cut (a dump asks for 2^31 - 1 URLs in one stream).
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        let runtime = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
+        tokio::spawn(async move {
             let _permit = permit;
-            let send = |item| {
-                runtime
-                    .block_on(tokio::time::timeout(STALLED_LIST, tx.send(item)))
-                    .is_ok_and(|sent| sent.is_ok())
+            let p = Arc::new(p);
+            let mut walk = ListWalk {
+                place: QueuePlace::default(),
+                skip: p.start as usize,
+                left: if p.size == 0 {
+                    DEFAULT_PAGE
+                } else {
+                    p.size as usize
+                },
             };
-            let size = if p.size == 0 {
-                DEFAULT_PAGE
-            } else {
-                p.size as usize
-            };
-            let (mut skip, mut sent) = (p.start as usize, 0usize);
-            let ignore_case = p.ignore_case.unwrap_or(false);
-            let read = inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |v| {
-                if skip > 0 {
-                    skip -= 1;
-                    return true;
+            loop {
+                let (inner, params) = (inner.clone(), p.clone());
+                let read = blocking(move || {
+                    let page = inner.list_page(&params, &mut walk)?;
+                    Ok((page, walk))
+                })
+                .await;
+                let ((page, ended), next) = match read {
+                    Ok(read) => read,
+                    Err(status) => {
+                        let _ = tokio::time::timeout(STALLED_LIST, tx.send(Err(status))).await;
+                        return;
+                    }
+                };
+                let taken = tokio::time::timeout(STALLED_LIST, async {
+                    for item in page {
+                        tx.send(Ok(item)).await.ok()?;
+                    }
+                    Some(())
+                })
+                .await;
+                if ended || !matches!(taken, Ok(Some(()))) {
+                    return;
                 }
-                sent += 1;
-                send(Ok(url_item(&v, &p.crawl_id))) && sent < size
-            });
-            if let Err(status) = read {
-                send(Err(status));
+                walk = next;
             }
         });
         Ok(Response::new(ReceiverStream::new(rx)))
@@ -1197,7 +1328,9 @@ impl UrlFrontier for Frontier {
         let value = blocking(move || {
             let mut n = 0u64;
             let ignore_case = p.ignore_case.unwrap_or(false);
-            inner.each_matching(&p.crawl_id, &p.key, p.filter, ignore_case, |_| {
+            let filter = p.filter.as_deref();
+            let start = QueuePlace::default();
+            inner.each_matching(&p.crawl_id, &p.key, filter, ignore_case, start, |_, _| {
                 n += 1;
                 true
             })?;
