@@ -135,6 +135,7 @@ fn serves_the_queue_and_follows_changes() {
         "sitemapd_leased_urls_total 4",
         "sitemapd_completions_total{status=\"not-modified\"} 3",
         "sitemapd_queue_depth",
+        "sitemapd_store_unreadable_records 0",
         "sitemapd_sitemap_fetch_seconds_bucket",
         "sitemapd_urls_ingested_total",
     ] {

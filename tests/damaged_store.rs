@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{indexed_site, run, stderr, with_store};
+use common::{indexed_site, run, stderr, stdout, with_store};
 
 /// A store of 20,000 URLs with its `db` file cut to half its size (what a
 /// full disk or a bad copy leaves): sled panicked inside its segment code
@@ -47,5 +47,66 @@ fn a_store_cut_in_half_gives_a_clear_error_not_a_panic() {
             e.contains("damaged") && e.contains(store.to_str().unwrap()),
             "{args:?}: {e}"
         );
+    }
+}
+
+/// A store whose records do not decode where the commands read them (the
+/// pages of URL records and the host's record, overwritten with sled
+/// behind the binary's back): `queue`, `stats` and `export` printed what
+/// they could and exited 0, as if the store were whole. Now they exit 1
+/// after their output, naming the damage; `stats --repair` removes the
+/// records, and the commands exit 0 again.
+#[test]
+fn records_that_do_not_decode_fail_the_commands_that_read_them() {
+    let site = indexed_site(1, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let root = site.url("/");
+    let o = run(&with_store(
+        &store,
+        &["ingest", "--allow-private", "--min-delay", "0", &root],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    {
+        // The binary has exited; its lock is released with the process.
+        let db = sled::open(&store).unwrap();
+        let tree = db.open_tree("sitemapd").unwrap();
+        // `p`: pages of URL records; `h`: host records
+        // (crates/scheduler/src/internal/keys.rs).
+        for prefix in [b'p', b'h'] {
+            let keys: Vec<_> = tree
+                .scan_prefix([prefix])
+                .map(|item| item.unwrap().0)
+                .collect();
+            assert!(!keys.is_empty(), "no {} key", prefix as char);
+            for key in keys {
+                tree.insert(key, &[0xff, 0xff, 0xff][..]).unwrap();
+            }
+        }
+        db.flush().unwrap();
+    }
+    let path = store.to_str().unwrap();
+    for args in [&["queue", "-n", "5"][..], &["stats"], &["export"]] {
+        let o = run(&with_store(&store, args));
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert!(
+            e.contains("damaged") && e.contains("did not decode") && e.contains(path),
+            "{args:?}: {e}"
+        );
+    }
+    // What `stats` could read is still printed before the error.
+    let o = run(&with_store(&store, &["stats"]));
+    assert!(stdout(&o).contains("sitemaps"), "{}", stdout(&o));
+
+    let o = run(&with_store(&store, &["stats", "--repair"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for args in [
+        &["queue", "-n", "5"][..],
+        &["stats", "--check"],
+        &["export"],
+    ] {
+        let o = run(&with_store(&store, args));
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
     }
 }

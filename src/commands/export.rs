@@ -123,5 +123,6 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode> {
             out.flush()?;
         }
     }
+    super::fail_if_records_passed_over(&store, &args.store.store)?;
     Ok(ExitCode::SUCCESS)
 }

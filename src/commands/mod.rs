@@ -9,6 +9,25 @@ pub mod queue;
 pub mod robots;
 pub mod stats;
 
+/// An error (exit 1, after what the command printed) when its reads
+/// passed over records that do not decode: what it printed leaves them out.
+pub fn fail_if_records_passed_over(
+    store: &sitemapd_scheduler::Store,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let health = store.health();
+    match health.first_unreadable {
+        Some(first) => anyhow::bail!(
+            "the store at {} is damaged: {} record read(s) did not decode and were left out \
+             (the first: {first}); `sitemapd stats --check` names every one, \
+             `sitemapd stats --repair` removes them",
+            path.display(),
+            health.unreadable_records
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Whether a command's input names an http(s) URL rather than a file.
 pub fn is_url(input: &str) -> bool {
     let lower = input.get(..8).unwrap_or(input).to_ascii_lowercase();

@@ -46,5 +46,6 @@ pub fn run(args: &QueueArgs) -> Result<ExitCode> {
         out.write_all(b"\n")?;
     }
     out.flush()?;
+    super::fail_if_records_passed_over(&store, &settings.store.store)?;
     Ok(ExitCode::SUCCESS)
 }

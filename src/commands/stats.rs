@@ -131,6 +131,9 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
             write_check(&mut out, &format!("crawl {:?}: check", c.name), &c.check)?;
         }
     }
+    if check.is_none() {
+        super::fail_if_records_passed_over(&store, &args.store.store)?;
+    }
     let ok = check.as_ref().is_none_or(|c| c.is_ok()) && crawls.iter().all(|c| c.check.is_ok());
     Ok(if ok {
         ExitCode::SUCCESS

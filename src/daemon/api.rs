@@ -792,6 +792,10 @@ async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
             .queue_depth
             .set(store.queue_depth(Timestamp::now())? as i64);
         metrics.sites.set(store.sites().count() as i64);
+        let unreadable = store.health().unreadable_records;
+        metrics
+            .unreadable_records
+            .set(i64::try_from(unreadable).unwrap_or(i64::MAX));
         Ok(metrics.encode())
     })
     .await?;

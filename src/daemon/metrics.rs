@@ -70,6 +70,9 @@ pub struct Metrics {
     pub queue_depth: Gauge,
     /// Sites followed (set at each scrape).
     pub sites: Gauge,
+    /// Reads of store records that did not decode and were passed over,
+    /// since the daemon started (set at each scrape).
+    pub unreadable_records: Gauge,
     /// URLFrontier rpcs by rpc and gRPC status.
     pub rpcs: Family<RpcCode, Counter>,
     /// URLFrontier rpc time by rpc, seconds: from the request to the end of
@@ -96,6 +99,7 @@ impl Metrics {
             notified: Counter::default(),
             queue_depth: Gauge::default(),
             sites: Gauge::default(),
+            unreadable_records: Gauge::default(),
             rpcs: Family::default(),
             rpc_seconds: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.000_25, 2.0, 20))
@@ -152,6 +156,11 @@ impl Metrics {
             m.queue_depth.clone(),
         );
         r.register("sites", "Sites followed", m.sites.clone());
+        r.register(
+            "store_unreadable_records",
+            "Reads of store records that did not decode and were passed over (stats --check names them)",
+            m.unreadable_records.clone(),
+        );
         r.register(
             "urlfrontier_rpcs",
             "URLFrontier rpcs by rpc and gRPC status",

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::error::intact;
 use crate::keys;
 use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::SiteRecord;
@@ -184,7 +183,10 @@ impl Store {
         }
         // A host record that does not decode is named with the other
         // corrupt records below, and its host as counted but not kept.
-        for item in self.records::<HostRecord>([keys::HOST]).filter(intact) {
+        for item in self
+            .records::<HostRecord>([keys::HOST])
+            .filter(|item| self.intact(item))
+        {
             let (host, record) = item?;
             let Some(kept) = record.counts else {
                 continue;
@@ -347,7 +349,10 @@ impl Store {
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let now = now.unix();
         let mut s = Stats::default();
-        for item in self.records::<HostRecord>([keys::HOST]).filter(intact) {
+        for item in self
+            .records::<HostRecord>([keys::HOST])
+            .filter(|item| self.intact(item))
+        {
             let (name, host) = item?;
             let Some(t) = host.counts else {
                 continue;
@@ -407,7 +412,7 @@ impl Store {
     fn sitemap_counts(&self, s: &mut Stats) -> Result<(), StoreError> {
         for item in self
             .records::<SitemapRecord>([keys::SITEMAP])
-            .filter(intact)
+            .filter(|item| self.intact(item))
         {
             let (_, sitemap) = item?;
             s.sitemaps += 1;
@@ -423,7 +428,7 @@ impl Store {
         let mut s = Stats::default();
         let mut rates = RateSketch::default();
         let mut next_due: Option<i64> = None;
-        for item in self.with_leases(self.all_url_records().filter(intact)) {
+        for item in self.with_leases(self.all_url_records().filter(|item| self.intact(item))) {
             let (url, rec) = item?;
             let host = s.hosts.entry(rec.queue_name(&url).to_string()).or_default();
             if let Some(outcome) = rec.fetch.last_outcome {
@@ -464,7 +469,10 @@ impl Store {
                 rates.add(rate * 86_400.0);
             }
         }
-        for item in self.records::<HostRecord>([keys::HOST]).filter(intact) {
+        for item in self
+            .records::<HostRecord>([keys::HOST])
+            .filter(|item| self.intact(item))
+        {
             let (name, h) = item?;
             if let Some(stats) = s.hosts.get_mut(&name) {
                 stats.lastmod_trusted = h.trust.is_trusted();
@@ -496,9 +504,10 @@ impl Store {
 
     /// Every URL the store holds, retired ones included, in URL order
     /// (for `sitemapd export`); leases judged by the system clock, as
-    /// [`Store::url`] does.
+    /// [`Store::url`] does. A record that does not decode is passed over
+    /// and counted in [`Store::health`] (`unreadable_records`).
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
-        self.with_leases(self.all_url_records())
+        self.with_leases(self.all_url_records().filter(|item| self.intact(item)))
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, Timestamp::now())))
     }
 

@@ -62,12 +62,6 @@ pub enum StoreError {
     },
 }
 
-/// False for a record that does not decode: the scans that count or retire
-/// pass over it (`check` names it).
-pub(crate) fn intact<T>(item: &Result<T, StoreError>) -> bool {
-    !matches!(item, Err(StoreError::Record { .. }))
-}
-
 impl StoreError {
     /// The store's files are damaged ([`StoreError::Damaged`]).
     pub fn is_damage(&self) -> bool {

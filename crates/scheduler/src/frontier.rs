@@ -349,7 +349,7 @@ impl Store {
     /// deleted or not.
     pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
         self.records::<HostRecord>([keys::HOST])
-            .filter(crate::error::intact)
+            .filter(|item| self.intact(item))
             .filter_map(|item| {
                 item.map(|(name, host)| Some((name, QueueCounts::of(&host.counts?))))
                     .transpose()
@@ -360,7 +360,10 @@ impl Store {
     pub fn queue(&self, name: &str) -> Result<Option<QueueCounts>, StoreError> {
         match self.get::<HostRecord>(&keys::host(name)) {
             Ok(record) => Ok(record.and_then(|h| h.counts).map(|t| QueueCounts::of(&t))),
-            Err(StoreError::Record { .. }) => Ok(Some(QueueCounts::of(&Tally::default()))),
+            Err(StoreError::Record { key, .. }) => {
+                self.kv.passed_over(&key);
+                Ok(Some(QueueCounts::of(&Tally::default())))
+            }
             Err(e) => Err(e),
         }
     }
@@ -459,7 +462,7 @@ impl Store {
         loop {
             let urls: Vec<String> = self
                 .queue_records(Some(name), Resume::default())
-                .filter(crate::error::intact)
+                .filter(|item| self.intact(item))
                 .take(DELETE_BATCH)
                 .map(|item| item.map(|(_, url, _)| url))
                 .collect::<Result<_, _>>()?;

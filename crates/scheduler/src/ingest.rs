@@ -457,6 +457,7 @@ impl<'s> Ingest<'s> {
             Ok(prev) => prev,
             Err(StoreError::Record { key, source }) => {
                 tracing::warn!(%key, error = %source, "corrupt refresh schedule: starting over");
+                self.store.kv.passed_over(&key);
                 None
             }
             Err(e) => return Err(e),

@@ -91,6 +91,9 @@ pub(crate) struct Health {
     write_failure: Mutex<Option<String>>,
     /// sled failed a write: it refuses every write until reopened.
     wedged: AtomicBool,
+    /// Records passed over because they do not decode: how many, and the
+    /// key of the first.
+    unreadable: Mutex<(u64, Option<String>)>,
 }
 
 /// What [`Store::health`](crate::Store::health) reports.
@@ -103,6 +106,12 @@ pub struct StoreHealth {
     /// A write failed on disk and the store refuses every read and write
     /// until it is reopened (sled's behaviour after an I/O error).
     pub needs_reopen: bool,
+    /// Records read and passed over because they do not decode (each read
+    /// counts: one record read twice counts twice). The store works
+    /// without them; `stats --check` names them all.
+    pub unreadable_records: u64,
+    /// The key of the first record passed over.
+    pub first_unreadable: Option<String>,
 }
 
 impl StoreHealth {
@@ -445,6 +454,31 @@ impl Kv {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
             needs_reopen: self.health.wedged.load(Ordering::SeqCst),
+            unreadable_records: self.unreadable().0,
+            first_unreadable: self.unreadable().1,
+        }
+    }
+
+    fn unreadable(&self) -> (u64, Option<String>) {
+        self.health
+            .unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Notes a record passed over because it does not decode (the first
+    /// logged).
+    pub(crate) fn passed_over(&self, key: &str) {
+        let mut seen = self
+            .health
+            .unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        seen.0 += 1;
+        if seen.1.is_none() {
+            tracing::warn!(%key, "a record that does not decode passed over (stats --check names them)");
+            seen.1 = Some(key.to_string());
         }
     }
 

@@ -564,7 +564,7 @@ impl Store {
             }
             Ok(_) => Ok(RecordOf::Stale),
             Err(StoreError::Record { key, .. }) => {
-                tracing::warn!(%key, "corrupt URL record skipped (stats --check names it)");
+                self.kv.passed_over(&key);
                 Ok(RecordOf::Corrupt)
             }
             Err(e) => Err(e),
@@ -706,12 +706,13 @@ impl Store {
         choice.pass(&[&[Urgency::Validation]], Lanes::All, n, false)?;
         let mut out = Vec::with_capacity(choice.chosen.len());
         for c in choice.chosen {
-            let metadata = if c.entry().meta {
-                self.record_of(&c)?.map(|r| r.metadata).unwrap_or_default()
-            } else {
-                Vec::new()
+            // What a lease would pass over, a peek passes over: an entry no
+            // record names, a record that does not decode.
+            let Some(rec) = self.record_of(&c)? else {
+                continue;
             };
             let entry = c.entry();
+            let metadata = if entry.meta { rec.metadata } else { Vec::new() };
             out.push(Leased {
                 url: entry.url.clone(),
                 queue: c.queue.clone(),
@@ -1016,9 +1017,21 @@ mod tests {
             .unwrap();
         s.kv.insert(keys::url(urls[0]), &b"\x01\xff\xff\xff"[..])
             .unwrap();
+        assert_eq!(s.health().unreadable_records, 0);
+        // A peek shows what a lease would hand out.
+        let peeked = s.peek(10, now).unwrap();
+        let peeked: Vec<&str> = peeked.iter().map(|l| l.url.as_str()).collect();
+        assert_eq!(peeked, [urls[1]]);
         let leased = s.lease(&LeaseRequest::new(10), now).unwrap();
         let leased: Vec<&str> = leased.iter().map(|l| l.url.as_str()).collect();
         assert_eq!(leased, [urls[1]]);
+        let health = s.health();
+        assert_eq!(
+            health.unreadable_records, 2,
+            "read by the peek and the lease"
+        );
+        assert_eq!(health.first_unreadable.as_deref(), Some(urls[0]));
+        assert!(health.is_ok(), "the store works without it");
         let report = s.check().unwrap();
         assert_eq!(report.corrupt, [urls[0]]);
         assert_eq!(report.dangling_due.len(), 1, "{report:?}");

@@ -139,7 +139,7 @@ fn a_corrupt_page_is_named_skipped_by_scans_written_around_and_removed_by_repair
         s.url_record(&lost[0].0),
         Err(StoreError::Record { .. })
     ));
-    let intact = s.all_url_records().filter(crate::error::intact).count();
+    let intact = s.all_url_records().filter(|item| s.intact(item)).count();
     assert_eq!(intact, urls.len() - lost.len());
 
     ingest(&s, 2_000, &urls);

@@ -103,7 +103,10 @@ impl Store {
     fn robots_rules(&self, host: &str) -> Result<Option<RobotsRules>, StoreError> {
         match self.robots_record(host) {
             Ok(record) => Ok(record.map(|r| r.rules)),
-            Err(StoreError::Record { .. }) => Ok(None),
+            Err(StoreError::Record { key, .. }) => {
+                self.kv.passed_over(&key);
+                Ok(None)
+            }
             Err(e) => Err(e),
         }
     }

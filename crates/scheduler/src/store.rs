@@ -235,6 +235,18 @@ impl Store {
         self.kv.health()
     }
 
+    /// False for a record that does not decode: the scans that count or
+    /// retire pass over it, noted in [`Store::health`] (`check` names it).
+    pub(crate) fn intact<T>(&self, item: &Result<T, StoreError>) -> bool {
+        match item {
+            Err(StoreError::Record { key, .. }) => {
+                self.kv.passed_over(key);
+                false
+            }
+            _ => true,
+        }
+    }
+
     /// Reads one key, to learn whether the store still reads (a failure
     /// is recorded in [`Store::health`]).
     pub fn probe_read(&self) -> Result<(), StoreError> {
@@ -404,7 +416,7 @@ impl Store {
         host_ranges(host)
             .into_iter()
             .flat_map(move |(from, to)| self.url_records_in(&from, &to))
-            .filter(crate::error::intact)
+            .filter(move |item| self.intact(item))
     }
 
     /// The URL records from URL `from` (included) to `to` (excluded), in
@@ -510,10 +522,13 @@ impl Store {
     /// counts start over, and `stats --check` names the host).
     pub(crate) fn stored_host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
         let key = keys::host(host);
-        Ok(crate::record::host_record_or_fresh(
-            &key,
-            self.kv.get(&key)?.as_deref(),
-        ))
+        let value = self.kv.get(&key)?;
+        if let Some(value) = &value
+            && crate::record::decode::<HostRecord>(value).is_err()
+        {
+            self.kv.passed_over(host);
+        }
+        Ok(crate::record::host_record_or_fresh(&key, value.as_deref()))
     }
 
     /// The policy's view of a record at `now`.
@@ -642,7 +657,7 @@ impl Store {
         // host, so one host record at a time.
         let mut complete = Vec::new();
         let mut host: Option<(String, HostState)> = None;
-        for item in self.all_url_records().filter(crate::error::intact) {
+        for item in self.all_url_records().filter(|item| self.intact(item)) {
             let (url, r) = item?;
             if r.queued() {
                 let name = keys::host_of(&url);

@@ -174,6 +174,7 @@ impl<'s> UrlWrites<'s> {
         match read {
             Err(e @ StoreError::Record { .. }) => {
                 tracing::warn!(%url, error = %e, "corrupt URL record replaced");
+                self.store.kv.passed_over(url);
                 self.suspects.insert(keys::host_of(url).to_string());
                 Ok(None)
             }
