@@ -33,6 +33,11 @@
 //! against lease + complete in alternating windows; see
 //! `daemon_api/frontier.rs`.
 //!
+//! A big write beside a crawler's leases (`cargo bench --bench daemon_api --
+//! --big-batch`, under a minute): leases timed while one PutDiscovered
+//! batch of 100,000 URLs is written, against the same URLs through
+//! PutURLs and against no write; see `daemon_api/big_batch.rs`.
+//!
 //! The daemon's log goes to a file in the temp directory (path printed).
 
 use std::collections::BTreeMap;
@@ -47,6 +52,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+#[path = "daemon_api/big_batch.rs"]
+mod big_batch;
 #[path = "daemon_api/frontier.rs"]
 mod frontier;
 
@@ -66,6 +73,9 @@ fn main() {
     }
     if args.iter().any(|a| a == "--frontier") {
         return frontier::compare(&args);
+    }
+    if args.iter().any(|a| a == "--big-batch") {
+        return big_batch::run(&args);
     }
     match arg::<f64>(&args, "--soak-minutes") {
         Some(minutes) => soak(&args, minutes),

@@ -195,7 +195,7 @@ fn p50_p99(v: &mut [f64]) -> String {
 
 /// A store of `urls` URLs over `hosts` hosts, all due now, written through
 /// the library in batches of 10,000; closed before the daemon opens it.
-fn fill(dir: &Path, urls: usize, hosts: usize) {
+pub fn fill(dir: &Path, urls: usize, hosts: usize) {
     let t = Instant::now();
     let store = Store::open(dir, StoreOptions::default()).unwrap();
     let now = Timestamp::now();
@@ -232,7 +232,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A client on its own connection, sending the bench's token.
-async fn client(addr: SocketAddr) -> Client {
+pub async fn client(addr: SocketAddr) -> Client {
     let channel = Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -337,8 +337,8 @@ async fn stream(addr: SocketAddr, deadline: Instant, queues: u32, per_queue: u32
 }
 
 /// Adds the bench's token to a call.
-type Auth = fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status>;
-type Client = UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
+pub type Auth = fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status>;
+pub type Client = UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
 
 /// One GetURLs: the URLs it served.
 async fn get_urls(c: &mut Client, params: proto::GetParams) -> Result<Vec<proto::UrlInfo>, String> {
