@@ -343,3 +343,139 @@ fn partial_messages_are_bounded_in_total() {
     assert!(grown <= 256 << 20, "RSS grew by {} MiB", grown >> 20);
     assert!(refused >= 100, "{refused} of 128 streams refused");
 }
+
+/// Whether the daemon still holds `conn` open, whatever it sent first (a
+/// TLS server's session tickets): what is waiting is read, then an EOF or
+/// a reset means closed.
+fn still_open(mut conn: &std::net::TcpStream) -> bool {
+    use std::io::Read;
+    conn.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4096];
+    let open = loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break false,
+            Ok(_) => continue,
+            Err(e) => break e.kind() == std::io::ErrorKind::WouldBlock,
+        }
+    };
+    conn.set_nonblocking(false).unwrap();
+    open
+}
+
+/// A TLS client of the test CA: its handshake with the daemon completed
+/// over `conn`, then nothing sent.
+fn tls_handshake(conn: &mut std::net::TcpStream) {
+    use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(pki("ca.pem")).unwrap())
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    while tls.is_handshaking() {
+        tls.complete_io(conn).unwrap();
+    }
+}
+
+/// Over TLS, connections that send nothing, before their handshake or
+/// after it, are closed once the first-call timeout (1 s here) has passed,
+/// as in plain text (the timeout runs beneath TLS: a client that never
+/// says hello is cut by it too, not only by the 10 s handshake bound); and
+/// a call open longer than that on a TLS connection is never cut (tonic
+/// hands the connection's slot to its calls under TLS as well).
+#[test]
+fn silent_tls_connections_are_closed_and_open_calls_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (pki("server.pem"), pki("server.key"));
+    let tls = [
+        "--urlfrontier-tls-cert",
+        &cert,
+        "--urlfrontier-tls-key",
+        &key,
+        "--head-timeout-secs",
+        "1",
+    ];
+    let (_d, addr) = frontier_daemon(&dir, &tls);
+    let to: std::net::SocketAddr = addr.parse().unwrap();
+    let no_hello: Vec<_> = (0..50)
+        .map(|_| std::net::TcpStream::connect(to).unwrap())
+        .collect();
+    let after_handshake: Vec<_> = (0..10)
+        .map(|_| {
+            let mut conn = std::net::TcpStream::connect(to).unwrap();
+            tls_handshake(&mut conn);
+            conn
+        })
+        .collect();
+    assert_eq!(count_open(&no_hello), 50);
+    assert!(after_handshake.iter().all(still_open));
+
+    // A put stream open for 3 s (one URL, then another 3 s later) on a
+    // TLS connection with the token.
+    let acks = runtime().block_on(async {
+        let channel = tls_channel(&addr, None).await.unwrap();
+        let auth: Auth = Box::new(|mut req: tonic::Request<()>| {
+            let bearer = format!("Bearer {TOKEN}").parse().unwrap();
+            req.metadata_mut().insert("authorization", bearer);
+            Ok(req)
+        });
+        let mut c =
+            sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient::with_interceptor(
+                channel, auth,
+            );
+        let items = async_stream_of_two(
+            discovered("https://a.example/1", ""),
+            discovered("https://a.example/2", ""),
+            Duration::from_secs(3),
+        );
+        let mut acks = c.put_ur_ls(items).await.unwrap().into_inner();
+        let mut got = Vec::new();
+        loop {
+            match acks.message().await {
+                Ok(Some(ack)) => got.push(Ok(ack.id)),
+                Ok(None) => break,
+                Err(e) => {
+                    got.push(Err(format!("{e:?}")));
+                    break;
+                }
+            }
+        }
+        got
+    });
+    assert_eq!(
+        acks,
+        [
+            Ok("https://a.example/1".to_string()),
+            Ok("https://a.example/2".to_string())
+        ]
+    );
+    // By now (3 s on) the silent ones are closed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (count_open(&no_hello) > 0 || after_handshake.iter().any(still_open))
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(count_open(&no_hello), 0, "silent before the handshake");
+    let open = after_handshake.iter().filter(|c| still_open(c)).count();
+    assert_eq!(open, 0, "silent after the handshake");
+}
+
+/// A stream of `first`, then `second` after `gap`.
+fn async_stream_of_two(
+    first: proto::UrlItem,
+    second: proto::UrlItem,
+    gap: Duration,
+) -> impl tokio_stream::Stream<Item = proto::UrlItem> {
+    use tokio_stream::StreamExt;
+    tokio_stream::iter([first]).chain(tokio_stream::once(second).then(move |item| async move {
+        tokio::time::sleep(gap).await;
+        item
+    }))
+}

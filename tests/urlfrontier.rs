@@ -371,33 +371,6 @@ fn off_loopback_without_a_token_the_daemon_refuses_to_start() {
     );
 }
 
-/// The mutual-TLS certificates of `fixtures/tls/mutual/` (see its
-/// generate.sh).
-fn pki(name: &str) -> String {
-    format!("{}/fixtures/tls/mutual/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A channel over TLS (trusting the test CA), presenting the client
-/// certificate `identity` (`client`, `stranger`) if any.
-async fn tls_channel(addr: &str, identity: Option<&str>) -> Result<Channel, String> {
-    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
-    let read = |name: &str| std::fs::read(pki(name)).unwrap();
-    let mut tls = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(read("ca.pem")))
-        .domain_name("localhost");
-    if let Some(name) = identity {
-        let (cert, key) = (read(&format!("{name}.pem")), read(&format!("{name}.key")));
-        tls = tls.identity(Identity::from_pem(cert, key));
-    }
-    Channel::from_shared(format!("https://{addr}"))
-        .unwrap()
-        .tls_config(tls)
-        .unwrap()
-        .connect()
-        .await
-        .map_err(|e| format!("connect: {e:?}"))
-}
-
 /// GetActive over `channel`, or why it failed.
 async fn get_active(channel: Result<Channel, String>) -> Result<bool, String> {
     let mut c = UrlFrontierClient::new(channel?);

@@ -314,3 +314,30 @@ pub async fn url_status(
         Err(e) => Err(e.code()),
     }
 }
+
+/// The mutual-TLS certificates of `fixtures/tls/mutual/` (see its
+/// generate.sh).
+pub fn pki(name: &str) -> String {
+    format!("{}/fixtures/tls/mutual/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A channel over TLS (trusting the test CA), presenting the client
+/// certificate `identity` (`client`, `stranger`) if any.
+pub async fn tls_channel(addr: &str, identity: Option<&str>) -> Result<Channel, String> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let read = |name: &str| std::fs::read(pki(name)).unwrap();
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read("ca.pem")))
+        .domain_name("localhost");
+    if let Some(name) = identity {
+        let (cert, key) = (read(&format!("{name}.pem")), read(&format!("{name}.key")));
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
+    Channel::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .map_err(|e| format!("connect: {e:?}"))
+}
