@@ -241,6 +241,7 @@ fn unread_list_streams_do_not_stall_the_daemon() {
             per_connection.push(open.len() - before);
         }
         // The daemon answers meanwhile, on both ports.
+        let started = Instant::now();
         let answered = tokio::time::timeout(Duration::from_secs(10), async {
             let stats = c.get_stats(scoped("", "")).await.unwrap().into_inner();
             let addr = d.addr;
@@ -253,6 +254,7 @@ fn unread_list_streams_do_not_stall_the_daemon() {
         })
         .await;
         assert_eq!(answered, Ok((3_000, 200)));
+        eprintln!("GetStats and a lease answered in {:?}", started.elapsed());
         assert_eq!((open.len(), exhausted), (16, 624));
         assert_eq!(per_connection, [4, 4, 4, 4, 0]);
         drop(open);
