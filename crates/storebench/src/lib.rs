@@ -10,7 +10,8 @@
 //! about 80 bytes whose fields vary per URL (times, an f32, varints, one
 //! hash), so that compression sees realistic bytes, not zeros.
 //!
-//! See the crate's README for the commands and the figures.
+//! The crate's README follows: the commands and the figures.
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 use serde::{Deserialize, Serialize};

@@ -1,31 +1,4 @@
-//! The [URLFrontier](https://github.com/crawler-commons/url-frontier) gRPC
-//! protocol (API 2.6) for sitemapd: the messages, client and server that
-//! `build.rs` generates from `proto/urlfrontier.proto` (wire-compatible with
-//! the reference service: same package, rpcs, field numbers and names), and
-//! the protocol's naming rules ([`crawl_id`], [`queue_key`]) that every
-//! implementation must apply alike.
-//!
-//! ```
-//! use sitemapd_urlfrontier::{crawl_id, queue_key, QueueKeyError, DEFAULT_CRAWL};
-//! use sitemapd_urlfrontier::proto::{url_item, DiscoveredUrlItem, UrlInfo, UrlItem};
-//!
-//! // "" and "DEFAULT" are one crawl; replies name it DEFAULT.
-//! assert_eq!(crawl_id(""), DEFAULT_CRAWL);
-//! // No key sent: the queue is the URL's host, port dropped, case kept.
-//! assert_eq!(queue_key("https://Example.org:8080/a?b", ""), Ok("Example.org"));
-//! assert_eq!(queue_key("https:///nothing", ""), Err(QueueKeyError::NoHost));
-//!
-//! // A discovered URL, as a crawler puts it.
-//! let item = UrlItem {
-//!     item: Some(url_item::Item::Discovered(DiscoveredUrlItem {
-//!         info: Some(UrlInfo { url: "https://example.org/".into(), ..Default::default() }),
-//!     })),
-//!     id: "https://example.org/".into(),
-//!     creation_date: 0,
-//! };
-//! assert!(matches!(item.item, Some(url_item::Item::Discovered(_))));
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 /// The generated protocol: messages ([`prost`]), the client
