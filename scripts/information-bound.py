@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What freshness the sitemaps' information allows at best (issue 16's noisy and
-mixed targets), on the simulator's default world: 10,000 pages whose change
+"""What freshness the sitemaps' information allows at best (for the noisy and
+mixed scenarios), on the simulator's default world: 10,000 pages whose change
 rates are log-normal (median 0.1 a day, sigma 1, clamped to [0.001, 24]),
 Poisson changes, 2,000 fetches a day. Python 3 standard library only.
 

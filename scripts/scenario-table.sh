@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crawl on change, measured (issue 16): every scenario of `sitemapd simulate`
+# Crawl on change, measured: every scenario of `sitemapd simulate`
 # on the default world (10,000 pages, 100 hosts, 30 days), 5 seeds, every
 # policy and the oracle at the default budget (2,000 fetches a day), then
 # lastmod, adaptive and the oracle at a scarce (500) and a plentiful (10,000)

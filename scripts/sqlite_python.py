@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19's SQLite comparator, as the issue states it: SQLite through
+"""The store bench's SQLite comparator in Python: SQLite through
 Python's sqlite3 (WAL, one transaction per pass, a (host, due) index), fed
 the URLs the store bench generates (`cargo bench -p sitemapd-scheduler
 --bench store`: `https://host-H.example/catalog/section-(I % 37)/item-I.html`,

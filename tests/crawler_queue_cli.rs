@@ -14,7 +14,7 @@ use sitemapd_testsite::{Reply, TestSite};
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n";
 
-/// The site: robots.txt (Disallow /private/, Crawl-delay 2) and a
+/// The example site: robots.txt (Disallow /private/, Crawl-delay 2) and a
 /// sitemap of six URLs.
 fn site() -> TestSite {
     let site = TestSite::start();

@@ -353,7 +353,7 @@ fn absurd_limits_and_files_are_refused_with_what_to_do() {
     );
 }
 
-/// Issue 17, point 7: behind a proxy names resolve at the proxy, so a
+/// Behind a proxy names resolve at the proxy, so a
 /// proxy on a loopback or private address would reach what the address
 /// guard refuses (`localhost`, internal names, redirects to them). Such a
 /// proxy needs `--allow-private`; with it, the walk goes through the proxy.

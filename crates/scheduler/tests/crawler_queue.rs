@@ -97,7 +97,7 @@ fn complete(store: &Store, path: &str, outcome: Outcome, now: i64) {
         .unwrap();
 }
 
-/// The site: among six new URLs, the home page (priority 1.0)
+/// The example site: among six new URLs, the home page (priority 1.0)
 /// first, then by priority, then the newest lastmod, then the shortest
 /// path; never alphabetical.
 #[test]
