@@ -22,7 +22,7 @@ use crate::walk_store::{self, StoreMemory};
 /// store's lock between batches, so larger than the library's default: a
 /// sitemap that lists its URLs out of URL order touches most of its host's
 /// record pages in every batch, and each batch rewrites the pages it
-/// touches (BENCHMARKS.md, "End to end").
+/// touches (docs/BENCHMARKS.md, "End to end").
 const BATCH: usize = 20_000;
 
 /// Runs the command.

@@ -1,5 +1,5 @@
 //! Diagnostics as data: every dropped or repaired value is reported with the
-//! id of the SPEC.md rule it concerns, a severity and a position.
+//! id of the docs/SPEC.md rule it concerns, a severity and a position.
 
 use std::fmt;
 
@@ -7,7 +7,7 @@ use serde::Serialize;
 
 macro_rules! rules {
     ($( $(#[$doc:meta])* $id:ident ),+ $(,)?) => {
-        /// A rule of the sitemapd protocol specification (SPEC.md); every
+        /// A rule of the sitemapd protocol specification (docs/SPEC.md); every
         /// diagnostic names one so that a user can look it up.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
@@ -16,10 +16,10 @@ macro_rules! rules {
         }
 
         impl Rule {
-            /// Every rule, in SPEC.md order.
+            /// Every rule, in docs/SPEC.md order.
             pub const ALL: &'static [Rule] = &[$(Rule::$id),+];
 
-            /// The rule id as written in SPEC.md (`"X7"`).
+            /// The rule id as written in docs/SPEC.md (`"X7"`).
             pub const fn id(self) -> &'static str {
                 match self { $(Rule::$id => stringify!($id),)+ }
             }
@@ -174,7 +174,7 @@ pub struct Position {
 /// One finding about the document: what rule, how bad, where, and what.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnostic {
-    /// The SPEC.md rule concerned.
+    /// The docs/SPEC.md rule concerned.
     pub rule: Rule,
     /// Warning (repaired or dropped) or error (reading stopped).
     pub severity: Severity,

@@ -1,4 +1,4 @@
-//! One test (at least) per SPEC.md rule in the parser's scope, named by rule id.
+//! One test (at least) per docs/SPEC.md rule in the parser's scope, named by rule id.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Change-rate estimators: how often a page changes, judged from what our
-//! fetches of it saw (SCHEDULING.md, "Change-rate estimators").
+//! fetches of it saw (docs/scheduling.md#change-rate-estimators).
 //!
 //! Every estimator assumes Poisson changes at an unknown rate λ and returns
 //! λ̂ in changes per second.
@@ -17,7 +17,7 @@
 //! U the changed and unchanged visits, τ_j the time from the lastmod to the
 //! visit.
 //!
-//! ## Decisions where SCHEDULING.md leaves room
+//! ## Decisions the formulas leave open
 //! - Unusable visits are skipped: an interval that is NaN, infinite, below
 //!   [`MIN_INTERVAL`] (zero, negative) or above [`MAX_INTERVAL`] says nothing
 //!   about the rate. No usable visit → `None`.

@@ -1,4 +1,4 @@
-//! Per-host lastmod trust (SCHEDULING.md, "lastmod trust, per host").
+//! Per-host lastmod trust (docs/scheduling.md#lastmod-trust-per-host).
 //!
 //! Google (2023) and Bing (2023/2025) use a sitemap's `<lastmod>` only where
 //! the site's lastmods have proven accurate; Bing found 18% of sitemaps with
@@ -156,8 +156,8 @@ impl LastmodTrust {
     /// fetches where lastmod had not moved, at most [`MAX_SILENT`] found a
     /// change ([`LastmodTrust::silent_rate`]). The queue crawls such a host
     /// on change: a URL whose lastmod has not moved is only re-validated
-    /// and refetched after a long safety interval (SCHEDULING.md,
-    /// "lastmod").
+    /// and refetched after a long safety interval
+    /// (docs/scheduling.md#lastmod).
     ///
     /// The test is on unmoved fetches, not on [`LastmodTrust::recall`]: a
     /// change lastmod hid is usually found by the fetch a later, announced

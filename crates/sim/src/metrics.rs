@@ -1,4 +1,4 @@
-//! The metrics of SCHEDULING.md, kept exactly as the run goes.
+//! The metrics of docs/scheduling.md#metrics, kept exactly as the run goes.
 //!
 //! Freshness, age and harmonic staleness are piecewise constant (age
 //! piecewise linear) between events, so their time integrals are computed

@@ -1,7 +1,8 @@
-//! The simulator's validation (SCHEDULING.md): seeded, deterministic runs of
-//! the real store checked against the closed forms, the orderings the
-//! literature proves, and the estimators' known bias. Sizes are chosen to
-//! keep the whole file well under a minute in a debug build.
+//! The simulator's validation (docs/scheduling.md#validation): seeded,
+//! deterministic runs of the real store checked against the closed forms,
+//! the orderings the literature proves, and the estimators' known bias.
+//! Sizes are chosen to keep the whole file well under a minute in a debug
+//! build.
 
 use sitemapd_scheduler::policy::{POLICY_NAMES, age_fixed, freshness_fixed};
 use sitemapd_sim::{self as sim, LastmodPrecision, RunReport, SimConfig, SimError};
@@ -89,8 +90,8 @@ fn check_closed_forms(lambda: f64, pages: u32, days: f64, tol_f: f64, tol_a: f64
 
 #[test]
 fn fixed_interval_reproduces_the_closed_forms_and_the_estimators_their_bias() {
-    // SCHEDULING.md: λ=0.5, I=1: F = 0.7869, A = 0.0739; λ=2: F = 0.4323,
-    // A = 0.2162 (days).
+    // docs/scheduling.md#closed-forms: λ=0.5, I=1: F = 0.7869, A = 0.0739;
+    // λ=2: F = 0.4323, A = 0.2162 (days).
     for (lambda, f_doc, a_doc) in [(0.5, 0.7869, 0.0739), (2.0, 0.4323, 0.2162)] {
         let f = freshness_fixed(lambda / DAY, DAY);
         let a = age_fixed(lambda / DAY, DAY) / DAY;

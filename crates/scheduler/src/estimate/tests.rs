@@ -1,5 +1,6 @@
 //! Estimator tests: closed forms on hand-made visits, seeded Monte-Carlo
-//! against the SCHEDULING.md sanity values, robustness.
+//! against the sanity values of docs/scheduling.md#change-rate-estimators,
+//! robustness.
 
 use super::*;
 use proptest::prelude::*;
@@ -374,14 +375,15 @@ fn huge_counts_stay_finite() {
     assert!(close(l, 2f64.ln(), 1e-9));
 }
 
-// ---- Monte-Carlo (SCHEDULING.md sanity values: λ = 1, n = 20, I = 1) ----
+// ---- Monte-Carlo (the sanity values of docs/scheduling.md#change-rate-estimators:
+// λ = 1, n = 20, I = 1) ----
 //
 // Tolerances: with R runs the standard error of a mean is σ/√R. For n = 20
 // and p = 1 − e^{−1}, σ(naive) ≈ √(p(1 − p)/20) ≈ 0.108 and σ(bias-reduced)
 // ≈ σ(naive)/(1 − p) ≈ 0.29. R = 4000 gives SE ≈ 0.0017 and 0.0046; the
 // exact expectations (binomial sums: 0.6321, 1.0008, MLE 1.0488) must lie
 // within 4.5 SE of the simulated means, and the means within 0.02 of the
-// rounded values SCHEDULING.md quotes.
+// rounded values docs/scheduling.md quotes.
 
 const RUNS: usize = 4000;
 
@@ -423,7 +425,7 @@ fn monte_carlo_bias_reduced_is_unbiased() {
 
 #[test]
 fn monte_carlo_mle_on_regular_visits() {
-    // The irregular MLE on regular visits is SCHEDULING.md's "MLE 1.05".
+    // The irregular MLE on regular visits: 1.05 in docs/scheduling.md.
     let (mean, se) = monte_carlo(3, RUNS, Estimator::Irregular, sanity_page);
     let cap = 41f64.ln();
     let exact = binomial_expectation(|x| {

@@ -1,6 +1,5 @@
-//! Closed forms for crawling a Poisson page (SCHEDULING.md, "Closed forms to
-//! check the simulator against"; Cho & Garcia-Molina, ACM TODS 2003;
-//! Kolobov et al., NeurIPS 2019).
+//! Closed forms for crawling a Poisson page (docs/scheduling.md#closed-forms;
+//! Cho & Garcia-Molina, ACM TODS 2003; Kolobov et al., NeurIPS 2019).
 //!
 //! Inputs that are NaN or negative count as 0. Small r = λI uses series
 //! expansions, so there is no cancellation near 0.

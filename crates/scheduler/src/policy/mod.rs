@@ -1,5 +1,5 @@
-//! Crawl policies: when is a URL next due, and why (SCHEDULING.md,
-//! "Policies").
+//! Crawl policies: when is a URL next due, and why
+//! (docs/scheduling.md#the-policies).
 //!
 //! | name | rule | source |
 //! |---|---|---|

@@ -1,6 +1,6 @@
 //! Policy tests: due times on hand-made states, the changefreq table,
 //! adaptive updates, lastmod trust/precision/X8, the KKT allocations and the
-//! SCHEDULING.md closed-form values.
+//! closed-form values of docs/scheduling.md#closed-forms.
 
 use super::*;
 use proptest::prelude::*;
@@ -1026,7 +1026,7 @@ fn allocation_edge_cases() {
     assert!(close(optimal_rate(1.0, 1.0, mu), 0.25, 1e-9));
 }
 
-// ---- closed forms (SCHEDULING.md values) ----
+// ---- closed forms (the values of docs/scheduling.md#closed-forms) ----
 
 #[test]
 fn closed_form_values() {
