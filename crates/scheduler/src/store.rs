@@ -39,7 +39,7 @@ pub struct StoreOptions {
     /// ingests as fast as 64 on the store bench (1M URLs); 16 is slower.
     pub cache_bytes: u64,
     /// The scheduling policy, by name. `None`: the one the store was last
-    /// opened with, or `adaptive` for a new store. A name given is
+    /// opened with, or [`DEFAULT_POLICY`] (`lastmod`) for a new store. A name given is
     /// remembered for the next open.
     pub policy: Option<String>,
     /// Its parameters.

@@ -39,10 +39,11 @@ printf 'User-agent: *\nAllow: /\nSitemap: %s/sitemap.xml\n' "$site" > "$tmp/site
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$tmp/site" > "$tmp/site.log" 2>&1 &
 pids+=($!)
 
-# 2. The daemon: loopback site (--allow-private), no spacing of its own sitemap fetches (--min-delay 0),
-#    HTTP API and URLFrontier on free loopback ports, read back from its log.
+# 2. The daemon: loopback site (--allow-private), no spacing of its own sitemap fetches (--min-delay 0) nor
+#    of the URLs of one host it hands out (--lease-delay 0: pass 1 takes all 5 in one call), HTTP API and
+#    URLFrontier on free loopback ports, read back from its log.
 "$bin" daemon --store "$tmp/store" --listen 127.0.0.1:0 --urlfrontier-listen 127.0.0.1:0 \
-  --allow-private --min-delay 0 "$site/" > "$tmp/daemon.log" 2>&1 &
+  --allow-private --min-delay 0 --lease-delay 0 "$site/" > "$tmp/daemon.log" 2>&1 &
 daemon=$!
 pids+=($daemon)
 from_log() { sed -n "s#.*$1\([0-9.:]*\).*#\1#p" "$tmp/daemon.log" | head -1; }
