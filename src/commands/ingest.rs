@@ -1,20 +1,17 @@
 //! `sitemapd ingest SITE…`: the discovery walk into the store.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
 use sitemapd_discovery::{Seed, WalkEvent, Walker};
 use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
 use super::is_url;
 use crate::cli::{DiagnosticFormat, IngestArgs};
-use crate::output::{DiagnosticSink, Tree};
+use crate::output::{DiagnosticSink, Progress, Tree};
 use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
@@ -62,7 +59,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         stats += ingest_file(&store, file, args)?;
     }
     let walker = settings.walker(Some(Arc::new(StoreMemory::new(store.clone()))))?;
-    let progress = Progress::new();
+    let progress = Progress::new("URLs stored", true);
     let session_now = now();
     let mut failed_sites = 0u64;
     if !seeds.is_empty() {
@@ -221,88 +218,5 @@ impl Report {
             progress.lines(&out);
         }
         Ok(())
-    }
-}
-
-/// A progress bar on a terminal; plain log lines otherwise.
-struct Progress {
-    bar: Option<ProgressBar>,
-    urls: std::sync::atomic::AtomicU64,
-    sitemaps: std::sync::atomic::AtomicU64,
-    started: std::time::Instant,
-}
-
-impl Progress {
-    fn new() -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Self {
-            bar,
-            urls: Default::default(),
-            sitemaps: Default::default(),
-            started: std::time::Instant::now(),
-        }
-    }
-
-    fn url(&self) {
-        let n = self.urls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if n % 4096 == 0 {
-            self.refresh();
-        }
-    }
-
-    fn sitemap(&self) {
-        self.sitemaps
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.refresh();
-    }
-
-    /// Each line of `text`.
-    fn lines(&self, text: &[u8]) {
-        for line in String::from_utf8_lossy(text).lines() {
-            self.line(line);
-        }
-    }
-
-    /// A line as the walk goes, for a log (no terminal): the bar shows the
-    /// counts instead, and each site's tree follows when it is done.
-    fn log(&self, line: &str) {
-        if self.bar.is_none() {
-            eprintln!("{line}");
-        }
-    }
-
-    fn line(&self, line: &str) {
-        match &self.bar {
-            Some(bar) => {
-                bar.println(line);
-                self.refresh();
-            }
-            None => eprintln!("{line}"),
-        }
-    }
-
-    fn refresh(&self) {
-        if let Some(bar) = &self.bar {
-            let urls = self.urls.load(std::sync::atomic::Ordering::Relaxed);
-            let rate = urls as f64 / self.started.elapsed().as_secs_f64().max(0.001);
-            bar.set_message(format!(
-                "{} sitemaps, {urls} URLs stored, {rate:.0} URLs/s",
-                self.sitemaps.load(std::sync::atomic::Ordering::Relaxed)
-            ));
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
     }
 }

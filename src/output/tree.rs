@@ -251,7 +251,13 @@ fn print_nodes(nodes: &[Node], out: &mut impl Write) -> Result<()> {
 
 fn describe(node: &Node) -> String {
     match node {
-        Node::Failed(f) => format!("{}  FAILED: {} ({})", f.url, f.error, duration(f.duration)),
+        Node::Failed(f) => format!(
+            "{}  FAILED: {} ({}{})",
+            f.url,
+            f.error,
+            duration(f.duration),
+            waited(f.waited)
+        ),
         Node::NotDue { url, .. } => format!("{url}  not due"),
         Node::Read(r) => {
             let mut s = format!("{}  {}", r.url, r.status);
@@ -282,7 +288,12 @@ fn describe(node: &Node) -> String {
                     s.push_str(" INCOMPLETE");
                 }
             }
-            s.push_str(&format!(", {}, {}", bytes(r.bytes), duration(r.duration)));
+            s.push_str(&format!(
+                ", {}, {}{}",
+                bytes(r.bytes),
+                duration(r.duration),
+                waited(r.waited)
+            ));
             if let Some(cut) = &r.cut {
                 s.push_str(&format!(", cut: {cut}"));
             }
@@ -339,6 +350,17 @@ fn bytes(n: u64) -> String {
         format!("{:.1} KiB", f / KIB)
     } else {
         format!("{:.1} MiB", f / KIB / KIB)
+    }
+}
+
+/// `, waited 2.0 s`: the time a fetch spent waiting for the host's
+/// politeness gate (minimum delay, robots.txt `Crawl-delay`), shown apart
+/// from the fetch's own time; nothing under a millisecond.
+fn waited(d: Duration) -> String {
+    if d < Duration::from_millis(1) {
+        String::new()
+    } else {
+        format!(", waited {}", duration(d))
     }
 }
 
