@@ -9,7 +9,7 @@ use sitemapd_discovery::{Seed, WalkEvent, Walker};
 use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
-use super::is_url;
+use super::{directory_given, is_url};
 use crate::cli::{DiagnosticFormat, IngestArgs};
 use crate::output::{DiagnosticSink, Progress, Tree};
 use crate::settings::{Site as _, now, runtime, seeds};
@@ -32,8 +32,10 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
             sites.push(arg);
         } else if path.is_file() {
             files.push(arg);
+        } else if path.is_dir() {
+            return Err(directory_given(arg));
         } else if path.exists() {
-            anyhow::bail!("{arg} is not a file (a directory?)");
+            anyhow::bail!("{arg} is not a regular file: give the path of a sitemap file");
         } else if looks_like_a_path(arg) {
             anyhow::bail!("{arg}: no such file");
         } else {
@@ -48,6 +50,10 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         diagnostics: DiagnosticSink::new(DiagnosticFormat::Text, args.max_diagnostics_per_rule),
     };
     let settings = &args.settings;
+    // A store this run creates and leaves empty (every site unreachable)
+    // is removed at the end: a later `queue` or `stats` then says there is
+    // no store, rather than reading an empty one as a store with nothing due.
+    let creates = !settings.store.store.exists();
     let store = Arc::new(
         settings
             .store
@@ -86,8 +92,23 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     }
     store.flush()?;
     progress.finish();
+    let path = &args.settings.store.store;
+    let kept = if creates && stats.entries == 0 && stats.sitemaps == 0 {
+        drop(walker);
+        !remove_new_store(store, path)?
+    } else {
+        true
+    };
+    let store_note = if kept {
+        format!("store {}", path.display())
+    } else {
+        format!(
+            "nothing read, so no store was left at {} (it was created by this run)",
+            path.display()
+        )
+    };
     eprintln!(
-        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
+        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {} sitemaps, {:.1} s; {store_note}",
         stats.entries,
         stats.new,
         stats.updated,
@@ -97,13 +118,29 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         stats.retired,
         stats.sitemaps,
         started.elapsed().as_secs_f64(),
-        args.settings.store.store.display()
     );
     Ok(if failed_sites == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Closes `store`, created by this run and holding nothing, and removes
+/// its directory `path`. Whether it did: not when another handle on the
+/// store is still open.
+fn remove_new_store(store: Arc<Store>, path: &std::path::Path) -> Result<bool> {
+    let Ok(store) = Arc::try_unwrap(store) else {
+        return Ok(false);
+    };
+    drop(store);
+    std::fs::remove_dir_all(path).with_context(|| {
+        format!(
+            "cannot remove the empty store {} this run created",
+            path.display()
+        )
+    })?;
+    Ok(true)
 }
 
 /// `./map.xml`, `data/sitemap.xml`, `sitemap.xml.gz`: meant as a file, not
