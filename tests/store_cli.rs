@@ -334,3 +334,48 @@ fn a_store_held_by_another_command_says_so() {
     assert!(err.contains("another command on this store"), "{err}");
     assert!(!err.contains("most likely"), "{err}");
 }
+
+#[test]
+fn stats_pluralise_and_show_the_size_in_binary_units() {
+    let site = sitemapd_testsite::TestSite::start();
+    site.route(
+        "/robots.txt",
+        sitemapd_testsite::Reply::ok(format!("Sitemap: {}\n", site.url("/s.xml"))),
+    );
+    site.route(
+        "/s.xml",
+        sitemapd_testsite::Reply::ok(format!(
+            r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{}</loc></url></urlset>"#,
+            site.url("/p")
+        )),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = ingest(dir.path(), &site.url("/"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(" retired, 1 sitemap, "),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(&with_store(dir.path(), &["stats"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap();
+    assert!(!first.contains("bytes"), "{out}");
+    let size = first
+        .split_once(" (")
+        .and_then(|(_, rest)| rest.split_once(" on disk)"))
+        .map(|(size, _)| size)
+        .unwrap_or_else(|| panic!("no size: {out}"));
+    let (number, unit) = size.split_once(' ').unwrap();
+    assert!(["B", "KiB", "MiB", "GiB"].contains(&unit), "{out}");
+    assert!(number.parse::<f64>().is_ok(), "{out}");
+    assert!(out.contains(" retired; 1 sitemap\n"), "{out}");
+    assert!(out.contains("; 0 sitemaps failing"), "{out}");
+
+    // Exact bytes in JSON.
+    let o = run(&with_store(dir.path(), &["stats", "--json"]));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(json["disk_bytes"].as_u64().unwrap() > 0, "{json}");
+}

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::{directory_given, is_url};
 use crate::cli::{DiagnosticFormat, IngestArgs};
-use crate::output::{DiagnosticSink, Progress, Tree};
+use crate::output::{DiagnosticSink, Progress, Tree, words};
 use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
@@ -108,7 +108,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         )
     };
     eprintln!(
-        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {} sitemaps, {:.1} s; {store_note}",
+        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {}, {:.1} s; {store_note}",
         stats.entries,
         stats.new,
         stats.updated,
@@ -116,7 +116,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         stats.duplicates,
         stats.revived,
         stats.retired,
-        stats.sitemaps,
+        words::count(stats.sitemaps, "sitemap"),
         started.elapsed().as_secs_f64(),
     );
     Ok(if failed_sites == 0 {

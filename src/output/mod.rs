@@ -7,6 +7,7 @@ mod entries;
 mod leased;
 mod progress;
 mod tree;
+pub mod words;
 
 use std::io;
 

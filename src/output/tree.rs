@@ -12,6 +12,8 @@ use sitemapd_discovery::walk::{RobotsOutcome, SitemapFailure, SitemapReport, Ski
 use sitemapd_discovery::{Seed, WalkEvent};
 use sitemapd_parser::NormUrl;
 
+use super::words::{bytes, plural};
+
 /// Collects a site's events and prints its tree when the site is done.
 #[derive(Default)]
 pub struct Tree {
@@ -317,10 +319,6 @@ fn describe(node: &Node) -> String {
     }
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 /// `3 sitemaps read, 1 failed, 40 urls, 2.0 KiB, 12 ms`.
 fn counts(sitemaps: u64, failures: u64, urls: u64, received: u64, took: Duration) -> String {
     format!(
@@ -338,18 +336,6 @@ fn failed(n: u64) -> String {
         " read".into()
     } else {
         format!(" read, {n} failed")
-    }
-}
-
-fn bytes(n: u64) -> String {
-    const KIB: f64 = 1024.0;
-    let f = n as f64;
-    if f < KIB {
-        format!("{n} B")
-    } else if f < KIB * KIB {
-        format!("{:.1} KiB", f / KIB)
-    } else {
-        format!("{:.1} MiB", f / KIB / KIB)
     }
 }
 
