@@ -352,11 +352,10 @@ fn stats_pluralise_and_show_the_size_in_binary_units() {
     let dir = tempfile::tempdir().unwrap();
     let o = ingest(dir.path(), &site.url("/"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(" retired, 1 sitemap, "),
-        "{}",
-        stderr(&o)
-    );
+    let err = stderr(&o);
+    assert!(err.contains(" retired, 1 sitemap, "), "{err}");
+    assert!(err.contains("robots.txt: 1 sitemap declared"), "{err}");
+    assert!(err.contains("/s.xml 200 1 url\n"), "{err}");
 
     let o = run(&with_store(dir.path(), &["stats"]));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

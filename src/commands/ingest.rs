@@ -209,7 +209,7 @@ fn walk_into(
                     progress.sitemap();
                     let what = match (&r.summary, r.not_modified) {
                         (_, true) => "not modified".to_string(),
-                        (Some(s), _) => format!("{} urls", s.urls),
+                        (Some(s), _) => words::count(s.urls, "url"),
                         (None, _) => String::new(),
                     };
                     progress.log(&format!("{} {} {what}", r.url, r.status));
@@ -222,9 +222,9 @@ fn walk_into(
                 WalkEvent::SiteDone(_) => {}
                 // A site's start: its robots rules are in the store by now.
                 WalkEvent::Robots(r) => progress.log(&format!(
-                    "{}: {} sitemaps declared",
+                    "{}: {} declared",
                     r.url,
-                    r.sitemaps.len()
+                    words::count(r.sitemaps.len() as u64, "sitemap")
                 )),
                 WalkEvent::Diagnostic { .. }
                 | WalkEvent::ProbeMissed { .. }
