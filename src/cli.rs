@@ -157,8 +157,8 @@ pub struct IngestArgs {
 /// `sitemapd queue`.
 #[derive(Debug, Args)]
 pub struct QueueArgs {
-    /// How many URLs (at least 1).
-    #[arg(short = 'n', long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    /// How many URLs (at least 1). `--count` is taken for it too.
+    #[arg(short = 'n', value_name = "N", aliases = ["count", "n"], default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub n: u64,
     /// Lease them for this many seconds, 1 to 604800 (7 days), as the daemon's API allows
     /// (without it, only list).

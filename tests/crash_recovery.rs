@@ -89,11 +89,11 @@ struct IngestRun {
     seen: Vec<String>,
 }
 
-/// The progress line of a robots.txt read ("…/robots.txt: 1 sitemaps
-/// declared"): printed after the walk wrote the robots rules, so the run
-/// is writing to the store from then on.
+/// The progress line of a robots.txt read ("…/robots.txt: 2 sitemaps
+/// declared", "…: 1 sitemap declared"): printed after the walk wrote the
+/// robots rules, so the run is writing to the store from then on.
 fn is_robots_line(line: &str) -> bool {
-    line.ends_with("sitemaps declared")
+    line.ends_with(" sitemaps declared") || line.ends_with(" sitemap declared")
 }
 
 /// The last line of a run: printed after the session's last write and flush.

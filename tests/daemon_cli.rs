@@ -622,3 +622,59 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
     let (status, _, log) = d.terminate();
     assert!(status.success(), "{log}");
 }
+
+#[test]
+fn a_daemon_with_no_site_says_how_to_add_one_and_an_unknown_site_is_404() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("store"), &[]);
+    d.wait_for("the no-site line", |d| {
+        d.log().contains("following no site yet")
+    });
+    let log = d.log();
+    assert!(log.contains("POST /v1/sites"), "{log}");
+    assert!(log.contains("sitemapd daemon example.com"), "{log}");
+    // A new store is created, not migrated.
+    assert!(!log.contains("key layout"), "{log}");
+
+    let (status, body) = d.call("GET", "/v1/sitemaps?site=nowhere.example", None);
+    assert_eq!(status, 404, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("https://nowhere.example/ is not a site this daemon follows"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_robots_txt_the_guard_refuses_is_logged_as_refused_and_not_retried_as_an_outage() {
+    let site = TestSite::start();
+    let dir = tempfile::tempdir().unwrap();
+    let seed = site.url("/");
+    let d = Daemon::start_guarded(
+        &dir.path().join("store"),
+        &["--error-backoff-secs", "60", &seed],
+    );
+    let record = |d: &Daemon| {
+        d.get("/v1/sites")["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["site"] == seed.as_str())
+            .cloned()
+            .unwrap()
+    };
+    d.wait_for("the walk", |d| record(d)["last_walk"].is_i64());
+    let log = d.log();
+    assert!(
+        log.contains("robots.txt not fetched: refused by the address guard"),
+        "{log}"
+    );
+    assert!(log.contains("--allow-private"), "{log}");
+    assert!(!log.contains("robots.txt unreachable"), "{log}");
+    // Walked again when robots.txt is next due (a day), not after the
+    // 60 s error backoff.
+    let rec = record(&d);
+    let wait = rec["next_walk"].as_i64().unwrap() - rec["last_walk"].as_i64().unwrap();
+    assert!(wait > 3_600, "{rec}");
+    assert_eq!(site.connections(), 0);
+}

@@ -418,3 +418,49 @@ fn a_loopback_proxy_needs_allow_private() {
     );
     assert!(proxy.connections() > 0);
 }
+
+#[test]
+fn the_crawl_delay_wait_is_reported_apart_from_the_fetch() {
+    let site = TestSite::start();
+    site.route(
+        "/robots.txt",
+        Reply::ok(format!(
+            "User-agent: *\nCrawl-delay: 1\nSitemap: {}\nSitemap: {}\n",
+            site.url("/a.xml"),
+            site.url("/b.xml")
+        )),
+    );
+    site.route("/a.xml", Reply::ok(urlset(&[site.url("/a")])));
+    site.route("/b.xml", Reply::ok(urlset(&[site.url("/b")])));
+    let root = site.url("/");
+
+    // One of the two sitemaps waited for the host's 1 s Crawl-delay; its
+    // own fetch took far less.
+    let o = discover(&root, &["--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events = json_lines(&stdout(&o));
+    let fetched: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "sitemap_fetched")
+        .collect();
+    assert_eq!(fetched.len(), 2, "{}", stdout(&o));
+    let waited = fetched
+        .iter()
+        .find(|e| e["waited"].as_u64().is_some_and(|w| w >= 900))
+        .unwrap_or_else(|| panic!("no sitemap waited the Crawl-delay: {}", stdout(&o)));
+    assert!(
+        waited["duration"].as_u64().is_some_and(|d| d < 900),
+        "the wait counted in the fetch time: {waited}"
+    );
+
+    // The tree shows both: `…, 3 ms, waited 1.0 s`.
+    let o = discover(&root, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.contains(".xml  200") && l.contains(", waited "))
+        .unwrap_or_else(|| panic!("no sitemap line shows its wait:\n{out}"));
+    let (fetch, _) = line.rsplit_once(", waited ").unwrap();
+    assert!(fetch.ends_with(" ms"), "fetch time in ms: {line}");
+}

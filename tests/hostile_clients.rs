@@ -462,7 +462,7 @@ fn an_empty_or_short_token_is_refused_at_start() {
         while std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) > 0 {
             err.push_str(&line);
             if line.contains("listening on") {
-                let _ = child.kill();
+                common::kill(&mut child);
                 break;
             }
             line.clear();

@@ -153,3 +153,51 @@ fn a_bad_environment_value_is_a_usage_error_listing_the_choices() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("possible values"), "{}", stderr(&o));
 }
+
+#[test]
+fn queue_takes_count_for_n_and_names_n_as_it_is_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("none");
+    let store = store.to_str().unwrap();
+    // `--count` is taken for `-n`: the command goes on to the store.
+    let o = bin()
+        .args(["queue", "--count", "5", "--store", store])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("no store at"), "{err}");
+    assert!(!err.contains("--config"), "{err}");
+    // A bad value names the flag as it is typed.
+    let o = bin().args(["queue", "-n", "abc"]).output().unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("'-n <N>'"), "{err}");
+    assert!(!err.contains("--n <N>"), "{err}");
+}
+
+#[test]
+fn a_bad_config_file_says_what_is_wrong_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("q.toml");
+    std::fs::write(&file, "[scheduler]\nper_hots = 3\n").unwrap();
+    let o = bin()
+        .args(["queue", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("unknown key `per_hots` in [scheduler] (the keys there: `policy`"),
+        "{err}"
+    );
+    assert!(err.contains("`per_host`"), "{err}");
+    assert!(!err.contains("``"), "{err}");
+
+    // A directory given as the file.
+    let o = bin()
+        .args(["queue", "--config", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("is a directory, not a TOML file"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+}

@@ -204,3 +204,177 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["check"]["missing_due"], serde_json::json!([victim]));
 }
+
+#[test]
+fn a_file_given_as_the_store_or_a_directory_as_a_sitemap_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "not a store").unwrap();
+    for args in [&["ingest", "a.example"][..], &["queue"][..], &["stats"][..]] {
+        let o = run(&with_store(&file, args));
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("is a file, not a store directory"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.matches("error").count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("no store at"), "{args:?}: {err}");
+    }
+    // A directory where a sitemap file is read: the same words from both.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let sub = sub.to_str().unwrap();
+    let store = dir.path().join("store");
+    for o in [
+        run(&["parse", sub]),
+        run(&with_store(&store, &["ingest", sub])),
+    ] {
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error: {sub} is a directory, not a sitemap file: give the path of a file (or a URL to fetch)"
+            )
+        );
+    }
+}
+
+#[test]
+fn complete_reports_bad_lines_in_input_order_with_their_line_numbers() {
+    let site = indexed_site(1, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let o = ingest(dir.path(), &site.url("/"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let known = site.url("/s0/page-0");
+    let input = format!(
+        "{{\"url\":\"https://nowhere.example/x\",\"outcome\":\"changed\"}}\n\
+         nope\n\
+         {{\"url\":\"{known}\",\"outcome\":\"changed\"}}\n\
+         {{\"outcome\":\"changed\"}}\n"
+    );
+    let o = run_with_input(&with_store(dir.path(), &["complete"]), input.as_bytes());
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(
+        lines[0].starts_with("error: input line 1: unknown URL"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "error: input line 2: not JSON (at column 2): each line is one JSON object"
+        ),
+        "{err}"
+    );
+    assert!(
+        lines[2].starts_with("error: input line 4: missing field `url` (at column"),
+        "{err}"
+    );
+    assert!(!err.contains("expected ident"), "{err}");
+    assert!(!err.contains("at line 1"), "{err}");
+    assert_eq!(lines[3], "complete: 1 recorded, 3 failed", "{err}");
+}
+
+#[test]
+fn a_first_ingest_that_reads_nothing_leaves_no_store() {
+    // A port with nothing listening.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let o = ingest(&store, &format!("http://127.0.0.1:{port}/"));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!store.exists(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no store was left"), "{}", stderr(&o));
+    let o = run(&with_store(&store, &["stats"]));
+    assert!(stderr(&o).contains("no store at"), "{}", stderr(&o));
+
+    // A store that was there before is kept, empty or not.
+    std::fs::create_dir(&store).unwrap();
+    let o = ingest(&store, &format!("http://127.0.0.1:{port}/"));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(store.is_dir());
+}
+
+#[test]
+fn a_store_held_by_another_command_says_so() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let site = indexed_site(1, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let o = ingest(dir.path(), &site.url("/"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // `complete` holds the store while its input is open.
+    let mut holder = common::bin()
+        .args(["complete", "--store", dir.path().to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    let mut err = String::new();
+    for _ in 0..100 {
+        let o = run(&with_store(dir.path(), &["queue", "-n", "1"]));
+        err = stderr(&o);
+        if err.contains("in use") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    stdin.write_all(b"\n").unwrap();
+    drop(stdin);
+    assert!(holder.wait().unwrap().success());
+    assert!(err.contains("in use by another sitemapd process"), "{err}");
+    assert!(err.contains("another command on this store"), "{err}");
+    assert!(!err.contains("most likely"), "{err}");
+}
+
+#[test]
+fn stats_pluralise_and_show_the_size_in_binary_units() {
+    let site = sitemapd_testsite::TestSite::start();
+    site.route(
+        "/robots.txt",
+        sitemapd_testsite::Reply::ok(format!("Sitemap: {}\n", site.url("/s.xml"))),
+    );
+    site.route(
+        "/s.xml",
+        sitemapd_testsite::Reply::ok(format!(
+            r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{}</loc></url></urlset>"#,
+            site.url("/p")
+        )),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = ingest(dir.path(), &site.url("/"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(" retired, 1 sitemap, "), "{err}");
+    assert!(err.contains("robots.txt: 1 sitemap declared"), "{err}");
+    assert!(err.contains("/s.xml 200 1 url\n"), "{err}");
+
+    let o = run(&with_store(dir.path(), &["stats"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap();
+    assert!(!first.contains("bytes"), "{out}");
+    let size = first
+        .split_once(" (")
+        .and_then(|(_, rest)| rest.split_once(" on disk)"))
+        .map(|(size, _)| size)
+        .unwrap_or_else(|| panic!("no size: {out}"));
+    let (number, unit) = size.split_once(' ').unwrap();
+    assert!(["B", "KiB", "MiB", "GiB"].contains(&unit), "{out}");
+    assert!(number.parse::<f64>().is_ok(), "{out}");
+    assert!(out.contains(" retired; 1 sitemap\n"), "{out}");
+    assert!(out.contains("; 0 sitemaps failing"), "{out}");
+
+    // Exact bytes in JSON.
+    let o = run(&with_store(dir.path(), &["stats", "--json"]));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(json["disk_bytes"].as_u64().unwrap() > 0, "{json}");
+}

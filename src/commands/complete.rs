@@ -18,15 +18,17 @@ const MAX_LINE: usize = 64 * 1024;
 /// Lines applied per store write.
 const BATCH: usize = 1000;
 
-/// Runs `complete`: every line is applied or reported; exit 1 if any failed.
-/// Lines are applied in batches of [`BATCH`], each one atomic write.
+/// Runs `complete`: every line is applied or reported, errors in input
+/// order; exit 1 if any failed. Lines are applied in batches of [`BATCH`],
+/// each one atomic write.
 pub fn run(args: &CompleteArgs) -> Result<ExitCode> {
     let store = args.store.open_existing(StoreUse::Complete)?;
-    let (mut done, mut failed) = (0u64, 0u64);
+    let mut counts = Counts::default();
     let mut input = io::stdin().lock();
     let mut raw = Vec::new();
-    // (line number, URL, completion) waiting for the next write.
-    let mut batch = Vec::with_capacity(BATCH);
+    // Each line since the last write: its number and its completion, or why
+    // it has none.
+    let mut batch: Vec<(usize, Result<(String, Completion)>)> = Vec::with_capacity(BATCH);
     for n in 1.. {
         raw.clear();
         // One line, at most MAX_LINE bytes kept (the rest of a longer line
@@ -51,55 +53,91 @@ pub fn run(args: &CompleteArgs) -> Result<ExitCode> {
         } else if std::str::from_utf8(&raw).is_err() {
             Err(anyhow::anyhow!("not UTF-8"))
         } else {
-            Ok(())
+            serde_json::from_str::<Reported>(&line).map_err(not_a_report)
         }
-        .and_then(|()| Ok(serde_json::from_str::<Reported>(&line)?))
         .and_then(Reported::completion);
-        match parsed {
-            Ok((url, c)) => {
-                batch.push((n, url, c));
-                if batch.len() == BATCH {
-                    let (d, f) = apply(&store, &mut batch)?;
-                    (done, failed) = (done + d, failed + f);
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                eprintln!("error: line {n}: {e:#}");
-            }
+        batch.push((n, parsed));
+        if batch.len() == BATCH {
+            apply(&store, &mut batch, &mut counts)?;
         }
     }
-    let (d, f) = apply(&store, &mut batch)?;
-    (done, failed) = (done + d, failed + f);
+    apply(&store, &mut batch, &mut counts)?;
     store.flush()?;
-    eprintln!("complete: {done} recorded, {failed} failed");
-    Ok(if failed == 0 {
+    eprintln!(
+        "complete: {} recorded, {} failed",
+        counts.done, counts.failed
+    );
+    Ok(if counts.failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
 }
 
-/// Completes `batch` (emptied) in one write; reports each URL the store
-/// does not hold with its line. Returns (recorded, failed).
-fn apply(store: &Store, batch: &mut Vec<(usize, String, Completion)>) -> Result<(u64, u64)> {
+/// Lines recorded and lines that failed.
+#[derive(Default)]
+struct Counts {
+    done: u64,
+    failed: u64,
+}
+
+/// Why a line is not a fetch outcome, in the input's terms: serde's text
+/// (`expected ident at line 1 column 2`) names what the JSON grammar
+/// expected, and a line is always line 1 to it.
+fn not_a_report(e: serde_json::Error) -> anyhow::Error {
+    use serde_json::error::Category;
+    const SHAPE: &str =
+        r#"each line is one JSON object such as {"url": "https://…", "outcome": "changed"}"#;
+    let column = e.column();
+    match e.classify() {
+        Category::Syntax | Category::Eof => {
+            anyhow::anyhow!("not JSON (at column {column}): {SHAPE}")
+        }
+        Category::Data => {
+            // serde's own words, without its position (given once, here).
+            let text = e.to_string();
+            let what = text
+                .rsplit_once(" at line ")
+                .map_or(text.as_str(), |(what, _)| what);
+            anyhow::anyhow!("{what} (at column {column}): {SHAPE}")
+        }
+        Category::Io => anyhow::anyhow!("{e}"),
+    }
+}
+
+/// Completes the lines of `batch` (emptied) that parsed, in one write, then
+/// reports every line that failed (unparsed, or a URL the store does not
+/// hold) in input order.
+fn apply(
+    store: &Store,
+    batch: &mut Vec<(usize, Result<(String, Completion)>)>,
+    counts: &mut Counts,
+) -> Result<()> {
     let unknown: HashSet<String> = store
         .complete_all(
-            batch.iter().map(|(_, url, c)| (url.as_str(), c)),
+            batch
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok())
+                .map(|(url, c)| (url.as_str(), c)),
             sitemapd_scheduler::Timestamp::now(),
         )?
         .into_iter()
         .collect();
-    let (mut done, mut failed) = (0, 0);
-    for (line, url, _) in batch.drain(..) {
-        if unknown.contains(&url) {
-            failed += 1;
-            eprintln!("error: line {line}: {}", StoreError::UnknownUrl(url));
-        } else {
-            done += 1;
-        }
+    for (line, parsed) in batch.drain(..) {
+        let error = match parsed {
+            Ok((url, _)) if unknown.contains(&url) => {
+                anyhow::Error::new(StoreError::UnknownUrl(url))
+            }
+            Ok(_) => {
+                counts.done += 1;
+                continue;
+            }
+            Err(e) => e,
+        };
+        counts.failed += 1;
+        eprintln!("error: input line {line}: {error:#}");
     }
-    Ok((done, failed))
+    Ok(())
 }
 
 /// Reads and drops the rest of the current line, keeping nothing.

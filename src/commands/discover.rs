@@ -1,7 +1,7 @@
 //! `sitemapd discover SITE…`: walk sites and print the sitemap tree (or the
 //! walk's events as JSON Lines, or every entry); stores nothing.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -10,7 +10,7 @@ use sitemapd_discovery::WalkEvent;
 use tokio::time::Instant;
 
 use crate::cli::{DiagnosticFormat, DiscoverArgs, EntryFormat};
-use crate::output::{DiagnosticSink, EntrySink, Tree};
+use crate::output::{DiagnosticSink, EntrySink, Progress, Tree};
 use crate::settings::{Site as _, runtime, seeds};
 
 /// Runs the command.
@@ -32,29 +32,44 @@ pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
         Box::new(io::BufWriter::new(io::stdout()))
     };
     let started = Instant::now();
+    // A spinner on stderr, hidden while a site's tree is written. Not when
+    // a stream of entries or events goes to the same terminal.
+    let streaming = (args.entries || args.json) && io::stdout().is_terminal();
+    let progress = Progress::new("URLs", !streaming);
     runtime()?.block_on(async {
         let mut events = walker.walk(seeds);
         while let Some(event) = events.next().await {
             diagnostics.walk_event(&event)?;
             match &event {
                 WalkEvent::Entry { sitemap, entry } => {
+                    progress.url();
                     if args.entries {
                         stdout.write_sourced(sitemap.as_str(), entry)?;
                     }
                     continue;
                 }
                 WalkEvent::Diagnostic { .. } => continue,
+                WalkEvent::SitemapFetched(_) | WalkEvent::SitemapFailed(_) => progress.sitemap(),
                 _ => {}
             }
             if args.json {
                 stdout.write_json(&event)?;
                 tree.record(&event, &mut io::sink())?;
             } else {
-                tree.record(&event, &mut tree_out)?;
+                let mut out = Vec::new();
+                tree.record(&event, &mut out)?;
+                if !out.is_empty() {
+                    progress.suspend(|| {
+                        diagnostics.flush()?;
+                        tree_out.write_all(&out)?;
+                        anyhow::Ok(tree_out.flush()?)
+                    })?;
+                }
             }
         }
         anyhow::Ok(())
     })?;
+    progress.finish();
     stdout.finish()?;
     diagnostics.hidden_note()?;
     diagnostics.flush()?;

@@ -1,20 +1,17 @@
 //! `sitemapd ingest SITE…`: the discovery walk into the store.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
 use sitemapd_discovery::{Seed, WalkEvent, Walker};
 use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
 use tokio::time::Instant;
 
-use super::is_url;
+use super::{directory_given, is_url};
 use crate::cli::{DiagnosticFormat, IngestArgs};
-use crate::output::{DiagnosticSink, Tree};
+use crate::output::{DiagnosticSink, Progress, Tree, words};
 use crate::settings::{Site as _, now, runtime, seeds};
 use crate::walk_store::{self, StoreMemory};
 
@@ -35,8 +32,10 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
             sites.push(arg);
         } else if path.is_file() {
             files.push(arg);
+        } else if path.is_dir() {
+            return Err(directory_given(arg));
         } else if path.exists() {
-            anyhow::bail!("{arg} is not a file (a directory?)");
+            anyhow::bail!("{arg} is not a regular file: give the path of a sitemap file");
         } else if looks_like_a_path(arg) {
             anyhow::bail!("{arg}: no such file");
         } else {
@@ -51,6 +50,10 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         diagnostics: DiagnosticSink::new(DiagnosticFormat::Text, args.max_diagnostics_per_rule),
     };
     let settings = &args.settings;
+    // A store this run creates and leaves empty (every site unreachable)
+    // is removed at the end: a later `queue` or `stats` then says there is
+    // no store, rather than reading an empty one as a store with nothing due.
+    let creates = !settings.store.store.exists();
     let store = Arc::new(
         settings
             .store
@@ -62,7 +65,7 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         stats += ingest_file(&store, file, args)?;
     }
     let walker = settings.walker(Some(Arc::new(StoreMemory::new(store.clone()))))?;
-    let progress = Progress::new();
+    let progress = Progress::new("URLs stored", true);
     let session_now = now();
     let mut failed_sites = 0u64;
     if !seeds.is_empty() {
@@ -89,8 +92,23 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
     }
     store.flush()?;
     progress.finish();
+    let path = &args.settings.store.store;
+    let kept = if creates && stats.entries == 0 && stats.sitemaps == 0 {
+        drop(walker);
+        !remove_new_store(store, path)?
+    } else {
+        true
+    };
+    let store_note = if kept {
+        format!("store {}", path.display())
+    } else {
+        format!(
+            "nothing read, so no store was left at {} (it was created by this run)",
+            path.display()
+        )
+    };
     eprintln!(
-        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {} sitemaps, {:.1} s; store {}",
+        "ingest: {} entries, {} new, {} updated, {} unchanged, {} duplicate, {} revived, {} retired, {}, {:.1} s; {store_note}",
         stats.entries,
         stats.new,
         stats.updated,
@@ -98,15 +116,31 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
         stats.duplicates,
         stats.revived,
         stats.retired,
-        stats.sitemaps,
+        words::count(stats.sitemaps, "sitemap"),
         started.elapsed().as_secs_f64(),
-        args.settings.store.store.display()
     );
     Ok(if failed_sites == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Closes `store`, created by this run and holding nothing, and removes
+/// its directory `path`. Whether it did: not when another handle on the
+/// store is still open.
+fn remove_new_store(store: Arc<Store>, path: &std::path::Path) -> Result<bool> {
+    let Ok(store) = Arc::try_unwrap(store) else {
+        return Ok(false);
+    };
+    drop(store);
+    std::fs::remove_dir_all(path).with_context(|| {
+        format!(
+            "cannot remove the empty store {} this run created",
+            path.display()
+        )
+    })?;
+    Ok(true)
 }
 
 /// `./map.xml`, `data/sitemap.xml`, `sitemap.xml.gz`: meant as a file, not
@@ -175,7 +209,7 @@ fn walk_into(
                     progress.sitemap();
                     let what = match (&r.summary, r.not_modified) {
                         (_, true) => "not modified".to_string(),
-                        (Some(s), _) => format!("{} urls", s.urls),
+                        (Some(s), _) => words::count(s.urls, "url"),
                         (None, _) => String::new(),
                     };
                     progress.log(&format!("{} {} {what}", r.url, r.status));
@@ -188,9 +222,9 @@ fn walk_into(
                 WalkEvent::SiteDone(_) => {}
                 // A site's start: its robots rules are in the store by now.
                 WalkEvent::Robots(r) => progress.log(&format!(
-                    "{}: {} sitemaps declared",
+                    "{}: {} declared",
                     r.url,
-                    r.sitemaps.len()
+                    words::count(r.sitemaps.len() as u64, "sitemap")
                 )),
                 WalkEvent::Diagnostic { .. }
                 | WalkEvent::ProbeMissed { .. }
@@ -221,88 +255,5 @@ impl Report {
             progress.lines(&out);
         }
         Ok(())
-    }
-}
-
-/// A progress bar on a terminal; plain log lines otherwise.
-struct Progress {
-    bar: Option<ProgressBar>,
-    urls: std::sync::atomic::AtomicU64,
-    sitemaps: std::sync::atomic::AtomicU64,
-    started: std::time::Instant,
-}
-
-impl Progress {
-    fn new() -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Self {
-            bar,
-            urls: Default::default(),
-            sitemaps: Default::default(),
-            started: std::time::Instant::now(),
-        }
-    }
-
-    fn url(&self) {
-        let n = self.urls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if n % 4096 == 0 {
-            self.refresh();
-        }
-    }
-
-    fn sitemap(&self) {
-        self.sitemaps
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.refresh();
-    }
-
-    /// Each line of `text`.
-    fn lines(&self, text: &[u8]) {
-        for line in String::from_utf8_lossy(text).lines() {
-            self.line(line);
-        }
-    }
-
-    /// A line as the walk goes, for a log (no terminal): the bar shows the
-    /// counts instead, and each site's tree follows when it is done.
-    fn log(&self, line: &str) {
-        if self.bar.is_none() {
-            eprintln!("{line}");
-        }
-    }
-
-    fn line(&self, line: &str) {
-        match &self.bar {
-            Some(bar) => {
-                bar.println(line);
-                self.refresh();
-            }
-            None => eprintln!("{line}"),
-        }
-    }
-
-    fn refresh(&self) {
-        if let Some(bar) = &self.bar {
-            let urls = self.urls.load(std::sync::atomic::Ordering::Relaxed);
-            let rate = urls as f64 / self.started.elapsed().as_secs_f64().max(0.001);
-            bar.set_message(format!(
-                "{} sitemaps, {urls} URLs stored, {rate:.0} URLs/s",
-                self.sitemaps.load(std::sync::atomic::Ordering::Relaxed)
-            ));
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
     }
 }

@@ -33,3 +33,11 @@ pub fn is_url(input: &str) -> bool {
     let lower = input.get(..8).unwrap_or(input).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
 }
+
+/// The error for an input that names a directory where a sitemap file is
+/// read (`parse DIR`, `ingest DIR`).
+pub fn directory_given(input: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{input} is a directory, not a sitemap file: give the path of a file (or a URL to fetch)"
+    )
+}

@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use sitemapd_discovery::{Fetcher, Validators};
 use sitemapd_parser::{Event, NormUrl, Parser, Summary, parse_async};
 
-use super::is_url;
+use super::{directory_given, is_url};
 use crate::cli::ParseArgs;
 use crate::output::{DiagnosticSink, EntrySink};
 use crate::settings::runtime;
@@ -54,6 +54,9 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode> {
 /// Opens the file `input`; a missing one that reads as a URL without its
 /// scheme (`example.com/sitemap.xml`) suggests the URL.
 fn open(input: &str) -> Result<File> {
+    if std::path::Path::new(input).is_dir() {
+        return Err(directory_given(input));
+    }
     match File::open(input) {
         Ok(file) => Ok(file),
         Err(e) if e.kind() == io::ErrorKind::NotFound => match url_meant(input) {

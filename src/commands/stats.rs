@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::StatsArgs;
+use crate::output::words;
 use crate::settings::StoreUse;
 
 /// Runs `stats`.
@@ -66,14 +67,14 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
     } else {
         writeln!(
             out,
-            "store: {} ({} bytes on disk), policy {}",
+            "store: {} ({} on disk), policy {}",
             args.store.store.display(),
-            stats.disk_bytes,
+            words::bytes(stats.disk_bytes),
             store.policy().name()
         )?;
         writeln!(
             out,
-            "urls: {} active ({}{} due now, {} leased, {} never fetched, {} with lastmod), {} retired; {} sitemaps",
+            "urls: {} active ({}{} due now, {} leased, {} never fetched, {} with lastmod), {} retired; {}",
             stats.active,
             stats.due_now,
             if stats.due_now_capped { "+" } else { "" },
@@ -81,12 +82,15 @@ pub fn run(args: &StatsArgs) -> Result<ExitCode> {
             stats.never_fetched,
             stats.with_lastmod,
             stats.retired,
-            stats.sitemaps
+            words::count(stats.sitemaps, "sitemap")
         )?;
         writeln!(
             out,
-            "standing: {} blocked by robots.txt, {} gone, {} moved (probed only); {} sitemaps failing",
-            stats.blocked, stats.gone, stats.moved, stats.sitemap_failures
+            "standing: {} blocked by robots.txt, {} gone, {} moved (probed only); {} failing",
+            stats.blocked,
+            stats.gone,
+            stats.moved,
+            words::count(stats.sitemap_failures, "sitemap")
         )?;
         if !stats.last_outcomes.is_empty() {
             let outcomes: Vec<String> = stats

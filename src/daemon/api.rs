@@ -664,6 +664,15 @@ async fn sitemaps(
                 records.insert(sitemap.url.clone(), sitemap);
             }
         }
+        if records.is_empty() && store.site(&site)?.is_none() {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "{site} is not a site this daemon follows: `GET /v1/sites` lists them, \
+                     `POST /v1/sites` adds one"
+                ),
+            ));
+        }
         if q.limit.is_some() || q.after.is_some() {
             let page_query = PageQuery {
                 limit: q.limit,

@@ -125,7 +125,7 @@ impl Metrics {
         );
         r.register(
             "sitemap_fetch_seconds",
-            "Sitemap fetch and parse time",
+            "Sitemap fetch and parse time, without the wait for the host's politeness gate",
             m.fetch_seconds.clone(),
         );
         r.register(

@@ -232,6 +232,13 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         max_connections_per_ip = per_ip,
         "listening on http://{address}"
     );
+    if store.sites().next().is_none() {
+        info!(
+            "following no site yet: add one with `POST /v1/sites` (body {{\"sites\": [\"example.com\"]}}), \
+             or name sites as arguments (`sitemapd daemon example.com`) or in the settings file \
+             (`sites = [\"example.com\"]`)"
+        );
+    }
     runtime.block_on(async {
         let mut drained = stop_rx.clone();
         let signal = {

@@ -57,6 +57,10 @@ struct Wave<'s> {
     started: i64,
     /// The sites it walks.
     sites: Vec<String>,
+    /// Sites whose robots.txt the address guard refused: walked again when
+    /// robots.txt is next due, not after the error backoff (waiting does
+    /// not change a refusal).
+    refused: HashSet<String>,
 }
 
 type Events = BoxStream<'static, (u64, Option<WalkEvent>)>;
@@ -115,6 +119,7 @@ impl Refresher {
                             next: HashMap::new(),
                             started: now,
                             sites: due,
+                            refused: HashSet::new(),
                         },
                     );
                 }
@@ -236,10 +241,15 @@ impl Refresher {
                     (RobotsOutcome::Unreachable { .. }, _) => "unreachable",
                 };
                 m.robots_fetches.get_or_create(&label(outcome)).inc();
-                // Why a site's robots.txt could not be read (a refusal by
-                // the address guard among them), per site.
+                // Why a site's robots.txt could not be read, per site: a
+                // refusal by the address guard is not an outage.
                 if let (RobotsOutcome::Unreachable { reason }, false) = (&r.outcome, r.from_cache) {
-                    warn!(site = %r.site, url = %r.url, error = %reason, "robots.txt unreachable");
+                    if outcome == "refused" {
+                        wave.refused.insert(r.site.to_string());
+                        warn!(site = %r.site, url = %r.url, error = %reason, "robots.txt not fetched: refused by the address guard; the site is walked again when its robots.txt is next due (refresh.robots_secs)");
+                    } else {
+                        warn!(site = %r.site, url = %r.url, error = %reason, "robots.txt unreachable");
+                    }
                 }
                 return;
             }
@@ -250,6 +260,11 @@ impl Refresher {
                 let now = now();
                 let next = match wave.next.remove(&site) {
                     Some(at) => at,
+                    // Nothing read because the guard refused robots.txt:
+                    // waiting does not change that, so no error backoff.
+                    None if t.sitemaps == 0 && wave.refused.contains(&site) => {
+                        wave.started + self.robots_secs
+                    }
                     None if t.failed > 0 || t.sitemaps == 0 => now + self.error_backoff_secs,
                     None => now + self.sitemap_secs,
                 };

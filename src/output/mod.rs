@@ -1,16 +1,20 @@
 //! How results are written: the JSON Lines / CSV entry contract on stdout,
-//! diagnostics and summaries on stderr, and the sitemap tree of `discover`.
+//! diagnostics and summaries on stderr, the sitemap tree of `discover` and the
+//! progress line of a walk.
 
 mod diagnostics;
 mod entries;
 mod leased;
+mod progress;
 mod tree;
+pub mod words;
 
 use std::io;
 
 pub use diagnostics::DiagnosticSink;
 pub use entries::EntrySink;
 pub use leased::leased_json;
+pub use progress::Progress;
 pub use tree::{Tree, robots_unreachable};
 
 /// Whether `e` is a closed stdout (`sitemapd parse … | head`).

@@ -12,6 +12,8 @@ use sitemapd_discovery::walk::{RobotsOutcome, SitemapFailure, SitemapReport, Ski
 use sitemapd_discovery::{Seed, WalkEvent};
 use sitemapd_parser::NormUrl;
 
+use super::words::{bytes, plural};
+
 /// Collects a site's events and prints its tree when the site is done.
 #[derive(Default)]
 pub struct Tree {
@@ -251,7 +253,13 @@ fn print_nodes(nodes: &[Node], out: &mut impl Write) -> Result<()> {
 
 fn describe(node: &Node) -> String {
     match node {
-        Node::Failed(f) => format!("{}  FAILED: {} ({})", f.url, f.error, duration(f.duration)),
+        Node::Failed(f) => format!(
+            "{}  FAILED: {} ({}{})",
+            f.url,
+            f.error,
+            duration(f.duration),
+            waited(f.waited)
+        ),
         Node::NotDue { url, .. } => format!("{url}  not due"),
         Node::Read(r) => {
             let mut s = format!("{}  {}", r.url, r.status);
@@ -282,7 +290,12 @@ fn describe(node: &Node) -> String {
                     s.push_str(" INCOMPLETE");
                 }
             }
-            s.push_str(&format!(", {}, {}", bytes(r.bytes), duration(r.duration)));
+            s.push_str(&format!(
+                ", {}, {}{}",
+                bytes(r.bytes),
+                duration(r.duration),
+                waited(r.waited)
+            ));
             if let Some(cut) = &r.cut {
                 s.push_str(&format!(", cut: {cut}"));
             }
@@ -306,10 +319,6 @@ fn describe(node: &Node) -> String {
     }
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 /// `3 sitemaps read, 1 failed, 40 urls, 2.0 KiB, 12 ms`.
 fn counts(sitemaps: u64, failures: u64, urls: u64, received: u64, took: Duration) -> String {
     format!(
@@ -330,15 +339,14 @@ fn failed(n: u64) -> String {
     }
 }
 
-fn bytes(n: u64) -> String {
-    const KIB: f64 = 1024.0;
-    let f = n as f64;
-    if f < KIB {
-        format!("{n} B")
-    } else if f < KIB * KIB {
-        format!("{:.1} KiB", f / KIB)
+/// `, waited 2.0 s`: the time a fetch spent waiting for the host's
+/// politeness gate (minimum delay, robots.txt `Crawl-delay`), shown apart
+/// from the fetch's own time; nothing under a millisecond.
+fn waited(d: Duration) -> String {
+    if d < Duration::from_millis(1) {
+        String::new()
     } else {
-        format!("{:.1} MiB", f / KIB / KIB)
+        format!(", waited {}", duration(d))
     }
 }
 

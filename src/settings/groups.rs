@@ -291,7 +291,7 @@ impl StoreArgs {
         what: StoreUse,
         options: sitemapd_scheduler::StoreOptions,
     ) -> Result<sitemapd_scheduler::Store> {
-        if !self.store.is_dir() {
+        if !self.store.exists() {
             bail!(
                 "no store at {} (sitemapd ingest creates one)",
                 self.store.display()
@@ -314,12 +314,20 @@ impl StoreArgs {
         options: sitemapd_scheduler::StoreOptions,
     ) -> Result<sitemapd_scheduler::Store> {
         let dir = self.store.display();
+        if self.store.exists() && !self.store.is_dir() {
+            bail!(
+                "the store path {dir} is a file, not a store directory: give --store a \
+                 directory (sitemapd ingest creates one there)"
+            );
+        }
         match sitemapd_scheduler::Store::open(&self.store, options) {
             Ok(store) => Ok(store),
             Err(sitemapd_scheduler::StoreError::InUse(_)) => bail!(
-                "the store at {dir} is in use by another process, most likely a running \
-                 `sitemapd daemon` (a store is open in one process at a time). {} Or stop the \
-                 daemon (SIGINT or SIGTERM) and run the command again.",
+                "the store at {dir} is in use by another sitemapd process: a `sitemapd \
+                 daemon`, or another command on this store (`ingest`, `queue`, …); a store is \
+                 open in one process at a time. If it is a command, run this one again when it \
+                 is done. If it is a daemon: {} Or stop the daemon (SIGINT or SIGTERM) and run \
+                 the command again.",
                 what.instead()
             ),
             Err(e) => Err(e).with_context(|| format!("cannot open the store at {dir}")),

@@ -96,8 +96,15 @@ fn given<T: Settings>(parsed: &T, matches: &ArgMatches) -> Result<Dict> {
 fn figment<T: Settings>(file: Option<&Path>, flags: Dict) -> Result<Figment> {
     let mut figment = Figment::from(Serialized::defaults(T::default()));
     if let Some(path) = file {
-        std::fs::metadata(path)
+        let meta = std::fs::metadata(path)
             .with_context(|| format!("cannot read the config file {}", path.display()))?;
+        if meta.is_dir() {
+            anyhow::bail!(
+                "the config file {} is a directory, not a TOML file: give --config the path of a \
+                 settings file (`--print-config` writes one)",
+                path.display()
+            );
+        }
         figment = figment.merge(Toml::file_exact(path));
     }
     Ok(figment.merge(Serialized::defaults(flags)))
@@ -109,8 +116,7 @@ pub fn layer<T: Settings>(config: &ConfigArgs, parsed: &T, matches: &ArgMatches)
     let file = config.config.as_deref();
     let settings: T = figment::<T>(file, given(parsed, matches)?)?
         .extract()
-        // figment names keys with their profile ("default."), which files here do not have.
-        .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("key \"default.", "key \"")))
+        .map_err(|e| anyhow::anyhow!("{}", describe(e)))
         .with_context(|| match file {
             Some(path) => format!("bad setting in {}", path.display()),
             None => "bad setting".to_string(),
@@ -123,6 +129,43 @@ pub fn layer<T: Settings>(config: &ConfigArgs, parsed: &T, matches: &ArgMatches)
         None => "bad setting (in the environment or a flag)".to_string(),
     })?;
     Ok(settings)
+}
+
+/// What is wrong with the settings, one line per error: the key by its
+/// dotted path, what was found and what was expected (the keys a table
+/// takes, when a key is unknown).
+fn describe(errors: figment::Error) -> String {
+    use figment::error::Kind;
+    let quoted = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    errors
+        .into_iter()
+        .map(|e| {
+            let key = e.path.join(".");
+            let table = match e.path.split_last() {
+                Some((_, [])) | None => "at the top level".to_string(),
+                Some((_, parents)) => format!("in [{}]", parents.join(".")),
+            };
+            match &e.kind {
+                Kind::UnknownField(found, expected) => format!(
+                    "unknown key `{found}` {table} (the keys there: {})",
+                    quoted(expected)
+                ),
+                Kind::UnknownVariant(found, expected) => format!(
+                    "`{key}`: unknown value `{found}`, expected one of {}",
+                    quoted(expected)
+                ),
+                kind if key.is_empty() => kind.to_string(),
+                kind => format!("`{key}`: {kind}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Layers the settings into `parsed`; with `--print-config`, prints them

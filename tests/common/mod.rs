@@ -42,6 +42,16 @@ pub fn run_with_input(args: &[&str], input: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// SIGKILL to `child`: a child that has already exited is fine (there is
+/// nothing left to end); any other failure fails the test.
+pub fn kill(child: &mut std::process::Child) {
+    match child.kill() {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {}
+        Err(e) => panic!("cannot kill process {}: {e}", child.id()),
+    }
+}
+
 /// Its stdout, as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()

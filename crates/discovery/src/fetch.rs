@@ -582,11 +582,33 @@ impl Fetcher {
     /// `known` validators. Any HTTP response is `Ok` (check
     /// [`Fetched::status`]); `Err` means there was no response to use.
     pub async fn get(&self, url: &NormUrl, known: &Validators) -> Result<Fetched, FetchError> {
+        self.get_timed(url, known).await.0
+    }
+
+    /// [`Fetcher::get`], and the time it spent waiting for the host's
+    /// politeness gate (the minimum delay, a robots.txt `Crawl-delay`, a
+    /// free slot): time that is not the server's.
+    pub async fn get_timed(
+        &self,
+        url: &NormUrl,
+        known: &Validators,
+    ) -> (Result<Fetched, FetchError>, Duration) {
+        let mut waited = Duration::ZERO;
+        let outcome = self.get_waiting(url, known, &mut waited).await;
+        (outcome, waited)
+    }
+
+    async fn get_waiting(
+        &self,
+        url: &NormUrl,
+        known: &Validators,
+        waited: &mut Duration,
+    ) -> Result<Fetched, FetchError> {
         let mut deadline = later(self.config.deadline);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self.attempt(url, known, &mut deadline).await;
+            let outcome = self.attempt(url, known, &mut deadline, waited).await;
             let wait = if attempt >= self.config.attempts.max(1) {
                 None
             } else {
@@ -642,6 +664,7 @@ impl Fetcher {
         url: &NormUrl,
         known: &Validators,
         deadline: &mut Instant,
+        waited: &mut Duration,
     ) -> Result<Attempt, FetchError> {
         let mut current = url.clone();
         let mut redirects: Vec<Hop> = Vec::new();
@@ -650,7 +673,9 @@ impl Fetcher {
             // Waiting for our own politeness gate is not the server's time.
             let queued = Instant::now();
             let permit = self.politeness.acquire(&current.host_key()).await;
-            *deadline = deadline.checked_add(queued.elapsed()).unwrap_or(*deadline);
+            let queued = queued.elapsed();
+            *waited = waited.saturating_add(queued);
+            *deadline = deadline.checked_add(queued).unwrap_or(*deadline);
             let deadline = *deadline;
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {

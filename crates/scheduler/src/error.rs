@@ -7,9 +7,10 @@ use crate::record::RecordError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// sled failed (I/O, or the database is corrupt).
+    /// sled failed (I/O, or the database is corrupt). Its text is in this
+    /// error's own (not repeated as a source).
     #[error("store: {0}")]
-    Sled(#[from] sled::Error),
+    Sled(sled::Error),
     /// The store's files are damaged: sled panicked or found corrupt data
     /// while opening or reading it.
     #[error(
@@ -60,6 +61,12 @@ pub enum StoreError {
         /// Why.
         source: sitemapd_parser::UrlError,
     },
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        StoreError::Sled(e)
+    }
 }
 
 impl StoreError {

@@ -166,9 +166,13 @@ pub struct SitemapReport {
     /// only the children before the cut.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<NormUrl>,
-    /// Wall time, fetch and parse.
+    /// Wall time, fetch and parse, without [`SitemapReport::waited`].
     #[serde(serialize_with = "millis")]
     pub duration: Duration,
+    /// Time spent waiting for the host's politeness gate before the
+    /// request went out (the minimum delay, a robots.txt `Crawl-delay`).
+    #[serde(serialize_with = "millis")]
+    pub waited: Duration,
 }
 
 impl SitemapReport {
@@ -197,9 +201,13 @@ pub struct SitemapFailure {
     pub status: Option<u16>,
     /// Why.
     pub error: String,
-    /// Wall time.
+    /// Wall time, without [`SitemapFailure::waited`].
     #[serde(serialize_with = "millis")]
     pub duration: Duration,
+    /// Time spent waiting for the host's politeness gate, as in
+    /// [`SitemapReport::waited`].
+    #[serde(serialize_with = "millis")]
+    pub waited: Duration,
 }
 
 /// Totals of one site.

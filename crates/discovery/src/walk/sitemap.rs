@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use sitemapd_parser::{Event, NormUrl, ParseOptions, SitemapRef, parse_async};
@@ -116,7 +117,7 @@ async fn run(
             children: as_refs(remembered.children),
         });
     }
-    let fail = |status: Option<u16>, error: String| {
+    let fail = |status: Option<u16>, error: String, waited: Duration| {
         if task.via == Via::Probe {
             WalkEvent::ProbeMissed {
                 site: task.site.clone(),
@@ -132,7 +133,8 @@ async fn run(
                 via: task.via,
                 status,
                 error,
-                duration: started.elapsed(),
+                duration: started.elapsed().saturating_sub(waited),
+                waited,
             })
         }
     };
@@ -141,11 +143,15 @@ async fn run(
     } else {
         Outcome::Failed
     };
-    let fetched = match walker.fetcher.get(&task.url, &remembered.validators).await {
+    let (fetched, waited) = walker
+        .fetcher
+        .get_timed(&task.url, &remembered.validators)
+        .await;
+    let fetched = match fetched {
         Ok(f) => f,
         Err(e) => {
             debug!(error = %e, "sitemap fetch failed");
-            emit.send(fail(e.status(), e.to_string())).await?;
+            emit.send(fail(e.status(), e.to_string(), waited)).await?;
             return Ok(failed);
         }
     };
@@ -153,6 +159,7 @@ async fn run(
         emit.send(fail(
             Some(fetched.status),
             format!("HTTP {}", fetched.status),
+            waited,
         ))
         .await?;
         return Ok(failed);
@@ -192,9 +199,10 @@ async fn run(
         cut: None,
         children: Vec::new(),
         duration: Default::default(),
+        waited,
     };
     if fetched.not_modified() {
-        report.duration = started.elapsed();
+        report.duration = started.elapsed().saturating_sub(waited);
         emit.send(WalkEvent::SitemapFetched(report)).await?;
         return Ok(Outcome::Read {
             entries: 0,
@@ -244,7 +252,7 @@ async fn run(
     let summary = events.summary().cloned();
     report.bytes = progress.bytes();
     report.cut = progress.error();
-    report.duration = started.elapsed();
+    report.duration = started.elapsed().saturating_sub(waited);
     let is_sitemap = summary.as_ref().is_some_and(|s| s.format.is_some());
     if !is_sitemap {
         // An HTML page (a soft 404, a login wall) answered with 200.
@@ -253,7 +261,7 @@ async fn run(
             .cut
             .as_ref()
             .map_or_else(|| "not a sitemap".to_string(), ToString::to_string);
-        emit.send(fail(Some(report.status), why)).await?;
+        emit.send(fail(Some(report.status), why, waited)).await?;
         return Ok(failed);
     }
     report.summary = summary;
