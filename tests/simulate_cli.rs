@@ -123,16 +123,37 @@ fn a_small_run_writes_three_files_and_is_reproducible() {
         }
     }
 
-    // chart.svg: an SVG with a line and a legend entry per policy.
+    // chart.svg: an SVG with a line per policy run, each named twice (in
+    // the legend and at the line's end), and no other policy named.
     let svg = std::fs::read_to_string(a.join("chart.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
-    for policy in POLICIES.split(',') {
-        assert!(
-            svg.lines().any(|l| l.trim() == policy),
-            "legend lacks {policy}"
+    let run: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert!(run.len() >= 3, "{run:?}");
+    for policy in [
+        "fixed",
+        "sitemap-hints",
+        "lastmod",
+        "adaptive",
+        "freshness-optimal",
+        "lambda-crawl",
+        "uniform",
+        "proportional",
+        "oracle",
+    ] {
+        let named = svg.lines().filter(|l| l.trim() == policy).count();
+        let expected = if run.contains(policy) { 2 } else { 0 };
+        assert_eq!(
+            named, expected,
+            "{policy} named {named} times; run: {run:?}"
         );
     }
-    assert!(svg.matches("<polyline").count() >= 3);
+    assert_eq!(
+        svg.lines()
+            .filter(|l| l.trim().starts_with("end of warm-up"))
+            .count(),
+        1
+    );
+    assert!(svg.matches("<polyline").count() >= run.len());
 
     // The same seeds again: the same metrics.csv, byte for byte (runs go
     // in parallel, in whatever order they finish).
