@@ -325,10 +325,10 @@ impl Metrics {
             if line.starts_with('#') || line.trim().is_empty() {
                 continue;
             }
-            if let Some((series, value)) = line.rsplit_once(' ') {
-                if let Ok(v) = value.parse::<f64>() {
-                    m.insert(series.to_string(), v);
-                }
+            if let Some((series, value)) = line.rsplit_once(' ')
+                && let Ok(v) = value.parse::<f64>()
+            {
+                m.insert(series.to_string(), v);
             }
         }
         Metrics(m)
@@ -570,10 +570,10 @@ impl Daemon {
         for l in &c.first {
             println!("  {l}");
         }
-        if c.warn + c.error > c.first.len() as u64 {
-            if let Some(l) = &c.last {
-                println!("  ...\n  {l}");
-            }
+        if c.warn + c.error > c.first.len() as u64
+            && let Some(l) = &c.last
+        {
+            println!("  ...\n  {l}");
         }
     }
 }
@@ -1294,7 +1294,7 @@ fn soak_worker(id: usize, api: Api, live: &Live, stop: &AtomicBool) -> SoakWorke
             .iter()
             .map(|u| {
                 i += 1;
-                let outcome = if i % 4 == 0 {
+                let outcome = if i.is_multiple_of(4) {
                     "changed"
                 } else {
                     "not-modified"

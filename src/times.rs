@@ -68,10 +68,10 @@ impl TimeFormat {
         if self == TimeFormat::Rfc3339 {
             visit(value, &mut |map| {
                 for field in TIME_FIELDS {
-                    if let Some(v) = map.get_mut(field) {
-                        if let Some(secs) = v.as_i64() {
-                            *v = Value::String(rfc3339(Timestamp::from_unix(secs)));
-                        }
+                    if let Some(v) = map.get_mut(field)
+                        && let Some(secs) = v.as_i64()
+                    {
+                        *v = Value::String(rfc3339(Timestamp::from_unix(secs)));
                     }
                 }
             });

@@ -481,16 +481,16 @@ fn check_citations(repo: &mut Repo<'_>, rel: &Path, text: &str, is_md: bool, bro
                 broken.insert((here, format!("cites `{path}`: no such file")));
                 continue;
             };
-            if let Some(anchor) = anchor {
-                if !repo.has_anchor(&found, &anchor) {
-                    broken.insert((
-                        here,
-                        format!(
-                            "cites `{path}#{anchor}`: {} has no heading `#{anchor}`",
-                            found.display()
-                        ),
-                    ));
-                }
+            if let Some(anchor) = anchor
+                && !repo.has_anchor(&found, &anchor)
+            {
+                broken.insert((
+                    here,
+                    format!(
+                        "cites `{path}#{anchor}`: {} has no heading `#{anchor}`",
+                        found.display()
+                    ),
+                ));
             }
         }
     }

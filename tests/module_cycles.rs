@@ -157,10 +157,10 @@ fn declared_modules(text: &str) -> Vec<String> {
     let t = tokens(text);
     let mut out = Vec::new();
     for (i, tok) in t.iter().enumerate() {
-        if let (true, Some(name), Some(semi)) = (tok.text == "mod", t.get(i + 1), t.get(i + 2)) {
-            if semi.text == ";" {
-                out.push(name.text.clone());
-            }
+        if let (true, Some(name), Some(semi)) = (tok.text == "mod", t.get(i + 1), t.get(i + 2))
+            && semi.text == ";"
+        {
+            out.push(name.text.clone());
         }
     }
     out

@@ -12,12 +12,11 @@ fn value(printed: &str, table: &str, key: &str) -> String {
     for line in printed.lines() {
         if let Some(t) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             current = t.to_string();
-        } else if current == table {
-            if let Some((k, v)) = line.split_once(" = ") {
-                if k == key {
-                    return v.to_string();
-                }
-            }
+        } else if current == table
+            && let Some((k, v)) = line.split_once(" = ")
+            && k == key
+        {
+            return v.to_string();
         }
     }
     panic!("no {table}.{key} in\n{printed}")

@@ -43,7 +43,7 @@ impl Progress {
     /// One URL entry more.
     pub fn url(&self) {
         let n = self.urls.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % 4096 == 0 {
+        if n.is_multiple_of(4096) {
             self.refresh();
         }
     }

@@ -139,10 +139,10 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
                         Some(b) => b.println(line),
                         None => eprintln!("{line}"),
                     }
-                    if let Ok(mut slots) = results.lock() {
-                        if let Some(slot) = slots.get_mut(i) {
-                            *slot = Some(result);
-                        }
+                    if let Ok(mut slots) = results.lock()
+                        && let Some(slot) = slots.get_mut(i)
+                    {
+                        *slot = Some(result);
                     }
                 }
             });

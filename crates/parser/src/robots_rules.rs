@@ -75,14 +75,13 @@ fn match_length(path: &str, pattern: &str, allow: bool) -> usize {
     if pattern_matches(path, pattern) {
         return pattern.len();
     }
-    if allow {
-        if let Some(slash) = pattern.rfind('/') {
-            if pattern[slash..].starts_with("/index.htm") {
-                let directory = format!("{}$", &pattern[..=slash]);
-                if pattern_matches(path, &directory) {
-                    return directory.len();
-                }
-            }
+    if allow
+        && let Some(slash) = pattern.rfind('/')
+        && pattern[slash..].starts_with("/index.htm")
+    {
+        let directory = format!("{}$", &pattern[..=slash]);
+        if pattern_matches(path, &directory) {
+            return directory.len();
         }
     }
     0

@@ -55,17 +55,16 @@ pub fn sniff(window: &[u8]) -> Sniffed {
     }
     let is_eol = |b: &u8| *b == b'\n' || *b == b'\r';
     let first_line = body.split(is_eol).next().unwrap_or(body);
-    if !starts_with_http(first_line) {
-        if let Some(at) = XML_MARKERS
+    if !starts_with_http(first_line)
+        && let Some(at) = XML_MARKERS
             .iter()
             .filter_map(|m| memchr::memmem::find(body, m))
             .min()
-        {
-            return Sniffed::Xml {
-                start: start + at,
-                junk: true,
-            };
-        }
+    {
+        return Sniffed::Xml {
+            start: start + at,
+            junk: true,
+        };
     }
     let has_url = body
         .split(is_eol)

@@ -166,12 +166,12 @@ impl Store {
             } else {
                 true
             };
-            if let Some(queue) = &rec.queue {
-                if !self.kv.contains_key(keys::queue_member(queue, &url))? {
-                    report
-                        .misfiled
-                        .push(format!("{url}: not listed in queue {queue}"));
-                }
+            if let Some(queue) = &rec.queue
+                && !self.kv.contains_key(keys::queue_member(queue, &url))?
+            {
+                report
+                    .misfiled
+                    .push(format!("{url}: not listed in queue {queue}"));
             }
             counted
                 .entry(rec.queue_name(&url).to_string())

@@ -898,7 +898,7 @@ mod tests {
         let s = Store::in_memory(StoreOptions::default()).unwrap();
         // Old and young URLs interleaved in key order, on two schemes.
         let url = |i: usize| {
-            let scheme = if i % 3 == 0 { "http" } else { "https" };
+            let scheme = if i.is_multiple_of(3) { "http" } else { "https" };
             format!("{scheme}://a.example/{i:02}")
         };
         let (old, young): (Vec<usize>, Vec<usize>) = (0..12).partition(|i| i % 2 == 0);

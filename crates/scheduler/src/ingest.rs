@@ -344,11 +344,9 @@ impl<'s> Ingest<'s> {
         // An index's children before its schedule (below): after a crash
         // between the two, the index is due again (no schedule written)
         // rather than "not due" with children it never remembered.
-        if ok {
-            if let Some(children) = &fetch.children {
-                let id = self.reading(sitemap)?.record.id;
-                self.replace_children(id, children, fetch.complete)?;
-            }
+        if ok && let Some(children) = &fetch.children {
+            let id = self.reading(sitemap)?.record.id;
+            self.replace_children(id, children, fetch.complete)?;
         }
         // The index that listed it, if known: one in this session's
         // readings may not be stored yet (it is written with this batch).
@@ -870,20 +868,18 @@ impl UrlRecord {
         let before = (self.lastmod, self.changefreq, self.priority);
         self.last_seen = now;
         self.lastmod = newest(self.lastmod, seen.lastmod);
-        if let Some(l) = seen.lastmod {
-            if !self.lastmod_history.iter().any(|(v, _)| *v == l.at) {
-                let read = match last_read {
-                    Some(read)
-                        if !self.lastmod_history.is_empty() && !same_session && read < now =>
-                    {
-                        read
-                    }
-                    _ => NOT_DATED,
-                };
-                self.lastmod_history.push((l.at, read));
-                if self.lastmod_history.len() > LASTMOD_HISTORY {
-                    self.lastmod_history.remove(0);
+        if let Some(l) = seen.lastmod
+            && !self.lastmod_history.iter().any(|(v, _)| *v == l.at)
+        {
+            let read = match last_read {
+                Some(read) if !self.lastmod_history.is_empty() && !same_session && read < now => {
+                    read
                 }
+                _ => NOT_DATED,
+            };
+            self.lastmod_history.push((l.at, read));
+            if self.lastmod_history.len() > LASTMOD_HISTORY {
+                self.lastmod_history.remove(0);
             }
         }
         if same_session {

@@ -702,11 +702,11 @@ impl Chunks<'_> {
         let bounds: (Bound<&[u8]>, Bound<&[u8]>) =
             (as_slice_bound(&self.from), as_slice_bound(&self.end));
         // An empty range (start past end) yields nothing, as on sled.
-        if let (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e)) = bounds {
-            if s >= e {
-                self.done = true;
-                return;
-            }
+        if let (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e)) = bounds
+            && s >= e
+        {
+            self.done = true;
+            return;
         }
         for k in map.keys.range::<[u8], _>(bounds) {
             if self

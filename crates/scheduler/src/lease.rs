@@ -649,15 +649,15 @@ impl Store {
                     }
                     // A run every entry of which a lease holds counts none:
                     // its leases are read, not its entries.
-                    if let Ok(front) = crate::due_list::leases(&value) {
-                        if front.all_leased(now) {
-                            let first = front.leases.iter().map(|(_, (_, until))| *until).min();
-                            ends = match (ends, first) {
-                                (Some(e), Some(f)) => Some(e.min(f)),
-                                (e, f) => e.or(f),
-                            };
-                            continue;
-                        }
+                    if let Ok(front) = crate::due_list::leases(&value)
+                        && front.all_leased(now)
+                    {
+                        let first = front.leases.iter().map(|(_, (_, until))| *until).min();
+                        ends = match (ends, first) {
+                            (Some(e), Some(f)) => Some(e.min(f)),
+                            (e, f) => e.or(f),
+                        };
+                        continue;
                     }
                     let Ok(list) = crate::due_list::decode(&value) else {
                         continue;
@@ -781,12 +781,12 @@ impl Store {
         // Due URLs whose host's rules changed since they were scheduled
         // (and no `set_robots` pass reached them yet): out of the queue.
         for url in std::mem::take(&mut choice.blocked) {
-            if let Ok(Some(mut rec)) = self.url_record(&url) {
-                if rec.queued() {
-                    let before = writes.before(&url, &mut rec)?;
-                    rec.blocked = true;
-                    writes.put(&url, Some(&before), &mut rec)?;
-                }
+            if let Ok(Some(mut rec)) = self.url_record(&url)
+                && rec.queued()
+            {
+                let before = writes.before(&url, &mut rec)?;
+                rec.blocked = true;
+                writes.put(&url, Some(&before), &mut rec)?;
             }
         }
         let Choice {

@@ -224,20 +224,18 @@ impl<'s, 'c> Scan<'s, 'c> {
             // Once the taker can give URLs to a few queues only, the other
             // lanes' heads are not read: those of its queues from the next
             // head on are the heads it would have been offered.
-            if !narrowed {
-                if let Some(queues) = taker.only_queues() {
-                    narrowed = true;
-                    heads = self.narrowed(&queues, next_head.take())?;
-                    next_head = heads.next()?;
-                }
+            if !narrowed && let Some(queues) = taker.only_queues() {
+                narrowed = true;
+                heads = self.narrowed(&queues, next_head.take())?;
+                next_head = heads.next()?;
             }
             // Open every lane whose head comes before the lane on top.
             while let Some(head) = next_head.take() {
-                if let Some(Reverse((top, _))) = heap.peek() {
-                    if head > *top {
-                        next_head = Some(head);
-                        break;
-                    }
+                if let Some(Reverse((top, _))) = heap.peek()
+                    && head > *top
+                {
+                    next_head = Some(head);
+                    break;
                 }
                 let (_, order, class) = head;
                 next_head = heads.next()?;

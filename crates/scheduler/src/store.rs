@@ -318,10 +318,10 @@ impl Store {
             }
         };
         let mut params = options.params.clone();
-        if let Some(bytes) = kv.get(keys::CALIBRATION)? {
-            if let Some(calibration) = decode_calibration(&bytes) {
-                params.calibration = calibration;
-            }
+        if let Some(bytes) = kv.get(keys::CALIBRATION)?
+            && let Some(calibration) = decode_calibration(&bytes)
+        {
+            params.calibration = calibration;
         }
         let policy = options.policies.build(&name, params)?;
         // Saved from the first open on, so that a later default never
@@ -595,10 +595,10 @@ impl Store {
     /// on the changes, read as a page that changes at every visit.
     fn policy_view(&self, url: &str, r: &UrlRecord, host: &HostState, now: i64) -> UrlState {
         let mut state = self.url_state(url, r, now);
-        if policy::every_change_observed(&state, host) {
-            if let Some(rate) = r.observed_rate(now) {
-                state.rate = Some(rate);
-            }
+        if policy::every_change_observed(&state, host)
+            && let Some(rate) = r.observed_rate(now)
+        {
+            state.rate = Some(rate);
         }
         state
     }

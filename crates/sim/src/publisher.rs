@@ -152,11 +152,11 @@ impl Publisher {
                 }
                 Pending::Changed(t) if precision != LastmodPrecision::None => {
                     let q = quantise(precision, t);
-                    if let Some(slot) = self.shown.get_mut(page as usize) {
-                        if slot.is_none_or(|old| q > old) {
-                            *slot = Some(q);
-                            moved = true;
-                        }
+                    if let Some(slot) = self.shown.get_mut(page as usize)
+                        && slot.is_none_or(|old| q > old)
+                    {
+                        *slot = Some(q);
+                        moved = true;
                     }
                 }
                 Pending::Changed(_) => {}

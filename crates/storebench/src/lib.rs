@@ -181,18 +181,18 @@ pub fn record(h: usize, i: usize, generation: u32) -> Record {
         lastmod_history: vec![(lastmod(i), NOW + (h as i64 % 3600))],
         changefreq: Some(3),
         priority: Some(0.5),
-        fetch_status: (r % 4 != 0).then_some(200),
-        etag_hash: (r % 4 != 0).then_some(mix(r, 1)),
+        fetch_status: (!r.is_multiple_of(4)).then_some(200),
+        etag_hash: (!r.is_multiple_of(4)).then_some(mix(r, 1)),
         last_fetch: Some(NOW - (r % 86_400) as i64),
         fetch_ms: Some(40 + (r % 3000) as u32),
         visits: vec![(NOW - (r % 86_400) as i64, (r % 5) as u8)],
         interval: Some(week * (0.5 + (r % 17) as f32 / 16.0)),
         due: NOW + (r % 604_800) as i64 + g * 3600,
-        class: u8::from(r % 8 == 0),
+        class: u8::from(r.is_multiple_of(8)),
         seq: (h * 1000 + i) as u64 + u64::from(generation) * 1_000_000_007,
         sources: vec![(h as u64 + 1, 1 + u64::from(generation))],
         retired: false,
-        blocked: r % 97 == 0,
+        blocked: r.is_multiple_of(97),
     }
 }
 

@@ -155,12 +155,11 @@ impl Source {
     /// is in the buffer; an offset before the buffer (an event that straddled
     /// a refill) is placed at the buffer's start.
     pub fn position_at(&mut self, offset: u64) -> Position {
-        if offset < self.buf_offset {
-            if let Some((at, position)) = self.anchor_position {
-                if at == offset {
-                    return position;
-                }
-            }
+        if offset < self.buf_offset
+            && let Some((at, position)) = self.anchor_position
+            && at == offset
+        {
+            return position;
         }
         let idx = offset
             .saturating_sub(self.buf_offset)

@@ -407,10 +407,9 @@ impl EntryBuilder {
                     "image loc",
                     self.base.as_ref(),
                     Relative::Flagged,
-                ) {
-                    if self.within_budget(ctx, loc.as_str().len(), Rule::E1, pos) {
-                        self.images.push(Image { loc });
-                    }
+                ) && self.within_budget(ctx, loc.as_str().len(), Rule::E1, pos)
+                {
+                    self.images.push(Image { loc });
                 }
             }
             Field::Video(f) => self.video_field(ctx, f, text, pos),

@@ -548,12 +548,11 @@ impl XmlReader {
                         self.entry
                             .video_attribute(ctx, vf, "relationship", &value, start);
                     }
-                    if vf == VideoField::Uploader {
-                        if let Ok(Some(value)) =
+                    if vf == VideoField::Uploader
+                        && let Ok(Some(value)) =
                             url_attribute(ctx, e, "info", "video uploader info", start)
-                        {
-                            self.entry.video_attribute(ctx, vf, "info", &value, start);
-                        }
+                    {
+                        self.entry.video_attribute(ctx, vf, "info", &value, start);
                     }
                 }
                 if field == Field::Guid {
@@ -755,10 +754,11 @@ impl XmlReader {
 
     /// An entry still open when reading stops is yielded if its loc was complete (C8).
     fn salvage(&mut self, ctx: &mut Ctx) {
-        if self.in_entry && self.entry.salvageable() {
-            if let Some(d) = self.dialect {
-                self.entry.finish(ctx, d);
-            }
+        if self.in_entry
+            && self.entry.salvageable()
+            && let Some(d) = self.dialect
+        {
+            self.entry.finish(ctx, d);
         }
         self.in_entry = false;
     }

@@ -1327,12 +1327,11 @@ proptest! {
             let due = p.next_due(&url, &host, ts(now));
             prop_assert!(due.score.is_finite() && due.score >= 0.0, "{}: {:?}", p.name(), due);
             for o in [FetchOutcome::Changed, FetchOutcome::NotModified, FetchOutcome::Gone, FetchOutcome::Error, FetchOutcome::Redirected] {
-                if let Some(i) = p.next_interval(&url, o) {
-                    if p.name() == "adaptive" && matches!(o, FetchOutcome::Changed | FetchOutcome::NotModified) {
+                if let Some(i) = p.next_interval(&url, o)
+                    && p.name() == "adaptive" && matches!(o, FetchOutcome::Changed | FetchOutcome::NotModified) {
                         let (min, max) = params.bounds();
                         prop_assert!(i >= min && i <= max);
                     }
-                }
             }
         }
     }
