@@ -180,6 +180,12 @@ fn one_client_cannot_hold_every_slot() {
     let hog = flood(ONE, d.addr, 300);
     // Let the daemon accept them all: a request behind them is answered.
     let behind = timed_lease(TWO, d.addr);
+    // The daemon closes what it sheds as it accepts: on a loaded machine
+    // the last ones close a moment after the request behind them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while count_open(&hog) > 16 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let (hog_open, other_open) = (count_open(&hog), count_open(&other));
     assert!(
         hog_open <= 16,
