@@ -39,6 +39,7 @@ fn every_link_and_citation_resolves() {
     let mut files = Vec::new();
     walk(root, root, &mut files);
     files.sort();
+    assert!(files.len() > 100, "only {} files found", files.len());
     let mut repo = Repo {
         root,
         anchors: HashMap::new(),
@@ -51,7 +52,10 @@ fn every_link_and_citation_resolves() {
         if is_md && link_checked(rel) {
             check_links(&mut repo, rel, &text, &mut broken);
         }
-        check_citations(&mut repo, rel, &text, is_md, &mut broken);
+        // This file's own examples cite files that do not exist.
+        if rel != Path::new(file!()) {
+            check_citations(&mut repo, rel, &text, is_md, &mut broken);
+        }
     }
     assert!(
         broken.is_empty(),
@@ -494,4 +498,21 @@ fn check_citations(repo: &mut Repo<'_>, rel: &Path, text: &str, is_md: bool, bro
             }
         }
     }
+}
+
+#[test]
+fn the_parsers_find_what_they_look_for() {
+    let links: Vec<String> = link_targets("see [a](docs/x.md#y) and [b](../c.md), not (d.md)")
+        .into_iter()
+        .map(|(_, target)| target)
+        .collect();
+    assert_eq!(links, ["docs/x.md#y", "../c.md"]);
+    assert_eq!(slug("The daemon (`cargo bench`)"), "the-daemon-cargo-bench");
+    assert_eq!(
+        cited_paths("as docs/scheduling.md#closed-forms says"),
+        [(
+            "docs/scheduling.md".to_string(),
+            Some("closed-forms".to_string())
+        )]
+    );
 }

@@ -386,7 +386,7 @@ fn tls_handshake(conn: &mut std::net::TcpStream) {
 }
 
 /// Over TLS, connections that send nothing, before their handshake or
-/// after it, are closed once the first-call timeout (1 s here) has passed,
+/// after it, are closed once the first-call timeout (3 s here) has passed,
 /// as in plain text (the timeout runs beneath TLS: a client that never
 /// says hello is cut by it too, not only by the 10 s handshake bound); and
 /// a call open longer than that on a TLS connection is never cut (tonic
@@ -401,7 +401,7 @@ fn silent_tls_connections_are_closed_and_open_calls_are_not() {
         "--urlfrontier-tls-key",
         &key,
         "--head-timeout-secs",
-        "1",
+        "3",
     ];
     let (_d, addr) = frontier_daemon(&dir, &tls);
     let to: std::net::SocketAddr = addr.parse().unwrap();
@@ -418,7 +418,7 @@ fn silent_tls_connections_are_closed_and_open_calls_are_not() {
     assert_eq!(count_open(&no_hello), 50);
     assert!(after_handshake.iter().all(still_open));
 
-    // A put stream open for 3 s (one URL, then another 3 s later) on a
+    // A put stream open for 5 s (one URL, then another 5 s later) on a
     // TLS connection with the token.
     let acks = runtime().block_on(async {
         let channel = tls_channel(&addr, None).await.unwrap();
@@ -434,7 +434,7 @@ fn silent_tls_connections_are_closed_and_open_calls_are_not() {
         let items = async_stream_of_two(
             discovered("https://a.example/1", ""),
             discovered("https://a.example/2", ""),
-            Duration::from_secs(3),
+            Duration::from_secs(5),
         );
         let mut acks = c.put_ur_ls(items).await.unwrap().into_inner();
         let mut got = Vec::new();
@@ -457,7 +457,7 @@ fn silent_tls_connections_are_closed_and_open_calls_are_not() {
             Ok("https://a.example/2".to_string())
         ]
     );
-    // By now (3 s on) the silent ones are closed.
+    // By now (5 s on) the silent ones are closed.
     let deadline = Instant::now() + Duration::from_secs(10);
     while (count_open(&no_hello) > 0 || after_handshake.iter().any(still_open))
         && Instant::now() < deadline

@@ -128,16 +128,33 @@ pub fn run(args: &IngestArgs) -> Result<ExitCode> {
 
 /// Closes `store`, created by this run and holding nothing, and removes
 /// its directory `path`. Whether it did: not when another handle on the
-/// store is still open.
+/// store is still open, nor when the store holds a URL or a sitemap (some
+/// other process made it between this run's look and its open). The
+/// directory is moved aside while the store's lock is still held, so a
+/// process that opens `path` after the close makes a store of its own.
 fn remove_new_store(store: Arc<Store>, path: &std::path::Path) -> Result<bool> {
     let Ok(store) = Arc::try_unwrap(store) else {
         return Ok(false);
     };
-    drop(store);
-    std::fs::remove_dir_all(path).with_context(|| {
+    let stats = store.stats(sitemapd_scheduler::Timestamp::now())?;
+    if stats.active + stats.retired + stats.blocked + stats.sitemaps > 0 {
+        return Ok(false);
+    }
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".removing-{}", std::process::id()));
+    let aside = std::path::PathBuf::from(aside);
+    std::fs::rename(path, &aside).with_context(|| {
         format!(
-            "cannot remove the empty store {} this run created",
+            "cannot move aside the empty store {} this run created",
             path.display()
+        )
+    })?;
+    drop(store);
+    std::fs::remove_dir_all(&aside).with_context(|| {
+        format!(
+            "cannot remove the empty store {} this run created (moved to {})",
+            path.display(),
+            aside.display()
         )
     })?;
     Ok(true)

@@ -570,8 +570,10 @@ impl QueueRecords<'_> {
         if let Some((prefix, end)) = ranges.get(part) {
             let start = prefix.as_slice().max(from).to_vec();
             // Its host's URLs that no client put in another queue.
+            // A record that does not decode is passed over (and counted).
             let own = store
                 .url_records_in(&start, end)
+                .filter(move |item| store.intact(item))
                 .filter(|item| !matches!(item, Ok((_, rec)) if rec.queue.is_some()));
             return Some(Box::new(own));
         }
@@ -593,6 +595,10 @@ impl QueueRecords<'_> {
             match store.url_record(&url) {
                 Ok(Some(rec)) if rec.queue.as_deref() == Some(name) => Some(Ok((url, rec))),
                 Ok(_) => None,
+                Err(StoreError::Record { key, .. }) => {
+                    store.kv.passed_over(&key);
+                    None
+                }
                 Err(e) => Some(Err(e)),
             }
         });

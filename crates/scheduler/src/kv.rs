@@ -440,6 +440,12 @@ impl Kv {
 
     /// What has gone wrong so far.
     pub(crate) fn health(&self) -> StoreHealth {
+        let (unreadable_records, first_unreadable) = self
+            .health
+            .unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         StoreHealth {
             damaged: self
                 .health
@@ -454,17 +460,9 @@ impl Kv {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
             needs_reopen: self.health.wedged.load(Ordering::SeqCst),
-            unreadable_records: self.unreadable().0,
-            first_unreadable: self.unreadable().1,
+            unreadable_records,
+            first_unreadable,
         }
-    }
-
-    fn unreadable(&self) -> (u64, Option<String>) {
-        self.health
-            .unreadable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
     }
 
     /// Notes a record passed over because it does not decode (the first

@@ -526,7 +526,7 @@ impl Store {
         if let Some(value) = &value
             && crate::record::decode::<HostRecord>(value).is_err()
         {
-            self.kv.passed_over(host);
+            self.kv.passed_over(&format!("host {host}"));
         }
         Ok(crate::record::host_record_or_fresh(&key, value.as_deref()))
     }

@@ -1262,7 +1262,9 @@ impl UrlFrontier for Frontier {
         Ok(Response::new(item))
     }
 
-    type ListURLsStream = Stream<proto::UrlItem>;
+    type ListURLsStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<proto::UrlItem, Status>> + Send + 'static>,
+    >;
 
     async fn list_ur_ls(
         &self,
@@ -1275,8 +1277,11 @@ impl UrlFrontier for Frontier {
         // Read a page at a time on the blocking pool, sent from here: a
         // client that does not read holds no thread, only this task and
         // its page, and one that takes less than a page in STALLED_LIST
-        // is cut (a dump asks for 2^31 - 1 URLs in one stream).
+        // is cut (a dump asks for 2^31 - 1 URLs in one stream). A stream
+        // cut, or whose read failed, ends with that status after what it
+        // holds, never as if the list were whole.
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        let (end_tx, end_rx) = tokio::sync::oneshot::channel::<Status>();
         tokio::spawn(async move {
             let _permit = permit;
             let p = Arc::new(p);
@@ -1299,7 +1304,7 @@ impl UrlFrontier for Frontier {
                 let ((page, ended), next) = match read {
                     Ok(read) => read,
                     Err(status) => {
-                        let _ = tokio::time::timeout(STALLED_LIST, tx.send(Err(status))).await;
+                        let _ = end_tx.send(status);
                         return;
                     }
                 };
@@ -1310,13 +1315,25 @@ impl UrlFrontier for Frontier {
                     Some(())
                 })
                 .await;
-                if ended || !matches!(taken, Ok(Some(()))) {
-                    return;
+                match taken {
+                    Err(_) => {
+                        let _ = end_tx.send(Status::deadline_exceeded(format!(
+                            "the client took fewer than {LIST_PAGE} URLs in {} s: stream cut",
+                            STALLED_LIST.as_secs()
+                        )));
+                        return;
+                    }
+                    // The client went away.
+                    Ok(None) => return,
+                    Ok(Some(())) if ended => return,
+                    Ok(Some(())) => walk = next,
                 }
-                walk = next;
             }
         });
-        Ok(Response::new(ReceiverStream::new(rx)))
+        let end = tokio_stream::once(end_rx)
+            .then(|end| async move { end.await.ok() })
+            .filter_map(|status| status.map(Err));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx).chain(end))))
     }
 
     async fn count_ur_ls(

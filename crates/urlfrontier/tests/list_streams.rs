@@ -105,7 +105,8 @@ fn unread_streams_hold_no_thread() {
 }
 
 /// A client that takes less than a page within STALLED_LIST is cut: its
-/// stream ends with what it had buffered (time is paused, so the test
+/// stream gives what it had buffered, then DEADLINE_EXCEEDED, so that the
+/// client cannot take it for the whole list (time is paused, so the test
 /// does not wait).
 #[tokio::test(start_paused = true)]
 async fn a_stream_its_client_barely_reads_is_cut() {
@@ -113,21 +114,24 @@ async fn a_stream_its_client_barely_reads_is_cut() {
     let frontier = frontier(&dir);
     let mut stream = frontier.list_ur_ls(list(u32::MAX, None)).await.unwrap();
     let mut read = 0;
-    let cut = loop {
+    let end = loop {
         let item = tokio::time::timeout(STALLED_LIST * 2, stream.get_mut().next()).await;
         match item {
-            Ok(Some(_)) if read > LIST_PAGE => break false,
-            Ok(Some(item)) => {
-                item.unwrap();
+            Ok(Some(_)) if read > LIST_PAGE => break Err("read past a page".to_string()),
+            Ok(Some(Ok(_))) => {
                 read += 1;
                 // One URL now and then: far less than a page per STALLED_LIST.
                 tokio::time::sleep(STALLED_LIST / 8).await;
             }
-            Ok(None) => break true,
-            Err(_) => break false,
+            // The end says it was cut: not the end of the list.
+            Ok(Some(Err(status))) => break Ok(status),
+            Ok(None) => break Err("ended as if whole".to_string()),
+            Err(_) => break Err("no end".to_string()),
         }
     };
-    assert!(cut, "the stream ended");
+    let status = end.unwrap();
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert!(stream.get_mut().next().await.is_none(), "the end");
     assert!(read < LIST_PAGE, "{read} URLs read before the cut");
     assert_eq!(count(&frontier).await, URLS as u64, "nothing lost");
 }
