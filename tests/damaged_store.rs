@@ -5,12 +5,18 @@ mod common;
 
 use common::{indexed_site, run, stderr, stdout, with_store};
 
-/// A store of 20,000 URLs with its `db` file cut to half its size (what a
-/// full disk or a bad copy leaves): sled panicked inside its segment code
-/// on every command (exit 101, a backtrace).
-#[test]
-fn a_store_cut_in_half_gives_a_clear_error_not_a_panic() {
-    let site = indexed_site(10, 2_000);
+/// A loopback site of `sitemaps` sitemaps of `per` URLs, ingested into a
+/// store in a temporary directory: the site, the directory, the store's
+/// path.
+fn ingested(
+    sitemaps: usize,
+    per: usize,
+) -> (
+    sitemapd_testsite::TestSite,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
+    let site = indexed_site(sitemaps, per);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let root = site.url("/");
@@ -19,6 +25,16 @@ fn a_store_cut_in_half_gives_a_clear_error_not_a_panic() {
         &["ingest", "--allow-private", "--min-delay", "0", &root],
     ));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    (site, dir, store)
+}
+
+/// A store of 20,000 URLs with its `db` file cut to half its size (what a
+/// full disk or a bad copy leaves): sled panicked inside its segment code
+/// on every command (exit 101, a backtrace).
+#[test]
+fn a_store_cut_in_half_gives_a_clear_error_not_a_panic() {
+    let (site, _dir, store) = ingested(10, 2_000);
+    let root = site.url("/");
     let db = store.join("db");
     let size = std::fs::metadata(&db).unwrap().len();
     std::fs::OpenOptions::new()
@@ -58,15 +74,7 @@ fn a_store_cut_in_half_gives_a_clear_error_not_a_panic() {
 /// records, and the commands exit 0 again.
 #[test]
 fn records_that_do_not_decode_fail_the_commands_that_read_them() {
-    let site = indexed_site(1, 5);
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let root = site.url("/");
-    let o = run(&with_store(
-        &store,
-        &["ingest", "--allow-private", "--min-delay", "0", &root],
-    ));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (_site, _dir, store) = ingested(1, 5);
     {
         // The binary has exited; its lock is released with the process.
         let db = sled::open(&store).unwrap();

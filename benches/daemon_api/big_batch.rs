@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
 
-use super::frontier::{Client, client, fill};
-use super::{Daemon, arg, loadavg, log_path, ms};
+use super::frontier::{Client, client, fill, start};
+use super::{arg, ms};
 
 /// How the batch is written.
 #[derive(Clone, Copy, Debug)]
@@ -36,24 +36,7 @@ pub fn run(args: &[String]) {
     let rounds: usize = arg(args, "--rounds").unwrap_or(2);
     let store = tempfile::tempdir().unwrap();
     fill(store.path(), urls, 1_000);
-    let daemon = Daemon::start(
-        store.path(),
-        &["--urlfrontier-listen", "127.0.0.1:0"].map(String::from),
-        &[],
-        log_path("big-batch"),
-    );
-    let addr = daemon.frontier_addr();
-    println!(
-        "daemon pid {}: HTTP API on {}, URLFrontier on {addr}; load average {}",
-        daemon.pid(),
-        daemon.api.addr,
-        loadavg()
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (daemon, addr, runtime) = start(store.path(), &[], "big-batch");
     let mut rows = Vec::new();
     let mut nothing_for = Duration::from_secs(2);
     for round in 0..rounds {

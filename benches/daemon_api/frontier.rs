@@ -75,32 +75,11 @@ pub fn compare(args: &[String]) {
         println!("filled store kept in {}", args[i + 1]);
         return;
     }
-    let daemon = Daemon::start(
+    let (daemon, addr, runtime) = start(
         store.path(),
-        &[
-            "--urlfrontier-listen",
-            "127.0.0.1:0",
-            "--lease-delay",
-            "0",
-            "--per-host",
-            "100000",
-        ]
-        .map(String::from),
-        &[],
-        log_path("frontier"),
+        &["--lease-delay", "0", "--per-host", "100000"],
+        "frontier",
     );
-    let addr = daemon.frontier_addr();
-    println!(
-        "daemon pid {}: HTTP API on {}, URLFrontier on {addr}; load average {}",
-        daemon.pid(),
-        daemon.api.addr,
-        loadavg()
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     runtime.block_on(async {
         let mut c = client(addr).await;
         c.set_delay(proto::QueueDelayParams {
@@ -181,6 +160,35 @@ pub fn compare(args: &[String]) {
         "daemon stopped {:.2} s after SIGTERM: {status}",
         took.as_secs_f64()
     );
+}
+
+/// The daemon on the store in `dir` with its URLFrontier service on
+/// loopback (and `extra` arguments), logging to `log` in the temp
+/// directory; the service's address, and a runtime for its clients.
+pub fn start(
+    dir: &Path,
+    extra: &[&str],
+    log: &str,
+) -> (Daemon, SocketAddr, tokio::runtime::Runtime) {
+    let args: Vec<String> = ["--urlfrontier-listen", "127.0.0.1:0"]
+        .iter()
+        .chain(extra)
+        .map(|a| a.to_string())
+        .collect();
+    let daemon = Daemon::start(dir, &args, &[], log_path(log));
+    let addr = daemon.frontier_addr();
+    println!(
+        "daemon pid {}: HTTP API on {}, URLFrontier on {addr}; load average {}",
+        daemon.pid(),
+        daemon.api.addr,
+        loadavg()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    (daemon, addr, runtime)
 }
 
 /// `p50 / p99 ms` of round trips.
