@@ -522,13 +522,16 @@ impl Store {
     /// counts start over, and `stats --check` names the host).
     pub(crate) fn stored_host_record(&self, host: &str) -> Result<HostRecord, StoreError> {
         let key = keys::host(host);
-        let value = self.kv.get(&key)?;
-        if let Some(value) = &value
-            && crate::record::decode::<HostRecord>(value).is_err()
-        {
-            self.kv.passed_over(&format!("host {host}"));
+        let Some(value) = self.kv.get(&key)? else {
+            return Ok(HostRecord::default());
+        };
+        match crate::record::decode::<HostRecord>(&value) {
+            Ok(record) => Ok(record),
+            Err(_) => {
+                self.kv.passed_over(&format!("host {host}"));
+                Ok(crate::record::host_record_or_fresh(&key, Some(&value)))
+            }
         }
-        Ok(crate::record::host_record_or_fresh(&key, value.as_deref()))
     }
 
     /// The policy's view of a record at `now`.
