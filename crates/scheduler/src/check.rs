@@ -598,7 +598,7 @@ impl Default for RateSketch {
 /// A key-value entry as (name, record): the key without its one-byte
 /// prefix, the value decoded.
 fn decode_entry<T: crate::record::Record>(
-    item: Result<(sled::IVec, sled::IVec), StoreError>,
+    item: Result<(crate::kv::Bytes, crate::kv::Bytes), StoreError>,
 ) -> Result<(String, T), StoreError> {
     let (key, value) = item?;
     let name = String::from_utf8_lossy(&key[1..]).into_owned();
@@ -756,7 +756,7 @@ mod tests {
     fn a_missing_due_entry_is_named() {
         let s = store();
         let (key, entries) = run_of(&s, B);
-        s.kv.remove(&key).unwrap();
+        s.kv.remove(key.clone()).unwrap();
         // The run gone: its lane's head names nothing.
         let r = s.check().unwrap();
         assert!(!r.is_ok());
@@ -816,7 +816,7 @@ mod tests {
                 .map(|i| i.unwrap().0.to_vec())
                 .collect();
         assert_eq!(heads.len(), 1);
-        s.kv.remove(&heads[0]).unwrap();
+        s.kv.remove(heads[0].clone()).unwrap();
         let r = s.check().unwrap();
         assert_eq!(
             r.misordered,

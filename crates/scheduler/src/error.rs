@@ -7,12 +7,16 @@ use crate::record::RecordError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// sled failed (I/O, or the database is corrupt). Its text is in this
-    /// error's own (not repeated as a source).
-    #[error("store: {0}")]
-    Sled(sled::Error),
-    /// The store's files are damaged: sled panicked or found corrupt data
-    /// while opening or reading it.
+    /// The store could not be read (an I/O error).
+    #[error("cannot read the store at {path}: {detail}")]
+    Io {
+        /// The store's directory.
+        path: String,
+        /// Why.
+        detail: String,
+    },
+    /// The store's files are damaged: the backend panicked or found corrupt
+    /// data while opening or reading it.
     #[error(
         "the store at {path} is damaged ({detail}). Keep a copy of it before anything else \
          opens it (sled writes to a store it opens), and restore it from a backup or rebuild \
@@ -21,7 +25,7 @@ pub enum StoreError {
     Damaged {
         /// The store's directory.
         path: String,
-        /// What sled said.
+        /// What the backend said.
         detail: String,
     },
     /// A write failed (the disk full, a file size limit, an I/O error):
@@ -61,12 +65,6 @@ pub enum StoreError {
         /// Why.
         source: sitemapd_parser::UrlError,
     },
-}
-
-impl From<sled::Error> for StoreError {
-    fn from(e: sled::Error) -> Self {
-        StoreError::Sled(e)
-    }
 }
 
 impl StoreError {

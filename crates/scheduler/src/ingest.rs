@@ -232,7 +232,7 @@ impl<'s> Ingest<'s> {
             let (record, dirty) = match self.store.sitemap_record(sitemap)? {
                 Some(r) => (r, false),
                 None => {
-                    let id = self.store.kv.generate_id()? + 1;
+                    let id = self.store.kv.next_id() + 1;
                     (
                         SitemapRecord {
                             id,
@@ -429,7 +429,7 @@ impl<'s> Ingest<'s> {
         batch.insert(keys::refresh(sitemap), encode(&refresh));
         if let Some(id) = parent_id {
             // The index remembers its children, one key each.
-            batch.insert(keys::child(id, sitemap), &[]);
+            batch.insert(keys::child(id, sitemap), []);
         }
         if let Some((host, h)) = trust {
             // Written once, with the counts this batch changes.
@@ -536,7 +536,7 @@ impl<'s> Ingest<'s> {
             if store.kv.contains_key(&key)? {
                 continue;
             }
-            batch.insert(key, &[]);
+            batch.insert(key, []);
             ops += 1;
             added += 1;
             if ops >= limit {
@@ -599,7 +599,9 @@ impl<'s> Ingest<'s> {
             let _lock = self.store.lock_background();
             if let Some(mut current) = self.store.sitemap_record(url)? {
                 current.members = members;
-                self.store.kv.insert(keys::sitemap(url), encode(&current))?;
+                let mut batch = crate::kv::Batch::default();
+                batch.insert(keys::sitemap(url), encode(&current));
+                self.store.kv.apply_batch(batch)?;
             }
         }
         Ok(())
@@ -712,7 +714,7 @@ impl<'s> Ingest<'s> {
                         r.record.members += 1;
                         r.dirty = true;
                         if stamp.is_none() && host_name != r.host {
-                            writes.batch().insert(keys::member(id, &url), &[]);
+                            writes.batch().insert(keys::member(id, &url), []);
                         }
                     }
                     if stamp != Some(seq) {

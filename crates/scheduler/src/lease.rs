@@ -206,8 +206,8 @@ struct Chosen {
     class: Urgency,
     queue: String,
     host: String,
-    run: sled::IVec,
-    value: sled::IVec,
+    run: crate::kv::Bytes,
+    value: crate::kv::Bytes,
     entries: Entries,
     index: usize,
     /// A lease it held that ran out.
@@ -827,7 +827,7 @@ impl Store {
             sampled += usize::from(c.paid && c.class == Urgency::Validation);
             ahead += usize::from(c.paid && c.class == Urgency::Announced);
             let grant = Grant {
-                id: self.kv.generate_id()?,
+                id: self.kv.next_id(),
                 expires: horizon,
                 not_before,
             };

@@ -45,7 +45,9 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         count_tallies(kv)?;
     }
     clear(kv, keys::TALLY)?;
-    kv.insert(keys::LAYOUT, &[keys::LAYOUT_VERSION])?;
+    let mut batch = Batch::default();
+    batch.insert(keys::LAYOUT, [keys::LAYOUT_VERSION]);
+    kv.apply_batch(batch)?;
     kv.flush()?;
     Ok(())
 }
@@ -135,8 +137,8 @@ impl<'k> Batched<'k> {
     /// Inserts `key`, applying the batch when it is full.
     fn insert(
         &mut self,
-        key: impl Into<sled::IVec>,
-        value: impl Into<sled::IVec>,
+        key: impl Into<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
     ) -> Result<(), StoreError> {
         self.batch.insert(key, value);
         self.n += 1;
@@ -269,7 +271,7 @@ pub(crate) fn rebuild_due_index(kv: &Kv) -> Result<(), StoreError> {
             }
         }
         if let Some(queue) = &rec.queue {
-            batch.insert(keys::queue_member(queue, &url), &[]);
+            batch.insert(keys::queue_member(queue, &url), []);
         }
         if rec.queued() {
             let lane = rec.lane(&url);

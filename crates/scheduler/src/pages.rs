@@ -39,7 +39,7 @@ fn last_page(url: &str) -> Vec<u8> {
 /// The page that holds `url` (or would): the first page key from `url`'s
 /// on within its origin ([`page`](crate::page) keys pages by their last
 /// URL), with its bytes.
-fn page_of(kv: &Kv, url: &str) -> Result<Option<(sled::IVec, sled::IVec)>, StoreError> {
+fn page_of(kv: &Kv, url: &str) -> Result<Option<(crate::kv::Bytes, crate::kv::Bytes)>, StoreError> {
     let mut end = last_page(url);
     end.push(0);
     kv.range(keys::page(url)..end).next().transpose()

@@ -63,7 +63,9 @@ impl Store {
         };
         {
             let _lock = self.lock_background();
-            self.kv.insert(keys::robots(name), encode(&record))?;
+            let mut batch = crate::kv::Batch::default();
+            batch.insert(keys::robots(name), encode(&record));
+            self.kv.apply_batch(batch)?;
         }
         let mut update = RobotsUpdate {
             changed,

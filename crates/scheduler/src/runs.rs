@@ -43,7 +43,7 @@ struct LaneEdit {
 
 /// Leases marked on the entries of one run.
 struct Marked {
-    value: sled::IVec,
+    value: crate::kv::Bytes,
     len: usize,
     marks: Vec<(usize, Lease)>,
 }
@@ -95,7 +95,7 @@ impl RunEdits {
         &mut self,
         run: &[u8],
         index: usize,
-        (value, len): (sled::IVec, usize),
+        (value, len): (crate::kv::Bytes, usize),
         lease: Lease,
     ) {
         let Some(key) = keys::parse_run(run) else {
@@ -377,7 +377,7 @@ fn move_head(
         batch.remove(keys::head(edit.class, due, &edit.queue, &edit.host));
     }
     if let Some(due) = after {
-        batch.insert(keys::head(edit.class, due, &edit.queue, &edit.host), &[]);
+        batch.insert(keys::head(edit.class, due, &edit.queue, &edit.host), []);
     }
     Ok(())
 }

@@ -38,8 +38,8 @@ pub(crate) struct Found<'a> {
     pub host: &'a str,
     /// The run that holds it, as read (key and value), its entries, and
     /// its place among them.
-    pub run: &'a sled::IVec,
-    pub value: &'a sled::IVec,
+    pub run: &'a crate::kv::Bytes,
+    pub value: &'a crate::kv::Bytes,
     pub entries: &'a Entries,
     pub index: usize,
     /// A lease it held that ran out.
@@ -98,8 +98,8 @@ struct Cursor<'s> {
 
 /// A run being read.
 struct OpenRun {
-    key: sled::IVec,
-    value: sled::IVec,
+    key: crate::kv::Bytes,
+    value: crate::kv::Bytes,
     entries: Entries,
     front: Leases,
     index: usize,
@@ -269,11 +269,8 @@ impl<'s, 'c> Scan<'s, 'c> {
             let Some(mut cursor) = cursors[at].take() else {
                 continue;
             };
-            // The lane's entries due then.
-            loop {
-                let Some(entry_due) = self.current(&mut cursor)? else {
-                    break; // nothing more due in this lane
-                };
+            // The lane's entries due then, until nothing more is due in it.
+            while let Some(entry_due) = self.current(&mut cursor)? {
                 if entry_due != due {
                     let next = (entry_due, cursor.order.clone(), cursor.class);
                     heap.push(Reverse((next, at)));

@@ -9,6 +9,7 @@
 use sitemapd_parser::HostKey;
 
 use crate::keys;
+use crate::kv::Batch;
 use crate::record::{SiteRecord, encode};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
@@ -44,13 +45,28 @@ impl Store {
             next_walk: now,
             ..SiteRecord::default()
         };
-        self.kv.insert_if_absent(key, encode(&site))
+        let _lock = self.lock();
+        if self.kv.contains_key(&key)? {
+            return Ok(false);
+        }
+        let mut batch = Batch::default();
+        batch.insert(key, encode(&site));
+        self.kv.apply_batch(batch)?;
+        Ok(true)
     }
 
     /// Stops following `seed`; whether it was followed. Its URLs stay: see
     /// [`Store::retire_host`].
     pub fn remove_site(&self, seed: &str) -> Result<bool, StoreError> {
-        Ok(self.kv.remove(keys::site(seed))?.is_some())
+        let key = keys::site(seed);
+        let _lock = self.lock();
+        if !self.kv.contains_key(&key)? {
+            return Ok(false);
+        }
+        let mut batch = Batch::default();
+        batch.remove(key);
+        self.kv.apply_batch(batch)?;
+        Ok(true)
     }
 
     /// The followed site `seed`, if it is one.
@@ -65,6 +81,7 @@ impl Store {
     /// added back).
     pub fn site_walked(&self, seed: &str, walk: &SiteWalk) -> Result<bool, StoreError> {
         let key = keys::site(seed);
+        let _lock = self.lock();
         let Some(mut site) = self.get::<SiteRecord>(&key)? else {
             return Ok(false);
         };
@@ -73,7 +90,9 @@ impl Store {
         site.last_sitemaps = walk.sitemaps;
         site.last_failed = walk.failed;
         site.last_entries = walk.entries;
-        self.kv.insert(key, encode(&site))?;
+        let mut batch = Batch::default();
+        batch.insert(key, encode(&site));
+        self.kv.apply_batch(batch)?;
         Ok(true)
     }
 

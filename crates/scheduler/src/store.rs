@@ -9,7 +9,7 @@ use std::time::Duration;
 pub use crate::error::StoreError;
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
-use crate::kv::Kv;
+use crate::kv::{Batch, Kv};
 use crate::policy::{
     self, Calibration, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState,
 };
@@ -126,76 +126,8 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (or creates) the store in directory `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        // A store opened before holds at least its layout key (written and
-        // flushed at the first open). A `db` file with data behind an empty
-        // tree is a store that lost its contents: sled opens a `db` cut
-        // short as an empty tree, without an error.
-        let had_data = std::fs::metadata(path.as_ref().join("db")).is_ok_and(|m| m.len() > 0)
-            && std::fs::metadata(path.as_ref().join("conf")).is_ok();
-        let config = sled::Config::new()
-            .path(path.as_ref())
-            .cache_capacity(options.cache_bytes)
-            .flush_every_ms(Some(1000));
-        // A store closed a moment ago keeps its lock until sled's flusher
-        // thread ends (up to its 1 s tick): wait that long before calling
-        // it in use.
-        let shown = path.as_ref().display().to_string();
-        let damaged = |detail: String| StoreError::Damaged {
-            path: shown.clone(),
-            detail,
-        };
-        let mut tries = 0;
-        let db = loop {
-            // sled panics on some damaged files (a `db` cut short): caught.
-            match crate::kv::guard(|| config.open()).map_err(&damaged)? {
-                Ok(db) => break db,
-                Err(sled::Error::Io(io)) if io.to_string().contains("could not acquire lock") => {
-                    tries += 1;
-                    if tries > 30 {
-                        return Err(StoreError::InUse(shown));
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(e @ sled::Error::Corruption { .. }) => return Err(damaged(e.to_string())),
-                Err(other) => return Err(StoreError::Sled(other)),
-            }
-        };
-        let tree = match crate::kv::guard(|| db.open_tree("sitemapd")).map_err(&damaged)? {
-            Ok(tree) => tree,
-            Err(e @ sled::Error::Corruption { .. }) => return Err(damaged(e.to_string())),
-            Err(other) => return Err(StoreError::Sled(other)),
-        };
-        let layout = crate::kv::guard(|| tree.get(keys::LAYOUT)).map_err(&damaged)?;
-        if had_data && matches!(layout, Ok(None)) && tree.is_empty() {
-            return Err(damaged(
-                "its files are there but hold no data: the db file was cut short or emptied".into(),
-            ));
-        }
-        let closed_file = path.as_ref().join(crate::kv::CLOSED_FILE);
-        let mark = std::fs::read_to_string(&closed_file)
-            .ok()
-            .and_then(|m| m.trim().parse::<u64>().ok());
-        if let Some(mark) = mark {
-            let held = crate::kv::guard(|| tree.get(keys::CLOSED))
-                .map_err(&damaged)?
-                .ok()
-                .flatten()
-                .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
-                .map(u64::from_be_bytes);
-            if held.is_none_or(|n| n < mark) {
-                return Err(damaged(format!(
-                    "it was closed cleanly with mark {mark}, but its files end before that mark \
-                     (they hold {}): the db file was cut short or lost its last writes",
-                    held.map_or("none".to_string(), |n| n.to_string())
-                )));
-            }
-        }
-        let witness = Arc::new(crate::kv::CloseWitness {
-            db: db.clone(),
-            tree: tree.clone(),
-            dir: path.as_ref().to_path_buf(),
-        });
-        Store::with_kv(Kv::sled(db, tree, shown.clone(), witness), options)
+        let kv = Kv::open(path.as_ref(), options.cache_bytes)?;
+        Store::with_kv(kv, options)
     }
 
     /// The store of crawl `name` (see [`crate::frontier`]): a store of its
@@ -257,8 +189,9 @@ impl Store {
     /// after a failed write (the result is recorded in [`Store::health`]).
     pub fn probe_write(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
-        self.kv
-            .insert(keys::PROBE, &Timestamp::now().unix().to_be_bytes())?;
+        let mut batch = Batch::default();
+        batch.insert(keys::PROBE, Timestamp::now().unix().to_be_bytes());
+        self.kv.apply_batch(batch)?;
         self.kv.flush()
     }
 
@@ -303,6 +236,9 @@ impl Store {
             (None, None) if empty => DEFAULT_POLICY.to_string(),
             (None, None) => EARLIER_DEFAULT_POLICY.to_string(),
         };
+        // What the first open of a store (or of a store made by an older
+        // build) settles: one batch.
+        let mut settled = Batch::default();
         let dated_from = match kv.get(keys::DATED_FROM)? {
             Some(v) => <[u8; 8]>::try_from(v.as_ref()).map_or(i64::MAX, i64::from_be_bytes),
             None => {
@@ -313,7 +249,7 @@ impl Store {
                 } else {
                     Timestamp::now().unix()
                 };
-                kv.insert(keys::DATED_FROM, &from.to_be_bytes())?;
+                settled.insert(keys::DATED_FROM, from.to_be_bytes());
                 from
             }
         };
@@ -327,8 +263,12 @@ impl Store {
         // Saved from the first open on, so that a later default never
         // changes what a store runs.
         if options.policy.is_some() || saved.is_none() {
-            kv.insert(keys::POLICY, name.as_bytes())?;
+            settled.insert(keys::POLICY, name.as_bytes());
         }
+        if !settled.is_empty() {
+            kv.apply_batch(settled)?;
+        }
+        let suspects = kv.scan_prefix([keys::SUSPECT]).next().is_some();
         Ok(Store {
             policy: RwLock::new(Arc::from(policy)),
             options,
@@ -336,7 +276,7 @@ impl Store {
             waiting: AtomicUsize::new(0),
             credits: Mutex::new(Credits::default()),
             dated_from,
-            suspects: AtomicBool::new(kv.scan_prefix([keys::SUSPECT]).next().is_some()),
+            suspects: AtomicBool::new(suspects),
             decoded: Mutex::default(),
             kv,
         })
@@ -491,7 +431,7 @@ impl Store {
     pub(crate) fn decoded_list(
         &self,
         key: &[u8],
-        value: &sled::IVec,
+        value: &crate::kv::Bytes,
         front: &crate::due_list::Leases,
     ) -> Result<crate::due_list::Entries, crate::record::RecordError> {
         crate::due_list::decoded(&self.decoded, key, value, front)
@@ -690,8 +630,9 @@ impl Store {
         if let Some(level) = current.on_change_level(&complete, multiplier) {
             calibration.on_change_level = level;
         }
-        self.kv
-            .insert(keys::CALIBRATION, encode_calibration(&calibration))?;
+        let mut batch = Batch::default();
+        batch.insert(keys::CALIBRATION, encode_calibration(&calibration));
+        self.kv.apply_batch(batch)?;
         let mut params = self.options.params.clone();
         params.calibration = calibration;
         let calibrated = self.options.policies.build(current.name(), params)?;

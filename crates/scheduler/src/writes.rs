@@ -282,7 +282,7 @@ impl<'s> UrlWrites<'s> {
                 self.batch.remove(keys::queue_member(queue, url));
             }
             if let Some(queue) = &after.queue {
-                self.batch.insert(keys::queue_member(queue, url), &[]);
+                self.batch.insert(keys::queue_member(queue, url), []);
             }
         }
         self.write_record(url, Some(after))?;
@@ -315,7 +315,7 @@ impl<'s> UrlWrites<'s> {
     pub(crate) fn mark(
         &mut self,
         queue: &str,
-        (run, index, value): (&[u8], usize, (sled::IVec, usize)),
+        (run, index, value): (&[u8], usize, (crate::kv::Bytes, usize)),
         lease: Lease,
         was_marked: bool,
     ) {
@@ -400,7 +400,7 @@ impl<'s> UrlWrites<'s> {
         }
         std::mem::take(&mut self.pages).write(&mut self.batch);
         for host in &self.suspects {
-            self.batch.insert(keys::suspect(host), &[]);
+            self.batch.insert(keys::suspect(host), []);
         }
         store.kv.apply_batch(self.batch)?;
         if !self.suspects.is_empty() {

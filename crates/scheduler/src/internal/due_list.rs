@@ -81,7 +81,7 @@ pub(crate) type Entries = Arc<Vec<Listed>>;
 /// A list [`Decoded`] keeps: its value, where its entries' bytes start,
 /// the entries, and the bytes all that takes.
 struct KeptList {
-    value: sled::IVec,
+    value: crate::kv::Bytes,
     body: usize,
     entries: Entries,
     size: usize,
@@ -97,7 +97,7 @@ impl Decoded {
 
     /// Keeps `entries`, decoded from the entries' bytes of `value` (from
     /// `body` on), at `key`; starts over first if they would not fit.
-    fn keep(&mut self, key: &[u8], value: &sled::IVec, body: usize, entries: Entries) {
+    fn keep(&mut self, key: &[u8], value: &crate::kv::Bytes, body: usize, entries: Entries) {
         let size = value.len()
             + entries
                 .iter()
@@ -130,7 +130,7 @@ impl Decoded {
 pub(crate) fn decoded(
     cache: &Mutex<Decoded>,
     key: &[u8],
-    value: &sled::IVec,
+    value: &crate::kv::Bytes,
     front: &Leases,
 ) -> Result<Entries, RecordError> {
     let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -424,7 +424,7 @@ mod tests {
     fn a_decoded_list_is_kept_while_its_entries_bytes_stay_the_same() {
         let cache = Mutex::new(Decoded::default());
         let get = |key: &[u8], value: &[u8]| {
-            let value = sled::IVec::from(value);
+            let value = crate::kv::Bytes::copy_from_slice(value);
             let front = leases(&value)?;
             Ok::<_, RecordError>((decoded(&cache, key, &value, &front)?, front))
         };
@@ -438,7 +438,7 @@ mod tests {
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!((front.of(0), front.of(1)), (None, Some((4, 900))));
         // A front read from other, longer bytes: an error, not a panic.
-        let short = sled::IVec::from(&marked[..front.body - 1]);
+        let short = crate::kv::Bytes::copy_from_slice(&marked[..front.body - 1]);
         assert!(decoded(&cache, b"s", &short, &front).is_err());
         // Other entries under the same key, or the same under another key:
         // decoded.

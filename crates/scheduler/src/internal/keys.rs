@@ -107,6 +107,9 @@ pub const DATED_FROM: &[u8] = b"~dated-from";
 pub const CLOSED: &[u8] = b"~closed";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
+/// The next id the keyspace hands out (u64, big endian): sitemap and lease
+/// ids, written in the batch that uses them.
+pub const IDS: &[u8] = b"~ids";
 /// The key layout this build writes.
 pub const LAYOUT_VERSION: u8 = 9;
 
