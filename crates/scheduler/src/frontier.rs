@@ -1052,7 +1052,14 @@ mod tests {
     #[test]
     fn crawls_never_share_a_url_and_drop_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let on_disk = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let in_memory = Store::in_memory(StoreOptions::default()).unwrap();
+        for s in [on_disk, in_memory] {
+            crawls_of(&s);
+        }
+    }
+
+    fn crawls_of(s: &Store) {
         let c = s.crawl("news").unwrap();
         c.discover([("https://a.example/1".to_string(), Vec::new())], ts(T0))
             .unwrap();

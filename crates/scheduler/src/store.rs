@@ -1,5 +1,6 @@
-//! The store: one sled database on disk, the policy that schedules its
-//! URLs, and the reads every other module shares.
+//! The store: its keyspace ([`crate::kv`]: sled on disk, or in memory),
+//! the policy that schedules its URLs, and the reads every other module
+//! shares.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -75,7 +76,7 @@ impl Default for StoreOptions {
     }
 }
 
-/// The sled tree name of crawl `name` is this prefix and the name.
+/// The keyspace of crawl `name` is named this prefix and the name.
 const CRAWL_TREE: &str = "crawl:";
 
 /// The longest a background writer waits for crawler requests to pass
@@ -131,17 +132,15 @@ impl Store {
     }
 
     /// The store of crawl `name` (see [`crate::frontier`]): a store of its
-    /// own in its own tree of the same database, with this store's
-    /// options, so that no key of one crawl is ever another's. Created
-    /// when first opened; in memory, a new empty store each time (the
-    /// caller keeps it).
+    /// own in a keyspace of its own beside this store's (on disk, a tree of
+    /// the same database), with this store's options, so that no key of
+    /// one crawl is ever another's. Created when first opened.
     pub fn crawl(&self, name: &str) -> Result<Store, StoreError> {
         let kv = self.kv.sibling(&format!("{CRAWL_TREE}{name}"))?;
         Store::with_kv(kv, self.options.clone())
     }
 
-    /// The names of the crawls [`Store::crawl`] created on disk, in name
-    /// order (none for a store in memory).
+    /// The names of the crawls [`Store::crawl`] created, in name order.
     pub fn crawl_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .kv
