@@ -13,11 +13,11 @@
 
 use libfuzzer_sys::fuzz_target;
 use sitemapd_scheduler::estimate::{Estimator, Visit};
-use sitemapd_scheduler::internal::{due_list, keys, page};
 use sitemapd_scheduler::internal::record::{
-    DueList, HostRecord, Record, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord, decode, encode,
+    DueList, HostRecord, Record, RefreshState, RobotsRecord, SiteRecord, SitemapRecord, UrlRecord,
+    decode, encode,
 };
-use sitemapd_scheduler::RefreshState;
+use sitemapd_scheduler::internal::{due_list, keys, page};
 
 /// Decodes `data` as `T`; if it decodes, checks the round trip.
 fn round_trip<T: Record>(data: &[u8]) -> Option<T> {
@@ -76,6 +76,6 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(page::find(data, url), Ok(Some(rec.clone())));
         }
     }
-    let _ = keys::parse_due(data).map(|d| keys::as_list(d.url));
+    let _ = keys::legacy::parse_due(data).map(|d| keys::legacy::as_list(d.url));
     let _ = keys::suffix_url(data);
 });

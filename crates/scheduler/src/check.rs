@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use crate::keys;
 use crate::queue::DUE_COUNT_LIMIT;
+use crate::record::RefreshState;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
-use crate::refresh::RefreshState;
 use crate::store::{Store, StoreError};
 use crate::tally::{OUTCOMES, Tally};
 use crate::time::Timestamp;
@@ -604,7 +604,7 @@ fn decode_entry<T: crate::record::Record>(
     let name = String::from_utf8_lossy(&key[1..]).into_owned();
     let rec = decode(&value).map_err(|source| StoreError::Record {
         key: name.clone(),
-        source,
+        source: source.into(),
     })?;
     Ok((name, rec))
 }

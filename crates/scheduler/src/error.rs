@@ -43,7 +43,7 @@ pub enum StoreError {
         /// The key, printable.
         key: String,
         /// Why.
-        source: RecordError,
+        source: DecodeError,
     },
     /// `complete` for a URL the store does not hold.
     #[error("unknown URL {0:?}: not in the store")]
@@ -76,5 +76,24 @@ impl StoreError {
     /// A write failed ([`StoreError::WriteFailed`]).
     pub fn is_write_failure(&self) -> bool {
         matches!(self, StoreError::WriteFailed { .. })
+    }
+}
+
+/// Why a stored record does not decode, in words (the bytes' encoding is
+/// the store's own and not part of its interface).
+#[derive(Debug)]
+pub struct DecodeError(RecordError);
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl From<RecordError> for DecodeError {
+    fn from(e: RecordError) -> Self {
+        DecodeError(e)
     }
 }

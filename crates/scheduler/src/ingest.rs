@@ -15,11 +15,12 @@ use sitemapd_parser::UrlEntry;
 
 use crate::hash::{FastMap, FastSet};
 use crate::keys;
+use crate::record::RefreshState;
 use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, NOT_DATED, RECENT_READS, Schedule,
     SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
-use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead, RefreshState};
+use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::view::RefreshView;

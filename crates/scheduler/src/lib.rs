@@ -35,8 +35,12 @@ pub mod trust;
 mod view;
 mod writes;
 
+#[cfg(feature = "internal")]
 #[doc(hidden)]
 pub mod internal;
+#[cfg(not(feature = "internal"))]
+#[allow(dead_code, unreachable_pub)]
+mod internal;
 use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
@@ -47,9 +51,9 @@ pub use ingest::{Ingest, IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;
 pub use queue::{Completion, LeaseRequest, Leased, Outcome, Politeness};
-pub use refresh::{RefreshParams, RefreshState};
+pub use refresh::RefreshParams;
 pub use robots::RobotsUpdate;
 pub use sites::SiteWalk;
-pub use store::{Store, StoreError, StoreOptions};
+pub use store::{DecodeError, Store, StoreError, StoreOptions};
 pub use time::Timestamp;
 pub use view::{HostView, RefreshView, SiteView, SitemapView, UrlStatus, UrlView};

@@ -58,7 +58,7 @@ fn corrupt_page(key: &[u8], e: page::PageError) -> StoreError {
             "page {}",
             String::from_utf8_lossy(key.get(1..).unwrap_or_default())
         ),
-        source: RecordError::Page(e),
+        source: RecordError::Page(e).into(),
     }
 }
 

@@ -36,7 +36,7 @@
 //! lists ([`SitemapFetch::children`](crate::SitemapFetch::children)). The
 //! hash is stable across builds and platforms (no `DefaultHasher`).
 
-use serde::{Deserialize, Serialize};
+use crate::record::RefreshState;
 
 use crate::hash::{Fnv1a, fnv1a};
 
@@ -72,31 +72,10 @@ impl Default for RefreshParams {
     }
 }
 
-/// One sitemap's refresh schedule, as stored.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RefreshState {
-    /// When to read it next (unix seconds).
-    pub next_at: i64,
-    /// The current interval between successful reads, seconds.
-    pub interval: u32,
-    /// The fingerprint of the last 2xx read (0 before the first).
-    pub fingerprint: u64,
-    /// Successful reads that changed (the first one included), in total.
-    pub changed: u32,
-    /// Successful reads that did not change (304 or same fingerprint), in
-    /// total.
-    pub unchanged: u32,
-    /// Failed reads since the last successful one.
-    pub errors_in_a_row: u32,
-    /// It is an RSS/Atom feed, as its last read with a body said (a 304 or
-    /// a failure has none: the flag is kept).
-    pub feed: bool,
-}
-
 /// What one read of a sitemap found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RefreshOutcome {
+pub(crate) enum RefreshOutcome {
     /// A 2xx read with this fingerprint, different from the last one (or
     /// the first).
     Changed {
@@ -111,7 +90,7 @@ pub enum RefreshOutcome {
 
 /// One read, for [`next`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RefreshRead {
+pub(crate) struct RefreshRead {
     /// What it found.
     pub outcome: RefreshOutcome,
     /// The sitemap is an RSS/Atom feed (for a read without a body, what the
@@ -130,7 +109,7 @@ pub fn jitter_unit(url: &str) -> f64 {
 
 /// The schedule after a read at `now`, given the one before (see the module
 /// docs for the rule). Pure: the same input gives the same state.
-pub fn next(
+pub(crate) fn next(
     prev: Option<&RefreshState>,
     read: RefreshRead,
     params: &RefreshParams,
@@ -255,8 +234,6 @@ fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
-
-impl crate::record::Record for RefreshState {}
 
 #[cfg(test)]
 mod tests {

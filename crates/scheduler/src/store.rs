@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub use crate::error::StoreError;
+pub use crate::error::{DecodeError, StoreError};
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::{Batch, Kv};
@@ -81,7 +81,7 @@ const CRAWL_TREE: &str = "crawl:";
 
 /// The longest a background writer waits for crawler requests to pass
 /// before it takes the write lock anyway.
-pub const GIVE_WAY: Duration = Duration::from_millis(100);
+pub(crate) const GIVE_WAY: Duration = Duration::from_millis(100);
 
 /// What the leases so far have earned the URLs served ahead of their turn
 /// ([`Store::lease`]): validation samples, and changes a trusted host's
@@ -206,11 +206,11 @@ impl Store {
         Ok(n)
     }
 
-    /// Test-only fault injection, documented in RELIABILITY.md: after
-    /// `writes` more writes, every write of this store fails as a full
-    /// disk would (`None`: writes succeed again). Not for production use.
-    #[doc(hidden)]
-    pub fn inject_write_failures(&self, writes: Option<u64>) {
+    /// Fault injection for the crate's tests: after `writes` more writes,
+    /// every write of this store fails as a full disk would (`None`: writes
+    /// succeed again).
+    #[cfg(test)]
+    pub(crate) fn inject_write_failures(&self, writes: Option<u64>) {
         self.kv.inject_write_failures(writes);
     }
 
@@ -340,7 +340,7 @@ impl Store {
                 .map(Some)
                 .map_err(|source| StoreError::Record {
                     key: String::from_utf8_lossy(key.get(1..).unwrap_or_default()).into_owned(),
-                    source,
+                    source: source.into(),
                 }),
         }
     }
@@ -691,7 +691,7 @@ fn as_of(r: &UrlRecord) -> i64 {
 pub(crate) fn decode_url_record(url: &str, bytes: &[u8]) -> Result<UrlRecord, StoreError> {
     decode(bytes).map_err(|source| StoreError::Record {
         key: url.to_string(),
-        source,
+        source: source.into(),
     })
 }
 

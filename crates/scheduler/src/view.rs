@@ -11,8 +11,8 @@ use sitemapd_parser::{ChangeFreq, HostKey};
 
 use crate::estimate::Visit;
 use crate::policy::{FetchOutcome, Reason, Urgency};
+use crate::record::RefreshState;
 use crate::record::{HostRecord, Lapse, SiteRecord, SitemapRecord, UrlRecord};
-use crate::refresh::RefreshState;
 use crate::time::Timestamp;
 
 fn ts(secs: i64) -> Timestamp {

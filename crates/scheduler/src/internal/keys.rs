@@ -15,7 +15,7 @@
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host or queue name | [`HostRecord`](crate::record::HostRecord): the politeness and lastmod trust of the host of that name, and the URL records of the queue of that name counted by state (`Tally`): what `stats` reads |
 //! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
-//! | `r` | sitemap URL | [`RefreshState`](crate::refresh::RefreshState): when to read it again |
+//! | `r` | sitemap URL | [`RefreshState`](crate::record::RefreshState): when to read it again |
 //! | `x` | host | empty: a corrupt record of the host was replaced, so its lanes may hold an entry no record names ([`SUSPECT`]) |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
 //! | `~policy` | | the policy name the store schedules with |

@@ -1119,6 +1119,29 @@ pub struct SiteRecord {
     pub last_entries: u64,
 }
 
+/// One sitemap's refresh schedule, as stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshState {
+    /// When to read it next (unix seconds).
+    pub next_at: i64,
+    /// The current interval between successful reads, seconds.
+    pub interval: u32,
+    /// The fingerprint of the last 2xx read (0 before the first).
+    pub fingerprint: u64,
+    /// Successful reads that changed (the first one included), in total.
+    pub changed: u32,
+    /// Successful reads that did not change (304 or same fingerprint), in
+    /// total.
+    pub unchanged: u32,
+    /// Failed reads since the last successful one.
+    pub errors_in_a_row: u32,
+    /// It is an RSS/Atom feed, as its last read with a body said (a 304 or
+    /// a failure has none: the flag is kept).
+    pub feed: bool,
+}
+
+impl Record for RefreshState {}
+
 impl Record for SiteRecord {}
 
 /// The robots.txt rules a host's URLs are leased under, as its last walk

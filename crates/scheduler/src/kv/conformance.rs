@@ -130,7 +130,10 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
             Op::Get(k) => {
                 let got = kv.get(&k).expect("reads").map(|v| v.to_vec());
                 assert_eq!(got.as_ref(), model[0].get(&k), "get {k:?}");
-                assert_eq!(kv.contains_key(&k).expect("reads"), model[0].contains_key(&k));
+                assert_eq!(
+                    kv.contains_key(&k).expect("reads"),
+                    model[0].contains_key(&k)
+                );
             }
             Op::Range(a, b) => {
                 let want: Vec<_> = if a < b {
@@ -141,7 +144,11 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
                 } else {
                     Vec::new()
                 };
-                assert_eq!(collect(kv.range(a.clone()..b.clone())), want, "range {a:?}..{b:?}");
+                assert_eq!(
+                    collect(kv.range(a.clone()..b.clone())),
+                    want,
+                    "range {a:?}..{b:?}"
+                );
             }
             Op::Prefix(p) => {
                 let want: Vec<_> = model[0]
@@ -168,7 +175,10 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
             }
             Op::TakeId(write) => {
                 let id = kv.next_id();
-                assert!(!written_ids.contains(&id), "id {id} written before, handed out again");
+                assert!(
+                    !written_ids.contains(&id),
+                    "id {id} written before, handed out again"
+                );
                 assert!(taken_ids.insert(id), "id {id} handed out twice in one open");
                 if write {
                     kv.apply_batch(Batch::default()).expect("applies");
@@ -195,7 +205,10 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
         for s in opened.iter().copied() {
             let sibling = space(kv, s).expect("a sibling");
             let got: Vec<_> = collect(sibling.range(vec![0x7f]..vec![0xff; 4]));
-            let want: Vec<_> = model[s].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let want: Vec<_> = model[s]
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             assert_eq!(got, want, "sibling {}", SIBLINGS[s]);
         }
     }

@@ -19,11 +19,11 @@
 //!   never served. [`Health`] tracks both.
 
 mod backend;
+#[cfg(test)]
+mod conformance;
 mod health;
 mod memory;
 mod sled_backend;
-#[cfg(test)]
-mod conformance;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,8 +33,8 @@ pub(crate) use bytes::Bytes;
 use crate::error::StoreError;
 use crate::keys;
 use backend::{Backend, BackendError, Entries, prefix_end};
-use health::{Health, guard, locked};
 pub use health::StoreHealth;
+use health::{Health, guard, locked};
 #[cfg(test)]
 pub(crate) use sled_backend::CLOSED_FILE;
 
@@ -78,16 +78,20 @@ pub(crate) struct Kv {
     path: String,
     health: Arc<Health>,
     ids: Ids,
-    /// Test-only fault injection: writes left before every write fails
-    /// (negative: no limit). See [`Store::inject_write_failures`](crate::Store::inject_write_failures).
+    /// Fault injection for the crate's tests: writes left before every
+    /// write fails (negative: no limit).
     write_budget: AtomicI64,
 }
 
 impl Kv {
     /// An empty keyspace in memory.
     pub(crate) fn memory() -> Kv {
-        Kv::new(Box::<memory::Memory>::default(), "memory".to_string(), Arc::default())
-            .expect("an empty map reads")
+        Kv::new(
+            Box::<memory::Memory>::default(),
+            "memory".to_string(),
+            Arc::default(),
+        )
+        .expect("an empty map reads")
     }
 
     /// The store in directory `path` on disk (created if absent), with a
@@ -187,7 +191,9 @@ impl Kv {
     /// Refused while wedged (see [`Health`]).
     fn refuse_if_wedged(&self) -> Result<(), StoreError> {
         if self.wedged() {
-            let why = locked(&self.health.write_failure).clone().unwrap_or_default();
+            let why = locked(&self.health.write_failure)
+                .clone()
+                .unwrap_or_default();
             return Err(self.wedged_error(why));
         }
         Ok(())
@@ -271,8 +277,9 @@ impl Kv {
         }
     }
 
-    /// Test-only fault injection: after `writes` more writes, every write
-    /// fails (`None`: no limit again).
+    /// Fault injection for the crate's tests: after `writes` more writes,
+    /// every write fails (`None`: no limit again).
+    #[cfg(test)]
     pub(crate) fn inject_write_failures(&self, writes: Option<u64>) {
         self.write_budget.store(
             writes.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX)),
@@ -338,12 +345,10 @@ impl Kv {
     }
 
     fn iter<'a>(&'a self, make: impl FnOnce(&'a dyn Backend) -> Entries<'a>) -> Iter<'a> {
-        let inner = self
-            .refuse_if_wedged()
-            .and_then(|()| {
-                guard(self.backend.name(), || make(self.backend.as_ref()))
-                    .map_err(|panic| self.damaged(panic))
-            });
+        let inner = self.refuse_if_wedged().and_then(|()| {
+            guard(self.backend.name(), || make(self.backend.as_ref()))
+                .map_err(|panic| self.damaged(panic))
+        });
         match inner {
             Ok(it) => Iter {
                 it: Some(it),
@@ -440,7 +445,10 @@ mod tests {
         let kv = Kv::open(dir.path(), 1 << 20).unwrap();
         assert_eq!((kv.next_id(), kv.next_id()), (0, 1));
         kv.apply_batch(Batch::default()).unwrap();
-        assert_eq!(kv.get(keys::IDS).unwrap().unwrap().as_ref(), 2u64.to_be_bytes());
+        assert_eq!(
+            kv.get(keys::IDS).unwrap().unwrap().as_ref(),
+            2u64.to_be_bytes()
+        );
         // Handed out, never written: it may come again.
         assert_eq!(kv.next_id(), 2);
         drop(kv);
@@ -473,7 +481,16 @@ mod tests {
     fn a_scan_lets_writes_through() {
         let memory = Kv::memory();
         for i in 0..200u32 {
-            memory.insert([b'b'].iter().chain(&i.to_be_bytes()).copied().collect::<Vec<u8>>(), b"v".to_vec()).unwrap();
+            memory
+                .insert(
+                    [b'b']
+                        .iter()
+                        .chain(&i.to_be_bytes())
+                        .copied()
+                        .collect::<Vec<u8>>(),
+                    b"v".to_vec(),
+                )
+                .unwrap();
         }
         let mut seen = 0;
         for item in memory.scan_prefix([b'b']) {
