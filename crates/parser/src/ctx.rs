@@ -14,14 +14,14 @@ use crate::url::{Base, NormUrl, UrlError, has_scheme, is_reference_byte};
 /// Where something is: a byte offset in the decoded document. It becomes a
 /// line and column only when its diagnostic is handed out, because counting
 /// lines for every element costs more than all diagnostics together.
-pub type At = u64;
+pub(crate) type At = u64;
 
 /// An offset for diagnostics about the document as a whole (shown as 0:0).
-pub const NOWHERE: At = u64::MAX;
+pub(crate) const NOWHERE: At = u64::MAX;
 
 /// Whether the format allows a reference to be relative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relative {
+pub(crate) enum Relative {
     /// The protocol wants absolute URLs: a relative one is resolved and
     /// flagged (lenient) or dropped (strict).
     Flagged,
@@ -34,7 +34,7 @@ pub enum Relative {
 const QUOTE_CHARS: usize = 120;
 
 /// `value` for a one-line message: Debug-quoted, shortened.
-pub fn quote(value: &str) -> String {
+pub(crate) fn quote(value: &str) -> String {
     let mut end = value.len();
     if let Some((i, _)) = value.char_indices().nth(QUOTE_CHARS) {
         end = i;
@@ -47,7 +47,7 @@ pub fn quote(value: &str) -> String {
 }
 
 /// The state every format reader writes to.
-pub struct Ctx {
+pub(crate) struct Ctx {
     /// The caller's options.
     pub opts: ParseOptions,
     /// The document URL, parsed once for resolving relative references.
@@ -65,7 +65,7 @@ pub struct Ctx {
 
 impl Ctx {
     /// A context for one document.
-    pub fn new(opts: ParseOptions) -> Self {
+    pub(crate) fn new(opts: ParseOptions) -> Self {
         let base = opts.document_url.as_ref().map(Base::new);
         let scope = opts
             .document_url
@@ -88,19 +88,19 @@ impl Ctx {
     }
 
     /// Queues a warning.
-    pub fn warn(&mut self, rule: Rule, at: At, message: impl Into<String>) {
+    pub(crate) fn warn(&mut self, rule: Rule, at: At, message: impl Into<String>) {
         self.diag(Diagnostic::warning(rule, Position::default(), message), at);
     }
 
     /// Queues an error.
-    pub fn error(&mut self, rule: Rule, at: At, message: impl Into<String>) {
+    pub(crate) fn error(&mut self, rule: Rule, at: At, message: impl Into<String>) {
         self.diag(Diagnostic::error(rule, Position::default(), message), at);
     }
 
     /// Turns a reference as written (a loc, a text line, an href) into a
     /// normalised URL, or drops it with a diagnostic under `rule`. A relative
     /// reference is resolved against `base` (or the document URL) as `relative` says.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         raw: &str,
         rule: Rule,
@@ -238,7 +238,7 @@ impl Ctx {
     }
 
     /// Yields a URL entry if it is in scope and within the limit.
-    pub fn emit_url(&mut self, entry: UrlEntry, pos: At) {
+    pub(crate) fn emit_url(&mut self, entry: UrlEntry, pos: At) {
         if self.in_scope(&entry.loc, Rule::L6, pos) && self.admit(pos) {
             self.summary.urls += 1;
             self.queue.push_back((Event::Url(entry), pos));
@@ -246,7 +246,7 @@ impl Ctx {
     }
 
     /// Yields a child-sitemap reference if it is in scope and within the limit.
-    pub fn emit_sitemap(&mut self, sitemap: SitemapRef, pos: At) {
+    pub(crate) fn emit_sitemap(&mut self, sitemap: SitemapRef, pos: At) {
         if self.in_scope(&sitemap.loc, Rule::I4, pos) && self.admit(pos) {
             self.summary.sitemaps += 1;
             self.queue.push_back((Event::Sitemap(sitemap), pos));

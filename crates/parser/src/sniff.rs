@@ -4,11 +4,11 @@
 use crate::url::is_reference_byte;
 
 /// How much of the document is looked at to decide.
-pub const SNIFF_WINDOW: usize = 64 * 1024;
+pub(crate) const SNIFF_WINDOW: usize = 64 * 1024;
 
 /// What the first bytes of a decoded document look like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sniffed {
+pub(crate) enum Sniffed {
     /// Nothing but whitespace.
     Empty,
     /// NUL bytes or other binary data.
@@ -38,7 +38,7 @@ const XML_MARKERS: [&[u8]; 8] = [
 ];
 
 /// Decides from `window` (the first bytes of decoded text).
-pub fn sniff(window: &[u8]) -> Sniffed {
+pub(crate) fn sniff(window: &[u8]) -> Sniffed {
     let start = window
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -88,7 +88,7 @@ fn starts_with_http(line: &[u8]) -> bool {
 /// controls, quotes, angle brackets, braces, pipes, carets or backticks, and
 /// either a scheme, a `/`, or a file name with an extension (`index.html`),
 /// so that a bare word such as an error page's "Forbidden" is not a URL.
-pub fn looks_like_url_reference(line: &[u8]) -> bool {
+pub(crate) fn looks_like_url_reference(line: &[u8]) -> bool {
     // A URL, a path, or a file name (`index.html`); not `Error:`, `v1.0` or `OK`.
     let shaped = starts_with_http(line)
         || line.contains(&b'/')

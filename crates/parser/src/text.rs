@@ -15,7 +15,7 @@ use crate::url::has_scheme;
 const MAX_LINE_BYTES: usize = 4 * MAX_LOC_CHARS + 16;
 
 /// Reads a text sitemap line by line.
-pub struct TextReader {
+pub(crate) struct TextReader {
     src: Source,
     line: Vec<u8>,
     /// The last line ended with CR: a LF right after it belongs to it.
@@ -31,7 +31,7 @@ struct Line {
 
 impl TextReader {
     /// Reads from `src`.
-    pub fn new(src: Source) -> Self {
+    pub(crate) fn new(src: Source) -> Self {
         Self {
             src,
             line: Vec::with_capacity(256),
@@ -40,17 +40,17 @@ impl TextReader {
     }
 
     /// The source (for positions and byte counts).
-    pub fn source(&self) -> &Source {
+    pub(crate) fn source(&self) -> &Source {
         &self.src
     }
 
     /// The source, to ask for positions.
-    pub fn source_mut(&mut self) -> &mut Source {
+    pub(crate) fn source_mut(&mut self) -> &mut Source {
         &mut self.src
     }
 
     /// The source, once reading is over.
-    pub fn into_source(self) -> Source {
+    pub(crate) fn into_source(self) -> Source {
         self.src
     }
 
@@ -97,7 +97,7 @@ impl TextReader {
     }
 
     /// Reads and handles one line; `Ok(false)` at the end of the document.
-    pub fn step(&mut self, ctx: &mut Ctx) -> io::Result<bool> {
+    pub(crate) fn step(&mut self, ctx: &mut Ctx) -> io::Result<bool> {
         let line = self.read_line()?;
         if line.too_long {
             ctx.warn(

@@ -280,14 +280,14 @@ pub(crate) struct Base {
 
 impl Base {
     /// Prepares `base` for resolution.
-    pub fn new(base: &NormUrl) -> Self {
+    pub(crate) fn new(base: &NormUrl) -> Self {
         Self {
             url: url::Url::parse(base.as_str()).ok(),
         }
     }
 
     /// Resolves `reference` against the base (RFC 3986) and normalises it.
-    pub fn join(&self, reference: &str) -> Result<NormUrl, UrlError> {
+    pub(crate) fn join(&self, reference: &str) -> Result<NormUrl, UrlError> {
         let cleaned = strip_tabs_newlines(trim_url(reference));
         let Some(base) = &self.url else {
             return Err(UrlError::Relative);

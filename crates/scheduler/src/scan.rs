@@ -48,7 +48,7 @@ pub(crate) struct Found<'a> {
 
 impl Found<'_> {
     /// The entry.
-    pub fn entry(&self) -> &Listed {
+    pub(crate) fn entry(&self) -> &Listed {
         &self.entries[self.index]
     }
 }

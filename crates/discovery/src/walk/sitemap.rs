@@ -37,7 +37,12 @@ pub(super) struct Task {
 
 impl Task {
     /// A top-level sitemap (seed, robots or probe).
-    pub fn top(site: &Arc<NormUrl>, url: NormUrl, via: Via, authorised: Vec<NormUrl>) -> Self {
+    pub(super) fn top(
+        site: &Arc<NormUrl>,
+        url: NormUrl,
+        via: Via,
+        authorised: Vec<NormUrl>,
+    ) -> Self {
         Self {
             site: site.clone(),
             url,
@@ -50,7 +55,7 @@ impl Task {
     }
 
     /// A child listed by this index, with what the memory said of it.
-    pub fn child(&self, url: NormUrl, remembered: Remembered) -> Self {
+    pub(super) fn child(&self, url: NormUrl, remembered: Remembered) -> Self {
         Self {
             site: self.site.clone(),
             url,

@@ -7,10 +7,10 @@ use sitemapd_discovery::walk::SiteTotals;
 use sitemapd_discovery::{Seed, WalkEvent, Walker};
 
 /// The head of a urlset, up to its first `<url>`.
-pub const URLSET: &str = r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#;
+pub(crate) const URLSET: &str = r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#;
 
 /// Every event of a walk from `seed`.
-pub async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
+pub(crate) async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
     walker
         .walk(vec![Seed::parse(seed).unwrap()])
         .collect()
@@ -18,7 +18,7 @@ pub async fn walk(walker: &Walker, seed: &str) -> Vec<WalkEvent> {
 }
 
 /// A urlset listing `locs`.
-pub fn urlset(locs: &[String]) -> String {
+pub(crate) fn urlset(locs: &[String]) -> String {
     let mut s = String::from(URLSET);
     for loc in locs {
         s.push_str(&format!("<url><loc>{loc}</loc></url>"));
@@ -28,7 +28,7 @@ pub fn urlset(locs: &[String]) -> String {
 }
 
 /// The failures: (url, error).
-pub fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
+pub(crate) fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -39,7 +39,7 @@ pub fn failures(events: &[WalkEvent]) -> Vec<(String, String)> {
 }
 
 /// The walk's closing totals (it must end with them).
-pub fn site_done(events: &[WalkEvent]) -> &SiteTotals {
+pub(crate) fn site_done(events: &[WalkEvent]) -> &SiteTotals {
     match events.last() {
         Some(WalkEvent::SiteDone(t)) => t,
         other => panic!("the walk must end with SiteDone, got {other:?}"),

@@ -11,7 +11,7 @@ use encoding_rs::{CoderResult, Encoding, UTF_8, UTF_16BE, UTF_16LE};
 
 /// How the encoding was decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EncodingSource {
+pub(crate) enum EncodingSource {
     /// Nothing said otherwise: UTF-8.
     Default,
     /// A byte order mark.
@@ -29,7 +29,7 @@ pub enum EncodingSource {
 
 /// The encoding to decode with.
 #[derive(Debug, Clone)]
-pub struct Detected {
+pub(crate) struct Detected {
     /// The encoding.
     pub encoding: &'static Encoding,
     /// Why.
@@ -37,7 +37,7 @@ pub struct Detected {
 }
 
 /// Decides the encoding from the first bytes of the (decompressed) document.
-pub fn detect(prefix: &[u8]) -> Detected {
+pub(crate) fn detect(prefix: &[u8]) -> Detected {
     let d = |encoding, source| Detected { encoding, source };
     if let Some((enc, _)) = Encoding::for_bom(prefix) {
         return d(enc, EncodingSource::Bom);
@@ -98,7 +98,7 @@ fn declared_label(prefix: &[u8]) -> Option<String> {
 
 /// Decodes `inner` from `encoding` to UTF-8 (BOM removed), replacing invalid
 /// sequences with U+FFFD and raising `replaced` when it does.
-pub struct DecodeReader<R> {
+pub(crate) struct DecodeReader<R> {
     inner: R,
     decoder: encoding_rs::Decoder,
     replaced: Arc<AtomicBool>,
@@ -108,13 +108,17 @@ pub struct DecodeReader<R> {
 
 impl<R: BufRead> DecodeReader<R> {
     /// Wraps `inner`.
-    pub fn new(inner: R, encoding: &'static Encoding, replaced: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(inner: R, encoding: &'static Encoding, replaced: Arc<AtomicBool>) -> Self {
         Self::with_decoder(inner, encoding.new_decoder_with_bom_removal(), replaced)
     }
 
     /// Wraps `inner`, which continues a document already started: a U+FEFF
     /// there is a character, not a byte order mark.
-    pub fn mid_stream(inner: R, encoding: &'static Encoding, replaced: Arc<AtomicBool>) -> Self {
+    pub(crate) fn mid_stream(
+        inner: R,
+        encoding: &'static Encoding,
+        replaced: Arc<AtomicBool>,
+    ) -> Self {
         Self::with_decoder(inner, encoding.new_decoder_without_bom_handling(), replaced)
     }
 

@@ -10,25 +10,25 @@ use flate2::bufread::GzDecoder;
 use super::limit::Limit;
 
 /// The gzip magic bytes.
-pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// gzip layers removed at most; a deeper nesting is read as it is.
-pub const MAX_LAYERS: u8 = 3;
+pub(crate) const MAX_LAYERS: u8 = 3;
 /// Most bytes asked of a gzip decoder at once. When flate2 meets corrupt
 /// data it returns the error and drops what it inflated in the same call, so
 /// small calls bound what a corrupt stream costs (SPEC C8: keep what precedes
 /// the break) to this many bytes.
-pub const INFLATE_SLICE: usize = 2048;
+pub(crate) const INFLATE_SLICE: usize = 2048;
 
 /// A reader.
-pub type BoxRead = Box<dyn Read + Send>;
+pub(crate) type BoxRead = Box<dyn Read + Send>;
 
 /// A gzip stream that could not be inflated (corrupt, truncated, bad header).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct GzipError(String);
+pub(crate) struct GzipError(String);
 
 /// Whether `err` is a [`GzipError`].
-pub fn gzip_error(err: &io::Error) -> bool {
+pub(crate) fn gzip_error(err: &io::Error) -> bool {
     err.get_ref().is_some_and(|e| e.is::<GzipError>())
 }
 
@@ -36,7 +36,7 @@ pub fn gzip_error(err: &io::Error) -> bool {
 /// bytes were read is kept for later, so that those bytes are not lost
 /// (SPEC C8: a truncated or corrupt stream yields what precedes the break):
 /// the returned reader yields the prefix, then the rest of `r`, or the error.
-pub fn read_prefix(mut r: BoxRead, n: usize) -> io::Result<(Vec<u8>, BoxRead)> {
+pub(crate) fn read_prefix(mut r: BoxRead, n: usize) -> io::Result<(Vec<u8>, BoxRead)> {
     let mut prefix = Vec::with_capacity(n);
     match (&mut r).take(n as u64).read_to_end(&mut prefix) {
         Ok(_) => Ok((prefix.clone(), Box::new(Cursor::new(prefix).chain(r)))),
@@ -179,7 +179,7 @@ fn is_inflate_error(e: &io::Error) -> bool {
 /// Removes gzip layers (up to [`MAX_LAYERS`]), each one's output limited to
 /// `max_bytes`. Returns the inner stream and the number of layers removed;
 /// bytes found after a layer's last member are added to `trailing`.
-pub fn unwrap_layers(
+pub(crate) fn unwrap_layers(
     mut r: BoxRead,
     max_bytes: u64,
     trailing: &Arc<AtomicU64>,

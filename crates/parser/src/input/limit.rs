@@ -5,14 +5,14 @@ use std::io::{self, Read};
 /// The error a [`Limit`] reader returns once more than its limit would be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("document exceeds {limit} bytes")]
-pub struct LimitExceeded {
+pub(crate) struct LimitExceeded {
     /// The limit in bytes.
     pub limit: u64,
 }
 
 /// Passes at most `limit` bytes through, then fails with [`LimitExceeded`]
 /// if there would be more (a document of exactly `limit` bytes is fine).
-pub struct Limit<R> {
+pub(crate) struct Limit<R> {
     inner: R,
     remaining: u64,
     limit: u64,
@@ -20,7 +20,7 @@ pub struct Limit<R> {
 
 impl<R: Read> Limit<R> {
     /// Wraps `inner`.
-    pub fn new(inner: R, limit: u64) -> Self {
+    pub(crate) fn new(inner: R, limit: u64) -> Self {
         Self {
             inner,
             remaining: limit,
@@ -51,7 +51,7 @@ impl<R: Read> Read for Limit<R> {
 }
 
 /// Whether `err` (possibly wrapped by quick-xml) is a [`LimitExceeded`].
-pub fn limit_exceeded(err: &io::Error) -> Option<LimitExceeded> {
+pub(crate) fn limit_exceeded(err: &io::Error) -> Option<LimitExceeded> {
     err.get_ref()?.downcast_ref::<LimitExceeded>().copied()
 }
 

@@ -1,10 +1,10 @@
 //! From raw bytes to decoded UTF-8 text with positions: gzip layers (C2), the
 //! byte limit (C3), the encoding (C1), the position-tracking source.
 
-pub mod encoding;
-pub mod gzip;
-pub mod limit;
-pub mod source;
+pub(crate) mod encoding;
+pub(crate) mod gzip;
+pub(crate) mod limit;
+pub(crate) mod source;
 
 use std::io;
 
@@ -12,7 +12,7 @@ use crate::diagnostic::Rule;
 
 /// A rule and a message for a read error: the byte limit (C3), an over-long
 /// token (C3), or a broken stream such as corrupt or truncated gzip (C8).
-pub fn describe_io_error(err: &io::Error) -> (Rule, String) {
+pub(crate) fn describe_io_error(err: &io::Error) -> (Rule, String) {
     if let Some(l) = limit::limit_exceeded(err) {
         let message = format!("document exceeds {} bytes: the rest is ignored", l.limit);
         return (Rule::C3, message);

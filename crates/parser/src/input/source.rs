@@ -23,13 +23,13 @@ const BUF: usize = 64 * 1024;
 /// past the token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("a single token is longer than {limit} bytes")]
-pub struct TokenTooLong {
+pub(crate) struct TokenTooLong {
     /// The limit in bytes.
     pub limit: u64,
 }
 
 /// Whether `err` is a [`TokenTooLong`].
-pub fn token_too_long(err: &io::Error) -> Option<TokenTooLong> {
+pub(crate) fn token_too_long(err: &io::Error) -> Option<TokenTooLong> {
     err.get_ref()?.downcast_ref::<TokenTooLong>().copied()
 }
 
@@ -45,7 +45,7 @@ enum Input {
 }
 
 /// Buffered, position-tracking reader over valid UTF-8.
-pub struct Source {
+pub(crate) struct Source {
     input: Input,
     buf: Box<[u8]>,
     pos: usize,
@@ -108,12 +108,16 @@ fn line_breaks(chunk: &[u8], next: Option<u8>) -> (u64, Option<usize>) {
 impl Source {
     /// Reads UTF-8 from `inner`, validating it; invalid sequences are decoded
     /// to U+FFFD and raise `replaced`.
-    pub fn utf8(inner: Box<dyn Read + Send>, replaced: Arc<AtomicBool>, token_limit: u64) -> Self {
+    pub(crate) fn utf8(
+        inner: Box<dyn Read + Send>,
+        replaced: Arc<AtomicBool>,
+        token_limit: u64,
+    ) -> Self {
         Self::with_input(Input::Utf8 { inner, replaced }, token_limit)
     }
 
     /// Reads text that is already valid UTF-8 (the output of a decoder).
-    pub fn decoded(inner: Box<dyn Read + Send>, token_limit: u64) -> Self {
+    pub(crate) fn decoded(inner: Box<dyn Read + Send>, token_limit: u64) -> Self {
         Self::with_input(Input::Decoded(inner), token_limit)
     }
 
@@ -140,13 +144,13 @@ impl Source {
     }
 
     /// Bytes handed out so far.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.buf_offset + self.pos as u64
     }
 
     /// Line and column of the next byte to be read.
     #[cfg(test)]
-    pub fn position(&mut self) -> Position {
+    pub(crate) fn position(&mut self) -> Position {
         self.position_at(self.offset())
     }
 
@@ -154,7 +158,7 @@ impl Source {
     /// asked for (cost: the distance between the two). Exact while `offset`
     /// is in the buffer; an offset before the buffer (an event that straddled
     /// a refill) is placed at the buffer's start.
-    pub fn position_at(&mut self, offset: u64) -> Position {
+    pub(crate) fn position_at(&mut self, offset: u64) -> Position {
         if offset < self.buf_offset
             && let Some((at, position)) = self.anchor_position
             && at == offset
@@ -188,29 +192,29 @@ impl Source {
     }
 
     /// Diagnostics may still ask about offsets from `at` on: keep them in the buffer.
-    pub fn set_anchor(&mut self, at: u64) {
+    pub(crate) fn set_anchor(&mut self, at: u64) {
         self.anchor = Some(at);
     }
 
     /// Skips a byte order mark of `n` bytes at the start: columns count after it.
-    pub fn skip_bom(&mut self, n: usize) {
+    pub(crate) fn skip_bom(&mut self, n: usize) {
         self.consume(n);
         self.buf_line_start = self.offset();
         self.cursor_line_start = self.offset();
     }
 
     /// Where the first byte that is not valid UTF-8 was met (UTF-8 input only).
-    pub fn invalid_at(&self) -> Option<u64> {
+    pub(crate) fn invalid_at(&self) -> Option<u64> {
         self.invalid_at
     }
 
     /// A read error held back by [`Source::peek`], if any.
-    pub fn take_error(&mut self) -> Option<io::Error> {
+    pub(crate) fn take_error(&mut self) -> Option<io::Error> {
         self.pending.take()
     }
 
     /// Starts a new token: the token limit counts from here.
-    pub fn mark(&mut self) {
+    pub(crate) fn mark(&mut self) {
         self.mark = self.offset();
     }
 
@@ -297,7 +301,7 @@ impl Source {
     /// Looks at up to `n` bytes ahead without consuming them (fewer at end of
     /// input; `n` is capped at the buffer size). A read error after some bytes
     /// is held back until those bytes have been consumed.
-    pub fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
+    pub(crate) fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
         // Room for an incomplete UTF-8 sequence after the window, so that the
         // window can always be validated.
         let n = n.min(self.buf.len() - 4);

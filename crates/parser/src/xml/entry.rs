@@ -25,7 +25,7 @@ type Written = (String, At);
 
 /// The fields of an entry read so far. Reused from entry to entry.
 #[derive(Default)]
-pub struct EntryBuilder {
+pub(super) struct EntryBuilder {
     pos: At,
     loc: String,
     has_loc: bool,
@@ -136,12 +136,12 @@ fn non_empty(text: &str) -> Option<String> {
 
 impl EntryBuilder {
     /// Where the entry started.
-    pub fn start(&self) -> At {
+    pub(super) fn start(&self) -> At {
         self.pos
     }
 
     /// Starts a new entry at `pos`, keeping the text buffers' allocations.
-    pub fn reset(&mut self, pos: At) {
+    pub(super) fn reset(&mut self, pos: At) {
         let mut loc = std::mem::take(&mut self.loc);
         let mut own_text = std::mem::take(&mut self.own_text);
         loc.clear();
@@ -155,31 +155,31 @@ impl EntryBuilder {
     }
 
     /// The entry's `<loc>` was dropped already (and flagged): the entry is not yielded.
-    pub fn reject_loc(&mut self) {
+    pub(super) fn reject_loc(&mut self) {
         self.has_loc = true;
         self.loc_rejected = true;
     }
 
     /// Whether the entry already has what makes it worth yielding if reading
     /// stops now (C8): a complete loc, or a feed item's complete link or guid.
-    pub fn salvageable(&self) -> bool {
+    pub(super) fn salvageable(&self) -> bool {
         self.has_loc || self.link.is_some() || self.guid.is_some() || self.atom_link.is_some()
     }
 
     /// The `isPermaLink` of an RSS `<guid>` (absent means true).
-    pub fn guid_is_permalink(&mut self, permalink: bool) {
+    pub(super) fn guid_is_permalink(&mut self, permalink: bool) {
         self.guid_not_permalink = !permalink;
     }
 
     /// An undefined entity `name` at `at` in the entry's own text (C6),
     /// decided on when the entry ends.
-    pub fn own_text_entity(&mut self, name: &str, at: At) {
+    pub(super) fn own_text_entity(&mut self, name: &str, at: At) {
         self.own_undefined
             .get_or_insert_with(|| (name.to_string(), at));
     }
 
     /// A URL of the feed item or entry was dropped and flagged already.
-    pub fn reject_url(&mut self) {
+    pub(super) fn reject_url(&mut self) {
         self.url_rejected = true;
     }
 
@@ -188,7 +188,7 @@ impl EntryBuilder {
     /// cannot be without it (a `<loc>`'s entry; a link or guid is no longer a
     /// candidate for the item's URL). A field that would be ignored anyway
     /// (a second `<loc>`, an image over the cap) goes the usual way.
-    pub fn reject_url_field(
+    pub(super) fn reject_url_field(
         &mut self,
         ctx: &mut Ctx,
         field: Field,
@@ -221,7 +221,7 @@ impl EntryBuilder {
     }
 
     /// A `<video:video>` starts.
-    pub fn start_video(&mut self, ctx: &mut Ctx, pos: At) {
+    pub(super) fn start_video(&mut self, ctx: &mut Ctx, pos: At) {
         self.video_open = self.within_budget(ctx, std::mem::size_of::<Video>(), Rule::E2, pos);
         if self.video_open {
             self.videos.push(Video::default());
@@ -246,12 +246,12 @@ impl EntryBuilder {
     }
 
     /// A `<news:news>` starts.
-    pub fn start_news(&mut self) {
+    pub(super) fn start_news(&mut self) {
         self.news.get_or_insert_default();
     }
 
     /// Attributes of a video field's start tag (`relationship`, `info`).
-    pub fn video_attribute(
+    pub(super) fn video_attribute(
         &mut self,
         ctx: &mut Ctx,
         field: VideoField,
@@ -301,7 +301,7 @@ impl EntryBuilder {
     }
 
     /// An `<xhtml:link>` inside the entry (E4).
-    pub fn alternate(
+    pub(super) fn alternate(
         &mut self,
         ctx: &mut Ctx,
         rel: Option<&str>,
@@ -337,7 +337,7 @@ impl EntryBuilder {
     }
 
     /// An Atom `<link>` inside the entry (F2): the first rel="alternate" (or no rel) wins.
-    pub fn atom_link(&mut self, rel: Option<&str>, href: Option<&str>, pos: At) {
+    pub(super) fn atom_link(&mut self, rel: Option<&str>, href: Option<&str>, pos: At) {
         let Some(href) = href else { return };
         let rel = rel.map(str::trim).unwrap_or("alternate");
         let rank = u8::from(!rel.eq_ignore_ascii_case("alternate"));
@@ -351,7 +351,7 @@ impl EntryBuilder {
     }
 
     /// A field's end tag: its text (taken from `text`) is checked and kept.
-    pub fn finish_field(&mut self, ctx: &mut Ctx, field: Field, text: &mut String, pos: At) {
+    pub(super) fn finish_field(&mut self, ctx: &mut Ctx, field: Field, text: &mut String, pos: At) {
         if let Some((rule, name)) = self.repeated(field) {
             let message = format!(
                 "second <{name}> {} ignored: the first is kept",
@@ -530,7 +530,7 @@ impl EntryBuilder {
     }
 
     /// A `<video:video>` ends: the protocol's required fields are checked (E2).
-    pub fn finish_video(&mut self, ctx: &mut Ctx, pos: At) {
+    pub(super) fn finish_video(&mut self, ctx: &mut Ctx, pos: At) {
         if !std::mem::take(&mut self.video_open) {
             return;
         }
@@ -574,7 +574,7 @@ impl EntryBuilder {
     }
 
     /// The entry's end tag: the entry is checked and yielded (or dropped with a diagnostic).
-    pub fn finish(&mut self, ctx: &mut Ctx, dialect: Dialect) {
+    pub(super) fn finish(&mut self, ctx: &mut Ctx, dialect: Dialect) {
         if let Some((name, at)) = self.own_undefined.take() {
             let own_is_loc = matches!(dialect, Dialect::Urlset | Dialect::Index)
                 && !self.has_loc

@@ -4,7 +4,7 @@
 
 mod entry;
 mod names;
-pub mod ns;
+pub(crate) mod ns;
 mod values;
 
 use std::borrow::Cow;
@@ -33,7 +33,7 @@ const BUF_KEEP: usize = 64 * 1024;
 
 /// Whether reading goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// More to read.
     More,
     /// The document is finished (end, error or limit).
@@ -41,7 +41,7 @@ pub enum Step {
 }
 
 /// Reads one XML document.
-pub struct XmlReader {
+pub(crate) struct XmlReader {
     reader: Reader<Source>,
     names: Namespaces,
     buf: Vec<u8>,
@@ -273,7 +273,7 @@ fn url_attribute<'a>(
 
 impl XmlReader {
     /// Reads XML from `src`. Strict mode refuses unescaped `&`.
-    pub fn new(src: Source, strict: bool) -> Self {
+    pub(crate) fn new(src: Source, strict: bool) -> Self {
         let mut reader = Reader::from_reader(src);
         let config = reader.config_mut();
         config.allow_dangling_amp = !strict;
@@ -299,22 +299,22 @@ impl XmlReader {
     }
 
     /// The source, to ask for positions.
-    pub fn source_mut(&mut self) -> &mut Source {
+    pub(crate) fn source_mut(&mut self) -> &mut Source {
         self.reader.get_mut()
     }
 
     /// The source, once reading is over.
-    pub fn into_source(self) -> Source {
+    pub(crate) fn into_source(self) -> Source {
         self.reader.into_inner()
     }
 
     /// Whether the document was read to its end, well-formed.
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.complete
     }
 
     /// Reads one XML event and acts on it.
-    pub fn step(&mut self, ctx: &mut Ctx) -> Step {
+    pub(crate) fn step(&mut self, ctx: &mut Ctx) -> Step {
         if ctx.stopped {
             return Step::Done;
         }

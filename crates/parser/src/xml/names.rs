@@ -25,7 +25,7 @@ struct Binding {
 /// from prefixed ones, so that resolving an unprefixed name (nearly every
 /// name in a sitemap) is one look at the top of a stack.
 #[derive(Default)]
-pub struct Namespaces {
+pub(super) struct Namespaces {
     defaults: Vec<Binding>,
     prefixed: Vec<Binding>,
 }
@@ -33,12 +33,12 @@ pub struct Namespaces {
 /// Most prefixed bindings in scope; more are ignored (their elements resolve
 /// to an unknown namespace), so that hostile documents cannot make every
 /// lookup slow.
-pub const MAX_BINDINGS: usize = 64;
+pub(super) const MAX_BINDINGS: usize = 64;
 
 impl Namespaces {
     /// Reads the `xmlns` declarations of a start tag at `depth`. Returns how
     /// many prefixed declarations were ignored for being over the limit.
-    pub fn declare(&mut self, e: &BytesStart<'_>, depth: usize) -> usize {
+    pub(super) fn declare(&mut self, e: &BytesStart<'_>, depth: usize) -> usize {
         if !e.attributes_raw().contains("xmlns") {
             return 0;
         }
@@ -78,7 +78,7 @@ impl Namespaces {
     /// Makes every binding at `depth` or above permanent for the document:
     /// the root was found inside junk markup at `depth` and now counts as
     /// depth 0, with the junk's declarations still in scope.
-    pub fn rebase(&mut self, depth: usize) {
+    pub(super) fn rebase(&mut self, depth: usize) {
         for b in self.defaults.iter_mut().chain(self.prefixed.iter_mut()) {
             if b.depth <= depth {
                 b.depth = 0;
@@ -87,7 +87,7 @@ impl Namespaces {
     }
 
     /// Drops the declarations of the element at `depth`, which has ended.
-    pub fn end(&mut self, depth: usize) {
+    pub(super) fn end(&mut self, depth: usize) {
         while self.defaults.last().is_some_and(|b| b.depth >= depth) {
             self.defaults.pop();
         }
@@ -99,7 +99,7 @@ impl Namespaces {
     /// The namespace and local name of a qualified element name, and the
     /// namespace URI when it is bound. An undeclared prefix resolves to
     /// [`Ns::Other`].
-    pub fn resolve<'n>(&self, qname: &'n str) -> (Ns, &'n str, Option<&str>) {
+    pub(super) fn resolve<'n>(&self, qname: &'n str) -> (Ns, &'n str, Option<&str>) {
         // Names are short: a plain scan beats memchr's set-up.
         let colon = qname.bytes().position(|b| b == b':');
         match colon.map(|i| (&qname[..i], &qname[i + 1..])) {

@@ -4,7 +4,7 @@
 use crate::summary::Format;
 
 /// The sitemaps.org namespace (SPEC X1).
-pub const SITEMAP_NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
+pub(crate) const SITEMAP_NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
 const IMAGE_NS: &str = "www.google.com/schemas/sitemap-image/1.1";
 const VIDEO_NS: &str = "www.google.com/schemas/sitemap-video/1.1";
 const NEWS_NS: &str = "www.google.com/schemas/sitemap-news/0.9";
@@ -18,7 +18,7 @@ const DC_NS: &str = "http://purl.org/dc/elements/1.1/";
 
 /// What a namespace URI is to sitemapd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ns {
+pub(crate) enum Ns {
     /// No namespace.
     None,
     /// The sitemaps.org namespace exactly.
@@ -47,7 +47,7 @@ pub enum Ns {
 
 impl Ns {
     /// Classifies a namespace URI (`None` for no namespace).
-    pub fn of(uri: Option<&str>) -> Ns {
+    pub(crate) fn of(uri: Option<&str>) -> Ns {
         let Some(uri) = uri else { return Ns::None };
         if uri == SITEMAP_NS {
             return Ns::Sitemap;
@@ -80,19 +80,19 @@ impl Ns {
 
     /// Whether elements in this namespace are sitemap elements (lenient reading:
     /// the protocol namespace, its variants, or none).
-    pub fn is_sitemap(self) -> bool {
+    pub(crate) fn is_sitemap(self) -> bool {
         matches!(self, Ns::Sitemap | Ns::SitemapVariant | Ns::None)
     }
 
     /// Whether elements in this namespace are RSS elements.
-    pub fn is_rss(self) -> bool {
+    pub(crate) fn is_rss(self) -> bool {
         matches!(self, Ns::None | Ns::Rss1)
     }
 }
 
 /// The kind of document, from its root element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// `<urlset>`
     Urlset,
     /// `<sitemapindex>`
@@ -107,7 +107,7 @@ pub enum Dialect {
 
 impl Dialect {
     /// Recognises the root element.
-    pub fn of_root(ns: Ns, local: &str) -> Option<Dialect> {
+    pub(crate) fn of_root(ns: Ns, local: &str) -> Option<Dialect> {
         Some(match local {
             "urlset" if ns.is_sitemap() || ns == Ns::Other => Dialect::Urlset,
             "sitemapindex" if ns.is_sitemap() || ns == Ns::Other => Dialect::Index,
@@ -119,7 +119,7 @@ impl Dialect {
     }
 
     /// The format this dialect is.
-    pub fn format(self) -> Format {
+    pub(crate) fn format(self) -> Format {
         match self {
             Dialect::Urlset => Format::Urlset,
             Dialect::Index => Format::SitemapIndex,
@@ -133,7 +133,7 @@ impl Dialect {
 /// A field of `<video:video>` (SPEC E2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)]
-pub enum VideoField {
+pub(crate) enum VideoField {
     ThumbnailLoc,
     Title,
     Description,
@@ -181,7 +181,7 @@ impl VideoField {
 /// A field of `<news:news>` (SPEC E3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)]
-pub enum NewsField {
+pub(crate) enum NewsField {
     Name,
     Language,
     PublicationDate,
@@ -191,7 +191,7 @@ pub enum NewsField {
 /// An element whose text is captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)]
-pub enum Field {
+pub(crate) enum Field {
     Loc,
     Lastmod,
     ChangeFreq,
@@ -215,7 +215,7 @@ pub enum Field {
 
 impl Field {
     /// Whether the field's text is a URL (or, for an RSS guid, used only as one).
-    pub fn is_url(self) -> bool {
+    pub(crate) fn is_url(self) -> bool {
         matches!(
             self,
             Field::Loc
@@ -231,7 +231,7 @@ impl Field {
 
 /// What an open element is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Elem {
+pub(crate) enum Elem {
     /// The root element.
     Root,
     /// An element (and subtree) sitemapd ignores (SPEC X12, E5).
@@ -253,7 +253,7 @@ pub enum Elem {
 }
 
 /// Classifies an element from its parent, namespace and local name.
-pub fn classify(dialect: Dialect, parent: Elem, ns: Ns, local: &str) -> Elem {
+pub(crate) fn classify(dialect: Dialect, parent: Elem, ns: Ns, local: &str) -> Elem {
     match (dialect, parent) {
         (_, Elem::Skip | Elem::Field(_)) => Elem::Skip,
         (Dialect::Urlset | Dialect::Index, Elem::Root) => match local {

@@ -4,10 +4,10 @@
 use crate::event::{ChangeFreq, Relationship};
 
 /// A value read, possibly after a repair worth flagging.
-pub type Read<T> = Result<(T, Option<&'static str>), &'static str>;
+pub(super) type Read<T> = Result<(T, Option<&'static str>), &'static str>;
 
 /// `<changefreq>`: exact keyword; lenient also accepts other case (flagged).
-pub fn changefreq(text: &str, strict: bool) -> Read<ChangeFreq> {
+pub(super) fn changefreq(text: &str, strict: bool) -> Read<ChangeFreq> {
     let t = text.trim();
     if let Some(c) = ChangeFreq::from_keyword(t) {
         return Ok((c, None));
@@ -20,7 +20,7 @@ pub fn changefreq(text: &str, strict: bool) -> Read<ChangeFreq> {
 }
 
 /// `<priority>`: a decimal in [0.0, 1.0] (`1`, `0.5`, `.5`, `1.0000`).
-pub fn priority(text: &str) -> Read<f32> {
+pub(super) fn priority(text: &str) -> Read<f32> {
     let t = text.trim();
     let digits_and_point = !t.is_empty()
         && t.bytes().filter(|&b| b == b'.').count() <= 1
@@ -50,7 +50,7 @@ pub fn priority(text: &str) -> Read<f32> {
 }
 
 /// `yes` / `no` (case-insensitive).
-pub fn yes_no(text: &str) -> Read<bool> {
+pub(super) fn yes_no(text: &str) -> Read<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "yes" | "true" => Ok((true, None)),
         "no" | "false" => Ok((false, None)),
@@ -59,7 +59,7 @@ pub fn yes_no(text: &str) -> Read<bool> {
 }
 
 /// A non-negative integer within `range`.
-pub fn integer(text: &str, range: std::ops::RangeInclusive<u64>) -> Read<u64> {
+pub(super) fn integer(text: &str, range: std::ops::RangeInclusive<u64>) -> Read<u64> {
     let v: u64 = text.trim().parse().map_err(|_| "not a whole number")?;
     if range.contains(&v) {
         Ok((v, None))
@@ -69,7 +69,7 @@ pub fn integer(text: &str, range: std::ops::RangeInclusive<u64>) -> Read<u64> {
 }
 
 /// A decimal within `range`.
-pub fn decimal(text: &str, range: std::ops::RangeInclusive<f32>) -> Read<f32> {
+pub(super) fn decimal(text: &str, range: std::ops::RangeInclusive<f32>) -> Read<f32> {
     let v: f32 = text.trim().parse().map_err(|_| "not a number")?;
     if v.is_finite() && range.contains(&v) {
         Ok((v, None))
@@ -79,7 +79,7 @@ pub fn decimal(text: &str, range: std::ops::RangeInclusive<f32>) -> Read<f32> {
 }
 
 /// `relationship="allow|deny"`.
-pub fn relationship(text: &str) -> Option<Relationship> {
+pub(super) fn relationship(text: &str) -> Option<Relationship> {
     match text.trim().to_ascii_lowercase().as_str() {
         "allow" => Some(Relationship::Allow),
         "deny" => Some(Relationship::Deny),

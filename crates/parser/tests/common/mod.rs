@@ -9,7 +9,7 @@ use sitemapd_parser::{
 
 /// Everything one parse produced.
 #[derive(Debug, Default)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub urls: Vec<UrlEntry>,
     pub sitemaps: Vec<SitemapRef>,
     pub diagnostics: Vec<Diagnostic>,
@@ -17,21 +17,21 @@ pub struct Parsed {
 }
 
 impl Parsed {
-    pub fn rules(&self) -> Vec<Rule> {
+    pub(crate) fn rules(&self) -> Vec<Rule> {
         self.diagnostics.iter().map(|d| d.rule).collect()
     }
-    pub fn has(&self, rule: Rule) -> bool {
+    pub(crate) fn has(&self, rule: Rule) -> bool {
         self.diagnostics.iter().any(|d| d.rule == rule)
     }
-    pub fn locs(&self) -> Vec<&str> {
+    pub(crate) fn locs(&self) -> Vec<&str> {
         self.urls.iter().map(|u| u.loc.as_str()).collect()
     }
-    pub fn entries(&self) -> usize {
+    pub(crate) fn entries(&self) -> usize {
         self.urls.len() + self.sitemaps.len()
     }
 }
 
-pub fn parse_with(bytes: impl Into<Vec<u8>>, options: ParseOptions) -> Parsed {
+pub(crate) fn parse_with(bytes: impl Into<Vec<u8>>, options: ParseOptions) -> Parsed {
     let mut parser = Parser::new(std::io::Cursor::new(bytes.into()), options);
     let mut out = Parsed::default();
     for event in parser.by_ref() {
@@ -47,35 +47,35 @@ pub fn parse_with(bytes: impl Into<Vec<u8>>, options: ParseOptions) -> Parsed {
 }
 
 /// Parses with no document URL.
-pub fn parse(bytes: impl Into<Vec<u8>>) -> Parsed {
+pub(crate) fn parse(bytes: impl Into<Vec<u8>>) -> Parsed {
     parse_with(bytes, ParseOptions::default())
 }
 
 /// Parses as if fetched from `url` (directory scope).
-pub fn parse_at(bytes: impl Into<Vec<u8>>, url: &str) -> Parsed {
+pub(crate) fn parse_at(bytes: impl Into<Vec<u8>>, url: &str) -> Parsed {
     parse_with(bytes, ParseOptions::for_url(NormUrl::parse(url).unwrap()))
 }
 
 /// Parses strictly as if fetched from `url`.
-pub fn parse_strict_at(bytes: impl Into<Vec<u8>>, url: &str) -> Parsed {
+pub(crate) fn parse_strict_at(bytes: impl Into<Vec<u8>>, url: &str) -> Parsed {
     let mut o = ParseOptions::for_url(NormUrl::parse(url).unwrap());
     o.strictness = sitemapd_parser::Strictness::Strict;
     parse_with(bytes, o)
 }
 
-pub fn urlset(body: &str) -> String {
+pub(crate) fn urlset(body: &str) -> String {
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" xmlns:video="http://www.google.com/schemas/sitemap-video/1.1" xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">{body}</urlset>"#
     )
 }
 
-pub fn gzip(data: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
 
-pub fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }

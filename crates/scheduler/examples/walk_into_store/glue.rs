@@ -18,14 +18,14 @@ use sitemapd_scheduler::{Ingest, SitemapFetch, Store, StoreError, Timestamp};
 /// The store as the walk's memory: validators for conditional GET, the last
 /// fetch time for I3, an index's children, and (for the daemon) whether the
 /// sitemap's refresh schedule makes it due.
-pub struct StoreMemory {
+pub(crate) struct StoreMemory {
     store: Arc<Store>,
     scheduled: bool,
 }
 
 impl StoreMemory {
     /// Every sitemap is fetched (conditionally): `sitemapd ingest`.
-    pub fn new(store: Arc<Store>) -> Self {
+    pub(crate) fn new(store: Arc<Store>) -> Self {
         Self {
             store,
             scheduled: false,
@@ -34,7 +34,7 @@ impl StoreMemory {
 
     /// Sitemaps not due by their refresh schedule are not fetched: the
     /// daemon.
-    pub fn scheduled(store: Arc<Store>) -> Self {
+    pub(crate) fn scheduled(store: Arc<Store>) -> Self {
         Self {
             store,
             scheduled: true,
@@ -71,7 +71,7 @@ impl SitemapMemory for StoreMemory {
 
 /// Records what a walk event tells the store: entries, and how each
 /// sitemap fetch ended. Other events are the caller's to report.
-pub fn record(ingest: &mut Ingest<'_>, event: &WalkEvent) -> Result<(), StoreError> {
+pub(crate) fn record(ingest: &mut Ingest<'_>, event: &WalkEvent) -> Result<(), StoreError> {
     match event {
         WalkEvent::Entry { sitemap, entry } => ingest.entry(sitemap.as_str(), entry),
         WalkEvent::SitemapFetched(r) => ingest.sitemap_fetched(r.url.as_str(), &fetched(r)),
@@ -112,7 +112,7 @@ fn fetched(r: &SitemapReport) -> SitemapFetch {
 }
 
 /// RSS, RDF and Atom are feeds: refreshed more often than sitemaps.
-pub fn is_feed(format: Option<Format>) -> bool {
+pub(crate) fn is_feed(format: Option<Format>) -> bool {
     matches!(format, Some(Format::Rss | Format::Rdf | Format::Atom))
 }
 

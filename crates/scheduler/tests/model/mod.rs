@@ -15,10 +15,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// SplitMix64: the seeded stream of numbers the tests draw their steps
 /// from.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -27,23 +27,23 @@ impl Rng {
     }
 
     /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 
     /// True `percent` times in a hundred.
-    pub fn chance(&mut self, percent: u64) -> bool {
+    pub(crate) fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
 
     /// One of `items`.
-    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+    pub(crate) fn pick<T: Copy>(&mut self, items: &[T]) -> T {
         items[self.below(items.len() as u64) as usize]
     }
 }
 
 /// The classes, as the views name them, in the order of their bytes.
-pub const CLASSES: [&str; 5] = ["pushed", "announced", "changed", "refresh", "validation"];
+pub(crate) const CLASSES: [&str; 5] = ["pushed", "announced", "changed", "refresh", "validation"];
 const PUSHED: u8 = 0;
 const ANNOUNCED: u8 = 1;
 const CHANGED: u8 = 2;
@@ -52,7 +52,7 @@ const VALIDATION: u8 = 4;
 
 /// What the model knows of one URL.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Url {
+pub(crate) struct Url {
     pub queue: String,
     pub host: String,
     pub class: u8,
@@ -71,7 +71,7 @@ pub struct Url {
 
 /// What the model knows of one host.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Host {
+pub(crate) struct Host {
     pub next_allowed: i64,
     pub trusted: bool,
     pub probation: bool,
@@ -83,7 +83,7 @@ pub struct Host {
 
 /// How a lease spaces a host's URLs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Spacing {
+pub(crate) enum Spacing {
     /// Over the lease's time to live.
     Spaced,
     /// What may be fetched at once.
@@ -92,7 +92,7 @@ pub enum Spacing {
 
 /// A lease asked of the model.
 #[derive(Debug, Clone)]
-pub struct Ask {
+pub(crate) struct Ask {
     pub n: usize,
     pub per_host: usize,
     pub max_hosts: usize,
@@ -109,7 +109,7 @@ pub struct Ask {
 
 /// A URL a lease hands out, as the model predicts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Handed {
+pub(crate) struct Handed {
     pub url: String,
     pub queue: String,
     pub not_before: i64,
@@ -121,7 +121,7 @@ pub struct Handed {
 
 /// The model: every URL and host it was told of, and the credits.
 #[derive(Debug, Clone)]
-pub struct Model {
+pub(crate) struct Model {
     pub urls: BTreeMap<String, Url>,
     pub hosts: BTreeMap<String, Host>,
     pub validation_credit: f64,
@@ -136,7 +136,7 @@ pub struct Model {
 const MAX_CRAWL_DELAY: f64 = 30.0;
 
 impl Model {
-    pub fn new(lease_delay: f64, validation_share: f64, announced_share: f64) -> Model {
+    pub(crate) fn new(lease_delay: f64, validation_share: f64, announced_share: f64) -> Model {
         Model {
             urls: BTreeMap::new(),
             hosts: BTreeMap::new(),
@@ -152,7 +152,7 @@ impl Model {
     /// lease holds it (the view shows when it is due again; the queue keeps
     /// its place).
     #[allow(clippy::too_many_arguments)]
-    pub fn sync_url(
+    pub(crate) fn sync_url(
         &mut self,
         url: &str,
         host: &str,
@@ -299,7 +299,7 @@ impl Model {
     }
 
     /// What `peek(n)` shows.
-    pub fn peek(&self, n: usize, now: i64) -> Vec<String> {
+    pub(crate) fn peek(&self, n: usize, now: i64) -> Vec<String> {
         self.choose(None, n, now)
             .into_iter()
             .map(|(u, _)| u)
@@ -308,7 +308,7 @@ impl Model {
 
     /// What a lease hands out, with the politeness clocks and credits it
     /// leaves; applied to the model.
-    pub fn lease(&mut self, ask: &Ask, now: i64) -> Vec<Handed> {
+    pub(crate) fn lease(&mut self, ask: &Ask, now: i64) -> Vec<Handed> {
         let chosen = self.choose(Some(ask), ask.n, now);
         let mut out = Vec::new();
         let (mut sampled, mut ahead) = (0usize, 0usize);
