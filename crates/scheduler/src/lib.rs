@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod clock;
 mod error;
 pub mod estimate;
 pub mod frontier;
@@ -40,6 +41,7 @@ pub mod internal;
 use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use frontier::{
     DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, QueuePlace, bounded_metadata,
 };

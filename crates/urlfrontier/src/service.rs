@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sitemapd_scheduler::{
-    Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Metadata, Outcome, Politeness, Put,
-    QueuePlace, Store, StoreError, Timestamp, UrlStatus, UrlView,
+    Clock, Completion, DiscoveredUrl, KnownUrl, LeaseRequest, Metadata, Outcome, Politeness, Put,
+    QueuePlace, Store, StoreError, SystemClock, Timestamp, UrlStatus, UrlView,
 };
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::StreamExt;
@@ -146,6 +146,8 @@ struct Inner {
     list_streams: Arc<Semaphore>,
     /// ListURLs streams open per connection.
     lists_by_connection: Mutex<HashMap<ConnectionId, usize>>,
+    /// Where "now" comes from for every rule and store call.
+    clock: Arc<dyn Clock>,
 }
 
 /// A ListURLs stream's place under the caps, given back when dropped.
@@ -205,11 +207,23 @@ impl Inner {
 impl Frontier {
     /// The service on `store` (crawl `DEFAULT`), naming itself `node`
     /// (`host:port`) in ListNodes; SetLogLevel calls `log_level` (none:
-    /// it answers UNIMPLEMENTED).
+    /// it answers UNIMPLEMENTED). Its time is the system clock.
     pub fn new(
         store: Arc<Store>,
         node: impl Into<String>,
         log_level: Option<LogLevelHook>,
+    ) -> Frontier {
+        Frontier::with_clock(store, node, log_level, Arc::new(SystemClock))
+    }
+
+    /// [`Frontier::new`], its time read from `clock`: holds, queue delays,
+    /// blocks, the dates it stores and PurgeURLs' cutoff all follow it (a
+    /// [`sitemapd_scheduler::ManualClock`] in a test).
+    pub fn with_clock(
+        store: Arc<Store>,
+        node: impl Into<String>,
+        log_level: Option<LogLevelHook>,
+        clock: Arc<dyn Clock>,
     ) -> Frontier {
         Frontier {
             inner: Arc::new(Inner {
@@ -223,6 +237,7 @@ impl Frontier {
                 pruned: AtomicI64::new(0),
                 list_streams: Arc::new(Semaphore::new(MAX_LIST_STREAMS)),
                 lists_by_connection: Mutex::new(HashMap::new()),
+                clock,
             }),
         }
     }
@@ -292,8 +307,9 @@ impl Inner {
         names
     }
 
-    fn now() -> i64 {
-        Timestamp::now().unix()
+    /// The service's clock now, in unix seconds.
+    fn now(&self) -> i64 {
+        self.clock.now().unix()
     }
 }
 
@@ -488,7 +504,7 @@ impl Inner {
                 .or_default()
                 .push((i, item));
         }
-        let now = Inner::now();
+        let now = self.now();
         for (crawl, items) in by_crawl {
             let store = match self.store(&crawl) {
                 Ok(store) => store,
@@ -622,7 +638,7 @@ impl Inner {
         } else {
             Duration::from_secs(u64::from(p.delay_requestable))
         };
-        let now = Inner::now();
+        let now = self.now();
         let default_delay = self.default_delay.load(Ordering::SeqCst);
         let mut out = Vec::new();
         let mut queues_served = 0usize;
@@ -699,7 +715,7 @@ impl Inner {
         };
         // In transit: what this service handed out (the lock held for
         // that only, not while the store is read).
-        let now = Inner::now();
+        let now = self.now();
         let held: usize = lock(&self.rules)
             .iter_mut()
             .filter(|((c, host), _)| *c == crawl && (key.is_empty() || host == key))
@@ -766,7 +782,7 @@ impl Inner {
             }
         });
         let queue = (!key.is_empty()).then_some(key);
-        for item in store.queue_urls_from(queue, from, Timestamp::now()) {
+        for item in store.queue_urls_from(queue, from, self.clock.now()) {
             let (place, view) = item.map_err(store_status)?;
             let keep = match &filter {
                 None => true,
@@ -922,7 +938,7 @@ impl UrlFrontier for Frontier {
             } else {
                 p.size as usize
             };
-            let now = Inner::now();
+            let now = inner.now();
             let blocked: std::collections::HashSet<String> = lock(&inner.rules)
                 .iter()
                 .filter(|((c, _), r)| *c == crawl && r.blocked_until > now)
@@ -1367,7 +1383,7 @@ impl UrlFrontier for Frontier {
             let Some(store) = inner.existing(&p.crawl_id)? else {
                 return Ok(0);
             };
-            let cutoff = Inner::now().saturating_sub(i64::from(p.days) * 86_400);
+            let cutoff = inner.now().saturating_sub(i64::from(p.days) * 86_400);
             let cutoff = Timestamp::from_unix(cutoff);
             let queue = (!p.key.is_empty()).then_some(p.key.as_str());
             store.purge(queue, cutoff).map_err(store_status)
