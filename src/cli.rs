@@ -135,6 +135,11 @@ pub struct DaemonArgs {
     /// Every setting of the daemon.
     #[command(flatten)]
     pub settings: DaemonSettings,
+    /// A testing aid, hidden from --help: the daemon's time is the Unix seconds written in
+    /// FILE (read again at each use), not the wall clock, so that a test moves it by
+    /// rewriting the file instead of sleeping (docs/daemon.md, "A clock for tests").
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub test_clock_file: Option<std::path::PathBuf>,
 }
 
 /// `sitemapd ingest`.

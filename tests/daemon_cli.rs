@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::clock::TestClock;
 use common::daemon::{Daemon, TOKEN};
 use common::{bin, http, run, stderr};
 use serde_json::{Value, json};
@@ -481,14 +482,6 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
     assert_eq!(stats_json(&store)["active"], 24_000);
 }
 
-/// Seconds since the epoch, now.
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
 /// Crawl on change through the daemon: once a host's lastmods
 /// have earned trust, a lastmod that moves in a re-read sitemap puts its
 /// URL first in the next lease, ahead of the URLs that are new; the host's
@@ -531,27 +524,34 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
         xml.push_str("</urlset>");
         Reply::ok(xml).header("ETag", &format!("\"v{v}\""))
     });
+    // The daemon's time: moved by the test, so that a lastmod can move to
+    // after a fetch without waiting.
+    let clock = TestClock::at_system_time();
     let set_moved = |slot: usize| {
-        moved_at.lock().unwrap()[slot] = unix_now();
+        moved_at.lock().unwrap()[slot] = clock.now();
     };
     // Distinct from anything fetched: a day ago.
-    moved_at.lock().unwrap()[0] = unix_now() - 86_400;
+    moved_at.lock().unwrap()[0] = clock.now() - 86_400;
     let dir = tempfile::tempdir().unwrap();
     let d = Daemon::start(
         &dir.path().join("store"),
         &[
-            "--policy",
-            "lastmod",
-            "--lease-delay",
-            "0",
-            "--sitemap-secs",
-            "1",
-            "--min-refresh-secs",
-            "1",
-            "--max-refresh-secs",
-            "1",
-            &site.url("/"),
-        ],
+            &clock.args()[..],
+            &[
+                "--policy",
+                "lastmod",
+                "--lease-delay",
+                "0",
+                "--sitemap-secs",
+                "1",
+                "--min-refresh-secs",
+                "1",
+                "--max-refresh-secs",
+                "1",
+                &site.url("/"),
+            ],
+        ]
+        .concat(),
     );
     let lastmod_of = |d: &Daemon, page: &str| {
         d.get(&format!("/v1/urls?url={}", site.url(page)))["record"]["lastmod"].as_i64()
@@ -577,6 +577,7 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
         let done = d.post("/v1/complete", Value::Array(items));
         assert_eq!(done["completed"], leased.len(), "{done}");
     };
+    assert!(d.log().contains("TESTING CLOCK"), "{}", d.log());
     d.wait_for("the first read", |d| d.active() == 6);
     let first = lease_all(&d);
     assert_eq!(first.len(), 6, "{first:?}");
@@ -584,8 +585,9 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
     complete_changed(&d, &first);
 
     // Every lastmod moves after the fetch, and every page had changed: six
-    // announced changes earn the host its trust.
-    std::thread::sleep(Duration::from_millis(1100));
+    // announced changes earn the host its trust. A second on, the site is
+    // due again (--sitemap-secs 1).
+    clock.advance(1);
     set_moved(1);
     version.store(1, Ordering::SeqCst);
     let moved = moved_at.lock().unwrap()[1];
@@ -601,7 +603,7 @@ fn a_moved_lastmod_comes_first_in_the_next_lease() {
     complete_changed(&d, &second);
 
     // p3 changes again, and three pages are new.
-    std::thread::sleep(Duration::from_millis(1100));
+    clock.advance(1);
     set_moved(2);
     version.store(2, Ordering::SeqCst);
     let again = moved_at.lock().unwrap()[2];

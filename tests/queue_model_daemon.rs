@@ -3,19 +3,20 @@
 //! (`POST /v1/notify`), URL frontier puts (PutURLs, discovered and known,
 //! in queues), HTTP leases (`POST /v1/lease`: n, per_host, max_hosts,
 //! ttl_secs), GetURLs (max_urls_per_queue, max_queues, a key, holds),
-//! completions (`POST /v1/complete`) and the clock moving on. What each
+//! completions (`POST /v1/complete`) and the clock moving on (the
+//! daemon's test clock, `--test-clock-file`). What each
 //! lease and GetURLs call hands out, in order (and each URL's not_before),
 //! must be what the model predicts; the model learns every URL's state
-//! from `GET /v1/urls`. Fewer steps than the library's run (the clock is
-//! real here): the plumbing of the two APIs, not every case again.
+//! from `GET /v1/urls`. Fewer steps than the library's run (each step is
+//! calls to a process): the plumbing of the two APIs, not every case again.
 
 mod common;
 #[path = "../crates/scheduler/tests/model/mod.rs"]
 mod model;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
+use common::clock::TestClock;
 use common::daemon::{Daemon, TOKEN};
 use common::frontier::*;
 use model::{Ask, Handed, Model, Rng, Spacing};
@@ -37,10 +38,6 @@ const PATHS: [&str; 10] = [
 ];
 const QUEUES: [&str; 3] = ["queue_mysite", "another_queue", "a.example"];
 
-fn now() -> i64 {
-    sitemapd_scheduler::Timestamp::now().unix()
-}
-
 fn url(host: &str, path: &str) -> String {
     format!("https://{host}{path}")
 }
@@ -52,6 +49,8 @@ fn host_of(url: &str) -> &str {
 
 struct World {
     d: Daemon,
+    /// The daemon's time.
+    clock: TestClock,
     rt: tokio::runtime::Runtime,
     c: Client,
     model: Model,
@@ -93,8 +92,9 @@ impl World {
         }
     }
 
-    /// The model's answer at the second the daemon answered in: it reads
-    /// the clock itself, so both seconds a call may straddle are tried.
+    /// The model's answer at the second the daemon answered in, one of
+    /// `before..=after` (one second: the test's clock moves between calls
+    /// only).
     fn predict(
         &mut self,
         ask: &Ask,
@@ -158,7 +158,12 @@ impl World {
             let item = match self.rng.below(3) {
                 0 => discovered_in(&u, key, ""),
                 1 => known_in(&u, key, "", 0),
-                _ => known_in(&u, key, "", (now() + self.rng.below(3) as i64) as u64),
+                _ => known_in(
+                    &u,
+                    key,
+                    "",
+                    (self.clock.now() + self.rng.below(3) as i64) as u64,
+                ),
             };
             if matches!(item.item, Some(proto::url_item::Item::Known(_))) {
                 // A known put releases the URL's hold at once.
@@ -190,9 +195,9 @@ impl World {
         if ask.max_hosts != usize::MAX {
             body["max_hosts"] = json!(ask.max_hosts);
         }
-        let before = now();
+        let before = self.clock.now();
         let answer = self.d.post("/v1/lease", body);
-        let after = now();
+        let after = self.clock.now();
         let got: Vec<(String, String, Option<i64>)> = answer["urls"]
             .as_array()
             .unwrap()
@@ -230,13 +235,13 @@ impl World {
         let hold = self.rng.pick(&[1u32, 2]);
         let mut params = get(per_queue, max_queues, key, None);
         params.delay_requestable = hold;
-        let before = now();
+        let before = self.clock.now();
         let got = {
             let rt = &self.rt;
             let c = &mut self.c;
             rt.block_on(get_urls(c, params))
         };
-        let after = now();
+        let after = self.clock.now();
         let got: Vec<(String, String, Option<i64>)> =
             got.into_iter().map(|i| (i.url, i.key, None)).collect();
         let limit = |n: u32| if n == 0 { usize::MAX } else { n as usize };
@@ -320,8 +325,8 @@ impl World {
             55..=79 => self.get_urls(),
             80..=89 => self.complete(),
             _ => {
-                std::thread::sleep(Duration::from_millis(1_000));
-                self.log.push("sleep 1 s".into());
+                self.clock.advance(1);
+                self.log.push("clock +1 s".into());
             }
         }
         self.sync();
@@ -334,7 +339,8 @@ fn run(seed: u64, steps: usize) -> (usize, (usize, usize)) {
     // No lease delay: the model of politeness is the library run's; here
     // GetURLs and the HTTP lease hand out what the queue order and their
     // limits say, as often as asked.
-    let (d, addr) = frontier_daemon(&dir, &["--lease-delay", "0"]);
+    let clock = TestClock::at_system_time();
+    let (d, addr) = frontier_daemon(&dir, &[&clock.args()[..], &["--lease-delay", "0"]].concat());
     let rt = runtime();
     let c = rt.block_on(async {
         let mut c = client(&addr, Some(TOKEN)).await;
@@ -345,6 +351,7 @@ fn run(seed: u64, steps: usize) -> (usize, (usize, usize)) {
     let params = &options.params;
     let mut world = World {
         d,
+        clock,
         rt,
         c,
         model: Model::new(0.0, params.validation_share, params.announced_share),

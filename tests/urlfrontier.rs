@@ -9,6 +9,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::clock::TestClock;
 use common::daemon::TOKEN;
 use common::frontier::*;
 use sitemapd_testsite::{Reply, TestSite};
@@ -23,7 +24,8 @@ const B1: &str = "https://b.example/1";
 #[test]
 fn every_rpc_through_the_daemon() {
     let dir = tempfile::tempdir().unwrap();
-    let (d, addr) = frontier_daemon(&dir, &[]);
+    let clock = TestClock::at_system_time();
+    let (d, addr) = frontier_daemon(&dir, &clock.args());
     runtime().block_on(async {
         // The token: none, or a wrong one, is refused.
         let mut anon = client(&addr, None).await;
@@ -165,7 +167,7 @@ fn every_rpc_through_the_daemon() {
 
         // BlockQueueUntil, SetCrawlLimit, SetActive.
         put(&mut c, vec![known(A1, "", 1, &[]), known(B1, "", 1, &[])]).await;
-        let far = u64::try_from(sitemapd_scheduler::Timestamp::now().unix()).unwrap() + 3600;
+        let far = u64::try_from(clock.now()).unwrap() + 3600;
         let block = |key: &str, time| proto::BlockQueueParams {
             key: key.into(),
             time,
@@ -295,7 +297,8 @@ fn every_rpc_through_the_daemon() {
         let n = |r: tonic::Response<proto::Long>| r.into_inner().value;
         assert_eq!(n(c.delete_queue(scoped("a.example", "")).await.unwrap()), 2);
         assert_eq!(n(c.delete_queue(scoped("a.example", "")).await.unwrap()), 0);
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        // Days 0: every URL first stored before now, a second on.
+        clock.advance(1);
         let purge = proto::PurgeUrlParams {
             key: "c.example".into(),
             crawl_id: String::new(),
@@ -567,17 +570,22 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
     );
     site.route("/sitemap.xml", Reply::ok(sitemap("2026-01-01T00:00:00Z")));
     let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at_system_time();
     let (d, addr) = frontier_daemon(
         &dir,
         &[
-            "--sitemap-secs",
-            "1",
-            "--min-refresh-secs",
-            "1",
-            "--policy",
-            "lastmod",
-            &site.url("/"),
-        ],
+            &clock.args()[..],
+            &[
+                "--sitemap-secs",
+                "1",
+                "--min-refresh-secs",
+                "1",
+                "--policy",
+                "lastmod",
+                &site.url("/"),
+            ],
+        ]
+        .concat(),
     );
     d.wait_for("the sitemap's URLs", |d| d.active() == 2);
     let (a, b) = (site.url("/a"), site.url("/b"));
@@ -586,7 +594,7 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
         no_delay(&mut c).await;
         let got = get_urls(&mut c, get(10, 10, "", None)).await;
         assert_eq!(urls(&got), [a.as_str(), b.as_str()]);
-        let tomorrow = u64::try_from(sitemapd_scheduler::Timestamp::now().unix()).unwrap() + 86_400;
+        let tomorrow = u64::try_from(clock.now()).unwrap() + 86_400;
         let acks = put(
             &mut c,
             vec![
@@ -609,12 +617,12 @@ fn a_changed_lastmod_brings_a_reported_url_back_first() {
     let record = |url: &str| d.get(&format!("/v1/urls?url={url}"))["record"].clone();
     assert_eq!(record(&a)["last_outcome"], "not-modified");
     assert_eq!(record(&b)["last_outcome"], "changed");
-    // The next read of the sitemap moves b's lastmod: to after the fetch.
-    std::thread::sleep(Duration::from_millis(1100));
-    let now = sitemapd_scheduler::Timestamp::now().unix();
+    // The next read of the sitemap moves b's lastmod: to after the fetch,
+    // a second on, when the site is due again (--sitemap-secs 1).
+    clock.advance(1);
     site.route(
         "/sitemap.xml",
-        Reply::ok(sitemap(&sitemapd_testsite::w3c(now))),
+        Reply::ok(sitemap(&sitemapd_testsite::w3c(clock.now()))),
     );
     d.wait_for("b's new lastmod", |_| {
         record(&b)["reason"] == "lastmod-newer"

@@ -15,6 +15,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::clock::TestClock;
 use common::daemon::TOKEN;
 use common::frontier::*;
 use sitemapd_testsite::{Reply, TestSite};
@@ -238,7 +239,11 @@ fn a_url_put_without_a_key_is_in_its_host_s_queue() {
 #[test]
 fn get_urls_keeps_the_per_queue_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let (_d, addr) = frontier_daemon(&dir, &[]);
+    // The daemon's time, moved by the test: holds and queue delays run out
+    // without waiting.
+    let clock = TestClock::at_system_time();
+    let now = || u64::try_from(clock.now()).unwrap();
+    let (_d, addr) = frontier_daemon(&dir, &clock.args());
     runtime().block_on(async {
         let mut c = client(&addr, Some(TOKEN)).await;
         no_delay(&mut c).await;
@@ -286,7 +291,7 @@ fn get_urls_keeps_the_per_queue_rules() {
             ["https://q2.example/0"]
         );
         assert!(get_urls(&mut c, short.clone()).await.is_empty());
-        tokio::time::sleep(Duration::from_millis(2100)).await;
+        clock.advance(1);
         assert_eq!(
             urls(&get_urls(&mut c, short).await),
             ["https://q2.example/0"]
@@ -305,16 +310,15 @@ fn get_urls_keeps_the_per_queue_rules() {
             .map(|i| known_in(&format!("https://q3.example/{i}"), "q3", "", now()))
             .collect();
         put(&mut c, all_q3).await;
-        // Served once its delay since the last serving is over, then not
+        // Served (above, a second ago) and within its delay: not served;
+        // served once its delay since the last serving is over, then not
         // again within it.
-        let started = Instant::now();
-        while get_urls(&mut c, get(1, 0, "q3", None)).await.is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "q3 never served"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        assert!(
+            get_urls(&mut c, get(1, 0, "q3", None)).await.is_empty(),
+            "within the queue's delay"
+        );
+        clock.advance(3);
+        assert_eq!(get_urls(&mut c, get(1, 0, "q3", None)).await.len(), 1);
         assert!(
             get_urls(&mut c, get(1, 0, "q3", None)).await.is_empty(),
             "within the queue's delay"
@@ -433,7 +437,8 @@ fn crawls_are_namespaces() {
 #[test]
 fn list_count_and_purge_page_and_filter() {
     let dir = tempfile::tempdir().unwrap();
-    let (_d, addr) = frontier_daemon(&dir, &[]);
+    let clock = TestClock::at_system_time();
+    let (_d, addr) = frontier_daemon(&dir, &clock.args());
     runtime().block_on(async {
         let mut c = client(&addr, Some(TOKEN)).await;
         let items = (0..7)
@@ -461,8 +466,8 @@ fn list_count_and_purge_page_and_filter() {
             (one[0].0.as_str(), one[0].1.as_str()),
             ("https://b.example/page-x", "other")
         );
-        // Days 0: every URL first stored before now.
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        // Days 0: every URL first stored before now, a second on.
+        clock.advance(1);
         let purge = |key: &str, days| proto::PurgeUrlParams {
             key: key.into(),
             crawl_id: String::new(),

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sitemapd_parser::{HostKey, NormUrl};
-use sitemapd_scheduler::{SitemapView, Store, StoreError, Timestamp};
+use sitemapd_scheduler::{Clock, SitemapView, Store, StoreError};
 use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
 
@@ -44,6 +44,8 @@ fn host_key(url: &str) -> Option<HostKey> {
 pub struct ApiState {
     /// The store.
     pub store: Arc<Store>,
+    /// Where "now" comes from for every store call.
+    pub clock: Arc<dyn Clock>,
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// The bearer token, if any.
@@ -365,12 +367,13 @@ async fn lease(
         ));
     }
     let max_hosts = req.max_hosts.unwrap_or(usize::MAX);
+    let clock = state.clock.clone();
     let leased = durable(&state, move |store| {
         let request = sitemapd_scheduler::LeaseRequest::new(n)
             .per_host(per_host)
             .max_hosts(max_hosts)
             .ttl(std::time::Duration::from_secs(ttl.unsigned_abs()));
-        Ok(store.lease(&request, Timestamp::now())?)
+        Ok(store.lease(&request, clock.now())?)
     })
     .await?;
     state.metrics.leased.inc_by(leased.len() as u64);
@@ -392,10 +395,11 @@ async fn complete(
         completions.push(c);
     }
     let metrics = state.metrics.clone();
+    let clock = state.clock.clone();
     durable(&state, move |store| {
         let unknown = store.complete_all(
             completions.iter().map(|(url, c)| (url.as_str(), c)),
-            Timestamp::now(),
+            clock.now(),
         )?;
         // A set: a 4 MiB body holds tens of thousands of items.
         let unknown_set: HashSet<&String> = unknown.iter().collect();
@@ -448,10 +452,11 @@ async fn notify(
         urls.push(url.into_string());
     }
     let metrics = state.metrics.clone();
+    let clock = state.clock.clone();
     durable(&state, move |store| {
         // All or nothing: one atomic batch (a failed write leaves the store
         // as it was, and the answer is an error).
-        let found = store.notify_all(urls.iter().map(String::as_str), Timestamp::now())?;
+        let found = store.notify_all(urls.iter().map(String::as_str), clock.now())?;
         let added = found
             .iter()
             .filter(|f| **f == sitemapd_scheduler::Notified::Added)
@@ -548,10 +553,11 @@ async fn add_sites(
     JsonBody(req): JsonBody<SitesRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let keys = site_keys(&req)?;
+    let clock = state.clock.clone();
     let result = durable(&state, move |store| {
         let (mut added, mut known) = (Vec::new(), Vec::new());
         for key in keys {
-            if store.add_site(&key, Timestamp::now())? {
+            if store.add_site(&key, clock.now())? {
                 added.push(key);
             } else {
                 known.push(key);
@@ -760,8 +766,9 @@ async fn stats(
     JsonQuery(q): JsonQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = q.limit()?;
+    let clock = state.clock.clone();
     blocking(&state, move |store| {
-        let mut stats = store.stats(Timestamp::now())?;
+        let mut stats = store.stats(clock.now())?;
         let sites = store.sites().count();
         // Per host only on request, a page at a time: a store of many
         // hosts would answer megabytes.
@@ -796,10 +803,11 @@ async fn stats(
 
 async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
     let metrics = state.metrics.clone();
+    let clock = state.clock.clone();
     let text = blocking(&state, move |store| {
         metrics
             .queue_depth
-            .set(store.queue_depth(Timestamp::now())? as i64);
+            .set(store.queue_depth(clock.now())? as i64);
         metrics.sites.set(store.sites().count() as i64);
         let unreadable = store.health().unreadable_records;
         metrics
@@ -833,6 +841,7 @@ mod tests {
             .unwrap();
         let state = Arc::new(ApiState {
             store: Arc::new(Store::in_memory(sitemapd_scheduler::StoreOptions::default()).unwrap()),
+            clock: Arc::new(sitemapd_scheduler::SystemClock),
             metrics: Arc::new(Metrics::new()),
             token: None,
             wake: Arc::new(Notify::new()),

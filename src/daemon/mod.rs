@@ -14,6 +14,7 @@ mod message_budget;
 mod metrics;
 mod refresh;
 mod rpc_metrics;
+mod test_clock;
 mod urlfrontier;
 
 use std::net::SocketAddr;
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use sitemapd_scheduler::StoreOptions;
+use sitemapd_scheduler::{Clock, StoreOptions, SystemClock};
 use sitemapd_urlfrontier::service::LogLevelHook;
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
@@ -77,6 +78,7 @@ fn frontier_runs_open(api: &crate::settings::ApiSettings, token: Option<&str>) -
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     let log_level = init_logs(settings.api.log_format);
+    let clock = clock(args)?;
     access::check_settings(&settings.api.allowed_origins, &settings.api.allowed_hosts)?;
     let token = settings.api.token()?;
     if runs_open(settings.api.listen, token.as_deref())? {
@@ -103,11 +105,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         ..settings.scheduler.store_options()
     })?);
     for site in &settings.sites {
-        store.add_site(&site_key(site)?, sitemapd_scheduler::Timestamp::now())?;
+        store.add_site(&site_key(site)?, clock.now())?;
     }
     let walker = {
         let mut walker_config = settings.walk.config(&settings.parse);
-        walker_config.memory = Some(Arc::new(StoreMemory::scheduled(store.clone())));
+        walker_config.memory = Some(Arc::new(StoreMemory::scheduled(
+            store.clone(),
+            clock.clone(),
+        )));
         walker_config.robots_ttl = Some(Duration::from_secs(settings.refresh.robots_secs.into()));
         sitemapd_discovery::Walker::new(
             sitemapd_discovery::Fetcher::new(settings.fetch.config())?,
@@ -148,6 +153,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         sitemap_secs: settings.refresh.sitemap_secs.into(),
         error_backoff_secs: settings.refresh.error_backoff_secs.into(),
         wake: wake.clone(),
+        clock: clock.clone(),
     };
     let handle = runtime.handle().clone();
     let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -204,6 +210,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             frontier_slots,
             head_secs,
             store.clone(),
+            clock.clone(),
             token.clone().filter(|_| !client_certs),
             log_level,
             metrics.clone(),
@@ -213,6 +220,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let app = api::router(
         api::ApiState {
             store: store.clone(),
+            clock,
             metrics,
             token,
             wake,
@@ -267,6 +275,22 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     runtime.shutdown_timeout(Duration::from_millis(500));
     info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The daemon's clock: the wall clock, or with `--test-clock-file` the
+/// file's ([`test_clock`]), said loudly since it is for tests only.
+fn clock(args: &DaemonArgs) -> Result<Arc<dyn Clock>> {
+    let Some(path) = &args.test_clock_file else {
+        return Ok(Arc::new(SystemClock));
+    };
+    let clock = test_clock::FileClock::open(path)?;
+    warn!(
+        now = %clock.now(),
+        "TESTING CLOCK: the daemon's time is read from {} (--test-clock-file), not the wall \
+         clock; leases, due dates and refreshes follow that file. Never run a real crawl so.",
+        path.display()
+    );
+    Ok(Arc::new(clock))
 }
 
 /// SIGINT and SIGTERM, listened for from [`Signals::install`] on.

@@ -21,9 +21,8 @@ use tokio::sync::{Notify, watch};
 use tracing::{debug, error, info, warn};
 
 use super::metrics::{Metrics, label};
-use crate::settings::now;
 use crate::walk_store;
-use sitemapd_scheduler::{SiteWalk, Timestamp};
+use sitemapd_scheduler::{Clock, SiteWalk, Timestamp};
 
 /// URLs merged per ingest batch. Smaller than the store's default: a
 /// batch holds the store's write lock, which leases and completions wait
@@ -47,6 +46,8 @@ pub struct Refresher {
     pub error_backoff_secs: i64,
     /// Wakes the loop (a site was added).
     pub wake: Arc<Notify>,
+    /// Where "now" comes from: when sites are due, the ingest's time.
+    pub clock: Arc<dyn Clock>,
 }
 
 /// One walk of some sites and its ingest session.
@@ -83,13 +84,13 @@ impl Refresher {
         // When to look at the sites again: a deadline, not a sleep re-armed
         // per event, so a busy wave does not hold up sites falling due.
         let mut deadline = tokio::time::Instant::now();
-        let mut calibrated = now();
+        let mut calibrated = self.now();
         loop {
             if *stop.borrow() {
                 break;
             }
             if look {
-                let now = now();
+                let now = self.now();
                 let (due, next) = self.due_sites(now, &running)?;
                 let sleep = next.map_or(MAX_SLEEP, |t| {
                     Duration::from_secs(t.saturating_sub(now).clamp(1, 60) as u64)
@@ -152,8 +153,8 @@ impl Refresher {
                 _ = self.wake.notified() => look = true,
                 _ = tokio::time::sleep_until(deadline) => look = true,
             }
-            if now() - calibrated >= CALIBRATE_EVERY && waves.is_empty() {
-                calibrated = now();
+            if self.now() - calibrated >= CALIBRATE_EVERY && waves.is_empty() {
+                calibrated = self.now();
                 if let Err(e) = self.store.calibrate() {
                     warn!(error = %e, "calibration failed");
                 }
@@ -165,6 +166,11 @@ impl Refresher {
             self.finish(id, wave);
         }
         Ok(())
+    }
+
+    /// The clock now, in unix seconds.
+    fn now(&self) -> i64 {
+        self.clock.now().unix()
     }
 
     /// Sites due now and not being walked, and when the next one is due.
@@ -257,7 +263,7 @@ impl Refresher {
                 let site = t.site.to_string();
                 running.remove(&site);
                 m.walks.inc();
-                let now = now();
+                let now = self.now();
                 let next = match wave.next.remove(&site) {
                     Some(at) => at,
                     // Nothing read because the guard refused robots.txt:

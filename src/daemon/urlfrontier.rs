@@ -21,7 +21,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use sitemapd_scheduler::Store;
+use sitemapd_scheduler::{Clock, Store};
 use sitemapd_urlfrontier::Frontier;
 use sitemapd_urlfrontier::service::LogLevelHook;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -82,8 +82,8 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 
 /// Serves the URLFrontier protocol on `listener` through `transport` until
 /// `stop` turns true, each connection in one of `slots` (none free: closed
-/// at once), closed if it sends no call within `first_call`. `token`, when
-/// set, is asked of every call.
+/// at once), closed if it sends no call within `first_call`, its time read
+/// from `clock`. `token`, when set, is asked of every call.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     transport: Server,
@@ -91,6 +91,7 @@ pub async fn serve(
     slots: Slots,
     first_call: Duration,
     store: Arc<Store>,
+    clock: Arc<dyn Clock>,
     token: Option<String>,
     log_level: LogLevelHook,
     metrics: Arc<Metrics>,
@@ -100,7 +101,7 @@ pub async fn serve(
         .local_addr()
         .map_or_else(|_| "localhost:7071".to_string(), |a| a.to_string());
     info!("URLFrontier service listening on {node}");
-    let frontier = Frontier::new(store, node, Some(log_level));
+    let frontier = Frontier::with_clock(store, node, Some(log_level), clock);
     let check = move |req: Request<()>| -> Result<Request<()>, Status> {
         if let Some(token) = &token {
             let given = req.metadata().get("authorization").map(|v| v.as_bytes());

@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 
 use sitemapd_testsite::{Reply, TestSite};
 
+pub mod clock;
 pub mod daemon;
 pub mod frontier;
 pub mod sockets;

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod clock;
 mod error;
 pub mod estimate;
 pub mod frontier;
@@ -44,6 +45,7 @@ mod internal;
 use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use frontier::{
     DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, QueuePlace, bounded_metadata,
 };

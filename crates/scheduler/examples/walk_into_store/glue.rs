@@ -13,14 +13,16 @@ use sitemapd_discovery::walk::{
 };
 use sitemapd_discovery::{SitemapMemory, Validators, WalkEvent};
 use sitemapd_parser::{Format, NormUrl, RobotsRules};
-use sitemapd_scheduler::{Ingest, SitemapFetch, Store, StoreError, Timestamp};
+use sitemapd_scheduler::{Clock, Ingest, SitemapFetch, Store, StoreError};
 
 /// The store as the walk's memory: validators for conditional GET, the last
 /// fetch time for I3, an index's children, and (for the daemon) whether the
 /// sitemap's refresh schedule makes it due.
 pub(crate) struct StoreMemory {
     store: Arc<Store>,
-    scheduled: bool,
+    /// Whether a sitemap not due by its refresh schedule is passed over,
+    /// and the clock that says what is due.
+    scheduled: Option<Arc<dyn Clock>>,
 }
 
 impl StoreMemory {
@@ -28,16 +30,16 @@ impl StoreMemory {
     pub(crate) fn new(store: Arc<Store>) -> Self {
         Self {
             store,
-            scheduled: false,
+            scheduled: None,
         }
     }
 
-    /// Sitemaps not due by their refresh schedule are not fetched: the
-    /// daemon.
-    pub(crate) fn scheduled(store: Arc<Store>) -> Self {
+    /// Sitemaps not due by their refresh schedule at `clock`'s time are not
+    /// fetched: the daemon.
+    pub(crate) fn scheduled(store: Arc<Store>, clock: Arc<dyn Clock>) -> Self {
         Self {
             store,
-            scheduled: true,
+            scheduled: Some(clock),
         }
     }
 }
@@ -46,11 +48,12 @@ impl SitemapMemory for StoreMemory {
     fn recall(&self, url: &NormUrl) -> Option<Remembered> {
         let record = self.store.sitemap(url.as_str()).ok().flatten()?;
         let children = self.store.children(url.as_str()).unwrap_or_default();
-        let not_due = self.scheduled
-            && !self
+        let not_due = self.scheduled.as_ref().is_some_and(|clock| {
+            !self
                 .store
-                .sitemap_due(url.as_str(), Timestamp::now())
-                .unwrap_or(true);
+                .sitemap_due(url.as_str(), clock.now())
+                .unwrap_or(true)
+        });
         Some(Remembered {
             validators: Validators {
                 etag: record.etag,
