@@ -102,6 +102,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     };
     let store = Arc::new(settings.store.open_with(StoreOptions {
         refresh: settings.refresh.params(),
+        clock: clock.clone(),
         ..settings.scheduler.store_options()
     })?);
     for site in &settings.sites {

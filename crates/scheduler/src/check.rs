@@ -489,7 +489,8 @@ impl Store {
 
     /// What the store knows of `url` (normalised on the way in: a URL that
     /// does not parse is not in the store), if it holds it. Its `reason`
-    /// tells a live lease from one that ran out by the system clock.
+    /// tells a live lease from one that ran out by the store's clock
+    /// ([`StoreOptions::clock`](crate::StoreOptions::clock)).
     pub fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
         let Ok(norm) = sitemapd_parser::NormUrl::parse(url) else {
             return Ok(None);
@@ -499,16 +500,16 @@ impl Store {
             return Ok(None);
         };
         crate::marks::Marks::default().overlay(self, url, &mut rec)?;
-        Ok(Some(UrlView::of(url, &rec, Timestamp::now())))
+        Ok(Some(UrlView::of(url, &rec, self.options.clock.now())))
     }
 
     /// Every URL the store holds, retired ones included, in URL order
-    /// (for `sitemapd export`); leases judged by the system clock, as
-    /// [`Store::url`] does. A record that does not decode is passed over
+    /// (for `sitemapd export`); leases judged by the store's clock
+    /// ([`StoreOptions::clock`](crate::StoreOptions::clock)), as [`Store::url`] does. A record that does not decode is passed over
     /// and counted in [`Store::health`] (`unreadable_records`).
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
         self.with_leases(self.all_url_records().filter(|item| self.intact(item)))
-            .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, Timestamp::now())))
+            .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, self.options.clock.now())))
     }
 
     /// Every sitemap the store has read, by URL.

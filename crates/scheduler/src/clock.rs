@@ -33,7 +33,7 @@ use crate::Timestamp;
 /// manual.advance(Duration::from_secs(30));
 /// assert_eq!(shared.now(), Timestamp::from_unix(1_030));
 /// ```
-pub trait Clock: Send + Sync {
+pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The time now.
     fn now(&self) -> Timestamp;
 }

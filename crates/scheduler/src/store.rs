@@ -59,6 +59,11 @@ pub struct StoreOptions {
     /// The policies `policy` may name: the built-in ones, plus any the
     /// embedder registers ([`PolicyRegistry::register`]).
     pub policies: PolicyRegistry,
+    /// The time for the reads that take none (whether a lease still holds
+    /// in [`Store::url`] and [`Store::export`], the readiness probe's
+    /// stamp); default the [`SystemClock`](crate::SystemClock). Every call
+    /// that writes or leases takes its `now` as an argument.
+    pub clock: Arc<dyn crate::Clock>,
 }
 
 impl Default for StoreOptions {
@@ -72,6 +77,7 @@ impl Default for StoreOptions {
             min_delay: 1.0,
             refresh: RefreshParams::default(),
             policies: PolicyRegistry::default(),
+            clock: Arc::new(crate::SystemClock),
         }
     }
 }
@@ -189,7 +195,7 @@ impl Store {
     pub fn probe_write(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
         let mut batch = Batch::default();
-        batch.insert(keys::PROBE, Timestamp::now().unix().to_be_bytes());
+        batch.insert(keys::PROBE, self.options.clock.now().unix().to_be_bytes());
         self.kv.apply_batch(batch)?;
         self.kv.flush()
     }
@@ -246,7 +252,7 @@ impl Store {
                 let from = if empty {
                     i64::MIN
                 } else {
-                    Timestamp::now().unix()
+                    options.clock.now().unix()
                 };
                 settled.insert(keys::DATED_FROM, from.to_be_bytes());
                 from
