@@ -12,7 +12,7 @@ use crate::times::TimeFormat;
 /// Discover, parse, store and schedule sitemaps.
 #[derive(Debug, Parser)]
 #[command(name = "sitemapd", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -20,7 +20,7 @@ pub struct Cli {
 
 /// The command line, with an environment variable (`SITEMAPD_<SETTING>`)
 /// on every setting.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     use crate::settings::{with_env, *};
     use clap::CommandFactory as _;
     let mut cmd = Cli::command()
@@ -60,7 +60,7 @@ const MUST_EXIST: &str =
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Parse one sitemap, index, feed or text list (a file, `-` or an http(s) URL); entries
     /// as JSON Lines or CSV on stdout, diagnostics on stderr. Exit 0 when it was read (even
     /// partly), 1 when it is not a sitemap or could not be fetched.
@@ -102,7 +102,7 @@ pub enum Command {
 
 /// `sitemapd simulate`.
 #[derive(Debug, Args)]
-pub struct SimulateArgs {
+pub(crate) struct SimulateArgs {
     /// Output folder (created): metrics.csv, summary.csv, chart.svg.
     #[arg(short, long, default_value = "simulate-out")]
     pub out: std::path::PathBuf,
@@ -124,7 +124,7 @@ pub struct SimulateArgs {
 
 /// `sitemapd daemon`.
 #[derive(Debug, Args)]
-pub struct DaemonArgs {
+pub(crate) struct DaemonArgs {
     /// Sites to follow (`example.com`, `https://example.com/`, or a sitemap URL), added to
     /// the settings' `sites` and to those the store already follows.
     #[arg(id = "site", value_name = "SITE")]
@@ -144,7 +144,7 @@ pub struct DaemonArgs {
 
 /// `sitemapd ingest`.
 #[derive(Debug, Args)]
-pub struct IngestArgs {
+pub(crate) struct IngestArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
     #[arg(required_unless_present = "print_config")]
     pub sites: Vec<String>,
@@ -161,7 +161,7 @@ pub struct IngestArgs {
 
 /// `sitemapd queue`.
 #[derive(Debug, Args)]
-pub struct QueueArgs {
+pub(crate) struct QueueArgs {
     /// How many URLs (at least 1). `--count` is taken for it too.
     #[arg(short = 'n', value_name = "N", aliases = ["count", "n"], default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub n: u64,
@@ -186,7 +186,7 @@ const LEASE_TTL_MAX_SECS: u64 = sitemapd_scheduler::LeaseRequest::MAX_TTL.as_sec
 
 /// `sitemapd complete`.
 #[derive(Debug, Args)]
-pub struct CompleteArgs {
+pub(crate) struct CompleteArgs {
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -194,7 +194,7 @@ pub struct CompleteArgs {
 
 /// `sitemapd stats`.
 #[derive(Debug, Args)]
-pub struct StatsArgs {
+pub(crate) struct StatsArgs {
     /// Read every record: verify that every due entry points at a record, every record has
     /// its due entry and each host's kept counts are right (the counts come from those reads).
     #[arg(long)]
@@ -213,7 +213,7 @@ pub struct StatsArgs {
 
 /// `sitemapd export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: EntryFormat,
@@ -227,7 +227,7 @@ pub struct ExportArgs {
 
 /// `sitemapd robots`.
 #[derive(Debug, Args)]
-pub struct RobotsArgs {
+pub(crate) struct RobotsArgs {
     /// The robots.txt: a file path, `-` for stdin, or an http(s) URL (fetched per RFC 9309).
     #[arg(required_unless_present = "print_config", default_value = "")]
     pub input: String,
@@ -247,7 +247,7 @@ pub struct RobotsArgs {
 
 /// `sitemapd discover`.
 #[derive(Debug, Args)]
-pub struct DiscoverArgs {
+pub(crate) struct DiscoverArgs {
     /// Sites (`example.com`, `https://example.com/`) or sitemap URLs.
     #[arg(required_unless_present = "print_config")]
     pub sites: Vec<String>,
@@ -271,7 +271,7 @@ pub struct DiscoverArgs {
 
 /// Entry output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EntryFormat {
+pub(crate) enum EntryFormat {
     /// One JSON object per line.
     Jsonl,
     /// CSV with a header row.
@@ -280,7 +280,7 @@ pub enum EntryFormat {
 
 /// Diagnostic output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiagnosticFormat {
+pub(crate) enum DiagnosticFormat {
     /// `warning[X7] INPUT:LINE:COL: message`
     Text,
     /// One JSON object per line.
@@ -289,7 +289,7 @@ pub enum DiagnosticFormat {
 
 /// `sitemapd parse`.
 #[derive(Debug, Args)]
-pub struct ParseArgs {
+pub(crate) struct ParseArgs {
     /// The document: a file path, `-` for stdin, or an http(s) URL.
     #[arg(required_unless_present = "print_config", default_value = "")]
     pub input: String,

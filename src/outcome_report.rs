@@ -14,7 +14,7 @@ use sitemapd_scheduler::{Completion, Outcome};
 /// input, an item of `POST /v1/complete`. Other fields (such as those a
 /// lease returns) are ignored.
 #[derive(Debug, Deserialize)]
-pub struct Reported {
+pub(crate) struct Reported {
     url: String,
     outcome: String,
     #[serde(default)]
@@ -29,7 +29,7 @@ pub struct Reported {
 
 impl Reported {
     /// The normalised URL and the store's completion.
-    pub fn completion(self) -> Result<(String, Completion)> {
+    pub(crate) fn completion(self) -> Result<(String, Completion)> {
         let outcome = match self.outcome.as_str() {
             "changed" => Outcome::Changed,
             "not-modified" => Outcome::NotModified,

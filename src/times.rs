@@ -13,7 +13,7 @@ use sitemapd_scheduler::Timestamp;
 /// seconds: those of a lease or a peek (`Leased`), a URL (`UrlView`), a
 /// site (`SiteView`), a sitemap (`SitemapView`) and its refresh schedule
 /// (`RefreshView`).
-pub const TIME_FIELDS: [&str; 14] = [
+pub(crate) const TIME_FIELDS: [&str; 14] = [
     "due",
     "expires",
     "not_before",
@@ -31,11 +31,11 @@ pub const TIME_FIELDS: [&str; 14] = [
 ];
 
 /// The suffix of a time's RFC 3339 twin in the daemon's answers.
-pub const RFC3339_SUFFIX: &str = "_rfc3339";
+pub(crate) const RFC3339_SUFFIX: &str = "_rfc3339";
 
 /// `--time`: how `queue` and `export` print times.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum TimeFormat {
+pub(crate) enum TimeFormat {
     /// Seconds since the Unix epoch, a number.
     #[default]
     Unix,
@@ -46,7 +46,7 @@ pub enum TimeFormat {
 /// A time as printed: a number or a string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
-pub enum TimeValue {
+pub(crate) enum TimeValue {
     /// Unix seconds.
     Unix(i64),
     /// RFC 3339.
@@ -55,7 +55,7 @@ pub enum TimeValue {
 
 impl TimeFormat {
     /// `t` as this format prints it.
-    pub fn value(self, t: Timestamp) -> TimeValue {
+    pub(crate) fn value(self, t: Timestamp) -> TimeValue {
         match self {
             TimeFormat::Unix => TimeValue::Unix(t.unix()),
             TimeFormat::Rfc3339 => TimeValue::Text(rfc3339(t)),
@@ -64,7 +64,7 @@ impl TimeFormat {
 
     /// Rewrites the time fields ([`TIME_FIELDS`]) of `value`, at any depth,
     /// into this format.
-    pub fn rewrite(self, value: &mut Value) {
+    pub(crate) fn rewrite(self, value: &mut Value) {
         if self == TimeFormat::Rfc3339 {
             visit(value, &mut |map| {
                 for field in TIME_FIELDS {
@@ -81,7 +81,7 @@ impl TimeFormat {
 
 /// Adds beside each time field `F` of `value` ([`TIME_FIELDS`], at any
 /// depth) its RFC 3339 string `F_rfc3339` (null beside a null).
-pub fn add_rfc3339(value: &mut Value) {
+pub(crate) fn add_rfc3339(value: &mut Value) {
     visit(value, &mut |map| {
         for field in TIME_FIELDS {
             let twin = match map.get(field) {
@@ -118,7 +118,7 @@ fn visit(value: &mut Value, f: &mut impl FnMut(&mut serde_json::Map<String, Valu
 /// `t` in RFC 3339, UTC, whole seconds: `2024-05-01T12:00:00Z` (the
 /// parser's own rendering of a lastmod). Times outside years 0 to 9999,
 /// which RFC 3339 cannot write, are clamped to them.
-pub fn rfc3339(t: Timestamp) -> String {
+pub(crate) fn rfc3339(t: Timestamp) -> String {
     /// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
     const RANGE: (i64, i64) = (-62_167_219_200, 253_402_300_799);
     Lastmod {

@@ -30,7 +30,7 @@ enum Way {
     Nothing,
 }
 
-pub fn run(args: &[String]) {
+pub(crate) fn run(args: &[String]) {
     let urls: usize = arg(args, "--urls").unwrap_or(100_000);
     let batch: usize = arg(args, "--batch").unwrap_or(100_000);
     let rounds: usize = arg(args, "--rounds").unwrap_or(2);

@@ -50,7 +50,7 @@ struct Stream {
     round_ms: Vec<f64>,
 }
 
-pub fn compare(args: &[String]) {
+pub(crate) fn compare(args: &[String]) {
     let urls: usize = arg(args, "--urls").unwrap_or(1_000_000);
     let hosts: usize = arg(args, "--url-hosts").unwrap_or(1_000);
     let workers: usize = arg(args, "--workers").unwrap_or(4);
@@ -165,7 +165,7 @@ pub fn compare(args: &[String]) {
 /// The daemon on the store in `dir` with its URLFrontier service on
 /// loopback (and `extra` arguments), logging to `log` in the temp
 /// directory; the service's address, and a runtime for its clients.
-pub fn start(
+pub(crate) fn start(
     dir: &Path,
     extra: &[&str],
     log: &str,
@@ -203,7 +203,7 @@ fn p50_p99(v: &mut [f64]) -> String {
 
 /// A store of `urls` URLs over `hosts` hosts, all due now, written through
 /// the library in batches of 10,000; closed before the daemon opens it.
-pub fn fill(dir: &Path, urls: usize, hosts: usize) {
+pub(crate) fn fill(dir: &Path, urls: usize, hosts: usize) {
     let t = Instant::now();
     let store = Store::open(dir, StoreOptions::default()).unwrap();
     let now = Timestamp::now();
@@ -240,7 +240,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A client on its own connection, sending the bench's token.
-pub async fn client(addr: SocketAddr) -> Client {
+pub(crate) async fn client(addr: SocketAddr) -> Client {
     let channel = Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -345,8 +345,9 @@ async fn stream(addr: SocketAddr, deadline: Instant, queues: u32, per_queue: u32
 }
 
 /// Adds the bench's token to a call.
-pub type Auth = fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status>;
-pub type Client = UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
+pub(crate) type Auth = fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status>;
+pub(crate) type Client =
+    UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
 
 /// One GetURLs: the URLs it served.
 async fn get_urls(c: &mut Client, params: proto::GetParams) -> Result<Vec<proto::UrlInfo>, String> {

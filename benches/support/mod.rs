@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// One child run.
-pub struct Run {
+pub(crate) struct Run {
     /// Wall time.
     pub seconds: f64,
     /// Peak resident set size, KiB.
@@ -16,7 +16,7 @@ pub struct Run {
 
 // The child is reaped by wait4(2), which also reports its peak RSS.
 #[allow(clippy::zombie_processes)]
-pub fn run(args: &[&str]) -> Run {
+pub(crate) fn run(args: &[&str]) -> Run {
     let start = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_sitemapd"))
         .args(args)

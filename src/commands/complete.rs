@@ -21,7 +21,7 @@ const BATCH: usize = 1000;
 /// Runs `complete`: every line is applied or reported, errors in input
 /// order; exit 1 if any failed. Lines are applied in batches of [`BATCH`],
 /// each one atomic write.
-pub fn run(args: &CompleteArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &CompleteArgs) -> Result<ExitCode> {
     let store = args.store.open_existing(StoreUse::Complete)?;
     let mut counts = Counts::default();
     let mut input = io::stdin().lock();

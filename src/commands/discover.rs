@@ -14,7 +14,7 @@ use crate::output::{DiagnosticSink, EntrySink, Progress, Tree};
 use crate::settings::{Site as _, runtime, seeds};
 
 /// Runs the command.
-pub fn run(args: &DiscoverArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &DiscoverArgs) -> Result<ExitCode> {
     let seeds = seeds(&args.sites)?;
     let walker = args.site.walker(None)?;
     let format = if args.json {

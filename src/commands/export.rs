@@ -99,7 +99,7 @@ impl<'a> Row<'a> {
 }
 
 /// Runs `export`.
-pub fn run(args: &ExportArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &ExportArgs) -> Result<ExitCode> {
     let store = args.store.open_existing(StoreUse::Export)?;
     let stdout = io::stdout().lock();
     match args.format {

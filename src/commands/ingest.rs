@@ -23,7 +23,7 @@ use crate::walk_store::{self, StoreMemory};
 const BATCH: usize = 20_000;
 
 /// Runs the command.
-pub fn run(args: &IngestArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &IngestArgs) -> Result<ExitCode> {
     let mut files = Vec::new();
     let mut sites = Vec::new();
     for arg in &args.sites {

@@ -1,17 +1,17 @@
 //! One module per subcommand.
 
-pub mod complete;
-pub mod discover;
-pub mod export;
-pub mod ingest;
-pub mod parse;
-pub mod queue;
-pub mod robots;
-pub mod stats;
+pub(crate) mod complete;
+pub(crate) mod discover;
+pub(crate) mod export;
+pub(crate) mod ingest;
+pub(crate) mod parse;
+pub(crate) mod queue;
+pub(crate) mod robots;
+pub(crate) mod stats;
 
 /// An error (exit 1, after what the command printed) when its reads
 /// passed over records that do not decode: what it printed leaves them out.
-pub fn fail_if_records_passed_over(
+pub(crate) fn fail_if_records_passed_over(
     store: &sitemapd_scheduler::Store,
     path: &std::path::Path,
 ) -> anyhow::Result<()> {
@@ -29,14 +29,14 @@ pub fn fail_if_records_passed_over(
 }
 
 /// Whether a command's input names an http(s) URL rather than a file.
-pub fn is_url(input: &str) -> bool {
+pub(crate) fn is_url(input: &str) -> bool {
     let lower = input.get(..8).unwrap_or(input).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
 /// The error for an input that names a directory where a sitemap file is
 /// read (`parse DIR`, `ingest DIR`).
-pub fn directory_given(input: &str) -> anyhow::Error {
+pub(crate) fn directory_given(input: &str) -> anyhow::Error {
     anyhow::anyhow!(
         "{input} is a directory, not a sitemap file: give the path of a file (or a URL to fetch)"
     )

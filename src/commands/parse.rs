@@ -16,7 +16,7 @@ use crate::output::{DiagnosticSink, EntrySink};
 use crate::settings::runtime;
 
 /// Runs the command.
-pub fn run(args: &ParseArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &ParseArgs) -> Result<ExitCode> {
     let mut entries = EntrySink::new(io::stdout().lock(), args.format)?;
     let mut diagnostics = DiagnosticSink::new(args.diagnostics, args.max_diagnostics_per_rule);
     let label = if args.input == "-" {

@@ -13,7 +13,7 @@ use crate::output::leased_json;
 use crate::settings::StoreUse;
 
 /// Runs `queue`.
-pub fn run(args: &QueueArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &QueueArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     let what = if args.lease.is_some() {
         StoreUse::Lease

@@ -15,7 +15,7 @@ use crate::output::{DiagnosticSink, robots_unreachable};
 use crate::settings::runtime;
 
 /// Runs the command.
-pub fn run(args: &RobotsArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &RobotsArgs) -> Result<ExitCode> {
     let format = if args.json {
         DiagnosticFormat::Json
     } else {

@@ -12,7 +12,7 @@ use crate::output::words;
 use crate::settings::StoreUse;
 
 /// Runs `stats`.
-pub fn run(args: &StatsArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
     let store = args.store.open_existing(StoreUse::Stats)?;
     let now = sitemapd_scheduler::Timestamp::now();
     if args.repair {

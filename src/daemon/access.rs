@@ -29,7 +29,7 @@ use serde_json::json;
 
 /// The names and origins the API answers to.
 #[derive(Debug, Clone)]
-pub struct Access {
+pub(super) struct Access {
     /// `api.allowed_origins`, lower case.
     origins: Vec<String>,
     /// `api.allowed_hosts`: a name, and its port if one is given.
@@ -41,7 +41,7 @@ pub struct Access {
 
 impl Access {
     /// The access rules of an API listening on `listen`.
-    pub fn new(origins: &[String], hosts: &[String], listen: SocketAddr) -> Self {
+    pub(super) fn new(origins: &[String], hosts: &[String], listen: SocketAddr) -> Self {
         Self {
             origins: origins.iter().map(|o| o.to_ascii_lowercase()).collect(),
             hosts: hosts
@@ -98,7 +98,7 @@ fn split_host(host: &str) -> Option<(String, Option<u16>)> {
 
 /// The `api.allowed_origins` and `api.allowed_hosts` settings checked at
 /// start: an error names the key and the entry.
-pub fn check_settings(origins: &[String], hosts: &[String]) -> anyhow::Result<()> {
+pub(super) fn check_settings(origins: &[String], hosts: &[String]) -> anyhow::Result<()> {
     if let Some(bad) = origins.iter().find(|o| !is_origin(o)) {
         anyhow::bail!(
             "api.allowed_origins: expected origins like https://host or http://host:port, not {bad:?}"
@@ -112,7 +112,7 @@ pub fn check_settings(origins: &[String], hosts: &[String]) -> anyhow::Result<()
 
 /// Whether `value` is an origin `api.allowed_origins` can list:
 /// `http(s)://host[:port]`, nothing after.
-pub fn is_origin(value: &str) -> bool {
+pub(super) fn is_origin(value: &str) -> bool {
     let Some((scheme, rest)) = value.split_once("://") else {
         return false;
     };
@@ -125,7 +125,7 @@ pub fn is_origin(value: &str) -> bool {
 
 /// Whether `value` is a name `api.allowed_hosts` can list: `host` or
 /// `host:port`.
-pub fn is_host(value: &str) -> bool {
+pub(super) fn is_host(value: &str) -> bool {
     !value.contains(['/', '?', '#', '@']) && split_host(value).is_some()
 }
 
@@ -152,7 +152,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// The middleware: Host, then Origin, then the body's media type.
-pub async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+pub(super) async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     // The request target's authority (absolute form, `POST http://name/…`)
     // is the name the request is for (RFC 9112 §3.2.2), whatever `Host`

@@ -41,7 +41,7 @@ fn host_key(url: &str) -> Option<HostKey> {
 }
 
 /// What every handler shares.
-pub struct ApiState {
+pub(super) struct ApiState {
     /// The store.
     pub store: Arc<Store>,
     /// Where "now" comes from for every store call.
@@ -71,7 +71,7 @@ const MAX_TTL_SECS: i64 = sitemapd_scheduler::LeaseRequest::MAX_TTL.as_secs() as
 
 /// The router, with auth, the browser checks ([`super::access`]) and the
 /// body limit.
-pub fn router(state: ApiState, max_body: usize, access: super::access::Access) -> Router {
+pub(super) fn router(state: ApiState, max_body: usize, access: super::access::Access) -> Router {
     let state = Arc::new(state);
     let v1 = Router::new()
         .route("/v1/lease", post(lease))
@@ -108,7 +108,7 @@ pub fn router(state: ApiState, max_body: usize, access: super::access::Access) -
 
 /// An error answer: `{"error": message}` with a status.
 #[derive(Debug)]
-pub struct ApiError {
+pub(super) struct ApiError {
     status: StatusCode,
     message: String,
 }
@@ -154,7 +154,7 @@ impl From<StoreError> for ApiError {
 
 /// A JSON body of any content type, with errors as [`ApiError`]s (400 for
 /// bad JSON, 413 over the body limit, 408 when it does not arrive in time).
-pub struct JsonBody<T>(T);
+pub(super) struct JsonBody<T>(T);
 
 impl<T: DeserializeOwned> FromRequest<Shared> for JsonBody<T> {
     type Rejection = ApiError;
@@ -167,7 +167,7 @@ impl<T: DeserializeOwned> FromRequest<Shared> for JsonBody<T> {
 
 /// [`JsonBody`] for a request whose every field is optional: no body (or
 /// one of only white space) is `T::default()`, as `{}` is.
-pub struct OptionalJsonBody<T>(T);
+pub(super) struct OptionalJsonBody<T>(T);
 
 impl<T: DeserializeOwned + Default> FromRequest<Shared> for OptionalJsonBody<T> {
     type Rejection = ApiError;
@@ -197,7 +197,7 @@ fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 
 /// A query string, with its errors (a missing or malformed field) as
 /// [`ApiError`]s.
-pub struct JsonQuery<T>(T);
+pub(super) struct JsonQuery<T>(T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for JsonQuery<T> {
     type Rejection = ApiError;
@@ -426,7 +426,7 @@ struct NotifyRequest {
 /// Items one write request may carry: each request is one atomic batch
 /// under the store's write lock, and a lease waits for it, so a bigger one
 /// would stall every other client (215,000 URLs held leases up to 7 s).
-pub const MAX_WRITE_ITEMS: usize = 10_000;
+pub(super) const MAX_WRITE_ITEMS: usize = 10_000;
 
 /// 400 when a write request carries more than [`MAX_WRITE_ITEMS`].
 fn too_many(what: &str, n: usize) -> Result<(), ApiError> {

@@ -48,12 +48,12 @@ use super::metrics::Shed;
 
 /// File descriptors kept out of the connection cap: the store's files, the
 /// fetcher's connections, logs.
-pub const FD_RESERVE: u64 = 256;
+pub(super) const FD_RESERVE: u64 = 256;
 
 /// The connection cap for a `max_connections` setting and a soft open-file
 /// limit (`None`: unlimited): the setting, lowered to leave
 /// [`FD_RESERVE`] descriptors (or half of a small limit) for the rest.
-pub fn connection_cap(setting: usize, fd_limit: Option<u64>) -> usize {
+pub(super) fn connection_cap(setting: usize, fd_limit: Option<u64>) -> usize {
     let Some(limit) = fd_limit else {
         return setting;
     };
@@ -69,7 +69,7 @@ pub fn connection_cap(setting: usize, fd_limit: Option<u64>) -> usize {
 
 /// The process's soft open-file limit (RLIMIT_NOFILE), `None` if unlimited
 /// or unknown.
-pub fn fd_limit() -> Option<u64> {
+pub(super) fn fd_limit() -> Option<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -97,7 +97,7 @@ fn peer_of(ip: IpAddr) -> IpAddr {
 
 /// The connection slots.
 #[derive(Clone)]
-pub struct Slots(Arc<Mutex<Table>>);
+pub(super) struct Slots(Arc<Mutex<Table>>);
 
 struct Table {
     /// `api` or `urlfrontier`: the label in logs and `/metrics`.
@@ -128,7 +128,7 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 impl Slots {
     /// `max` slots in all, `per_peer` per client address, for `listener`
     /// (`api`, `urlfrontier`), counting what it sheds in `shed_total`.
-    pub fn new(
+    pub(super) fn new(
         listener: &'static str,
         max: usize,
         per_peer: usize,
@@ -154,7 +154,7 @@ impl Slots {
     /// A slot for a connection from `ip`, making room if needed (the
     /// receiver fires when the connection must close to make room for
     /// another); `None`: no room.
-    pub fn admit(&self, ip: IpAddr) -> Option<(Slot, oneshot::Receiver<()>)> {
+    pub(super) fn admit(&self, ip: IpAddr) -> Option<(Slot, oneshot::Receiver<()>)> {
         let peer = peer_of(ip);
         let mut t = self.table();
         let held = t.held.get(&peer).copied().unwrap_or(0);
@@ -273,7 +273,7 @@ impl Table {
 }
 
 /// A connection's slot, given back when dropped.
-pub struct Slot {
+pub(super) struct Slot {
     slots: Slots,
     id: u64,
 }
@@ -281,7 +281,7 @@ pub struct Slot {
 impl Slot {
     /// Marks a request in flight until the guard is dropped: the
     /// connection is not taken for another meanwhile.
-    pub fn busy(&self) -> Busy {
+    pub(super) fn busy(&self) -> Busy {
         if let Some(e) = self.slots.table().conns.get_mut(&self.id) {
             e.in_flight += 1;
             e.served = true;
@@ -295,7 +295,7 @@ impl Slot {
 
 impl Slot {
     /// Whether a request has come on the connection.
-    pub fn served(&self) -> bool {
+    pub(super) fn served(&self) -> bool {
         self.slots
             .table()
             .conns
@@ -311,7 +311,7 @@ impl Drop for Slot {
 }
 
 /// A request in flight on a connection (see [`Slot::busy`]).
-pub struct Busy {
+pub(super) struct Busy {
     slots: Slots,
     id: u64,
 }
@@ -326,7 +326,7 @@ impl Drop for Busy {
 
 /// A response body that holds its request's [`Busy`] guard until the
 /// body has been sent (or dropped).
-pub struct Tracked<B> {
+pub(super) struct Tracked<B> {
     inner: B,
     _busy: Option<Busy>,
 }
@@ -363,7 +363,7 @@ connection: close\r\nretry-after: 1\r\ncontent-length: 70\r\n\r\n\
 /// for the next one on a kept-alive connection) must arrive within
 /// `head_timeout`, or the connection is closed. `axum::serve` sets no
 /// timer, so hyper's header read timeout never fired there.
-pub async fn serve(
+pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     head_timeout: Duration,
@@ -433,7 +433,7 @@ pub async fn serve(
 /// The slot of a URLFrontier connection, as tonic hands it to each of its
 /// requests (its `ConnectInfo`).
 #[derive(Clone)]
-pub struct ConnSlot(pub Arc<Slot>);
+pub(super) struct ConnSlot(pub Arc<Slot>);
 
 /// Marks a URLFrontier connection busy while one of its calls is open, to
 /// the end of the call's response stream: such a connection is never
@@ -441,7 +441,7 @@ pub struct ConnSlot(pub Arc<Slot>);
 /// ([`sitemapd_urlfrontier::ConnectionId`]), which caps streams per
 /// connection.
 #[derive(Clone)]
-pub struct MarkBusyLayer;
+pub(super) struct MarkBusyLayer;
 
 impl<S> tower_layer::Layer<S> for MarkBusyLayer {
     type Service = MarkBusy<S>;
@@ -453,7 +453,7 @@ impl<S> tower_layer::Layer<S> for MarkBusyLayer {
 
 /// See [`MarkBusyLayer`].
 #[derive(Clone)]
-pub struct MarkBusy<S>(S);
+pub(super) struct MarkBusy<S>(S);
 
 impl<S, ReqBody, ResBody> tower_service::Service<Request<ReqBody>> for MarkBusy<S>
 where

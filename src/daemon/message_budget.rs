@@ -27,10 +27,10 @@ use tonic::Status;
 
 /// Bytes of request messages begun and not yet complete, over every
 /// stream of the service, at most.
-pub const MAX_PARTIAL_BYTES: usize = 64 << 20;
+pub(super) const MAX_PARTIAL_BYTES: usize = 64 << 20;
 
 /// The longest request message of an rpc (by its path), bytes.
-pub fn max_message(path: &str) -> usize {
+pub(super) fn max_message(path: &str) -> usize {
     match sitemapd_urlfrontier::rpc_of(path) {
         Some("PutDiscovered") => sitemapd_urlfrontier::service::MAX_MESSAGE_BYTES,
         Some("PutURLs") => 1 << 20,
@@ -41,14 +41,14 @@ pub fn max_message(path: &str) -> usize {
 /// Wraps each request body of a service in [`Budgeted`], against one
 /// budget shared by all.
 #[derive(Clone)]
-pub struct MessageBudgetLayer {
+pub(super) struct MessageBudgetLayer {
     partial: Arc<AtomicUsize>,
     max_partial: usize,
 }
 
 impl MessageBudgetLayer {
     /// A budget of `max_partial` bytes.
-    pub fn new(max_partial: usize) -> Self {
+    pub(super) fn new(max_partial: usize) -> Self {
         Self {
             partial: Arc::default(),
             max_partial,
@@ -69,7 +69,7 @@ impl<S> tower_layer::Layer<S> for MessageBudgetLayer {
 
 /// See [`MessageBudgetLayer`].
 #[derive(Clone)]
-pub struct MessageBudget<S> {
+pub(super) struct MessageBudget<S> {
     inner: S,
     layer: MessageBudgetLayer,
 }

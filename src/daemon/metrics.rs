@@ -10,14 +10,14 @@ use sitemapd_scheduler::IngestStats;
 
 /// A label set of one string.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Status {
+pub(super) struct Status {
     /// HTTP status, or a word (`error`, an outcome).
     pub status: String,
 }
 
 /// An rpc of the URLFrontier service, and how it ended.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RpcCode {
+pub(super) struct RpcCode {
     /// The rpc (`GetURLs` …; `other` for a path that names none).
     pub rpc: String,
     /// Its gRPC status (`Ok`, `Unauthenticated` …; `Cancelled` when the
@@ -27,7 +27,7 @@ pub struct RpcCode {
 
 /// An rpc of the URLFrontier service.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Rpc {
+pub(super) struct Rpc {
     /// The rpc, as in [`RpcCode`].
     pub rpc: String,
 }
@@ -35,7 +35,7 @@ pub struct Rpc {
 /// Connections a listener closed to make room or refused for want of a
 /// slot.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Shed {
+pub(super) struct Shed {
     /// `api` or `urlfrontier`.
     pub listener: String,
     /// `evicted` (an idle connection closed for a new one) or `refused`.
@@ -44,7 +44,7 @@ pub struct Shed {
 
 /// Every metric, registered once; cheap to update from any thread.
 #[derive(Debug)]
-pub struct Metrics {
+pub(super) struct Metrics {
     registry: Registry,
     /// Sitemap fetches by final HTTP status (`none`: no response).
     pub sitemap_fetches: Family<Status, Counter>,
@@ -84,7 +84,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// The registered metrics, at zero.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         let mut registry = Registry::with_prefix("sitemapd");
         let m = Metrics {
             sitemap_fetches: Family::default(),
@@ -180,7 +180,7 @@ impl Metrics {
     }
 
     /// Counts an ingest session's results.
-    pub fn ingested(&self, stats: &IngestStats) {
+    pub(super) fn ingested(&self, stats: &IngestStats) {
         for (kind, n) in [
             ("new", stats.new),
             ("updated", stats.updated),
@@ -195,7 +195,7 @@ impl Metrics {
 
     /// Records an rpc of the URLFrontier service that ended with `code`
     /// after `seconds`.
-    pub fn rpc_ended(&self, rpc: &str, code: String, seconds: f64) {
+    pub(super) fn rpc_ended(&self, rpc: &str, code: String, seconds: f64) {
         let rpc = rpc.to_string();
         self.rpc_seconds
             .get_or_create(&Rpc { rpc: rpc.clone() })
@@ -204,7 +204,7 @@ impl Metrics {
     }
 
     /// The text exposition format.
-    pub fn encode(&self) -> String {
+    pub(super) fn encode(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -213,7 +213,7 @@ impl Metrics {
 }
 
 /// A label.
-pub fn label(status: impl Into<String>) -> Status {
+pub(super) fn label(status: impl Into<String>) -> Status {
     Status {
         status: status.into(),
     }

@@ -75,7 +75,7 @@ fn frontier_runs_open(api: &crate::settings::ApiSettings, token: Option<&str>) -
 }
 
 /// Runs the daemon until a signal.
-pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let settings = &args.settings;
     let log_level = init_logs(settings.api.log_format);
     let clock = clock(args)?;

@@ -31,7 +31,7 @@ use sitemapd_scheduler::{Clock, SiteWalk, Timestamp};
 const INGEST_BATCH: usize = 500;
 
 /// What the refresh loop needs.
-pub struct Refresher {
+pub(super) struct Refresher {
     /// The store.
     pub store: Arc<Store>,
     /// The walker (its memory: the store with the schedule).
@@ -75,7 +75,7 @@ const CALIBRATE_EVERY: i64 = 3_600;
 impl Refresher {
     /// Runs until `stop` turns true, then stops the walks, commits what was
     /// read and returns.
-    pub async fn run(&self, mut stop: watch::Receiver<bool>) -> Result<()> {
+    pub(super) async fn run(&self, mut stop: watch::Receiver<bool>) -> Result<()> {
         let mut events: SelectAll<Events> = SelectAll::new();
         let mut waves: HashMap<u64, Wave<'_>> = HashMap::new();
         let mut running: HashSet<String> = HashSet::new();

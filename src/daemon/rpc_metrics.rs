@@ -23,7 +23,7 @@ use super::metrics::Metrics;
 
 /// Wraps a service in [`Metered`].
 #[derive(Clone)]
-pub struct RpcMetricsLayer(pub Arc<Metrics>);
+pub(super) struct RpcMetricsLayer(pub Arc<Metrics>);
 
 impl<S> tower_layer::Layer<S> for RpcMetricsLayer {
     type Service = Metered<S>;
@@ -38,7 +38,7 @@ impl<S> tower_layer::Layer<S> for RpcMetricsLayer {
 
 /// A gRPC service whose rpcs are counted and timed.
 #[derive(Clone)]
-pub struct Metered<S> {
+pub(super) struct Metered<S> {
     inner: S,
     metrics: Arc<Metrics>,
 }
@@ -107,7 +107,7 @@ fn status_of(headers: &HeaderMap) -> Option<tonic::Code> {
 }
 
 /// A response body that records its rpc when it ends or is dropped.
-pub struct MeteredBody<B> {
+pub(super) struct MeteredBody<B> {
     inner: B,
     call: Call,
 }

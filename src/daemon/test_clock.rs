@@ -16,7 +16,7 @@ use tracing::warn;
 
 /// A clock read from a file of Unix seconds.
 #[derive(Debug)]
-pub struct FileClock {
+pub(super) struct FileClock {
     path: PathBuf,
     /// The last time read.
     last: AtomicI64,
@@ -27,7 +27,7 @@ pub struct FileClock {
 impl FileClock {
     /// The clock of `path`, which must hold a time now: a file that does
     /// not read or parse stops the daemon at start.
-    pub fn open(path: &Path) -> Result<FileClock> {
+    pub(super) fn open(path: &Path) -> Result<FileClock> {
         let at = read(path).with_context(|| {
             format!(
                 "--test-clock-file {}: not a file of Unix seconds",

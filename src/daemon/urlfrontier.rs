@@ -49,7 +49,7 @@ const STREAMS_PER_CONNECTION: u32 = 128;
 /// set, and client certificates required when a client CA is. Built before
 /// the daemon listens, so that a file that does not read or parse stops it
 /// at start.
-pub fn transport(api: &ApiSettings) -> Result<Server> {
+pub(super) fn transport(api: &ApiSettings) -> Result<Server> {
     let server = Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(60)))
         .max_concurrent_streams(Some(STREAMS_PER_CONNECTION));
@@ -85,7 +85,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 /// at once), closed if it sends no call within `first_call`, its time read
 /// from `clock`. `token`, when set, is asked of every call.
 #[allow(clippy::too_many_arguments)]
-pub async fn serve(
+pub(super) async fn serve(
     transport: Server,
     listener: tokio::net::TcpListener,
     slots: Slots,

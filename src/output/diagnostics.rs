@@ -11,7 +11,7 @@ use sitemapd_parser::{Diagnostic, Rule, Summary};
 use crate::cli::DiagnosticFormat;
 
 /// Writes diagnostics and the summary to stderr.
-pub struct DiagnosticSink {
+pub(crate) struct DiagnosticSink {
     format: DiagnosticFormat,
     per_rule_cap: u64,
     printed: HashMap<Rule, u64>,
@@ -20,7 +20,7 @@ pub struct DiagnosticSink {
 
 impl DiagnosticSink {
     /// A sink writing `format`, at most `per_rule_cap` diagnostics per rule (0: all).
-    pub fn new(format: DiagnosticFormat, per_rule_cap: u64) -> Self {
+    pub(crate) fn new(format: DiagnosticFormat, per_rule_cap: u64) -> Self {
         Self {
             format,
             per_rule_cap,
@@ -30,7 +30,7 @@ impl DiagnosticSink {
     }
 
     /// Writes one diagnostic about `input`, unless its rule has reached the cap.
-    pub fn write(&mut self, input: &str, d: &Diagnostic) -> Result<()> {
+    pub(crate) fn write(&mut self, input: &str, d: &Diagnostic) -> Result<()> {
         let n = self.printed.entry(d.rule).or_default();
         *n += 1;
         if self.per_rule_cap > 0 && *n > self.per_rule_cap {
@@ -49,7 +49,7 @@ impl DiagnosticSink {
 
     /// Writes the diagnostics a walk event carries (a sitemap's, a
     /// robots.txt's), as `discover` and `ingest` show them.
-    pub fn walk_event(&mut self, event: &WalkEvent) -> Result<()> {
+    pub(crate) fn walk_event(&mut self, event: &WalkEvent) -> Result<()> {
         match event {
             WalkEvent::Diagnostic {
                 sitemap,
@@ -66,18 +66,18 @@ impl DiagnosticSink {
     }
 
     /// Whether diagnostics are written as JSON.
-    pub fn is_json(&self) -> bool {
+    pub(crate) fn is_json(&self) -> bool {
         self.format == DiagnosticFormat::Json
     }
 
     /// Writes a line of text.
-    pub fn text(&mut self, line: &str) -> Result<()> {
+    pub(crate) fn text(&mut self, line: &str) -> Result<()> {
         writeln!(self.err, "{line}")?;
         Ok(())
     }
 
     /// Writes `{"type":kind,"input":…,…fields of value}` and a newline.
-    pub fn json_line<T: Serialize>(
+    pub(crate) fn json_line<T: Serialize>(
         &mut self,
         kind: &'static str,
         input: &str,
@@ -98,7 +98,7 @@ impl DiagnosticSink {
     }
 
     /// Writes the summary line of `input` and flushes.
-    pub fn summary(&mut self, input: &str, s: &Summary) -> Result<()> {
+    pub(crate) fn summary(&mut self, input: &str, s: &Summary) -> Result<()> {
         match self.format {
             DiagnosticFormat::Text => {
                 let format = s.format.map_or("none", |f| f.as_str());
@@ -147,7 +147,7 @@ impl DiagnosticSink {
     }
 
     /// Writes the note on diagnostics hidden by the cap, if any.
-    pub fn hidden_note(&mut self) -> Result<()> {
+    pub(crate) fn hidden_note(&mut self) -> Result<()> {
         let hidden: u64 = self
             .printed
             .values()
@@ -164,7 +164,7 @@ impl DiagnosticSink {
     }
 
     /// Flushes stderr.
-    pub fn flush(&mut self) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         self.err.flush()?;
         Ok(())
     }

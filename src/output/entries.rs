@@ -22,7 +22,7 @@ const CSV_HEADER: [&str; 10] = [
 ];
 
 /// Writes URL entries and child-sitemap references.
-pub enum EntrySink<W: Write> {
+pub(crate) enum EntrySink<W: Write> {
     /// JSON Lines.
     Jsonl(io::BufWriter<W>),
     /// CSV.
@@ -31,7 +31,7 @@ pub enum EntrySink<W: Write> {
 
 impl<W: Write> EntrySink<W> {
     /// A sink writing `format` to `w` (the CSV header at once).
-    pub fn new(w: W, format: EntryFormat) -> Result<Self> {
+    pub(crate) fn new(w: W, format: EntryFormat) -> Result<Self> {
         Ok(match format {
             EntryFormat::Jsonl => Self::Jsonl(io::BufWriter::with_capacity(64 * 1024, w)),
             EntryFormat::Csv => {
@@ -43,7 +43,7 @@ impl<W: Write> EntrySink<W> {
     }
 
     /// Writes one entry (diagnostics are not entries and are ignored here).
-    pub fn write(&mut self, event: &Event) -> Result<()> {
+    pub(crate) fn write(&mut self, event: &Event) -> Result<()> {
         match self {
             Self::Jsonl(w) => {
                 serde_json::to_writer(&mut *w, event)?;
@@ -87,7 +87,7 @@ impl<W: Write> EntrySink<W> {
 
     /// Writes one URL entry with the sitemap it came from (`discover --entries`):
     /// `{"type":"url","source":…,…}` in JSON Lines, the plain row in CSV.
-    pub fn write_sourced(&mut self, source: &str, entry: &UrlEntry) -> Result<()> {
+    pub(crate) fn write_sourced(&mut self, source: &str, entry: &UrlEntry) -> Result<()> {
         #[derive(Serialize)]
         #[serde(tag = "type", rename = "url")]
         struct Sourced<'a> {
@@ -106,7 +106,7 @@ impl<W: Write> EntrySink<W> {
     }
 
     /// Writes any serialisable value as one JSON line (JSON Lines only).
-    pub fn write_json<T: Serialize>(&mut self, value: &T) -> Result<()> {
+    pub(crate) fn write_json<T: Serialize>(&mut self, value: &T) -> Result<()> {
         if let Self::Jsonl(w) = self {
             serde_json::to_writer(&mut *w, value)?;
             w.write_all(b"\n")?;
@@ -115,7 +115,7 @@ impl<W: Write> EntrySink<W> {
     }
 
     /// Flushes.
-    pub fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         match self {
             Self::Jsonl(mut w) => w.flush()?,
             Self::Csv(mut c) => c.flush()?,

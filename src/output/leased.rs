@@ -11,7 +11,7 @@ use sitemapd_scheduler::policy::Reason;
 /// and JavaScript or jq would round them as numbers), and `reason` is
 /// `leased`, as everywhere a URL under a live lease is shown, with
 /// `due_reason` beside it saying why it was due (its urgency class).
-pub fn leased_json(item: &Leased) -> Value {
+pub(crate) fn leased_json(item: &Leased) -> Value {
     let mut v = serde_json::to_value(item).unwrap_or(Value::Null);
     if let (Some(id), Value::Object(map)) = (item.lease, &mut v) {
         map.insert("lease".into(), Value::String(id.to_string()));

@@ -7,18 +7,18 @@ mod entries;
 mod leased;
 mod progress;
 mod tree;
-pub mod words;
+pub(crate) mod words;
 
 use std::io;
 
-pub use diagnostics::DiagnosticSink;
-pub use entries::EntrySink;
-pub use leased::leased_json;
-pub use progress::Progress;
-pub use tree::{Tree, robots_unreachable};
+pub(crate) use diagnostics::DiagnosticSink;
+pub(crate) use entries::EntrySink;
+pub(crate) use leased::leased_json;
+pub(crate) use progress::Progress;
+pub(crate) use tree::{Tree, robots_unreachable};
 
 /// Whether `e` is a closed stdout (`sitemapd parse … | head`).
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     let pipe = io::ErrorKind::BrokenPipe;
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()

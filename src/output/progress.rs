@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A progress bar on a terminal; plain log lines otherwise.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     /// What the URL count is: `URLs stored`, `URLs`.
     urls_are: &'static str,
@@ -21,7 +21,7 @@ pub struct Progress {
 impl Progress {
     /// A spinner on stderr if `show` and stderr is a terminal; `urls_are`
     /// names the URL count in its message (`URLs stored`).
-    pub fn new(urls_are: &'static str, show: bool) -> Self {
+    pub(crate) fn new(urls_are: &'static str, show: bool) -> Self {
         let bar = (show && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
@@ -41,7 +41,7 @@ impl Progress {
     }
 
     /// One URL entry more.
-    pub fn url(&self) {
+    pub(crate) fn url(&self) {
         let n = self.urls.fetch_add(1, Ordering::Relaxed) + 1;
         if n.is_multiple_of(4096) {
             self.refresh();
@@ -49,13 +49,13 @@ impl Progress {
     }
 
     /// One sitemap more (read or failed).
-    pub fn sitemap(&self) {
+    pub(crate) fn sitemap(&self) {
         self.sitemaps.fetch_add(1, Ordering::Relaxed);
         self.refresh();
     }
 
     /// Each line of `text`, on stderr.
-    pub fn lines(&self, text: &[u8]) {
+    pub(crate) fn lines(&self, text: &[u8]) {
         for line in String::from_utf8_lossy(text).lines() {
             self.line(line);
         }
@@ -63,14 +63,14 @@ impl Progress {
 
     /// A line as the walk goes, for a log (no terminal): the bar shows the
     /// counts instead, and each site's tree follows when it is done.
-    pub fn log(&self, line: &str) {
+    pub(crate) fn log(&self, line: &str) {
         if self.bar.is_none() {
             eprintln!("{line}");
         }
     }
 
     /// A line on stderr, above the bar.
-    pub fn line(&self, line: &str) {
+    pub(crate) fn line(&self, line: &str) {
         match &self.bar {
             Some(bar) => {
                 bar.println(line);
@@ -82,7 +82,7 @@ impl Progress {
 
     /// Runs `f` (a write to stdout, a flush of stderr) with the bar hidden,
     /// so the two do not mix on one terminal.
-    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub(crate) fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
         match &self.bar {
             Some(bar) => bar.suspend(f),
             None => f(),
@@ -102,7 +102,7 @@ impl Progress {
     }
 
     /// Clears the bar.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -16,7 +16,7 @@ use super::words::{bytes, plural};
 
 /// Collects a site's events and prints its tree when the site is done.
 #[derive(Default)]
-pub struct Tree {
+pub(crate) struct Tree {
     sites: HashMap<NormUrl, SiteTree>,
     totals: Totals,
     /// Seeds given without a scheme (tried as `https://`).
@@ -34,7 +34,7 @@ struct SiteTree {
 
 /// What a robots.txt that could not be read means: a refusal by the
 /// address guard (nothing to wait for), or unreachable (try later).
-pub fn robots_unreachable(reason: &str) -> String {
+pub(crate) fn robots_unreachable(reason: &str) -> String {
     if is_refusal(reason) {
         format!("not fetched: {reason}")
     } else {
@@ -83,7 +83,7 @@ impl Tree {
     /// A tree for a walk of `seeds`, given as `inputs` (to tell the seeds
     /// given without a scheme, tried as `https://`, whose TLS failure
     /// suggests `http://`).
-    pub fn for_seeds<S: AsRef<str>>(inputs: &[S], seeds: &[Seed]) -> Tree {
+    pub(crate) fn for_seeds<S: AsRef<str>>(inputs: &[S], seeds: &[Seed]) -> Tree {
         let schemeless = inputs
             .iter()
             .zip(seeds)
@@ -97,7 +97,7 @@ impl Tree {
     }
 
     /// Records one event; prints a site's tree to `out` when it is done.
-    pub fn record(&mut self, event: &WalkEvent, out: &mut impl Write) -> Result<()> {
+    pub(crate) fn record(&mut self, event: &WalkEvent, out: &mut impl Write) -> Result<()> {
         match event {
             WalkEvent::Robots(r) => {
                 let line = match &r.outcome {
@@ -207,12 +207,12 @@ impl Tree {
     }
 
     /// Sites done with no sitemap read.
-    pub fn sites_without_sitemap(&self) -> u64 {
+    pub(crate) fn sites_without_sitemap(&self) -> u64 {
         self.totals.sites_without_sitemap
     }
 
     /// Prints the overall totals.
-    pub fn finish(&self, elapsed: Duration, out: &mut impl Write) -> Result<()> {
+    pub(crate) fn finish(&self, elapsed: Duration, out: &mut impl Write) -> Result<()> {
         let t = &self.totals;
         let counts = counts(t.sitemaps, t.failed, t.entries, t.bytes, elapsed);
         writeln!(out, "total: {} site{}, {counts}", t.sites, plural(t.sites))?;

@@ -1,18 +1,18 @@
 //! Counts and sizes in words: `1 sitemap`, `2 sitemaps`, `2.5 MiB`.
 
 /// `s` after a count other than 1.
-pub fn plural(n: u64) -> &'static str {
+pub(crate) fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
 /// `n` and `noun`, pluralised by adding `s`: `1 sitemap`, `0 sitemaps`.
-pub fn count(n: u64, noun: &str) -> String {
+pub(crate) fn count(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", plural(n))
 }
 
 /// A size in binary units, one decimal: `144 B`, `2.0 KiB`, `2.5 MiB`,
 /// `1.2 GiB`.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const KIB: f64 = 1024.0;
     let f = n as f64;
     if f < KIB {

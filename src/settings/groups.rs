@@ -24,7 +24,7 @@ use sitemapd_sim::{CrawlConfig, Scenario, SimConfig, SimPolicy, SitemapConfig, W
 /// `[fetch]`: how documents (robots.txt, sitemaps) are fetched.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct FetchSettings {
+pub(crate) struct FetchSettings {
     /// User-Agent header (its first word selects the robots.txt group).
     #[arg(long, default_value_t = FetchSettings::default().user_agent)]
     pub user_agent: String,
@@ -64,7 +64,7 @@ impl Default for FetchSettings {
 
 impl FetchSettings {
     /// The fetcher configuration these settings describe.
-    pub fn config(&self) -> FetchConfig {
+    pub(crate) fn config(&self) -> FetchConfig {
         let mut resolve: HashMap<String, Vec<_>> = HashMap::new();
         for Resolve(host, ip) in &self.resolve {
             resolve.entry(host.clone()).or_default().push(*ip);
@@ -107,7 +107,7 @@ const MAX_DEPTH_CAP: u32 = 8;
 /// `[walk]`: how a site is walked (robots.txt, indexes, sitemaps).
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct WalkSettings {
+pub(crate) struct WalkSettings {
     /// Do not probe /sitemap.xml and other well-known paths when robots.txt declares none.
     #[arg(long)]
     pub no_probe: bool,
@@ -136,7 +136,7 @@ impl Default for WalkSettings {
 
 impl WalkSettings {
     /// The walk configuration these settings (and the parse settings) describe.
-    pub fn config(&self, parse: &ParseSettings) -> WalkConfig {
+    pub(crate) fn config(&self, parse: &ParseSettings) -> WalkConfig {
         WalkConfig {
             max_depth: self.max_depth,
             max_sitemaps_per_site: self.max_sitemaps,
@@ -171,7 +171,7 @@ impl WalkSettings {
 /// `[parse]`: how every fetched document is parsed.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ParseSettings {
+pub(crate) struct ParseSettings {
     /// Which URLs a sitemap may list: directory (the protocol), host, or none.
     #[arg(long, value_enum, default_value_t = ParseSettings::default().scope)]
     pub scope: ScopeMode,
@@ -200,7 +200,7 @@ impl Default for ParseSettings {
 
 impl ParseSettings {
     /// Parser options for a document at `url`.
-    pub fn options(&self, url: Option<NormUrl>) -> ParseOptions {
+    pub(crate) fn options(&self, url: Option<NormUrl>) -> ParseOptions {
         ParseOptions {
             document_url: url,
             scope: self.scope,
@@ -217,7 +217,7 @@ impl ParseSettings {
 }
 
 /// Settings that walk sites: their walk, parse and fetch groups.
-pub trait Site {
+pub(crate) trait Site {
     /// The walk, parse and fetch groups.
     fn site(&self) -> (&WalkSettings, &ParseSettings, &FetchSettings);
 
@@ -256,7 +256,7 @@ site!(SiteSettings, IngestSettings, DaemonSettings);
 /// The store's directory (a top-level key, `store`).
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct StoreArgs {
+pub(crate) struct StoreArgs {
     /// The store's directory. `ingest` and `daemon` create it if missing; the other commands
     /// need it to exist.
     #[arg(long, default_value_os_t = StoreArgs::default().store)]
@@ -264,7 +264,7 @@ pub struct StoreArgs {
 }
 
 /// The store's directory when none is given.
-pub const DEFAULT_STORE: &str = "sitemapd-data";
+pub(crate) const DEFAULT_STORE: &str = "sitemapd-data";
 
 impl Default for StoreArgs {
     fn default() -> Self {
@@ -277,7 +277,7 @@ impl Default for StoreArgs {
 impl StoreArgs {
     /// Opens an existing store for `what` (a mistyped `--store` is an
     /// error, not a new empty store).
-    pub fn open_existing(&self, what: StoreUse) -> Result<sitemapd_scheduler::Store> {
+    pub(crate) fn open_existing(&self, what: StoreUse) -> Result<sitemapd_scheduler::Store> {
         let options = sitemapd_scheduler::StoreOptions {
             cache_bytes: what.cache_bytes(),
             ..Default::default()
@@ -286,7 +286,7 @@ impl StoreArgs {
     }
 
     /// Opens an existing store with `options`, for `what`.
-    pub fn open_existing_with(
+    pub(crate) fn open_existing_with(
         &self,
         what: StoreUse,
         options: sitemapd_scheduler::StoreOptions,
@@ -301,7 +301,7 @@ impl StoreArgs {
     }
 
     /// Opens the store with `options` (created if missing).
-    pub fn open_with(
+    pub(crate) fn open_with(
         &self,
         options: sitemapd_scheduler::StoreOptions,
     ) -> Result<sitemapd_scheduler::Store> {
@@ -338,7 +338,7 @@ impl StoreArgs {
 /// What a command opens the store for: says, when a daemon holds the store,
 /// which of the daemon's routes give the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreUse {
+pub(crate) enum StoreUse {
     /// `sitemapd stats`.
     Stats,
     /// `sitemapd export`.
@@ -360,7 +360,7 @@ impl StoreUse {
     /// 131 MiB of peak RSS, in the same time; `stats --check` (a lookup
     /// per record) took 19.2 s against 17.8 with 32 MiB, for 58 MiB less.
     /// The others keep the default.
-    pub fn cache_bytes(self) -> u64 {
+    pub(crate) fn cache_bytes(self) -> u64 {
         match self {
             StoreUse::Stats | StoreUse::Export => 4 << 20,
             _ => sitemapd_scheduler::StoreOptions::default().cache_bytes,
@@ -368,7 +368,7 @@ impl StoreUse {
     }
 
     /// What to do instead while the daemon runs: its HTTP routes (docs/daemon.md).
-    pub fn instead(self) -> &'static str {
+    pub(crate) fn instead(self) -> &'static str {
         match self {
             StoreUse::Stats => {
                 "While it runs, ask the daemon over HTTP: `GET /v1/stats` answers what \
@@ -399,7 +399,7 @@ impl StoreUse {
 /// `[scheduler]`: the crawl queue.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct SchedulerSettings {
+pub(crate) struct SchedulerSettings {
     /// Scheduling policy, remembered by the store [default: the store's, or lastmod].
     #[arg(long, value_enum)]
     pub policy: Option<BuiltinPolicy>,
@@ -456,7 +456,7 @@ impl Default for SchedulerSettings {
 
 impl SchedulerSettings {
     /// The store options these settings describe.
-    pub fn store_options(&self) -> sitemapd_scheduler::StoreOptions {
+    pub(crate) fn store_options(&self) -> sitemapd_scheduler::StoreOptions {
         sitemapd_scheduler::StoreOptions {
             policy: self.policy.map(|p| p.name().to_string()),
             retire_after: self.retire_after,
@@ -514,7 +514,7 @@ impl SchedulerSettings {
 /// error_backoff_secs, doubling per failure in a row.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RefreshSettings {
+pub(crate) struct RefreshSettings {
     /// Seconds a robots.txt is cached (RFC 9309: 24 hours at most).
     #[arg(long, default_value_t = RefreshSettings::default().robots_secs)]
     pub robots_secs: u32,
@@ -536,7 +536,7 @@ pub struct RefreshSettings {
 }
 
 /// How long a robots.txt is cached by default: RFC 9309's longest.
-pub const DEFAULT_ROBOTS_SECS: u32 = 86_400;
+pub(crate) const DEFAULT_ROBOTS_SECS: u32 = 86_400;
 
 impl Default for RefreshSettings {
     fn default() -> Self {
@@ -554,7 +554,7 @@ impl Default for RefreshSettings {
 
 impl RefreshSettings {
     /// The scheduler's refresh parameters.
-    pub fn params(&self) -> RefreshParams {
+    pub(crate) fn params(&self) -> RefreshParams {
         RefreshParams {
             sitemap_secs: self.sitemap_secs,
             feed_secs: self.feed_secs,
@@ -594,7 +594,7 @@ impl RefreshSettings {
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// Human-readable.
     Pretty,
     /// One JSON object per line.
@@ -604,7 +604,7 @@ pub enum LogFormat {
 /// `[api]`: the daemon's HTTP API and its logs.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ApiSettings {
+pub(crate) struct ApiSettings {
     /// Address of the HTTP API. Off loopback an API token is required.
     #[arg(long, default_value_t = ApiSettings::default().listen)]
     pub listen: SocketAddr,
@@ -673,7 +673,7 @@ pub struct ApiSettings {
 }
 
 /// The shortest API token accepted off loopback, bytes.
-pub const MIN_TOKEN_BYTES: usize = 16;
+pub(crate) const MIN_TOKEN_BYTES: usize = 16;
 
 impl Default for ApiSettings {
     fn default() -> Self {
@@ -700,7 +700,7 @@ impl Default for ApiSettings {
 impl ApiSettings {
     /// The API token: `SITEMAPD_TOKEN`, else the token file's first line.
     /// Set but empty, either is an error (it used to mean "no token").
-    pub fn token(&self) -> Result<Option<String>> {
+    pub(crate) fn token(&self) -> Result<Option<String>> {
         if let Some(t) = std::env::var_os("SITEMAPD_TOKEN") {
             let Some(t) = t.to_str() else {
                 bail!("SITEMAPD_TOKEN is not UTF-8");
@@ -772,7 +772,7 @@ impl ApiSettings {
 /// [`sitemapd_sim::SimConfig`].
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct SimulateSettings {
+pub(crate) struct SimulateSettings {
     /// Policies to compare, comma-separated (`oracle`: the upper bound, which knows the true
     /// change times).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = SimPolicy::all())]
@@ -829,7 +829,7 @@ impl Default for SimulateSettings {
 
 impl SimulateSettings {
     /// The simulation these settings describe.
-    pub fn sim(&self) -> SimConfig {
+    pub(crate) fn sim(&self) -> SimConfig {
         let mut sim = SimConfig {
             days: self.days,
             warmup_days: self.warmup_days,
@@ -864,7 +864,7 @@ impl SimulateSettings {
 
 /// One `--resolve` entry, `HOST=IP`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolve(pub String, pub IpAddr);
+pub(crate) struct Resolve(pub String, pub IpAddr);
 
 impl FromStr for Resolve {
     type Err = String;
@@ -930,7 +930,7 @@ fn check(key: &str, ok: bool, expected: &str) -> Result<()> {
 // The settings of each command: the groups it takes, validated together.
 
 /// A command's settings: groups of [`Args`] that are also TOML tables.
-pub trait Settings:
+pub(crate) trait Settings:
     Args + Serialize + serde::de::DeserializeOwned + Default + Clone + fmt::Debug
 {
     /// Range checks the types do not make (the first key out of range is the error).
@@ -940,7 +940,7 @@ pub trait Settings:
 /// `parse`: how the document is fetched and parsed.
 #[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ParseCommandSettings {
+pub(crate) struct ParseCommandSettings {
     #[command(flatten, next_help_heading = "Parse")]
     pub parse: ParseSettings,
     #[command(flatten, next_help_heading = "Fetch")]
@@ -956,7 +956,7 @@ impl Settings for ParseCommandSettings {
 /// `robots`: how the robots.txt is fetched.
 #[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct RobotsCommandSettings {
+pub(crate) struct RobotsCommandSettings {
     #[command(flatten, next_help_heading = "Fetch")]
     pub fetch: FetchSettings,
 }
@@ -970,7 +970,7 @@ impl Settings for RobotsCommandSettings {
 /// `discover`: how sites are walked, documents fetched and parsed.
 #[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct SiteSettings {
+pub(crate) struct SiteSettings {
     #[command(flatten, next_help_heading = "Walk")]
     pub walk: WalkSettings,
     #[command(flatten, next_help_heading = "Parse")]
@@ -988,7 +988,7 @@ impl Settings for SiteSettings {
 /// `ingest`: the store, its scheduler, and the walk.
 #[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct IngestSettings {
+pub(crate) struct IngestSettings {
     #[command(flatten, next_help_heading = "Store")]
     pub store: StoreArgs,
     #[command(flatten, next_help_heading = "Scheduler")]
@@ -1011,7 +1011,7 @@ impl Settings for IngestSettings {
 /// `queue`: the store and its scheduler.
 #[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct QueueSettings {
+pub(crate) struct QueueSettings {
     #[command(flatten, next_help_heading = "Store")]
     pub store: StoreArgs,
     #[command(flatten, next_help_heading = "Scheduler")]
@@ -1027,7 +1027,7 @@ impl Settings for QueueSettings {
 /// `daemon`: everything but the simulator.
 #[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct DaemonSettings {
+pub(crate) struct DaemonSettings {
     #[command(flatten, next_help_heading = "Store")]
     pub store: StoreArgs,
     /// Sites to follow: `example.com`, `https://example.com/`, or a sitemap URL. The API

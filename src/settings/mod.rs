@@ -26,11 +26,11 @@ use figment::providers::{Format, Serialized, Toml};
 use figment::value::{Dict, Value};
 use sitemapd_discovery::Seed;
 
-pub use groups::*;
+pub(crate) use groups::*;
 
 /// `--config FILE` and `--print-config`, on every command that takes settings.
 #[derive(Debug, Clone, Default, Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// Settings file (TOML; every key optional, unknown keys refused). Environment variables
     /// `SITEMAPD_<SETTING>` override it, flags override both.
     #[arg(long, value_name = "FILE")]
@@ -42,7 +42,7 @@ pub struct ConfigArgs {
 }
 
 /// The environment variable of the setting `id`.
-pub fn env_name(id: &str) -> String {
+pub(crate) fn env_name(id: &str) -> String {
     format!("SITEMAPD_{}", id.to_ascii_uppercase())
 }
 
@@ -55,7 +55,7 @@ fn ids<T: Args>() -> Vec<String> {
 }
 
 /// `cmd` with an environment variable on every setting of `T`.
-pub fn with_env<T: Args>(cmd: Command) -> Command {
+pub(crate) fn with_env<T: Args>(cmd: Command) -> Command {
     ids::<T>().into_iter().fold(cmd, |cmd, id| {
         let env = env_name(&id);
         cmd.mut_arg(id, |a| a.env(env))
@@ -112,7 +112,11 @@ fn figment<T: Settings>(file: Option<&Path>, flags: Dict) -> Result<Figment> {
 
 /// The effective settings: `parsed` (clap's view of the flags and the
 /// environment) layered over the file and the defaults, validated.
-pub fn layer<T: Settings>(config: &ConfigArgs, parsed: &T, matches: &ArgMatches) -> Result<T> {
+pub(crate) fn layer<T: Settings>(
+    config: &ConfigArgs,
+    parsed: &T,
+    matches: &ArgMatches,
+) -> Result<T> {
     let file = config.config.as_deref();
     let settings: T = figment::<T>(file, given(parsed, matches)?)?
         .extract()
@@ -170,7 +174,7 @@ fn describe(errors: figment::Error) -> String {
 
 /// Layers the settings into `parsed`; with `--print-config`, prints them
 /// and says so (the command has nothing more to do).
-pub fn resolve<T: Settings>(
+pub(crate) fn resolve<T: Settings>(
     config: &ConfigArgs,
     parsed: &mut T,
     matches: &ArgMatches,
@@ -207,7 +211,7 @@ const TABLES: [(&str, &str); 9] = [
 
 /// `settings` as a commented TOML file: every key preceded by its flag's
 /// help, keys that are unset commented out.
-pub fn to_toml<T: Settings>(settings: &T) -> Result<String> {
+pub(crate) fn to_toml<T: Settings>(settings: &T) -> Result<String> {
     let cmd = T::augment_args(Command::new("settings"));
     let help = |id: &str| {
         cmd.get_arguments()
@@ -305,7 +309,7 @@ fn comment(out: &mut String, text: &str) {
 }
 
 /// The store key of a site: its seed, normalised.
-pub fn site_key(input: &str) -> Result<String> {
+pub(crate) fn site_key(input: &str) -> Result<String> {
     Ok(Seed::parse(input)
         .with_context(|| format!("{input:?} is not a site or a sitemap URL"))?
         .url()
@@ -313,7 +317,7 @@ pub fn site_key(input: &str) -> Result<String> {
 }
 
 /// The seeds of a walk, each a site or a sitemap URL.
-pub fn seeds<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<Seed>> {
+pub(crate) fn seeds<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<Seed>> {
     inputs
         .iter()
         .map(|s| {
@@ -332,7 +336,7 @@ pub fn seeds<S: AsRef<str>>(inputs: &[S]) -> Result<Vec<Seed>> {
 
 /// A tokio runtime for the commands that fetch: two workers (the parser
 /// runs on the blocking pool beside them).
-pub fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -340,7 +344,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Now, in unix seconds.
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -14,7 +14,10 @@ use sitemapd_sim::RunReport;
 use super::Experiment;
 
 /// Each policy's mean freshness per window: (day, freshness) points.
-pub fn mean_series(policies: &[String], reports: &[RunReport]) -> Vec<(String, Vec<(f64, f64)>)> {
+pub(super) fn mean_series(
+    policies: &[String],
+    reports: &[RunReport],
+) -> Vec<(String, Vec<(f64, f64)>)> {
     policies
         .iter()
         .map(|p| {
@@ -49,7 +52,7 @@ const DASHES: [Option<(u32, u32)>; 3] = [None, Some((10, 5)), Some((3, 4))];
 
 /// The colour and dash pattern of the `i`-th policy line (`oracle`: solid
 /// black).
-pub fn line_style(i: usize, policy: &str) -> (RGBColor, Option<(u32, u32)>) {
+pub(super) fn line_style(i: usize, policy: &str) -> (RGBColor, Option<(u32, u32)>) {
     if policy == sitemapd_sim::ORACLE {
         return (BLACK, None);
     }
@@ -78,7 +81,11 @@ fn label_positions(ends: &[f64], gap: f64) -> Vec<f64> {
 }
 
 /// Draws the chart to `path` (SVG).
-pub fn freshness_chart(path: &Path, experiment: &Experiment, reports: &[RunReport]) -> Result<()> {
+pub(super) fn freshness_chart(
+    path: &Path,
+    experiment: &Experiment,
+    reports: &[RunReport],
+) -> Result<()> {
     let series = mean_series(&experiment.policies, reports);
     let lowest = series
         .iter()

@@ -20,7 +20,7 @@ use crate::cli::SimulateArgs;
 
 /// The experiment: the simulation settings and the runs to make of them.
 #[derive(Debug, Clone)]
-pub struct Experiment {
+pub(crate) struct Experiment {
     /// The simulation settings.
     pub sim: SimConfig,
     /// Policies, in the order the outputs list them.
@@ -33,7 +33,7 @@ pub struct Experiment {
 
 impl Experiment {
     /// The experiment the (layered and validated) settings describe.
-    pub fn from_args(args: &SimulateArgs) -> Result<Experiment> {
+    pub(crate) fn from_args(args: &SimulateArgs) -> Result<Experiment> {
         let s = &args.settings;
         let sim = s.sim();
         let policies: Vec<String> = s.policies.iter().map(|p| p.name().to_string()).collect();
@@ -73,7 +73,7 @@ fn work_dir(args: &SimulateArgs) -> PathBuf {
 }
 
 /// Runs `simulate`.
-pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode> {
     let experiment = Experiment::from_args(args)?;
     let runs = experiment.runs();
     std::fs::create_dir_all(&args.out)

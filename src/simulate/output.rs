@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use sitemapd_sim::{RunReport, Summary};
 
 /// The columns of metrics.csv.
-pub const METRICS_COLUMNS: [&str; 15] = [
+pub(super) const METRICS_COLUMNS: [&str; 15] = [
     "policy",
     "seed",
     "day",
@@ -27,7 +27,7 @@ pub const METRICS_COLUMNS: [&str; 15] = [
 ];
 
 /// The columns of summary.csv.
-pub const SUMMARY_COLUMNS: [&str; 8] = [
+pub(super) const SUMMARY_COLUMNS: [&str; 8] = [
     "policy", "metric", "mean", "ci95", "sd", "min", "max", "seeds",
 ];
 
@@ -36,7 +36,7 @@ fn csv_writer(path: &Path) -> Result<csv::Writer<std::fs::File>> {
 }
 
 /// Writes every run's rows, in run order (policy, then seed).
-pub fn write_metrics(path: &Path, reports: &[RunReport]) -> Result<()> {
+pub(super) fn write_metrics(path: &Path, reports: &[RunReport]) -> Result<()> {
     let mut w = csv_writer(path)?;
     w.write_record(METRICS_COLUMNS)?;
     for r in reports {
@@ -68,7 +68,7 @@ pub fn write_metrics(path: &Path, reports: &[RunReport]) -> Result<()> {
 
 /// One summary figure of one policy over its seeds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Stat {
+pub(super) struct Stat {
     /// The policy.
     pub policy: String,
     /// The figure's name.
@@ -165,7 +165,7 @@ fn stat(policy: &str, metric: &str, values: &[f64]) -> Stat {
 }
 
 /// Every figure of every policy, over its seeds, in policy order.
-pub fn summarise(policies: &[String], reports: &[RunReport]) -> Vec<Stat> {
+pub(super) fn summarise(policies: &[String], reports: &[RunReport]) -> Vec<Stat> {
     let mut out = Vec::new();
     for policy in policies {
         let runs: Vec<Vec<(String, Option<f64>)>> = reports
@@ -190,7 +190,7 @@ pub fn summarise(policies: &[String], reports: &[RunReport]) -> Vec<Stat> {
 }
 
 /// Writes summary.csv.
-pub fn write_summary(path: &Path, stats: &[Stat]) -> Result<()> {
+pub(super) fn write_summary(path: &Path, stats: &[Stat]) -> Result<()> {
     let mut w = csv_writer(path)?;
     w.write_record(SUMMARY_COLUMNS)?;
     let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
@@ -212,7 +212,7 @@ pub fn write_summary(path: &Path, stats: &[Stat]) -> Result<()> {
 }
 
 /// One line per policy for the terminal: freshness, age, waste.
-pub fn headline(stats: &[Stat]) -> Vec<String> {
+pub(super) fn headline(stats: &[Stat]) -> Vec<String> {
     let get = |policy: &str, metric: &str| {
         stats
             .iter()

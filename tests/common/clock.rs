@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// A clock file, starting at the system clock's time.
-pub struct TestClock {
+pub(crate) struct TestClock {
     _dir: tempfile::TempDir,
     path: PathBuf,
     now: AtomicI64,
@@ -14,7 +14,7 @@ pub struct TestClock {
 
 impl TestClock {
     /// A clock at the system clock's time now.
-    pub fn at_system_time() -> TestClock {
+    pub(crate) fn at_system_time() -> TestClock {
         let dir = tempfile::tempdir().unwrap();
         let clock = TestClock {
             path: dir.path().join("clock"),
@@ -26,17 +26,17 @@ impl TestClock {
     }
 
     /// The daemon's arguments for this clock.
-    pub fn args(&self) -> [&str; 2] {
+    pub(crate) fn args(&self) -> [&str; 2] {
         ["--test-clock-file", self.path.to_str().unwrap()]
     }
 
     /// The clock's time, Unix seconds.
-    pub fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         self.now.load(Ordering::SeqCst)
     }
 
     /// Moves the clock `secs` later.
-    pub fn advance(&self, secs: i64) {
+    pub(crate) fn advance(&self, secs: i64) {
         self.now.fetch_add(secs, Ordering::SeqCst);
         self.write();
     }

@@ -12,10 +12,10 @@ use serde_json::Value;
 use super::{bin, http};
 
 /// The API token the tests start the daemon with.
-pub const TOKEN: &str = "s3cret-token";
+pub(crate) const TOKEN: &str = "s3cret-token";
 
 /// A running daemon and what it logged.
-pub struct Daemon {
+pub(crate) struct Daemon {
     pub child: Child,
     pub addr: SocketAddr,
     log: Arc<Mutex<String>>,
@@ -26,12 +26,12 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `sitemapd daemon` with `args` (plus a loopback listener on a
     /// free port and the test token) and waits until it listens.
-    pub fn start(store: &std::path::Path, args: &[&str]) -> Daemon {
+    pub(crate) fn start(store: &std::path::Path, args: &[&str]) -> Daemon {
         Daemon::start_with(store, args, |cmd| cmd.env("SITEMAPD_TOKEN", TOKEN))
     }
 
     /// [`Daemon::start`], with `token` setting how the token is given.
-    pub fn start_with(
+    pub(crate) fn start_with(
         store: &std::path::Path,
         args: &[&str],
         token: impl FnOnce(&mut Command) -> &mut Command,
@@ -41,7 +41,7 @@ impl Daemon {
 
     /// [`Daemon::start`] without `--allow-private`: the address guard on,
     /// so nothing on loopback can be fetched.
-    pub fn start_guarded(store: &std::path::Path, args: &[&str]) -> Daemon {
+    pub(crate) fn start_guarded(store: &std::path::Path, args: &[&str]) -> Daemon {
         Daemon::spawn(store, args, |cmd| cmd.env("SITEMAPD_TOKEN", TOKEN))
     }
 
@@ -98,32 +98,32 @@ impl Daemon {
         }
     }
 
-    pub fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let body = body.map(|b| b.to_string());
         let (status, text) = http(self.addr, method, path, Some(TOKEN), body.as_deref());
         let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         (status, value)
     }
 
-    pub fn get(&self, path: &str) -> Value {
+    pub(crate) fn get(&self, path: &str) -> Value {
         let (status, v) = self.call("GET", path, None);
         assert_eq!(status, 200, "GET {path}: {v}");
         v
     }
 
-    pub fn post(&self, path: &str, body: Value) -> Value {
+    pub(crate) fn post(&self, path: &str, body: Value) -> Value {
         let (status, v) = self.call("POST", path, Some(body));
         assert_eq!(status, 200, "POST {path}: {v}");
         v
     }
 
-    pub fn active(&self) -> u64 {
+    pub(crate) fn active(&self) -> u64 {
         self.get("/v1/stats")["stats"]["active"].as_u64().unwrap()
     }
 
     /// Polls `what` until it holds (120 s at most: only a failure waits
     /// that long, and a busy shared disk makes each acknowledged write slow).
-    pub fn wait_for(&self, what: &str, mut done: impl FnMut(&Daemon) -> bool) {
+    pub(crate) fn wait_for(&self, what: &str, mut done: impl FnMut(&Daemon) -> bool) {
         let start = Instant::now();
         while !done(self) {
             if start.elapsed() > Duration::from_secs(120) {
@@ -133,14 +133,14 @@ impl Daemon {
         }
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 
     /// `kill -9`, and waits for the process to end: whether the process
     /// was still running when the signal was sent (its exit status says it
     /// died of SIGKILL), and its whole log.
-    pub fn kill_9(mut self) -> (bool, String) {
+    pub(crate) fn kill_9(mut self) -> (bool, String) {
         let running = self.child.try_wait().unwrap().is_none();
         self.child.kill().unwrap(); // SIGKILL
         let status = self.child.wait().unwrap();
@@ -153,7 +153,7 @@ impl Daemon {
     }
 
     /// SIGTERM, then waits (at most 15 s): the exit status and how long it took.
-    pub fn terminate(mut self) -> (ExitStatus, Duration, String) {
+    pub(crate) fn terminate(mut self) -> (ExitStatus, Duration, String) {
         let start = Instant::now();
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         loop {
@@ -185,7 +185,7 @@ impl Drop for Daemon {
 /// and hard, between fork and exec. SIGXFSZ is ignored, so that a write
 /// past `RLIMIT_FSIZE` fails with EFBIG (as on a full disk) instead of
 /// killing the process.
-pub fn limit_on_exec(
+pub(crate) fn limit_on_exec(
     cmd: &mut std::process::Command,
     resource: libc::__rlimit_resource_t,
     limit: u64,

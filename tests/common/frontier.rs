@@ -12,10 +12,11 @@ use tonic::transport::Channel;
 use super::daemon::Daemon;
 
 /// What the client adds to every call: the token.
-pub type Auth = Box<dyn FnMut(Request<()>) -> Result<Request<()>, tonic::Status> + Send>;
-pub type Client = UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
+pub(crate) type Auth = Box<dyn FnMut(Request<()>) -> Result<Request<()>, tonic::Status> + Send>;
+pub(crate) type Client =
+    UrlFrontierClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
 
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -27,7 +28,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// delay unless `extra` sets one, so that the protocol's own rules (the
 /// queue delay, `max_urls_per_queue`) are what spaces a queue's URLs, as in
 /// the reference service.
-pub fn frontier_daemon(dir: &tempfile::TempDir, extra: &[&str]) -> (Daemon, String) {
+pub(crate) fn frontier_daemon(dir: &tempfile::TempDir, extra: &[&str]) -> (Daemon, String) {
     let no_lease_delay: &[&str] = if extra.contains(&"--lease-delay") {
         &[]
     } else {
@@ -45,7 +46,7 @@ pub fn frontier_daemon(dir: &tempfile::TempDir, extra: &[&str]) -> (Daemon, Stri
 }
 
 /// The address the daemon's URLFrontier service listens on, from its log.
-pub fn frontier_addr(d: &Daemon) -> String {
+pub(crate) fn frontier_addr(d: &Daemon) -> String {
     let mut addr = String::new();
     d.wait_for("the URLFrontier service", |d| {
         let log = d.log();
@@ -59,12 +60,12 @@ pub fn frontier_addr(d: &Daemon) -> String {
     addr
 }
 
-pub async fn client(addr: &str, token: Option<&'static str>) -> Client {
+pub(crate) async fn client(addr: &str, token: Option<&'static str>) -> Client {
     try_client(addr, token).await.unwrap()
 }
 
 /// [`client`], or why it could not connect.
-pub async fn try_client(addr: &str, token: Option<&'static str>) -> Result<Client, String> {
+pub(crate) async fn try_client(addr: &str, token: Option<&'static str>) -> Result<Client, String> {
     let channel = Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -82,7 +83,7 @@ pub async fn try_client(addr: &str, token: Option<&'static str>) -> Result<Clien
 
 /// No delay between two servings of a queue (SetDelay, no key), for the
 /// tests.
-pub async fn no_delay(c: &mut Client) {
+pub(crate) async fn no_delay(c: &mut Client) {
     c.set_delay(proto::QueueDelayParams {
         key: String::new(),
         delay_requestable: 0,
@@ -93,7 +94,7 @@ pub async fn no_delay(c: &mut Client) {
     .unwrap();
 }
 
-pub async fn set_active(c: &mut Client, state: bool) {
+pub(crate) async fn set_active(c: &mut Client, state: bool) {
     let active = proto::Active {
         state,
         local: false,
@@ -101,7 +102,7 @@ pub async fn set_active(c: &mut Client, state: bool) {
     c.set_active(active).await.unwrap();
 }
 
-pub fn info(url: &str, crawl: &str, meta: &[(&str, &str)]) -> proto::UrlInfo {
+pub(crate) fn info(url: &str, crawl: &str, meta: &[(&str, &str)]) -> proto::UrlInfo {
     proto::UrlInfo {
         url: url.into(),
         key: String::new(),
@@ -120,7 +121,7 @@ pub fn info(url: &str, crawl: &str, meta: &[(&str, &str)]) -> proto::UrlInfo {
     }
 }
 
-pub fn discovered(url: &str, crawl: &str) -> proto::UrlItem {
+pub(crate) fn discovered(url: &str, crawl: &str) -> proto::UrlItem {
     proto::UrlItem {
         item: Some(proto::url_item::Item::Discovered(
             proto::DiscoveredUrlItem {
@@ -132,7 +133,7 @@ pub fn discovered(url: &str, crawl: &str) -> proto::UrlItem {
     }
 }
 
-pub fn known(url: &str, crawl: &str, date: u64, meta: &[(&str, &str)]) -> proto::UrlItem {
+pub(crate) fn known(url: &str, crawl: &str, date: u64, meta: &[(&str, &str)]) -> proto::UrlItem {
     proto::UrlItem {
         item: Some(proto::url_item::Item::Known(proto::KnownUrlItem {
             info: Some(info(url, crawl, meta)),
@@ -144,7 +145,7 @@ pub fn known(url: &str, crawl: &str, date: u64, meta: &[(&str, &str)]) -> proto:
 }
 
 /// PutURLs of `items` on one stream: the acks by id.
-pub async fn put(c: &mut Client, items: Vec<proto::UrlItem>) -> HashMap<String, Ack> {
+pub(crate) async fn put(c: &mut Client, items: Vec<proto::UrlItem>) -> HashMap<String, Ack> {
     let n = items.len();
     let mut acks = c
         .put_ur_ls(tokio_stream::iter(items))
@@ -159,7 +160,7 @@ pub async fn put(c: &mut Client, items: Vec<proto::UrlItem>) -> HashMap<String, 
     out
 }
 
-pub fn get(
+pub(crate) fn get(
     max_per_queue: u32,
     max_queues: u32,
     key: &str,
@@ -177,7 +178,7 @@ pub fn get(
     }
 }
 
-pub async fn get_urls(c: &mut Client, p: proto::GetParams) -> Vec<proto::UrlInfo> {
+pub(crate) async fn get_urls(c: &mut Client, p: proto::GetParams) -> Vec<proto::UrlInfo> {
     let mut s = c.get_ur_ls(p).await.unwrap().into_inner();
     let mut out = Vec::new();
     while let Some(u) = s.message().await.unwrap() {
@@ -186,13 +187,13 @@ pub async fn get_urls(c: &mut Client, p: proto::GetParams) -> Vec<proto::UrlInfo
     out
 }
 
-pub fn urls(infos: &[proto::UrlInfo]) -> Vec<&str> {
+pub(crate) fn urls(infos: &[proto::UrlInfo]) -> Vec<&str> {
     let mut v: Vec<&str> = infos.iter().map(|i| i.url.as_str()).collect();
     v.sort();
     v
 }
 
-pub fn scoped(key: &str, crawl: &str) -> proto::QueueWithinCrawlParams {
+pub(crate) fn scoped(key: &str, crawl: &str) -> proto::QueueWithinCrawlParams {
     proto::QueueWithinCrawlParams {
         key: key.into(),
         crawl_id: crawl.into(),
@@ -201,7 +202,7 @@ pub fn scoped(key: &str, crawl: &str) -> proto::QueueWithinCrawlParams {
 }
 
 /// [`info`] in queue `key`.
-pub fn info_in(url: &str, key: &str, crawl: &str) -> proto::UrlInfo {
+pub(crate) fn info_in(url: &str, key: &str, crawl: &str) -> proto::UrlInfo {
     proto::UrlInfo {
         key: key.into(),
         ..info(url, crawl, &[])
@@ -209,7 +210,7 @@ pub fn info_in(url: &str, key: &str, crawl: &str) -> proto::UrlInfo {
 }
 
 /// A discovered URL in queue `key` of crawl `crawl`.
-pub fn discovered_in(url: &str, key: &str, crawl: &str) -> proto::UrlItem {
+pub(crate) fn discovered_in(url: &str, key: &str, crawl: &str) -> proto::UrlItem {
     proto::UrlItem {
         item: Some(proto::url_item::Item::Discovered(
             proto::DiscoveredUrlItem {
@@ -223,7 +224,7 @@ pub fn discovered_in(url: &str, key: &str, crawl: &str) -> proto::UrlItem {
 
 /// A known URL in queue `key` of crawl `crawl`, due at `date` (0:
 /// completed).
-pub fn known_in(url: &str, key: &str, crawl: &str, date: u64) -> proto::UrlItem {
+pub(crate) fn known_in(url: &str, key: &str, crawl: &str, date: u64) -> proto::UrlItem {
     proto::UrlItem {
         item: Some(proto::url_item::Item::Known(proto::KnownUrlItem {
             info: Some(info_in(url, key, crawl)),
@@ -235,7 +236,10 @@ pub fn known_in(url: &str, key: &str, crawl: &str, date: u64) -> proto::UrlItem 
 }
 
 /// The URLs of a ListURLs answer, with their queue and date.
-pub async fn list_urls(c: &mut Client, p: proto::ListUrlParams) -> Vec<(String, String, u64)> {
+pub(crate) async fn list_urls(
+    c: &mut Client,
+    p: proto::ListUrlParams,
+) -> Vec<(String, String, u64)> {
     let mut s = c.list_ur_ls(p).await.unwrap().into_inner();
     let mut out = Vec::new();
     while let Some(item) = s.message().await.unwrap() {
@@ -249,7 +253,7 @@ pub async fn list_urls(c: &mut Client, p: proto::ListUrlParams) -> Vec<(String, 
 }
 
 /// ListURLs of queue `key` (every queue: empty) of crawl `crawl`.
-pub fn list_params(key: &str, crawl: &str, start: u32, size: u32) -> proto::ListUrlParams {
+pub(crate) fn list_params(key: &str, crawl: &str, start: u32, size: u32) -> proto::ListUrlParams {
     proto::ListUrlParams {
         start,
         size,
@@ -262,7 +266,7 @@ pub fn list_params(key: &str, crawl: &str, start: u32, size: u32) -> proto::List
 }
 
 /// CountURLs of queue `key` of crawl `crawl`.
-pub async fn count_urls(
+pub(crate) async fn count_urls(
     c: &mut Client,
     key: &str,
     crawl: &str,
@@ -280,7 +284,7 @@ pub async fn count_urls(
 }
 
 /// ListQueues of crawl `crawl`.
-pub async fn list_queues(c: &mut Client, crawl: &str, inactive: bool) -> Vec<String> {
+pub(crate) async fn list_queues(c: &mut Client, crawl: &str, inactive: bool) -> Vec<String> {
     let p = proto::Pagination {
         start: 0,
         size: 0,
@@ -293,7 +297,7 @@ pub async fn list_queues(c: &mut Client, crawl: &str, inactive: bool) -> Vec<Str
 
 /// GetURLStatus of `url` in queue `key`: its queue and date, or the
 /// error's code.
-pub async fn url_status(
+pub(crate) async fn url_status(
     c: &mut Client,
     url: &str,
     key: &str,
@@ -317,13 +321,13 @@ pub async fn url_status(
 
 /// The mutual-TLS certificates of `fixtures/tls/mutual/` (see its
 /// generate.sh).
-pub fn pki(name: &str) -> String {
+pub(crate) fn pki(name: &str) -> String {
     format!("{}/fixtures/tls/mutual/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A channel over TLS (trusting the test CA), presenting the client
 /// certificate `identity` (`client`, `stranger`) if any.
-pub async fn tls_channel(addr: &str, identity: Option<&str>) -> Result<Channel, String> {
+pub(crate) async fn tls_channel(addr: &str, identity: Option<&str>) -> Result<Channel, String> {
     use tonic::transport::{Certificate, ClientTlsConfig, Identity};
     let read = |name: &str| std::fs::read(pki(name)).unwrap();
     let mut tls = ClientTlsConfig::new()

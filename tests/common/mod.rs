@@ -6,30 +6,30 @@ use std::process::{Command, Output};
 
 use sitemapd_testsite::{Reply, TestSite};
 
-pub mod clock;
-pub mod daemon;
-pub mod frontier;
-pub mod sockets;
+pub(crate) mod clock;
+pub(crate) mod daemon;
+pub(crate) mod frontier;
+pub(crate) mod sockets;
 
 /// The binary under test.
-pub fn bin() -> Command {
+pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sitemapd"))
 }
 
 /// Runs it with `args` and waits.
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     bin().args(args).output().unwrap()
 }
 
 /// `args` followed by `--store DIR`.
-pub fn with_store<'a>(dir: &'a std::path::Path, args: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn with_store<'a>(dir: &'a std::path::Path, args: &[&'a str]) -> Vec<&'a str> {
     let mut v = args.to_vec();
     v.extend(["--store", dir.to_str().unwrap()]);
     v
 }
 
 /// Runs it with `args`, `input` on its stdin, and waits.
-pub fn run_with_input(args: &[&str], input: &[u8]) -> Output {
+pub(crate) fn run_with_input(args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = bin()
@@ -45,7 +45,7 @@ pub fn run_with_input(args: &[&str], input: &[u8]) -> Output {
 
 /// SIGKILL to `child`: a child that has already exited is fine (there is
 /// nothing left to end); any other failure fails the test.
-pub fn kill(child: &mut std::process::Child) {
+pub(crate) fn kill(child: &mut std::process::Child) {
     match child.kill() {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {}
@@ -54,18 +54,18 @@ pub fn kill(child: &mut std::process::Child) {
 }
 
 /// Its stdout, as text.
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
 /// Its stderr, as text.
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 /// `sitemapd stats --check` on the store at `store` passes: every record,
 /// due entry and kept count agrees.
-pub fn assert_store_checks(store: &std::path::Path) {
+pub(crate) fn assert_store_checks(store: &std::path::Path) {
     let check = run(&["stats", "--check", "--store", store.to_str().unwrap()]);
     assert!(
         check.status.success(),
@@ -76,7 +76,7 @@ pub fn assert_store_checks(store: &std::path::Path) {
 }
 
 /// Every line of `s` as JSON.
-pub fn json_lines(s: &str) -> Vec<serde_json::Value> {
+pub(crate) fn json_lines(s: &str) -> Vec<serde_json::Value> {
     s.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect()
@@ -84,7 +84,7 @@ pub fn json_lines(s: &str) -> Vec<serde_json::Value> {
 
 /// One request to a loopback server (`Connection: close`): status and body
 /// as text.
-pub fn http(
+pub(crate) fn http(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
@@ -99,7 +99,7 @@ pub fn http(
 /// A loopback site: robots.txt -> index -> `sitemaps` sitemaps of `per`
 /// URLs each (lastmod and changefreq on every URL; each sitemap answers
 /// 304 to its ETag).
-pub fn indexed_site(sitemaps: usize, per: usize) -> TestSite {
+pub(crate) fn indexed_site(sitemaps: usize, per: usize) -> TestSite {
     let site = TestSite::start();
     let mut index =
         String::from(r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);

@@ -9,11 +9,11 @@ use super::daemon::{Daemon, TOKEN, limit_on_exec};
 
 /// The daemon's open-file limit in the flood test: low enough that 2,000
 /// sockets would exhaust it without a connection cap.
-pub const DAEMON_FDS: u64 = 1024;
+pub(crate) const DAEMON_FDS: u64 = 1024;
 
 /// Raises this process's soft open-file limit to `want` (within the hard
 /// limit); the limit there is afterwards.
-pub fn raise_fd_limit(want: u64) -> u64 {
+pub(crate) fn raise_fd_limit(want: u64) -> u64 {
     unsafe {
         let mut lim = libc::rlimit {
             rlim_cur: 0,
@@ -30,7 +30,7 @@ pub fn raise_fd_limit(want: u64) -> u64 {
 }
 
 /// A daemon (with the test token) whose open-file limit is [`DAEMON_FDS`].
-pub fn daemon_with_fd_limit(store: &std::path::Path, args: &[&str]) -> Daemon {
+pub(crate) fn daemon_with_fd_limit(store: &std::path::Path, args: &[&str]) -> Daemon {
     Daemon::start_with(store, args, |cmd| {
         limit_on_exec(
             cmd.env("SITEMAPD_TOKEN", TOKEN),
@@ -42,7 +42,11 @@ pub fn daemon_with_fd_limit(store: &std::path::Path, args: &[&str]) -> Daemon {
 
 /// A TCP connection to `to` from the loopback address `from` (127.0.0.1
 /// and 127.0.0.2 are two peers to the daemon), given up after `wait`.
-pub fn connect_from(from: Ipv4Addr, to: SocketAddr, wait: Duration) -> std::io::Result<TcpStream> {
+pub(crate) fn connect_from(
+    from: Ipv4Addr,
+    to: SocketAddr,
+    wait: Duration,
+) -> std::io::Result<TcpStream> {
     use std::os::fd::FromRawFd;
     let SocketAddr::V4(to) = to else {
         panic!("IPv4 only")
@@ -88,7 +92,7 @@ pub fn connect_from(from: Ipv4Addr, to: SocketAddr, wait: Duration) -> std::io::
 
 /// Whether the daemon still holds `conn` open (no EOF, no reset, no
 /// answer: a refused connection may get a 503 before it is closed).
-pub fn is_open(mut conn: &TcpStream) -> bool {
+pub(crate) fn is_open(mut conn: &TcpStream) -> bool {
     conn.set_nonblocking(true).unwrap();
     let mut byte = [0u8; 1];
     let open = matches!(conn.read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
@@ -96,6 +100,6 @@ pub fn is_open(mut conn: &TcpStream) -> bool {
     open
 }
 
-pub fn count_open(conns: &[TcpStream]) -> usize {
+pub(crate) fn count_open(conns: &[TcpStream]) -> usize {
     conns.iter().filter(|c| is_open(c)).count()
 }
