@@ -3,7 +3,7 @@
 //! per URL and peak RSS, on a fresh store on disk. Prints figures; asserts
 //! nothing.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M]`
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M --calibrate]`
 //!
 //! `--cache-mib M` sets sled's cache (`StoreOptions::cache_bytes`; default 32 MiB).
 //!
@@ -11,6 +11,10 @@
 //! crawler at work: each completed record gets a key of its own) and
 //! ingests again (which folds them back into their pages), printing the
 //! disk after each.
+//!
+//! `--calibrate` then opens the store again with the `freshness-optimal`
+//! policy and calibrates it (a pass over every URL), printing its time and
+//! the resident memory it took above what the process held before.
 //!
 //! `--keep DIR` builds the store in `DIR` (which must not exist yet) and
 //! leaves it there, for measuring the commands on a big store.
@@ -26,7 +30,7 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{ChangeFreq, Lastmod, NormUrl, UrlEntry};
 use sitemapd_scheduler::{SitemapFetch, Store, StoreOptions};
-use sitemapd_storebench::{dir_bytes, peak_rss_mib, thread_cpu_ms};
+use sitemapd_storebench::{dir_bytes, peak_rss_mib, reset_peak_rss, rss_mib, thread_cpu_ms};
 
 /// Unix seconds as the store's timestamp.
 fn ts(t: i64) -> Timestamp {
@@ -230,4 +234,29 @@ fn main() {
         store.size_on_disk().unwrap() as f64 / 1e6,
         peak_rss_mib()
     );
+    if args.iter().any(|a| a == "--calibrate") {
+        let options = store.options().clone();
+        drop(store);
+        let store = Store::open(
+            path,
+            StoreOptions {
+                policy: Some("freshness-optimal".into()),
+                ..options
+            },
+        )
+        .unwrap();
+        let before = rss_mib();
+        assert!(
+            reset_peak_rss(),
+            "cannot reset the peak RSS (/proc/self/clear_refs)"
+        );
+        let t = Instant::now();
+        let multiplier = store.calibrate().unwrap();
+        println!(
+            "calibrate (freshness-optimal, every URL): {:.1} s, multiplier {multiplier:?}; \
+             peak RSS {:.0} MiB above the {before:.0} MiB held before",
+            t.elapsed().as_secs_f64(),
+            peak_rss_mib() - before
+        );
+    }
 }

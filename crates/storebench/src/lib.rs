@@ -210,10 +210,26 @@ impl Record {
 
 /// Peak resident set size of this process, MiB (VmHWM).
 pub fn peak_rss_mib() -> f64 {
+    status_mib("VmHWM:")
+}
+
+/// Resident set size of this process now, MiB (VmRSS).
+pub fn rss_mib() -> f64 {
+    status_mib("VmRSS:")
+}
+
+/// Starts the peak resident set size ([`peak_rss_mib`]) again from the
+/// current one (Linux: `5` written to `/proc/self/clear_refs`); whether it
+/// could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn status_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kib| kib / 1024.0)
 }
