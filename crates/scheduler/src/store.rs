@@ -12,7 +12,8 @@ use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::{Batch, Kv};
 use crate::policy::{
-    self, Calibration, FetchOutcome, HostState, Params, Policy, PolicyRegistry, UrlState,
+    self, Calibration, FetchOutcome, HostState, PageSummary, Params, Policy, PolicyRegistry,
+    UrlState,
 };
 use crate::record::{HostRecord, Record, Schedule, SitemapRecord, StoredReason, UrlRecord, decode};
 use crate::refresh::RefreshParams;
@@ -599,11 +600,13 @@ impl Store {
         if current.allocation_multiplier(&[], params).is_none() {
             return Ok(None);
         }
-        let mut pages = Vec::new();
+        // In bounded memory whatever the store holds (a summary, not a list
+        // of every URL).
+        let mut pages = PageSummary::new();
         // Pages whose every change is observed, for crawl on change: on a
         // complete host, lastmods to the second. URL keys come host by
         // host, so one host record at a time.
-        let mut complete = Vec::new();
+        let mut complete = PageSummary::new();
         let mut host: Option<(String, HostState)> = None;
         for item in self.all_url_records().filter(|item| self.intact(item)) {
             let (url, r) = item?;
@@ -618,21 +621,21 @@ impl Store {
                     }
                 };
                 let state = self.policy_view(&url, &r, &state_of_host, as_of(&r));
-                let page = (policy::planning_rate(&state, params), state.importance);
-                pages.push(page);
+                let rate = policy::planning_rate(&state, params);
+                pages.add(rate, state.importance);
                 if policy::every_change_observed(&state, &state_of_host) {
-                    complete.push(page);
+                    complete.add(rate, state.importance);
                 }
             }
         }
-        let Some(multiplier) = current.allocation_multiplier(&pages, params) else {
+        let Some(multiplier) = current.allocation_multiplier(&pages.pages(), params) else {
             return Ok(None);
         };
         let mut calibration = Calibration {
             multiplier,
             ..Calibration::default()
         };
-        if let Some(level) = current.on_change_level(&complete, multiplier) {
+        if let Some(level) = current.on_change_level(&complete.pages(), multiplier) {
             calibration.on_change_level = level;
         }
         let mut batch = Batch::default();

@@ -1042,7 +1042,7 @@ fn queue_depth_counts_what_is_due() {
 #[test]
 fn a_registered_policy_schedules_and_calibrates() {
     use sitemapd_scheduler::policy::{
-        Adaptive, Due, HostState, Params, Policy, PolicyRegistry, Reason, UrlState,
+        Adaptive, Due, HostState, Params, Policy, PolicyRegistry, Reason, UrlState, WeightedPage,
     };
 
     /// Adaptive, with every URL's score set by the calibrated multiplier.
@@ -1061,8 +1061,8 @@ fn a_registered_policy_schedules_and_calibrates() {
             due.score = self.multiplier;
             due
         }
-        fn allocation_multiplier(&self, pages: &[(f64, f64)], _: &Params) -> Option<f64> {
-            Some(pages.len() as f64)
+        fn allocation_multiplier(&self, pages: &[WeightedPage], _: &Params) -> Option<f64> {
+            Some(pages.iter().map(|p| p.count).sum::<u64>() as f64)
         }
     }
 

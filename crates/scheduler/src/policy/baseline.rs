@@ -16,7 +16,7 @@
 //! fetch)).
 
 use super::optimal::{calibrated, rate_due};
-use super::{Due, HostState, Params, Policy, UrlState};
+use super::{Due, HostState, Params, Policy, UrlState, Weighted, WeightedPage};
 use crate::time::Timestamp;
 
 /// `uniform`: due 1/f after the last fetch, f = the calibrated B/N
@@ -38,8 +38,12 @@ impl Policy for Uniform {
         "uniform"
     }
 
-    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
-        Some(uniform_multiplier(pages.len(), params.budget))
+    fn allocation_multiplier(&self, pages: &[WeightedPage], params: &Params) -> Option<f64> {
+        let n = pages.iter().map(|p| p.count).sum::<u64>();
+        Some(uniform_multiplier(
+            usize::try_from(n).unwrap_or(usize::MAX),
+            params.budget,
+        ))
     }
 
     fn next_due(&self, url: &UrlState, _host: &HostState, now: Timestamp) -> Due {
@@ -68,7 +72,7 @@ impl Policy for Proportional {
         "proportional"
     }
 
-    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+    fn allocation_multiplier(&self, pages: &[WeightedPage], params: &Params) -> Option<f64> {
         Some(proportional_multiplier(pages, params.budget))
     }
 
@@ -89,14 +93,18 @@ pub fn uniform_multiplier(pages: usize, budget: f64) -> f64 {
 }
 
 /// `proportional`'s constant: c = B/Σλ̂ over the pages' rates (λ, weight:
-/// the weight is not used), so that Σ c·λ̂ = B. Rates that are not positive
+/// the weight is not used; each [`Weighted`] counted as its pages), so that
+/// Σ c·λ̂ = B. Rates that are not positive
 /// and finite are ignored; 0 (uncalibrated) when none is left or the budget
 /// is not a positive finite number.
-pub fn proportional_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
+pub fn proportional_multiplier<P: Weighted>(pages: &[P], budget: f64) -> f64 {
     let total: f64 = pages
         .iter()
-        .map(|&(l, _)| l)
-        .filter(|l| l.is_finite() && *l > 0.0)
+        .filter(|p| {
+            let l = p.pair().0;
+            l.is_finite() && l > 0.0
+        })
+        .map(|p| p.pair().0 * p.count())
         .sum();
     if !(budget.is_finite() && budget > 0.0 && total.is_finite() && total > 0.0) {
         return 0.0;

@@ -14,8 +14,8 @@ use crate::time::Timestamp;
 
 use super::on_change::{lastmod_says_changed, latest, not_refreshed};
 use super::{
-    Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, common_due, importance,
-    planning_rate,
+    Due, FetchOutcome, HostState, Params, Policy, Reason, UrlState, WeightedPage, common_due,
+    importance, planning_rate,
 };
 
 pub use sitemapd_parser::date::precision_span;
@@ -117,7 +117,7 @@ impl Policy for Lastmod {
     }
 
     /// The fallback's: a rate fallback is calibrated as it would be alone.
-    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+    fn allocation_multiplier(&self, pages: &[WeightedPage], params: &Params) -> Option<f64> {
         self.fallback.allocation_multiplier(pages, params)
     }
 

@@ -72,6 +72,7 @@ mod closed;
 mod lastmod;
 mod on_change;
 mod optimal;
+mod summary;
 
 pub use baseline::{Proportional, Uniform, proportional_multiplier, uniform_multiplier};
 pub use basic::{Adaptive, Fixed, SitemapHints, changefreq_interval};
@@ -83,6 +84,7 @@ pub use optimal::{
     lambda_crawl_on_change_probability, lambda_crawl_rate, optimal_multiplier, optimal_rate,
     planning_rate,
 };
+pub use summary::{PageSummary, SUMMARY_CELLS, Weighted, WeightedPage};
 
 /// One hour in seconds.
 pub const HOUR: f64 = 3600.0;
@@ -484,21 +486,22 @@ pub trait Policy: Send + Sync + fmt::Debug {
         self.next_interval(url, outcome)
     }
     /// For a policy that allocates a budget over the whole store: its
-    /// allocation multiplier for `pages` (planning rate, importance) of
-    /// every active URL and the budget `params.budget`, which
+    /// allocation multiplier for `pages` (planning rate, importance, and
+    /// how many pages have them: a [`PageSummary`] of every active URL)
+    /// and the budget `params.budget`, which
     /// [`Store::calibrate`](crate::Store::calibrate) saves and hands back to
     /// the policy's builder as [`Calibration::multiplier`]. `None` (the
     /// default): the policy has nothing to calibrate. The store asks with no
     /// pages first, so a policy that calibrates answers `Some` for those too.
-    fn allocation_multiplier(&self, _pages: &[(f64, f64)], _params: &Params) -> Option<f64> {
+    fn allocation_multiplier(&self, _pages: &[WeightedPage], _params: &Params) -> Option<f64> {
         None
     }
     /// For a policy that crawls pages whose every change is observed on
     /// change, with a probability from its allocation: the
     /// [`Calibration::on_change_level`] for `complete` (planning rate,
-    /// importance) of those pages at the store-wide `multiplier`. `None`
+    /// importance, count) of those pages at the store-wide `multiplier`. `None`
     /// (the default): it does not.
-    fn on_change_level(&self, _complete: &[(f64, f64)], _multiplier: f64) -> Option<f64> {
+    fn on_change_level(&self, _complete: &[WeightedPage], _multiplier: f64) -> Option<f64> {
         None
     }
 }

@@ -30,8 +30,8 @@
 
 use super::on_change::{every_change_observed, lastmod_says_changed, not_refreshed};
 use super::{
-    Due, HostState, Params, Policy, Reason, UrlState, add_secs, changefreq_interval, common_due,
-    importance,
+    Due, HostState, Params, Policy, Reason, UrlState, Weighted, WeightedPage, add_secs,
+    changefreq_interval, common_due, importance,
 };
 use crate::hash::{Fnv1a, unit};
 use crate::time::Timestamp;
@@ -158,7 +158,8 @@ pub fn optimal_rate(lambda: f64, weight: f64, mu: f64) -> f64 {
 }
 
 /// The multiplier μ at which the freshness-optimal rates of `pages`
-/// (λ_i, w_i) sum to `budget` fetches/s. 0 when no page is usable (see
+/// (λ_i, w_i; each [`Weighted`] counted as its pages) sum to `budget`
+/// fetches/s. 0 when no page is usable (see
 /// [`optimal_rate`]) or the budget is infinite; max w/λ (every rate 0) when
 /// the budget is ≤ 0 or NaN.
 ///
@@ -172,13 +173,14 @@ pub fn optimal_rate(lambda: f64, weight: f64, mu: f64) -> f64 {
 /// Cost: O(pages) per step, at most 64 steps (bisection on the f64 bit
 /// pattern of μ over (0, max w/λ]; each page's rate is a safeguarded Newton
 /// solve of a few iterations).
-pub fn optimal_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
+pub fn optimal_multiplier<P: Weighted>(pages: &[P], budget: f64) -> f64 {
     let usable = || {
-        pages
-            .iter()
-            .filter_map(|&(l, w)| Some((l, w, value_per_change(l, w)?)))
+        pages.iter().filter_map(|p| {
+            let (l, w) = p.pair();
+            Some((l, w, value_per_change(l, w)?, p.count()))
+        })
     };
-    let Some(mu_max) = usable().map(|(_, _, q)| q).reduce(f64::max) else {
+    let Some(mu_max) = usable().map(|(_, _, q, _)| q).reduce(f64::max) else {
         return 0.0;
     };
     if budget.is_nan() || budget <= 0.0 {
@@ -189,7 +191,7 @@ pub fn optimal_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
     }
     let total = |mu: f64| {
         usable()
-            .map(|(l, w, _)| optimal_rate(l, w, mu))
+            .map(|(l, w, _, n)| optimal_rate(l, w, mu) * n)
             .sum::<f64>()
     };
     // Every page gives up at μ = max w/λ (total 0), so it brackets the root.
@@ -231,6 +233,15 @@ fn bisect_decreasing(total: impl Fn(f64) -> f64, target: f64, hi: f64) -> f64 {
     f64::from_bits(hi)
 }
 
+/// The pages with Δ and importance positive and finite, as (Δ, μ, count).
+fn usable_pages<P: Weighted>(pages: &[P]) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+    pages
+        .iter()
+        .map(|p| (p.pair(), p.count()))
+        .filter(|((d, m), _)| positive(*d) && positive(*m))
+        .map(|((d, m), n)| (d, m, n))
+}
+
 /// Lambda-crawl rate ρ (fetches/s) of a page with change rate `delta` and
 /// importance μ_i at Lagrange multiplier `lagrange`:
 /// (−Δ + √(Δ² + 4μ_iΔ/λ))/2. Δ or importance not positive and finite → 0
@@ -258,12 +269,13 @@ pub fn lambda_crawl_rate(delta: f64, importance: f64, lagrange: f64) -> f64 {
 }
 
 /// The Lagrange multiplier λ at which the lambda-crawl rates of `pages`
-/// (Δ_i, μ_i) sum to `budget` fetches/s. 0 when no page is usable or the
+/// (Δ_i, μ_i; each [`Weighted`] counted as its pages) sum to `budget`
+/// fetches/s. 0 when no page is usable or the
 /// budget is infinite; `f64::MAX` (every rate ≈ 0) when the budget is ≤ 0 or
 /// NaN. The sum never exceeds the budget unless the exact λ is above
 /// `f64::MAX` (Σμ/B overflows): then `f64::MAX`, the closest there is.
-pub fn lambda_crawl_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
-    let usable = || pages.iter().filter(|(d, m)| positive(*d) && positive(*m));
+pub fn lambda_crawl_multiplier<P: Weighted>(pages: &[P], budget: f64) -> f64 {
+    let usable = || usable_pages(pages);
     if usable().next().is_none() {
         return 0.0;
     }
@@ -275,11 +287,11 @@ pub fn lambda_crawl_multiplier(pages: &[(f64, f64)], budget: f64) -> f64 {
     }
     let total = |l: f64| {
         usable()
-            .map(|&(d, m)| lambda_crawl_rate(d, m, l))
+            .map(|(d, m, n)| lambda_crawl_rate(d, m, l) * n)
             .sum::<f64>()
     };
     // ρ_i ≤ μ_i/λ, so Σ ρ ≤ B at λ = Σμ/B (unless that exceeds f64::MAX).
-    let hi = usable().map(|(_, m)| m).sum::<f64>() / budget;
+    let hi = usable().map(|(_, m, n)| m * n).sum::<f64>() / budget;
     bisect_decreasing(total, budget, hi.min(f64::MAX))
 }
 
@@ -305,24 +317,24 @@ pub fn lambda_crawl_on_change_probability(
 
 /// The level c at which crawling each change of page i with probability
 /// min(1, c μ_i/Δ_i) costs `budget` fetches per second over `pages` (Δ_i,
-/// μ_i): Σ min(Δ_i, c μ_i) = R_c, by bisection (water-filling: the slowest
+/// μ_i; each [`Weighted`] counted as its pages): Σ min(Δ_i, c μ_i) = R_c, by bisection (water-filling: the slowest
 /// pages for their importance get every change, the rest a share). When
 /// every change fits in the budget: `f64::MAX` (every change crawled);
 /// otherwise at most `f64::MAX / 2`.
 /// Pages with Δ or μ not positive and finite are ignored; no usable page,
 /// or a budget that is NaN or ≤ 0: 0.
-pub fn lambda_crawl_on_change_level(pages: &[(f64, f64)], budget: f64) -> f64 {
-    let usable = || pages.iter().filter(|(d, m)| positive(*d) && positive(*m));
+pub fn lambda_crawl_on_change_level<P: Weighted>(pages: &[P], budget: f64) -> f64 {
+    let usable = || usable_pages(pages);
     if usable().next().is_none() || budget.is_nan() || budget <= 0.0 {
         return 0.0;
     }
-    if usable().map(|(d, _)| d).sum::<f64>() <= budget {
+    if usable().map(|(d, _, n)| d * n).sum::<f64>() <= budget {
         return f64::MAX;
     }
     // In x = 1/c the cost Σ min(Δ_i, μ_i/x) decreases; at x = Σμ/R_c it is
     // at most R_c.
-    let cost = |x: f64| usable().map(|&(d, m)| d.min(m / x)).sum::<f64>();
-    let hi = usable().map(|(_, m)| m).sum::<f64>() / budget;
+    let cost = |x: f64| usable().map(|(d, m, n)| d.min(m / x) * n).sum::<f64>();
+    let hi = usable().map(|(_, m, n)| m * n).sum::<f64>() / budget;
     let x = bisect_decreasing(cost, budget, hi.min(f64::MAX));
     // A level beyond f64 (importances near the smallest floats): the
     // largest short of "every change".
@@ -401,7 +413,7 @@ impl Policy for FreshnessOptimal {
         "freshness-optimal"
     }
 
-    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+    fn allocation_multiplier(&self, pages: &[WeightedPage], params: &Params) -> Option<f64> {
         Some(optimal_multiplier(pages, params.budget))
     }
 
@@ -433,21 +445,22 @@ impl Policy for LambdaCrawl {
         "lambda-crawl"
     }
 
-    fn allocation_multiplier(&self, pages: &[(f64, f64)], params: &Params) -> Option<f64> {
+    fn allocation_multiplier(&self, pages: &[WeightedPage], params: &Params) -> Option<f64> {
         Some(lambda_crawl_multiplier(pages, params.budget))
     }
 
-    fn on_change_level(&self, complete: &[(f64, f64)], multiplier: f64) -> Option<f64> {
+    fn on_change_level(&self, complete: &[WeightedPage], multiplier: f64) -> Option<f64> {
         // R_c: what the rate allocation gives these pages, spent on their
         // changes instead.
         let budget = complete
             .iter()
-            .map(|&(d, m)| {
-                if positive(multiplier) {
-                    lambda_crawl_rate(d, m, multiplier)
+            .map(|p| {
+                let rate = if positive(multiplier) {
+                    lambda_crawl_rate(p.rate, p.importance, multiplier)
                 } else {
-                    d
-                }
+                    p.rate
+                };
+                rate * p.count as f64
             })
             .filter(|r| r.is_finite())
             .sum::<f64>();

@@ -924,7 +924,7 @@ fn lambda_crawl_on_change_level_fills_the_budget() {
     for bad in [0.0, -1.0, f64::NAN] {
         assert_eq!(lambda_crawl_on_change_level(&pages, bad), 0.0);
     }
-    assert_eq!(lambda_crawl_on_change_level(&[], 3.0), 0.0);
+    assert_eq!(lambda_crawl_on_change_level::<(f64, f64)>(&[], 3.0), 0.0);
 }
 
 #[test]
@@ -995,7 +995,7 @@ fn allocation_edge_cases() {
     // Tiny c: r ≈ √(2c), f ≈ √(λw/(2μ)).
     let f = optimal_rate(1e-9, 1.0, 1e-12);
     assert!(close(f, (1e-9f64 / 2e-12).sqrt(), 1e-6), "{f}");
-    assert_eq!(optimal_multiplier(&[], 1.0), 0.0);
+    assert_eq!(optimal_multiplier::<(f64, f64)>(&[], 1.0), 0.0);
     assert_eq!(optimal_multiplier(&[(f64::NAN, 1.0), (0.0, 1.0)], 1.0), 0.0);
     assert_eq!(optimal_multiplier(&[(1.0, 2.0), (2.0, 1.0)], 0.0), 2.0);
     assert_eq!(optimal_multiplier(&[(1.0, 2.0)], f64::INFINITY), 0.0);
@@ -1007,7 +1007,7 @@ fn allocation_edge_cases() {
         "unusable like in the multiplier"
     );
     assert!(lambda_crawl_rate(1e-300, 1e300, 1e-300) > 0.0);
-    assert_eq!(lambda_crawl_multiplier(&[], 1.0), 0.0);
+    assert_eq!(lambda_crawl_multiplier::<(f64, f64)>(&[], 1.0), 0.0);
     assert_eq!(lambda_crawl_multiplier(&[(1.0, 1.0)], 0.0), f64::MAX);
     // A page of astronomical importance next to an ordinary one (found by
     // proptest: the geometric midpoint used to overflow).
@@ -1158,7 +1158,7 @@ fn baseline_allocations() {
     let pages = [(1.0, 1.0), (3.0, 5.0), (f64::NAN, 1.0), (-2.0, 1.0)];
     let c = proportional_multiplier(&pages, 2.0);
     assert_eq!(c, 0.5);
-    assert_eq!(proportional_multiplier(&[], 2.0), 0.0);
+    assert_eq!(proportional_multiplier::<(f64, f64)>(&[], 2.0), 0.0);
     assert_eq!(proportional_multiplier(&[(0.0, 1.0)], 2.0), 0.0);
     assert_eq!(proportional_multiplier(&pages, f64::INFINITY), 0.0);
 
