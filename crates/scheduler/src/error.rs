@@ -7,8 +7,8 @@ use crate::record::RecordError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The store could not be read (an I/O error).
-    #[error("cannot read the store at {path}: {detail}")]
+    /// The store could not be opened or read (an I/O error).
+    #[error("cannot use the store at {path}: {detail}")]
     Io {
         /// The store's directory.
         path: String,

@@ -825,6 +825,7 @@ impl Observation {
 impl UrlRecord {
     /// A record first seen at `now` in the first of `sources` (0: none,
     /// a URL first known from a push notification).
+    #[cfg_attr(not(feature = "internal"), allow(unreachable_pub))]
     pub fn new(now: i64, sources: &[(u64, u64)]) -> Self {
         UrlRecord {
             first_seen: now,

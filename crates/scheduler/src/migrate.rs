@@ -1,7 +1,10 @@
 //! Bringing a store written by an older build to the current key layout
 //! ([`keys::LAYOUT_VERSION`]) when it is opened.
 //!
-//! Key layout 9 (the due index in lanes of runs, with their heads; a
+//! A layout-9 store differs from layout 10 only by its id counter, which
+//! opening it adds (`kv`): its layout key is rewritten, nothing else.
+//!
+//! The due index of layouts 9 and 10 (in lanes of runs, with their heads; a
 //! client's queue per URL, counted by queue) is rebuilt from the URL
 //! records, whatever the older layout: first the leases the due lists of
 //! layouts 7 and 8 held are copied into their records (a record keeps a
@@ -30,6 +33,14 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
     match kv.get(keys::LAYOUT)?.as_deref() {
         Some([v]) if *v == keys::LAYOUT_VERSION => return Ok(()),
         Some([v]) if *v > keys::LAYOUT_VERSION => return Err(StoreError::NewerLayout(*v)),
+        // Its id counter was set when it was opened (`kv`): only the
+        // layout key changes.
+        Some([v]) if *v == keys::LAYOUT_BEFORE_IDS => {
+            let mut batch = Batch::default();
+            batch.insert(keys::LAYOUT, [keys::LAYOUT_VERSION]);
+            kv.apply_batch(batch)?;
+            return kv.flush();
+        }
         _ => {}
     }
     let empty = crate::pages::entries(kv, &[], &[0xff]).next().is_none();

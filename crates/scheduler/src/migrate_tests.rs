@@ -1,4 +1,5 @@
-//! Tests of the key layout migration to layout 9: a store of layout 7 or 8
+//! Tests of the key layout migration: a layout-9 store (ids from sled's
+//! generator) is given its id counter and nothing else; a store of layout 7 or 8
 //! (due lists per host, second and class; records naming their lists;
 //! hosts filed under a client's key) is rebuilt into lanes and heads, its
 //! leases and counts kept, its filings turned into queues.
@@ -290,4 +291,56 @@ fn repair_counts_into_the_host_records() {
     let names: Vec<String> = s.queues().map(|q| q.unwrap().0).collect();
     assert_eq!(names, ["a.example", "b.example"]);
     assert_eq!(leases(&s), held);
+}
+
+/// A layout-9 store (its ids from sled's database-wide generator, no id
+/// counter) opens as layout 10 with nothing rebuilt: its counter past
+/// every id sled handed out, its queue as it was.
+#[test]
+fn a_layout_9_store_gets_its_id_counter_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, queued) = {
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let mut ingest = s.ingest(ts(T0));
+        for i in 0..5 {
+            let url = format!("https://a.example/item-{i}");
+            let entry = UrlEntry::new(NormUrl::parse(&url).unwrap());
+            ingest
+                .entry("https://a.example/sitemap.xml", &entry)
+                .unwrap();
+        }
+        ingest.finish().unwrap();
+        let keys: Vec<_> =
+            s.kv.scan_prefix([])
+                .map(|i| i.unwrap().0.to_vec())
+                .collect();
+        (keys, s.stats(ts(T0)).unwrap().active)
+    };
+    let handed_out = {
+        let db = sled::open(dir.path()).unwrap();
+        let tree = db.open_tree("sitemapd").unwrap();
+        tree.insert(keys::LAYOUT, &[9]).unwrap();
+        tree.remove(keys::IDS).unwrap();
+        let last = (0..3).map(|_| db.generate_id().unwrap()).max().unwrap();
+        db.flush().unwrap();
+        last
+    };
+    let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    assert_eq!(
+        s.kv.get(keys::LAYOUT).unwrap().unwrap().as_ref(),
+        [keys::LAYOUT_VERSION]
+    );
+    assert!(s.kv.next_id() > handed_out);
+    let after: Vec<_> =
+        s.kv.scan_prefix([])
+            .map(|i| i.unwrap().0.to_vec())
+            .collect();
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|k| !before.contains(k))
+        .chain(before.iter().filter(|k| !after.contains(k)))
+        .collect();
+    assert!(changed.iter().all(|k| k.starts_with(b"~")), "{changed:?}");
+    assert_eq!(s.stats(ts(T0)).unwrap().active, queued);
+    assert!(s.check().unwrap().is_ok());
 }

@@ -110,8 +110,13 @@ pub const PROBE: &[u8] = b"~probe";
 /// The next id the keyspace hands out (u64, big endian): sitemap and lease
 /// ids, written in the batch that uses them.
 pub const IDS: &[u8] = b"~ids";
-/// The key layout this build writes.
-pub const LAYOUT_VERSION: u8 = 9;
+/// The key layout this build writes: 10, the keys of layout 9 with the id
+/// counter ([`IDS`]) in the keyspace (an older build, which takes ids from
+/// sled's generator, must not open it).
+pub const LAYOUT_VERSION: u8 = 10;
+/// The layout whose keys are those of [`LAYOUT_VERSION`] but for the id
+/// counter, which opening the store adds: it needs no rebuild.
+pub const LAYOUT_BEFORE_IDS: u8 = 9;
 
 /// Due entries a run holds at most.
 pub const RUN_CAP: usize = 32;

@@ -72,6 +72,9 @@ pub(crate) trait Backend: Send + Sync {
     /// Whether a failed write leaves the backend refusing every later
     /// write until it is reopened (sled's behaviour after an I/O error).
     fn wedges_on_write_failure(&self) -> bool;
+
+    /// Whether what it holds outlives the process (on disk).
+    fn durable(&self) -> bool;
 }
 
 /// The first key after every key that starts with `prefix` (`None`: no

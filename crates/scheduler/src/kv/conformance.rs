@@ -31,7 +31,8 @@ enum Op {
     Range(Vec<u8>, Vec<u8>),
     Prefix(Vec<u8>),
     LastIn(Vec<u8>, Vec<u8>),
-    /// An id taken; `true`: written by a batch.
+    /// An id taken; `true`: a batch applied after it (which writes the
+    /// counter).
     TakeId(bool),
     DropSibling(usize),
     Reopen,
@@ -100,7 +101,6 @@ fn collect(it: super::Iter<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
     let mut model: [BTreeMap<Vec<u8>, Vec<u8>>; 3] = Default::default();
     let mut opened: BTreeSet<usize> = BTreeSet::new();
-    let mut written_ids: BTreeSet<u64> = BTreeSet::new();
     let mut taken_ids: BTreeSet<u64> = BTreeSet::new();
     for op in ops {
         let kv = subject.kv();
@@ -174,15 +174,11 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
                 assert_eq!(got, want, "last in {a:?}..{b:?}");
             }
             Op::TakeId(write) => {
+                // Never handed out before, written or not, across reopens.
                 let id = kv.next_id();
-                assert!(
-                    !written_ids.contains(&id),
-                    "id {id} written before, handed out again"
-                );
-                assert!(taken_ids.insert(id), "id {id} handed out twice in one open");
+                assert!(taken_ids.insert(id), "id {id} handed out twice");
                 if write {
                     kv.apply_batch(Batch::default()).expect("applies");
-                    written_ids.insert(id);
                 }
             }
             Op::DropSibling(s) => {
@@ -190,11 +186,7 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
                 assert_eq!(was, opened.remove(&s), "drop {}", SIBLINGS[s]);
                 model[s].clear();
             }
-            Op::Reopen => {
-                subject.reopen();
-                // Ids handed out and never written may come again.
-                taken_ids.clear();
-            }
+            Op::Reopen => subject.reopen(),
         }
         // Every sibling holds what the model says, and the names listed
         // are those opened and not dropped.

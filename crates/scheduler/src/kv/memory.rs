@@ -134,6 +134,10 @@ impl Backend for Memory {
         Ok(true)
     }
 
+    fn durable(&self) -> bool {
+        false
+    }
+
     fn wedges_on_write_failure(&self) -> bool {
         false
     }

@@ -62,7 +62,9 @@ impl Batch {
 }
 
 /// The ids a keyspace hands out: the next one, and the counter its last
-/// batch wrote ([`keys::IDS`]).
+/// batch wrote ([`keys::IDS`]). One per keyspace, shared by every handle
+/// on it ([`Registry`]).
+#[derive(Debug)]
 struct Ids {
     next: AtomicU64,
     persisted: AtomicU64,
@@ -71,13 +73,28 @@ struct Ids {
     writing: Mutex<()>,
 }
 
-/// A store's keyspace: a backend, where it is, and its health.
+/// Ids a store reopened hands out past its stored counter: more than a
+/// store hands out between two flushes, so that an id handed out in a
+/// batch a crash lost (a lease's, already sent to a client) is not handed
+/// out again (sled's own generator skips as far).
+const REOPEN_GAP: u64 = 1 << 20;
+
+/// What every keyspace of one store shares: its health, and each
+/// keyspace's ids by name (`""`: the store's own).
+#[derive(Default)]
+struct Registry {
+    health: Health,
+    ids: Mutex<std::collections::HashMap<String, Arc<Ids>>>,
+}
+
+/// A store's keyspace: a backend, where it is, and what it shares with the
+/// store's other keyspaces.
 pub(crate) struct Kv {
     backend: Box<dyn Backend>,
     /// The store's directory (or `memory`), for errors.
     path: String,
-    health: Arc<Health>,
-    ids: Ids,
+    shared: Arc<Registry>,
+    ids: Arc<Ids>,
     /// Fault injection for the crate's tests: writes left before every
     /// write fails (negative: no limit).
     write_budget: AtomicI64,
@@ -86,59 +103,86 @@ pub(crate) struct Kv {
 impl Kv {
     /// An empty keyspace in memory.
     pub(crate) fn memory() -> Kv {
-        Kv::new(
-            Box::<memory::Memory>::default(),
-            "memory".to_string(),
-            Arc::default(),
-        )
-        .expect("an empty map reads")
+        Kv::new(Box::<memory::Memory>::default(), "memory".to_string())
+            .named("", Arc::default())
+            .expect("an empty map reads and writes")
     }
 
     /// The store in directory `path` on disk (created if absent), with a
     /// page cache of `cache_bytes`.
     pub(crate) fn open(path: &std::path::Path, cache_bytes: u64) -> Result<Kv, StoreError> {
         let sled = sled_backend::open(path, cache_bytes)?;
-        Kv::new(Box::new(sled), path.display().to_string(), Arc::default())
+        Kv::new(Box::new(sled), path.display().to_string()).named("", Arc::default())
     }
 
-    fn new(backend: Box<dyn Backend>, path: String, health: Arc<Health>) -> Result<Kv, StoreError> {
-        let mut kv = Kv {
+    /// A handle on `backend`, which [`Kv::named`] makes a keyspace of a
+    /// store.
+    fn new(backend: Box<dyn Backend>, path: String) -> Kv {
+        Kv {
             backend,
             path,
-            health,
-            ids: Ids {
+            shared: Arc::default(),
+            ids: Arc::new(Ids {
                 next: AtomicU64::new(0),
                 persisted: AtomicU64::new(0),
                 writing: Mutex::new(()),
-            },
+            }),
             write_budget: AtomicI64::new(-1),
-        };
-        let next = match kv.get(keys::IDS)? {
+        }
+    }
+
+    /// This handle as keyspace `name` of the store `shared` describes, with
+    /// the ids every handle on that keyspace shares. The first handle reads
+    /// them from the keyspace's counter: [`REOPEN_GAP`] past it (none for a
+    /// keyspace without one), written and flushed at once on disk, so that
+    /// no id handed out before a crash comes again.
+    fn named(mut self, name: &str, shared: Arc<Registry>) -> Result<Kv, StoreError> {
+        self.shared = shared;
+        let known = locked(&self.shared.ids).get(name).cloned();
+        if let Some(ids) = known {
+            self.ids = ids;
+            return Ok(self);
+        }
+        let start = match self.get(keys::IDS)? {
             Some(v) => <[u8; 8]>::try_from(v.as_ref())
-                .map(u64::from_be_bytes)
-                .map_err(|_| kv.damaged(format!("its id counter is {} bytes, not 8", v.len())))?,
+                .map(|b| u64::from_be_bytes(b).saturating_add(REOPEN_GAP))
+                .map_err(|_| self.damaged(format!("its id counter is {} bytes, not 8", v.len())))?,
             None => 0,
         };
-        kv.ids = Ids {
-            next: AtomicU64::new(next),
-            persisted: AtomicU64::new(next),
+        if self.backend.durable() {
+            self.write(|b| {
+                b.apply(vec![(
+                    keys::IDS.to_vec(),
+                    Some(start.to_be_bytes().to_vec()),
+                )])
+            })?;
+            self.flush()?;
+        }
+        let ids = Arc::new(Ids {
+            next: AtomicU64::new(start),
+            persisted: AtomicU64::new(start),
             writing: Mutex::new(()),
-        };
-        Ok(kv)
+        });
+        self.ids = locked(&self.shared.ids)
+            .entry(name.to_string())
+            .or_insert(ids)
+            .clone();
+        Ok(self)
     }
 
     /// The sibling keyspace `name` (created if absent): on disk a tree of
     /// the same database, in memory a map kept beside this one. It shares
     /// this keyspace's health: they are one database on one disk, and a
     /// write sled failed in any of them wedges them all, so a crawl's
-    /// failed write shows in the store's health.
+    /// failed write shows in the store's health. Every handle on one
+    /// keyspace shares its ids.
     pub(crate) fn sibling(&self, name: &str) -> Result<Kv, StoreError> {
-        let backend = self.read(|b| b.keyspace(name))?;
-        Kv::new(
-            backend,
-            format!("{} ({name})", self.path),
-            self.health.clone(),
-        )
+        // Opening it may create it: a write.
+        let backend = self.write(|b| b.keyspace(name))?;
+        let mut kv = Kv::new(backend, format!("{} ({name})", self.path));
+        // Its first reads already count in the store's health.
+        kv.shared = self.shared.clone();
+        kv.named(name, self.shared.clone())
     }
 
     /// The names of the sibling keyspaces that start with `prefix`.
@@ -153,12 +197,15 @@ impl Kv {
     /// Drops the sibling keyspace `name`, every key in it; whether it was
     /// there.
     pub(crate) fn drop_sibling(&self, name: &str) -> Result<bool, StoreError> {
-        self.write(|b| b.drop_keyspace(name))
+        let dropped = self.write(|b| b.drop_keyspace(name))?;
+        // One created again under the name starts from its own counter.
+        locked(&self.shared.ids).remove(name);
+        Ok(dropped)
     }
 
     /// The damage error for `detail`, recorded.
     pub(crate) fn damaged(&self, detail: String) -> StoreError {
-        *locked(&self.health.damaged) = Some(detail.clone());
+        *locked(&self.shared.health.damaged) = Some(detail.clone());
         StoreError::Damaged {
             path: self.path.clone(),
             detail,
@@ -178,7 +225,7 @@ impl Kv {
     }
 
     fn wedged(&self) -> bool {
-        self.health.wedged.load(Ordering::SeqCst)
+        self.shared.health.wedged.load(Ordering::SeqCst)
     }
 
     fn wedged_error(&self, detail: String) -> StoreError {
@@ -191,7 +238,7 @@ impl Kv {
     /// Refused while wedged (see [`Health`]).
     fn refuse_if_wedged(&self) -> Result<(), StoreError> {
         if self.wedged() {
-            let why = locked(&self.health.write_failure)
+            let why = locked(&self.shared.health.write_failure)
                 .clone()
                 .unwrap_or_default();
             return Err(self.wedged_error(why));
@@ -219,18 +266,20 @@ impl Kv {
         f: impl FnOnce(&dyn Backend) -> Result<T, BackendError>,
     ) -> Result<T, StoreError> {
         self.refuse_if_wedged()?;
-        let budget = self.write_budget.load(Ordering::SeqCst);
-        if budget == 0 {
+        // Negative: no limit; 0: this write fails; else one write fewer.
+        let spent = self
+            .write_budget
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| {
+                (b > 0).then(|| b - 1)
+            });
+        if spent == Err(0) {
             return Err(
                 self.write_failed("injected fault: no space left on device".to_string(), false)
             );
         }
-        if budget > 0 {
-            self.write_budget.fetch_sub(1, Ordering::SeqCst);
-        }
         match guard(self.backend.name(), || f(self.backend.as_ref())) {
             Ok(Ok(v)) => {
-                *locked(&self.health.write_failure) = None;
+                *locked(&self.shared.health.write_failure) = None;
                 Ok(v)
             }
             Ok(Err(BackendError::Corrupt(detail))) => Err(self.damaged(detail)),
@@ -243,9 +292,9 @@ impl Kv {
     }
 
     fn write_failed(&self, detail: String, wedged: bool) -> StoreError {
-        *locked(&self.health.write_failure) = Some(detail.clone());
+        *locked(&self.shared.health.write_failure) = Some(detail.clone());
         if wedged {
-            self.health.wedged.store(true, Ordering::SeqCst);
+            self.shared.health.wedged.store(true, Ordering::SeqCst);
             return self.wedged_error(detail);
         }
         StoreError::WriteFailed {
@@ -256,10 +305,10 @@ impl Kv {
 
     /// What has gone wrong so far.
     pub(crate) fn health(&self) -> StoreHealth {
-        let (unreadable_records, first_unreadable) = locked(&self.health.unreadable).clone();
+        let (unreadable_records, first_unreadable) = locked(&self.shared.health.unreadable).clone();
         StoreHealth {
-            damaged: locked(&self.health.damaged).clone(),
-            write_failure: locked(&self.health.write_failure).clone(),
+            damaged: locked(&self.shared.health.damaged).clone(),
+            write_failure: locked(&self.shared.health.write_failure).clone(),
             needs_reopen: self.wedged(),
             unreadable_records,
             first_unreadable,
@@ -269,7 +318,7 @@ impl Kv {
     /// Notes a record passed over because it does not decode (the first
     /// logged).
     pub(crate) fn passed_over(&self, key: &str) {
-        let mut seen = locked(&self.health.unreadable);
+        let mut seen = locked(&self.shared.health.unreadable);
         seen.0 += 1;
         if seen.1.is_none() {
             tracing::warn!(%key, "a record that does not decode passed over (stats --check names them)");
@@ -438,7 +487,8 @@ mod tests {
     use super::*;
 
     /// Ids come from the keyspace's counter, written with the batch that
-    /// uses them: a store reopened goes on past every id it wrote.
+    /// uses them; a store reopened goes on past every id it handed out,
+    /// written or not.
     #[test]
     fn ids_go_on_after_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
@@ -449,13 +499,124 @@ mod tests {
             kv.get(keys::IDS).unwrap().unwrap().as_ref(),
             2u64.to_be_bytes()
         );
-        // Handed out, never written: it may come again.
+        // Handed out, never written (its batch lost, say).
         assert_eq!(kv.next_id(), 2);
         drop(kv);
         let kv = Kv::open(dir.path(), 1 << 20).unwrap();
-        assert_eq!(kv.next_id(), 2);
+        assert_eq!(kv.next_id(), 2 + REOPEN_GAP);
         let memory = Kv::memory();
         assert_eq!((memory.next_id(), memory.next_id()), (0, 1));
+    }
+
+    /// Every handle on one keyspace hands out from one counter: two
+    /// handles on a crawl never give the same id.
+    #[test]
+    fn handles_on_one_keyspace_share_its_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = Kv::open(dir.path(), 1 << 20).unwrap();
+        let (a, b) = (
+            kv.sibling("crawl:x").unwrap(),
+            kv.sibling("crawl:x").unwrap(),
+        );
+        let ids = [a.next_id(), b.next_id(), a.next_id()];
+        assert_eq!(ids, [0, 1, 2]);
+        let other = kv.sibling("crawl:y").unwrap();
+        assert_eq!(other.next_id(), 0);
+    }
+
+    /// A crash: the directory as it is on disk while the store is open
+    /// (copied, as a power cut would leave it), opened. What it holds is
+    /// the batches up to some point, in order, at least those flushed; and
+    /// it hands out no id a batch it holds, or one it lost, had.
+    #[test]
+    fn a_crash_keeps_a_prefix_of_the_batches_and_no_id_comes_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = Kv::open(dir.path(), 1 << 20).unwrap();
+        let mut given = Vec::new();
+        for round in 0u32..200 {
+            let id = kv.next_id();
+            given.push(id);
+            let mut batch = Batch::default();
+            batch.insert(b"\x80round".to_vec(), round.to_be_bytes());
+            batch.insert(
+                [b"\x81".as_slice(), &round.to_be_bytes()].concat(),
+                id.to_be_bytes(),
+            );
+            kv.apply_batch(batch).unwrap();
+            if round == 99 {
+                kv.flush().unwrap();
+            }
+        }
+        let copy = tempfile::tempdir().unwrap();
+        for file in walk(dir.path()) {
+            let to = copy.path().join(file.strip_prefix(dir.path()).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&file, &to).unwrap();
+        }
+        let crashed = Kv::open(copy.path(), 1 << 20).unwrap();
+        let last = crashed.get(b"\x80round").unwrap().unwrap();
+        let last = u32::from_be_bytes(<[u8; 4]>::try_from(last.as_ref()).unwrap());
+        assert!(last >= 99, "the flushed batches are kept (last {last})");
+        for round in 0..200u32 {
+            let held = crashed
+                .get([b"\x81".as_slice(), &round.to_be_bytes()].concat())
+                .unwrap();
+            assert_eq!(
+                held.is_some(),
+                round <= last,
+                "batch {round} of a prefix up to {last}"
+            );
+        }
+        let next = crashed.next_id();
+        assert!(given.iter().all(|id| *id < next), "{next} after {given:?}");
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.extend(walk(&path));
+            } else {
+                files.push(path);
+            }
+        }
+        files
+    }
+
+    /// Ids handed out on many threads, each written by a batch of its own:
+    /// the counter stored is past every one.
+    #[test]
+    fn the_counter_stored_is_past_every_id_written_from_many_threads() {
+        let kv = Kv::memory();
+        let written: Vec<u64> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..500)
+                            .map(|_| {
+                                let id = kv.next_id();
+                                let mut batch = Batch::default();
+                                batch.insert(b"\x80".to_vec(), id.to_be_bytes());
+                                kv.apply_batch(batch).unwrap();
+                                id
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        let stored = kv.get(keys::IDS).unwrap().unwrap();
+        let stored = u64::from_be_bytes(<[u8; 8]>::try_from(stored.as_ref()).unwrap());
+        assert!(written.iter().all(|id| *id < stored));
+        let mut unique = written.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), written.len());
     }
 
     /// A tree an older build wrote, its ids from sled's generator: it is

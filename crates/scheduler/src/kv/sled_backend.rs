@@ -105,7 +105,9 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
             )));
         }
     }
-    seed_ids(&db, &tree).map_err(failed)?;
+    guard("sled", || seed_ids(&db, &tree))
+        .map_err(&damaged)?
+        .map_err(failed)?;
     let witness = Arc::new(CloseWitness {
         db: db.clone(),
         tree: tree.clone(),
@@ -199,6 +201,10 @@ impl Backend for Sled {
 
     fn drop_keyspace(&self, name: &str) -> Result<bool, BackendError> {
         self.db.drop_tree(name).map_err(error)
+    }
+
+    fn durable(&self) -> bool {
+        true
     }
 
     fn wedges_on_write_failure(&self) -> bool {

@@ -49,7 +49,8 @@ impl Weighted for WeightedPage {
 }
 
 /// Distinct cells a summary holds at most before it merges close values:
-/// with its hash map's overhead, about 8 MiB.
+/// with its hash map's overhead, about 11 MiB (twice that for a moment
+/// while it merges).
 pub const SUMMARY_CELLS: usize = 1 << 17;
 
 /// Low bits of a value's f64 pattern dropped once a summary merges close
@@ -133,9 +134,10 @@ impl PageSummary {
         self.drop == 0
     }
 
-    /// The pages, a [`WeightedPage`] per cell, in an order that depends
-    /// only on the values (so a calibration is a function of the pages,
-    /// not of the order they came in).
+    /// The pages, a [`WeightedPage`] per cell, in the order of their values
+    /// (not of the map's). Exact, a calibration is a function of the pages
+    /// whatever order they came in; once close values are merged, a cell's
+    /// mean may differ in its last bits with that order.
     pub fn pages(&self) -> Vec<WeightedPage> {
         let mut keys: Vec<_> = self.cells.iter().collect();
         keys.sort_unstable_by_key(|(k, _)| **k);
