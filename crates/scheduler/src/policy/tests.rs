@@ -1485,3 +1485,53 @@ fn builtin_policies_are_the_policy_names() {
         );
     }
 }
+
+/// Past its cap, the multipliers a summary gives are those of every
+/// page to well under 0.1%.
+#[test]
+fn a_merged_summary_calibrates_as_every_page_does() {
+    let mut s = PageSummary::new();
+    let mut all = Vec::new();
+    let mut x = 7u64;
+    for _ in 0..(SUMMARY_CELLS + SUMMARY_CELLS / 4) {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // Rates from once an hour to once a year, importance 0.1 to 1.
+        let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+        let v = (x & 0xffff) as f64 / 65536.0;
+        let rate = (1.0 / 3600.0) * (3600.0f64 / (365.0 * 86400.0)).powf(u);
+        let importance = 0.1 + 0.9 * v;
+        s.add(rate, importance);
+        all.push((rate, importance));
+    }
+    assert!(!s.is_exact());
+    let pages = s.pages();
+    let close = |a: f64, b: f64| (a - b).abs() / b < 1e-3;
+    for budget in [0.01, 1.0, 30.0] {
+        let (exact, summed) = (
+            optimal_multiplier(&all, budget),
+            optimal_multiplier(&pages, budget),
+        );
+        assert!(
+            close(summed, exact),
+            "optimal at {budget}: {summed} vs {exact}"
+        );
+        let (exact, summed) = (
+            lambda_crawl_multiplier(&all, budget),
+            lambda_crawl_multiplier(&pages, budget),
+        );
+        assert!(
+            close(summed, exact),
+            "lambda-crawl at {budget}: {summed} vs {exact}"
+        );
+        let (exact, summed) = (
+            proportional_multiplier(&all, budget),
+            proportional_multiplier(&pages, budget),
+        );
+        assert!(
+            close(summed, exact),
+            "proportional at {budget}: {summed} vs {exact}"
+        );
+    }
+}
