@@ -3,7 +3,7 @@
 //! [`super::memory`] (in memory) implement it; the conformance suite
 //! (`kv/conformance.rs`) holds every implementation to one model.
 
-use super::Bytes;
+use bytes::Bytes;
 
 /// What a backend failed with.
 #[derive(Debug, Clone, PartialEq, Eq)]

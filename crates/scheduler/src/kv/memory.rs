@@ -8,9 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, RwLock};
 
-use bytes::Bytes as Shared;
-
-use super::Bytes;
+use bytes::Bytes;
 
 use super::backend::{Backend, BackendError, Entries, Ops};
 use super::health::locked;
@@ -19,12 +17,12 @@ use super::health::locked;
 /// keys that share long prefixes), and the keys in order for scans.
 #[derive(Default)]
 struct Map {
-    values: HashMap<Shared, Shared, rustc_hash::FxBuildHasher>,
-    keys: BTreeSet<Shared>,
+    values: HashMap<Bytes, Bytes, rustc_hash::FxBuildHasher>,
+    keys: BTreeSet<Bytes>,
 }
 
 impl Map {
-    fn insert(&mut self, key: Shared, value: Shared) {
+    fn insert(&mut self, key: Bytes, value: Bytes) {
         match self.values.get_mut(key.as_ref()) {
             Some(slot) => *slot = value,
             None => {
@@ -41,14 +39,14 @@ impl Map {
     }
 }
 
-type SharedMap = Arc<RwLock<Map>>;
+type Shared = Arc<RwLock<Map>>;
 
 /// One keyspace in memory, and the registry of its siblings (shared by
 /// all of them).
 #[derive(Default)]
 pub(crate) struct Memory {
-    map: SharedMap,
-    siblings: Arc<Mutex<BTreeMap<String, SharedMap>>>,
+    map: Shared,
+    siblings: Arc<Mutex<BTreeMap<String, Shared>>>,
 }
 
 impl Memory {
@@ -63,14 +61,14 @@ impl Backend for Memory {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>, BackendError> {
-        Ok(self.read().values.get(key).cloned().map(Bytes::shared))
+        Ok(self.read().values.get(key).cloned())
     }
 
     fn apply(&self, ops: Ops) -> Result<(), BackendError> {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         for (k, v) in ops {
             match v {
-                Some(v) => map.insert(Shared::from(k), Shared::from(v)),
+                Some(v) => map.insert(Bytes::from(k), Bytes::from(v)),
                 None => map.remove(&k),
             }
         }
@@ -96,11 +94,7 @@ impl Backend for Memory {
             .keys
             .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
             .next_back();
-        Ok(last.and_then(|k| {
-            map.values
-                .get(k)
-                .map(|v| (Bytes::shared(k.clone()), Bytes::shared(v.clone())))
-        }))
+        Ok(last.and_then(|k| map.values.get(k).map(|v| (k.clone(), v.clone()))))
     }
 
     fn flush(&self) -> Result<(), BackendError> {
@@ -184,8 +178,7 @@ impl Chunks<'_> {
         }
         for k in map.keys.range::<[u8], _>(bounds) {
             if let Some(v) = map.values.get(k) {
-                self.buf
-                    .push_back((Bytes::shared(k.clone()), Bytes::shared(v.clone())));
+                self.buf.push_back((k.clone(), v.clone()));
             }
             if self.buf.len() >= CHUNK {
                 break;

@@ -24,12 +24,11 @@ mod conformance;
 mod health;
 mod memory;
 mod sled_backend;
-mod value;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub(crate) use value::Bytes;
+pub(crate) use bytes::Bytes;
 
 use crate::error::StoreError;
 use crate::keys;

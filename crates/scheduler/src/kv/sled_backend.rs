@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::Bytes;
+use bytes::Bytes;
 
 use super::backend::{Backend, BackendError, Entries, Ops};
 use super::health::guard;
@@ -134,7 +134,7 @@ impl Backend for Sled {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>, BackendError> {
-        Ok(self.tree.get(key).map_err(error)?.map(Bytes::sled))
+        Ok(self.tree.get(key).map_err(error)?.map(Bytes::from_owner))
     }
 
     fn apply(&self, ops: Ops) -> Result<(), BackendError> {
@@ -154,7 +154,7 @@ impl Backend for Sled {
             None => self.tree.range(start..),
         };
         Box::new(it.map(|item| {
-            item.map(|(k, v)| (Bytes::sled(k), Bytes::sled(v)))
+            item.map(|(k, v)| (Bytes::from_owner(k), Bytes::from_owner(v)))
                 .map_err(error)
         }))
     }
@@ -169,7 +169,7 @@ impl Backend for Sled {
             .next_back()
             .transpose()
             .map_err(error)?
-            .map(|(k, v)| (Bytes::sled(k), Bytes::sled(v))))
+            .map(|(k, v)| (Bytes::from_owner(k), Bytes::from_owner(v))))
     }
 
     fn flush(&self) -> Result<(), BackendError> {
