@@ -65,8 +65,8 @@ const MERGED_DROP: u32 = 52 - 8;
 /// per pair, with its count, so the allocation functions see the same
 /// values as a list of every page would give them. Past it, each value
 /// keeps only its leading significant bits (8 first, fewer if still too
-/// many: at the last, only its sign), and a cell stands for its pages by their count and their mean
-/// rate and importance: an allocation multiplier computed from it differs
+/// many: at the last, only its sign), and a cell stands for its pages by
+/// their count and their mean rate and importance: an allocation multiplier computed from it differs
 /// from the exact one by a fraction of the cells' width (a second-order
 /// error in it, well under 0.1%).
 #[derive(Debug, Clone, Default)]
@@ -84,9 +84,18 @@ struct Cell {
     importance_sum: f64,
 }
 
-/// `x`'s bit pattern without its `drop` low bits.
-fn truncated(x: f64, drop: u32) -> u64 {
-    (x.to_bits() >> drop) << drop
+impl Cell {
+    /// Adds the pages of `other`.
+    fn absorb(&mut self, other: Cell) {
+        self.count += other.count;
+        self.rate_sum += other.rate_sum;
+        self.importance_sum += other.importance_sum;
+    }
+}
+
+/// A value's f64 bit pattern `bits` without its `drop` low bits.
+fn truncated(bits: u64, drop: u32) -> u64 {
+    (bits >> drop) << drop
 }
 
 impl PageSummary {
@@ -98,8 +107,7 @@ impl PageSummary {
     /// Adds one page.
     pub fn add(&mut self, rate: f64, importance: f64) {
         self.add_cell(
-            rate,
-            importance,
+            (rate.to_bits(), importance.to_bits()),
             Cell {
                 count: 1,
                 rate_sum: rate,
@@ -113,8 +121,8 @@ impl PageSummary {
         if other.drop > self.drop {
             self.coarsen(other.drop);
         }
-        for (&(r, i), cell) in &other.cells {
-            self.add_cell(f64::from_bits(r), f64::from_bits(i), *cell);
+        for (&bits, cell) in &other.cells {
+            self.add_cell(bits, *cell);
         }
     }
 
@@ -158,12 +166,10 @@ impl PageSummary {
             .collect()
     }
 
-    fn add_cell(&mut self, rate: f64, importance: f64, cell: Cell) {
-        let key = (truncated(rate, self.drop), truncated(importance, self.drop));
-        let slot = self.cells.entry(key).or_default();
-        slot.count += cell.count;
-        slot.rate_sum += cell.rate_sum;
-        slot.importance_sum += cell.importance_sum;
+    /// Adds `cell`'s pages under the values whose bit patterns are `bits`.
+    fn add_cell(&mut self, bits: (u64, u64), cell: Cell) {
+        let key = (truncated(bits.0, self.drop), truncated(bits.1, self.drop));
+        self.cells.entry(key).or_default().absorb(cell);
         if self.cells.len() > SUMMARY_CELLS {
             self.coarsen(self.drop.max(MERGED_DROP - 1) + 1);
         }
@@ -172,19 +178,12 @@ impl PageSummary {
     /// Drops the `drop` low bits of every value (more when that still
     /// leaves more than [`SUMMARY_CELLS`] cells), merging the cells that
     /// then share a key.
-    fn coarsen(&mut self, drop: u32) {
-        let mut drop = drop;
+    fn coarsen(&mut self, mut drop: u32) {
         loop {
             let mut merged: FastMap<(u64, u64), Cell> = FastMap::default();
             for (&(r, i), c) in &self.cells {
-                let key = (
-                    truncated(f64::from_bits(r), drop),
-                    truncated(f64::from_bits(i), drop),
-                );
-                let slot = merged.entry(key).or_default();
-                slot.count += c.count;
-                slot.rate_sum += c.rate_sum;
-                slot.importance_sum += c.importance_sum;
+                let key = (truncated(r, drop), truncated(i, drop));
+                merged.entry(key).or_default().absorb(*c);
             }
             self.drop = drop;
             self.cells = merged;
