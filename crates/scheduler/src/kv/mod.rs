@@ -150,12 +150,9 @@ impl Kv {
             None => 0,
         };
         if self.backend.durable() {
-            self.write(|b| {
-                b.apply(vec![(
-                    keys::IDS.to_vec(),
-                    Some(start.to_be_bytes().to_vec()),
-                )])
-            })?;
+            let mut batch = Batch::default();
+            batch.insert(keys::IDS, start.to_be_bytes());
+            self.apply_batch(batch)?;
             self.flush()?;
         }
         let ids = Arc::new(Ids {
@@ -179,10 +176,7 @@ impl Kv {
     pub(crate) fn sibling(&self, name: &str) -> Result<Kv, StoreError> {
         // Opening it may create it: a write.
         let backend = self.write(|b| b.keyspace(name))?;
-        let mut kv = Kv::new(backend, format!("{} ({name})", self.path));
-        // Its first reads already count in the store's health.
-        kv.shared = self.shared.clone();
-        kv.named(name, self.shared.clone())
+        Kv::new(backend, format!("{} ({name})", self.path)).named(name, self.shared.clone())
     }
 
     /// The names of the sibling keyspaces that start with `prefix`.
