@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::keys;
+use crate::partition::Partition;
 use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::RefreshState;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::tally::{OUTCOMES, Tally};
 use crate::time::Timestamp;
 use crate::view::{SitemapView, UrlView};
@@ -49,6 +50,19 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// Adds `other`'s findings (another partition's) to these.
+    pub(crate) fn absorb(&mut self, other: CheckReport) {
+        self.urls += other.urls;
+        self.due_entries += other.due_entries;
+        self.corrupt.extend(other.corrupt);
+        self.dangling_due.extend(other.dangling_due);
+        self.missing_due.extend(other.missing_due);
+        self.misordered.extend(other.misordered);
+        self.misfiled.extend(other.misfiled);
+        self.orphan_refresh.extend(other.orphan_refresh);
+        self.miscounted.extend(other.miscounted);
+    }
+
     /// No problem found.
     pub fn is_ok(&self) -> bool {
         self.corrupt.is_empty()
@@ -113,6 +127,41 @@ pub struct Stats {
 }
 
 /// Per-host counts.
+impl Stats {
+    /// Adds `other`'s counts (another partition's) to these: sums, the
+    /// earliest next due time, a host's counts summed (a queue's URLs may
+    /// be in several partitions).
+    pub(crate) fn absorb(&mut self, other: Stats) {
+        self.active += other.active;
+        self.retired += other.retired;
+        self.blocked += other.blocked;
+        self.gone += other.gone;
+        self.moved += other.moved;
+        self.completed += other.completed;
+        for (outcome, n) in other.last_outcomes {
+            *self.last_outcomes.entry(outcome).or_default() += n;
+        }
+        self.next_due = match (self.next_due, other.next_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.sitemap_failures += other.sitemap_failures;
+        self.never_fetched += other.never_fetched;
+        self.leased += other.leased;
+        self.due_now += other.due_now;
+        self.due_now_capped |= other.due_now_capped;
+        self.with_lastmod += other.with_lastmod;
+        self.sitemaps += other.sitemaps;
+        for (name, host) in other.hosts {
+            let mine = self.hosts.entry(name).or_default();
+            mine.active += host.active;
+            mine.retired += host.retired;
+            mine.blocked += host.blocked;
+            mine.lastmod_trusted |= host.lastmod_trusted;
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HostStats {
     /// URLs in the queue.
@@ -125,7 +174,7 @@ pub struct HostStats {
     pub lastmod_trusted: bool,
 }
 
-impl Store {
+impl Partition {
     /// Checks that every due entry points at an active record due at that
     /// place in its lane, every active record has exactly its due entry,
     /// every run is in the queue order and every lane has its head, every
@@ -414,7 +463,10 @@ impl Store {
             .records::<SitemapRecord>([keys::SITEMAP])
             .filter(|item| self.intact(item))
         {
-            let (_, sitemap) = item?;
+            let (url, sitemap) = item?;
+            if !self.is_home(&url) {
+                continue; // the partition's own account of a sitemap homed elsewhere
+            }
             s.sitemaps += 1;
             s.sitemap_failures += u64::from(sitemap.errors > 0);
         }
@@ -424,6 +476,17 @@ impl Store {
     /// [`Store::stats`] counted over every URL record, with the change-rate
     /// quartiles and the leases running now: what `stats --check` shows.
     pub fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        let (mut s, rates) = self.full_stats_sketch(now)?;
+        s.rate_per_day_quartiles = rates.quartiles();
+        Ok(s)
+    }
+
+    /// [`Store::full_stats`] with the change rates in a sketch (which
+    /// merges), not yet as quartiles.
+    pub(crate) fn full_stats_sketch(
+        &self,
+        now: Timestamp,
+    ) -> Result<(Stats, RateSketch), StoreError> {
         let now = now.unix();
         let mut s = Stats::default();
         let mut rates = RateSketch::default();
@@ -482,9 +545,8 @@ impl Store {
         s.next_due = next_due
             .filter(|_| s.due_now == 0)
             .map(Timestamp::from_unix);
-        s.rate_per_day_quartiles = rates.quartiles();
         s.disk_bytes = self.size_on_disk()?;
-        Ok(s)
+        Ok((s, rates))
     }
 
     /// What the store knows of `url` (normalised on the way in: a URL that
@@ -512,10 +574,29 @@ impl Store {
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, self.options.clock.now())))
     }
 
-    /// Every sitemap the store has read, by URL.
+    /// Every sitemap the partition is home to, by URL.
     pub fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
         self.records::<SitemapRecord>([keys::SITEMAP])
+            .filter(|item| match item {
+                Ok((url, _)) => self.is_home(url),
+                Err(_) => true,
+            })
             .map(|item| item.map(|(url, r)| SitemapView::of(&url, &r)))
+    }
+
+    /// The URLs whose records are in this partition but whose host the
+    /// store routes to another ([`crate::routing`]): none in a whole store.
+    pub(crate) fn misrouted(&self) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        if self.routes.count() > 1 {
+            for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
+                let Ok((url, _)) = item else { continue };
+                if self.routes.of_url(&url) != self.index {
+                    out.push(url);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Every record whose key starts with `prefix` (its first byte the
@@ -542,7 +623,7 @@ impl Store {
 /// the geometric middle of its bin: within `2^(1/(2 SUB)) - 1` (0.27%) of
 /// the value at that rank. `stats` over 10M URLs kept every rate in a Vec
 /// (80 MB, 128 MB of capacity); this is 80 KB at any size.
-struct RateSketch {
+pub(crate) struct RateSketch {
     zero: u64,
     bins: Vec<u64>,
     n: u64,
@@ -581,7 +662,16 @@ impl RateSketch {
         unreachable!("rank {rank} < n {}", self.n)
     }
 
-    fn quartiles(&self) -> Option<[f64; 3]> {
+    /// Adds `other`'s values to these.
+    pub(crate) fn merge(&mut self, other: &RateSketch) {
+        self.zero += other.zero;
+        self.n += other.n;
+        for (mine, theirs) in self.bins.iter_mut().zip(&other.bins) {
+            *mine += theirs;
+        }
+    }
+
+    pub(crate) fn quartiles(&self) -> Option<[f64; 3]> {
         (self.n > 0).then(|| [self.quantile(0.25), self.quantile(0.5), self.quantile(0.75)])
     }
 }
@@ -664,8 +754,8 @@ mod tests {
 
     /// A, B and C read from one complete sitemap at T0: every record, due
     /// entry, sitemap record and refresh schedule in place.
-    fn store() -> Store {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+    fn store() -> Partition {
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let mut ingest = s.ingest(Timestamp::from_unix(T0));
         for url in [A, B, C] {
             let mut entry = UrlEntry::new(NormUrl::parse(url).unwrap());
@@ -692,7 +782,7 @@ mod tests {
     }
 
     /// The key of the run that holds `url`'s entry, and its entries.
-    fn run_of(s: &Store, url: &str) -> (Vec<u8>, Vec<crate::record::Listed>) {
+    fn run_of(s: &Partition, url: &str) -> (Vec<u8>, Vec<crate::record::Listed>) {
         let rec = s.url_record(url).unwrap().unwrap();
         let key = s
             .run_of(&rec.lane(url), &rec.position(url))
@@ -703,7 +793,7 @@ mod tests {
     }
 
     /// Writes `entries` as the run under `key`.
-    fn set_run(s: &Store, key: &[u8], entries: Vec<crate::record::Listed>) {
+    fn set_run(s: &Partition, key: &[u8], entries: Vec<crate::record::Listed>) {
         let value = crate::due_list::encode(&crate::record::DueList { entries });
         s.kv.insert(key.to_vec(), value).unwrap();
     }

@@ -51,6 +51,11 @@ pub enum StoreError {
     /// The store was written by a newer build (its key layout).
     #[error("the store's key layout {0} is newer than this build reads: use a newer sitemapd")]
     NewerLayout(u8),
+    /// The store's partitions are not as this build can use them: their
+    /// number is unreadable, or the hosts were routed to them with another
+    /// version of the Public Suffix List ([`crate::routing`]).
+    #[error("the store's partitions cannot be used by this build: {0}")]
+    Partitions(String),
     /// Another process has the store open.
     #[error("the store at {0} is in use by another process (one at a time)")]
     InUse(String),

@@ -36,9 +36,10 @@ use std::collections::HashMap;
 use crate::hash::FastMap;
 use crate::keys;
 use crate::marks::Marks;
+use crate::partition::Partition;
 use crate::queue::Completion;
 use crate::record::{HostRecord, Schedule, StoredReason, UrlRecord};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::tally::Tally;
 use crate::time::Timestamp;
 use crate::view::UrlView;
@@ -161,6 +162,14 @@ impl QueueCounts {
         }
     }
 
+    /// Adds `other`'s counts (another partition's part of the queue).
+    pub(crate) fn absorb(&mut self, other: &QueueCounts) {
+        self.scheduled += other.scheduled;
+        self.leased += other.leased;
+        self.completed += other.completed;
+        self.out += other.out;
+    }
+
     /// Every URL of the queue, in any state.
     pub fn total(&self) -> u64 {
         self.scheduled
@@ -186,7 +195,7 @@ pub fn bounded_metadata(metadata: Metadata) -> Metadata {
     out
 }
 
-impl Store {
+impl Partition {
     /// URLs a client discovered, each with its metadata and queue: one the
     /// store does not hold is added, due now ([`Put::Stored`]); one it
     /// holds is left as it is, in its queue ([`Put::Known`], a repeat within
@@ -406,10 +415,15 @@ impl Store {
         now: Timestamp,
     ) -> impl Iterator<Item = Result<(QueuePlace, UrlView), StoreError>> + 'a {
         let mut marks = Marks::default();
-        self.queue_records(name, from.0).map(move |item| {
+        let partition = self.index;
+        self.queue_records(name, from.at).map(move |item| {
             let (at, url, mut rec) = item?;
             marks.overlay(self, &url, &mut rec)?;
-            Ok((QueuePlace(at.after()), UrlView::of(&url, &rec, now)))
+            let place = QueuePlace {
+                partition,
+                at: at.after(),
+            };
+            Ok((place, UrlView::of(&url, &rec, now)))
         })
     }
 
@@ -536,16 +550,35 @@ impl Resume {
     }
 }
 
-/// Where a walk over a queue's URLs is ([`Store::queue_urls_from`]).
+/// Where a walk over a queue's URLs is ([`Store::queue_urls_from`]): the
+/// partition, and the place in it.
 #[derive(Debug, Clone, Default)]
-pub struct QueuePlace(Resume);
+pub struct QueuePlace {
+    partition: usize,
+    at: Resume,
+}
+
+impl QueuePlace {
+    /// The partition the walk is in.
+    pub(crate) fn partition(&self) -> usize {
+        self.partition
+    }
+
+    /// The start of partition `partition`'s part of a walk.
+    pub(crate) fn start_of(partition: usize) -> QueuePlace {
+        QueuePlace {
+            partition,
+            at: Resume::default(),
+        }
+    }
+}
 
 /// URL records with their URLs, one part of a queue's walk.
 type Records<'a> = Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>;
 
 /// The records of a queue ([`Store::queue_records`]), each with its place.
 struct QueueRecords<'a> {
-    store: &'a Store,
+    store: &'a Partition,
     name: Option<&'a str>,
     at: Resume,
     current: Option<Records<'a>>,
@@ -555,7 +588,7 @@ impl QueueRecords<'_> {
     /// The part `part` of the walk, from `from` (URL bytes); `None` past
     /// the last part.
     fn part<'a>(
-        store: &'a Store,
+        store: &'a Partition,
         name: Option<&'a str>,
         part: usize,
         from: &[u8],
@@ -566,7 +599,7 @@ impl QueueRecords<'_> {
                 Box::new(store.url_records_in(&from, &[0xff])) as Records<'a>
             });
         };
-        let ranges = crate::store::host_ranges(name);
+        let ranges = crate::partition::host_ranges(name);
         if let Some((prefix, end)) = ranges.get(part) {
             let start = prefix.as_slice().max(from).to_vec();
             // Its host's URLs that no client put in another queue.
@@ -667,8 +700,8 @@ mod tests {
     }
 
     /// A store with two URLs of a.example and one of b.example, discovered.
-    fn two_hosts() -> Store {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+    fn two_hosts() -> Partition {
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let items = [
             "https://a.example/1",
             "https://a.example/2",
@@ -690,7 +723,7 @@ mod tests {
 
     #[test]
     fn discovered_urls_are_added_once_and_known_ones_left_alone() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let meta = vec![("k".to_string(), vec!["v".to_string()])];
         let put = s
             .discover(
@@ -717,7 +750,7 @@ mod tests {
 
     #[test]
     fn a_known_url_is_due_at_its_date_and_completed_without_one() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let a = "https://a.example/a";
         let b = "https://a.example/b";
         s.put_known(
@@ -751,7 +784,7 @@ mod tests {
 
     #[test]
     fn a_reported_fetch_is_recorded_and_the_date_still_holds() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let a = "https://a.example/a";
         s.discover([(a.to_string(), Vec::new())], ts(T0)).unwrap();
         s.lease(&LeaseRequest::new(1), ts(T0)).unwrap();
@@ -810,7 +843,7 @@ mod tests {
 
     #[test]
     fn a_batch_put_with_one_date_is_filed_in_due_lists() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let urls: Vec<String> = (0..40).map(|i| format!("https://a.example/{i}")).collect();
         s.discover(urls.iter().map(|u| (u.clone(), Vec::new())), ts(T0))
             .unwrap();
@@ -875,7 +908,7 @@ mod tests {
 
     #[test]
     fn a_lease_stops_once_max_hosts_hosts_have_their_share() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let items = ["a", "b", "c"]
             .into_iter()
             .flat_map(|h| (0..3).map(move |i| (format!("https://{h}.example/{i}"), Vec::new())));
@@ -901,7 +934,7 @@ mod tests {
 
     #[test]
     fn a_purge_deletes_the_old_urls_pass_after_pass() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         // Old and young URLs interleaved in key order, on two schemes.
         let url = |i: usize| {
             let scheme = if i.is_multiple_of(3) { "http" } else { "https" };
@@ -1002,7 +1035,7 @@ mod tests {
     /// A queue name the store cannot keep: the item is invalid.
     #[test]
     fn a_queue_name_with_a_control_character_is_refused() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let put = s
             .put_known(vec![keyed("https://a.example/1", "a\0b")], ts(T0), silent)
             .unwrap();
@@ -1052,14 +1085,14 @@ mod tests {
     #[test]
     fn crawls_never_share_a_url_and_drop_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let on_disk = Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let in_memory = Store::in_memory(StoreOptions::default()).unwrap();
+        let on_disk = crate::Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let in_memory = crate::Store::in_memory(StoreOptions::default()).unwrap();
         for s in [on_disk, in_memory] {
             crawls_of(&s);
         }
     }
 
-    fn crawls_of(s: &Store) {
+    fn crawls_of(s: &crate::Store) {
         let c = s.crawl("news").unwrap();
         c.discover([("https://a.example/1".to_string(), Vec::new())], ts(T0))
             .unwrap();
@@ -1075,7 +1108,7 @@ mod tests {
     /// rules and clock while a client's queue holds some of its URLs.
     #[test]
     fn deleting_a_host_queue_keeps_the_host_while_its_urls_are_elsewhere() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let t = ts(T0);
         s.discover([("https://a.example/own".to_string(), Vec::new())], t)
             .unwrap();

@@ -15,13 +15,14 @@ use sitemapd_parser::UrlEntry;
 
 use crate::hash::{FastMap, FastSet};
 use crate::keys;
+use crate::partition::Partition;
 use crate::record::RefreshState;
 use crate::record::{
     Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, NOT_DATED, RECENT_READS, Schedule,
     SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::view::RefreshView;
 use crate::writes::UrlWrites;
@@ -135,9 +136,10 @@ struct Observation {
     sources: Vec<(u64, u64)>,
 }
 
-/// An ingest session: feed entries, report sitemap outcomes, commit.
-pub struct Ingest<'s> {
-    store: &'s Store,
+/// An ingest session in one partition ([`crate::Ingest`] splits one
+/// over the partitions): feed entries, report sitemap outcomes, commit.
+pub(crate) struct PartitionIngest<'s> {
+    store: &'s Partition,
     now: i64,
     batch: usize,
     pending: FastMap<String, Observation>,
@@ -160,11 +162,11 @@ fn schedule_outlived(reason: StoredReason, complete: bool) -> bool {
     }
 }
 
-impl Store {
+impl Partition {
     /// Starts an ingest session at time `now` (unix seconds).
-    pub fn ingest(&self, now: Timestamp) -> Ingest<'_> {
+    pub fn ingest(&self, now: Timestamp) -> PartitionIngest<'_> {
         let now = now.unix();
-        Ingest {
+        PartitionIngest {
             store: self,
             now,
             batch: DEFAULT_BATCH,
@@ -216,11 +218,17 @@ fn absences(recent: &[u64], stamp: u64) -> usize {
     recent.iter().filter(|s| **s > stamp).count()
 }
 
-impl<'s> Ingest<'s> {
+impl<'s> PartitionIngest<'s> {
     /// URLs merged per batch (default [`DEFAULT_BATCH`]).
     pub fn with_batch(mut self, urls: usize) -> Self {
         self.batch = urls.max(1);
         self
+    }
+
+    /// Whether this session read entries of `sitemap` not yet reported
+    /// as fetched.
+    pub(crate) fn reading_of(&self, sitemap: &str) -> bool {
+        self.readings.contains_key(sitemap)
     }
 
     /// What the session did so far.
@@ -342,16 +350,23 @@ impl<'s> Ingest<'s> {
     ) -> Result<(), StoreError> {
         let now = self.now;
         let ok = !fetch.failed && (200..300).contains(&fetch.status);
+        // Another partition's sitemap: this partition's account of its
+        // reads (for the URLs it holds) has no schedule, children, parent
+        // or trust of its own (its home's record has them).
+        let home = self.store.is_home(sitemap);
         // An index's children before its schedule (below): after a crash
         // between the two, the index is due again (no schedule written)
         // rather than "not due" with children it never remembered.
-        if ok && let Some(children) = &fetch.children {
+        if ok
+            && home
+            && let Some(children) = &fetch.children
+        {
             let id = self.reading(sitemap)?.record.id;
             self.replace_children(id, children, fetch.complete)?;
         }
         // The index that listed it, if known: one in this session's
         // readings may not be stored yet (it is written with this batch).
-        let parent_id = match &fetch.parent {
+        let parent_id = match fetch.parent.as_ref().filter(|_| home) {
             Some(parent) => match self.readings.get(parent.as_str()) {
                 Some(r) => Some(r.record.id),
                 None => self.store.sitemap_record(parent)?.map(|p| p.id),
@@ -375,8 +390,11 @@ impl<'s> Ingest<'s> {
         let lock = store.lock_background();
         // What can fail is read before what is pending is staged: an error
         // leaves it pending, not dropped.
-        let refresh = self.refresh_after(sitemap, fetch, fingerprint)?;
-        let trust = if ok && trust_input.0 > 0 {
+        let refresh = match home {
+            true => Some(self.refresh_after(sitemap, fetch, fingerprint)?),
+            false => None,
+        };
+        let trust = if home && ok && trust_input.0 > 0 {
             let host = keys::host_of(sitemap);
             let mut h = store.host_record(host)?;
             h.trust
@@ -423,11 +441,15 @@ impl<'s> Ingest<'s> {
             }
         }
         self.readings.remove(sitemap);
-        self.stats.sitemaps += 1;
+        if home {
+            self.stats.sitemaps += 1;
+        }
         let batch = writes.batch();
         batch.insert(keys::sitemap(sitemap), encode(&record));
         batch.insert(keys::sitemap_id(record.id), sitemap.as_bytes());
-        batch.insert(keys::refresh(sitemap), encode(&refresh));
+        if let Some(refresh) = refresh {
+            batch.insert(keys::refresh(sitemap), encode(&refresh));
+        }
         if let Some(id) = parent_id {
             // The index remembers its children, one key each.
             batch.insert(keys::child(id, sitemap), []);
@@ -941,7 +963,7 @@ fn most_frequent(
     }
 }
 
-impl Store {
+impl Partition {
     /// The refresh schedule of the sitemap at `sitemap` (its URL as
     /// listed), if it was ever fetched through an ingest session.
     pub fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshView>, StoreError> {

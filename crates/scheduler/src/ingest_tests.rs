@@ -3,7 +3,8 @@
 //! the key that makes it a child of its index.
 
 use crate::keys;
-use crate::{SitemapFetch, Store, StoreOptions, Timestamp};
+use crate::partition::Partition;
+use crate::{SitemapFetch, StoreOptions, Timestamp};
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{Lastmod, NormUrl, UrlEntry};
 
@@ -11,7 +12,7 @@ const SITEMAP: &str = "https://a.example/sitemap.xml";
 
 /// One complete read of [`SITEMAP`] at `now`: 100 URLs of its host, all
 /// with the same lastmod (a sitemap that stamps its generation time).
-fn read(s: &Store, now: i64) {
+fn read(s: &Partition, now: i64) {
     let mut session = s.ingest(Timestamp::from_unix(now));
     for i in 0..100 {
         let mut entry = UrlEntry::new(NormUrl::parse(&format!("https://a.example/p/{i}")).unwrap());
@@ -38,7 +39,7 @@ fn complete(parent: Option<&str>) -> SitemapFetch {
 
 #[test]
 fn a_read_writes_its_hosts_trust_with_the_counts_its_urls_change() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let host = keys::host_of(SITEMAP);
     for (n, now) in [(1, 2_000), (2, 9_000)] {
         read(&s, now);
@@ -62,7 +63,7 @@ fn a_read_writes_its_hosts_trust_with_the_counts_its_urls_change() {
 
 #[test]
 fn a_child_read_names_a_parent_this_session_has_not_stored_yet() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let index = "https://a.example/index.xml";
     let child = "https://a.example/child.xml";
     let mut session = s.ingest(Timestamp::from_unix(2_000));

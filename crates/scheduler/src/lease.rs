@@ -30,6 +30,8 @@ use serde::Serialize;
 use crate::due_list::{Entries, Lease};
 use crate::hash::FastMap;
 use crate::keys;
+use crate::partition::Credits;
+use crate::partition::Partition;
 use crate::policy::{Reason, Urgency};
 use crate::record::{HostRecord, Listed, StoredReason, UrlRecord};
 use crate::robots::RulesCache;
@@ -37,6 +39,7 @@ use crate::scan::{Found, Lanes, Scan, Taker, Verdict};
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::writes::UrlWrites;
+use std::sync::Mutex;
 
 /// How a lease spaces a host's URLs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -203,6 +206,7 @@ fn whole(credit: f64) -> usize {
 
 /// A due entry a scan took, with its run as read.
 struct Chosen {
+    partition: usize,
     class: Urgency,
     queue: String,
     host: String,
@@ -220,6 +224,7 @@ impl Chosen {
     fn of(found: &Found<'_>, paid: bool) -> Chosen {
         Chosen {
             paid,
+            partition: found.partition,
             class: found.class,
             queue: found.queue.to_string(),
             host: found.host.to_string(),
@@ -266,6 +271,7 @@ fn trusted_enough(reason: StoredReason, host: &HostRecord) -> bool {
 /// One host a lease looked at: its record, how many URLs it may be given
 /// and was given, whether it is suspect.
 struct HostSlot {
+    partition: usize,
     record: HostRecord,
     allowance: usize,
     given: usize,
@@ -290,7 +296,7 @@ struct Limits<F> {
 /// Takes due URLs for a lease (or a peek), in the queue order, under its
 /// limits.
 struct Choice<'s, F> {
-    store: &'s Store,
+    parts: &'s [Partition],
     now: i64,
     limits: Option<Limits<F>>,
     max_hosts: usize,
@@ -302,9 +308,11 @@ struct Choice<'s, F> {
     hosts_full: usize,
     queues_given: usize,
     queues_full: usize,
-    rules: RulesCache<'s>,
-    /// Due URLs the rules disallow, passed over (a lease marks them).
-    blocked: Vec<String>,
+    /// Each partition's robots rules, as read.
+    rules: Vec<RulesCache<'s>>,
+    /// Due URLs the rules disallow, passed over (a lease marks them), with
+    /// their partitions.
+    blocked: Vec<(usize, String)>,
     /// Due entries passed over because their host lost the trust that
     /// made them urgent, or no record names them (a lease sets them right).
     stale: Vec<Chosen>,
@@ -318,9 +326,14 @@ struct Choice<'s, F> {
 }
 
 impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
-    fn new(store: &'s Store, now: i64, limits: Option<Limits<F>>, request: &LeaseRequest) -> Self {
+    fn new(
+        parts: &'s [Partition],
+        now: i64,
+        limits: Option<Limits<F>>,
+        request: &LeaseRequest,
+    ) -> Self {
         Choice {
-            store,
+            parts,
             now,
             limits,
             max_hosts: request.max_hosts.max(1),
@@ -331,7 +344,7 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
             hosts_full: 0,
             queues_given: 0,
             queues_full: 0,
-            rules: RulesCache::new(store),
+            rules: parts.iter().map(RulesCache::new).collect(),
             blocked: Vec::new(),
             stale: Vec::new(),
             chosen: Vec::new(),
@@ -358,7 +371,7 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
             if self.done() {
                 break;
             }
-            Scan::new(self.store, classes, self.now).run(lanes, self)?;
+            Scan::new(self.parts, classes, self.now).run(lanes, self)?;
         }
         Ok(())
     }
@@ -392,27 +405,31 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
             || (self.queues_given >= self.max_queues && self.queues_full >= self.queues_given)
     }
 
-    /// The slot of `host`, looked at once: its allowance under the limits.
-    fn host(&mut self, host: &str) -> Result<&mut HostSlot, StoreError> {
+    /// The slot of `host` (in partition `partition`), looked at once: its
+    /// allowance under the limits.
+    fn host(&mut self, partition: usize, host: &str) -> Result<&mut HostSlot, StoreError> {
         if !self.hosts.contains_key(host) {
+            let store = &self.parts[partition];
             let slot = match self.limits.as_ref() {
                 None => HostSlot {
+                    partition,
                     record: HostRecord::default(),
                     allowance: usize::MAX,
                     given: 0,
                     suspect: false,
                 },
                 Some(limits) => {
-                    let delay = self.rules.lease_delay(host)?;
-                    let record = self.store.host_record_with(host, delay)?;
+                    let delay = self.rules[partition].lease_delay(host)?;
+                    let record = store.host_record_with(host, delay)?;
                     let allowance = match limits.politeness {
                         Politeness::Spaced => allowance(&record, self.now, limits.ttl),
                         Politeness::Now => allowance_now(&record, self.now),
                     };
                     HostSlot {
+                        partition,
                         allowance: allowance.min(limits.per_host),
                         given: 0,
-                        suspect: self.store.suspect(host)?,
+                        suspect: store.suspect(host)?,
                         record,
                     }
                 }
@@ -442,7 +459,7 @@ impl<'s, F: FnMut(&str) -> usize> Choice<'s, F> {
 }
 
 impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
-    fn lane(&mut self, queue: &str, host: &str) -> Result<bool, StoreError> {
+    fn lane(&mut self, partition: usize, queue: &str, host: &str) -> Result<bool, StoreError> {
         // A queue (host) not given a URL yet, once as many as may be were:
         // passed over without asking its rule (reading its record).
         let new_queue = self.queues.get(queue).is_none_or(|q| q.given == 0);
@@ -457,7 +474,7 @@ impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
         if new_host && self.hosts_given >= self.max_hosts {
             return Ok(false);
         }
-        let h = self.host(host)?;
+        let h = self.host(partition, host)?;
         Ok(h.given < h.allowance)
     }
 
@@ -478,23 +495,23 @@ impl<F: FnMut(&str) -> usize> Taker for Choice<'_, F> {
         }
         // Its lane was opened when its host and queue could still be given
         // URLs: another lane of either may have taken their share since.
-        if !self.lane(found.queue, found.host)? {
+        if !self.lane(found.partition, found.queue, found.host)? {
             return Ok(Verdict::CloseLane);
         }
         let repairs = self.blocked.len() + self.stale.len();
-        if !self.rules.allows(url)? {
+        if !self.rules[found.partition].allows(url)? {
             if repairs >= MAX_REPAIRS {
                 return Ok(Verdict::CloseLane);
             }
             self.taken.insert(url.clone());
-            self.blocked.push(url.clone());
+            self.blocked.push((found.partition, url.clone()));
             return Ok(Verdict::Next);
         }
         if self.limits.is_some() {
             let h = &self.hosts[found.host];
             let (suspect, trusted) = (h.suspect, trusted_enough(found.entry().reason, &h.record));
             let c = Chosen::of(&found, false);
-            if !trusted || (suspect && self.store.record_of(&c)?.is_none()) {
+            if !trusted || (suspect && self.parts[c.partition].record_of(&c)?.is_none()) {
                 // Out of date: set right by the lease, not handed out.
                 if repairs >= MAX_REPAIRS {
                     return Ok(Verdict::CloseLane);
@@ -543,7 +560,7 @@ enum RecordOf {
     Corrupt,
 }
 
-impl Store {
+impl Partition {
     /// The record of the due URL `c` if it is active and its entry is the
     /// one `c` was found at: [`RecordOf::Stale`] when no record names the
     /// entry, [`RecordOf::Corrupt`] when its record does not decode
@@ -690,7 +707,183 @@ impl Store {
         }
         Ok(next)
     }
+}
 
+/// A lease id of partition `partition`: its keyspace's next id, spread so
+/// that no two partitions hand out the same one.
+fn lease_id(parts: &[Partition], partition: usize) -> u64 {
+    let raw = parts[partition].kv.next_id();
+    raw.wrapping_mul(parts.len() as u64)
+        .wrapping_add(partition as u64)
+}
+
+/// [`Store::peek`] over `parts`, with the lease credits `credits`.
+fn peek_in(
+    parts: &[Partition],
+    credits: &Mutex<Credits>,
+    n: usize,
+    now: Timestamp,
+) -> Result<Vec<Leased>, StoreError> {
+    let now = now.unix();
+    let (samples, announced) = {
+        let c = *credits.lock().unwrap_or_else(|e| e.into_inner());
+        (whole(c.validation), whole(c.announced))
+    };
+    let request = LeaseRequest::new(n);
+    let mut choice = Choice::<fn(&str) -> usize>::new(parts, now, None, &request);
+    choice.passes(Lanes::All, n, samples, announced)?;
+    choice.pass(&[&[Urgency::Validation]], Lanes::All, n, false)?;
+    let mut out = Vec::with_capacity(choice.chosen.len());
+    for c in choice.chosen {
+        // What a lease would pass over, a peek passes over: an entry no
+        // record names, a record that does not decode.
+        let Some(rec) = parts[c.partition].record_of(&c)? else {
+            continue;
+        };
+        let entry = c.entry();
+        let metadata = if entry.meta { rec.metadata } else { Vec::new() };
+        out.push(Leased {
+            url: entry.url.clone(),
+            queue: c.queue.clone(),
+            due: Timestamp::from_unix(entry.due),
+            score: entry.score,
+            reason: c.reason(),
+            lease: None,
+            expires: None,
+            not_before: Timestamp::from_unix(now),
+            metadata,
+        });
+    }
+    Ok(out)
+}
+
+/// [`Store::lease_admitting`] over `parts`, with the lease credits `credits`.
+fn lease_in(
+    parts: &[Partition],
+    credits: &Mutex<Credits>,
+    request: &LeaseRequest,
+    queue: Option<&str>,
+    now: Timestamp,
+    admit: impl FnMut(&str) -> usize,
+) -> Result<Vec<Leased>, StoreError> {
+    let now = now.unix();
+    let n = request.n;
+    let ttl = request.ttl_secs();
+    let horizon = now.saturating_add(ttl);
+    // Every partition's lock, in partition order: the lease reads their
+    // queues merged and writes to each.
+    let _locks: Vec<_> = parts.iter().map(Partition::lock).collect();
+    let mut credits = credits.lock().unwrap_or_else(|e| e.into_inner());
+    let limits = Limits {
+        ttl,
+        per_host: request.per_host.max(1),
+        politeness: request.politeness,
+        admit,
+    };
+    let lanes = queue.map_or(Lanes::All, Lanes::Queue);
+    let mut choice = Choice::new(parts, now, Some(limits), request);
+    let (samples, announced) = (whole(credits.validation), whole(credits.announced));
+    choice.passes(lanes, n, samples, announced)?;
+    let mut writes: Vec<UrlWrites<'_>> = parts.iter().map(UrlWrites::new).collect();
+    // Due URLs whose host's rules changed since they were scheduled
+    // (and no `set_robots` pass reached them yet): out of the queue.
+    for (partition, url) in std::mem::take(&mut choice.blocked) {
+        let writes = &mut writes[partition];
+        if let Ok(Some(mut rec)) = parts[partition].url_record(&url)
+            && rec.queued()
+        {
+            let before = writes.before(&url, &mut rec)?;
+            rec.blocked = true;
+            writes.put(&url, Some(&before), &mut rec)?;
+        }
+    }
+    let Choice {
+        mut hosts,
+        chosen,
+        stale,
+        ..
+    } = choice;
+    for c in &stale {
+        if let Some(slot) = hosts.get(&c.host) {
+            parts[c.partition].record_to_hand_out(
+                &mut writes[c.partition],
+                c,
+                &slot.record,
+                now,
+            )?;
+        }
+    }
+    let mut out = Vec::new();
+    let (mut sampled, mut ahead) = (0usize, 0usize);
+    let mut given: FastMap<String, usize> = FastMap::default();
+    for c in chosen {
+        let Some(slot) = hosts.get_mut(&c.host) else {
+            continue; // every chosen URL's host was looked at
+        };
+        let host = &mut slot.record;
+        let url = c.entry().url.clone();
+        let mut metadata = Vec::new();
+        if !c.markable(host, slot.suspect) {
+            // (Its entry was checked when chosen; its record is read
+            // for its metadata, or because its host is suspect.)
+            let Some(mut rec) =
+                parts[c.partition].record_to_hand_out(&mut writes[c.partition], &c, host, now)?
+            else {
+                continue;
+            };
+            metadata = std::mem::take(&mut rec.metadata);
+        }
+        let not_before = host.next_allowed.max(now);
+        host.next_allowed = not_before.saturating_add(step(host));
+        if request.politeness == Politeness::Now && step(host) > 0 {
+            host.next_allowed = host.next_allowed.saturating_add(1);
+        }
+        *given.entry(c.host.clone()).or_default() += 1;
+        sampled += usize::from(c.paid && c.class == Urgency::Validation);
+        ahead += usize::from(c.paid && c.class == Urgency::Announced);
+        let grant = Grant {
+            id: lease_id(parts, c.partition),
+            expires: horizon,
+            not_before,
+        };
+        let read = (c.value.clone(), c.entries.len());
+        writes[c.partition].mark(
+            &c.queue,
+            (&c.run, c.index, read),
+            (grant.id, grant.expires),
+            c.lease.is_some(),
+        );
+        let entry = c.entry();
+        out.push(Leased {
+            url,
+            queue: c.queue.clone(),
+            due: Timestamp::from_unix(entry.due),
+            score: entry.score,
+            reason: c.reason(),
+            lease: Some(grant.id),
+            expires: Some(Timestamp::from_unix(grant.expires)),
+            not_before: Timestamp::from_unix(grant.not_before),
+            metadata,
+        });
+    }
+    for (name, slot) in hosts {
+        if given.contains_key(&name) {
+            writes[slot.partition].host(&name, slot.record);
+        }
+    }
+    for part in writes {
+        part.apply()?;
+    }
+    let params = &parts[0].options.params;
+    let earned = |share: f64| share.clamp(0.0, 1.0) * out.len() as f64;
+    credits.validation = (credits.validation - sampled as f64 + earned(params.validation_share))
+        .clamp(0.0, MAX_VALIDATION_CREDIT);
+    credits.announced = (credits.announced - ahead as f64 + earned(params.announced_share))
+        .clamp(0.0, MAX_ANNOUNCED_CREDIT);
+    Ok(out)
+}
+
+impl Store {
     /// Up to `n` URLs due at `now`, in the order a lease hands them out,
     /// without leasing them and without a lease's per-host and politeness
     /// limits: the pushed URLs, the validation samples the lease credit
@@ -698,41 +891,7 @@ impl Store {
     /// validation samples (a lease gives those their share only). URLs
     /// robots.txt disallows are passed over.
     pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
-        let now = now.unix();
-        let (samples, announced) = self.credits();
-        let request = LeaseRequest::new(n);
-        let mut choice = Choice::<fn(&str) -> usize>::new(self, now, None, &request);
-        choice.passes(Lanes::All, n, samples, announced)?;
-        choice.pass(&[&[Urgency::Validation]], Lanes::All, n, false)?;
-        let mut out = Vec::with_capacity(choice.chosen.len());
-        for c in choice.chosen {
-            // What a lease would pass over, a peek passes over: an entry no
-            // record names, a record that does not decode.
-            let Some(rec) = self.record_of(&c)? else {
-                continue;
-            };
-            let entry = c.entry();
-            let metadata = if entry.meta { rec.metadata } else { Vec::new() };
-            out.push(Leased {
-                url: entry.url.clone(),
-                queue: c.queue.clone(),
-                due: Timestamp::from_unix(entry.due),
-                score: entry.score,
-                reason: c.reason(),
-                lease: None,
-                expires: None,
-                not_before: Timestamp::from_unix(now),
-                metadata,
-            });
-        }
-        Ok(out)
-    }
-
-    /// The validation samples and the announced changes the credits pay
-    /// for ahead of their turn.
-    fn credits(&self) -> (usize, usize) {
-        let credits = *self.credits.lock().unwrap_or_else(|e| e.into_inner());
-        (whole(credits.validation), whole(credits.announced))
+        peek_in(self.parts(), &self.credits, n, now)
     }
 
     /// Leases up to `request.n` due URLs for `request.ttl`, in the queue
@@ -761,115 +920,43 @@ impl Store {
         now: Timestamp,
         admit: impl FnMut(&str) -> usize,
     ) -> Result<Vec<Leased>, StoreError> {
-        let now = now.unix();
-        let n = request.n;
-        let ttl = request.ttl_secs();
-        let horizon = now.saturating_add(ttl);
-        let _lock = self.lock();
-        let mut credits = self.credits.lock().unwrap_or_else(|e| e.into_inner());
-        let limits = Limits {
-            ttl,
-            per_host: request.per_host.max(1),
-            politeness: request.politeness,
-            admit,
-        };
-        let lanes = queue.map_or(Lanes::All, Lanes::Queue);
-        let mut choice = Choice::new(self, now, Some(limits), request);
-        let (samples, announced) = (whole(credits.validation), whole(credits.announced));
-        choice.passes(lanes, n, samples, announced)?;
-        let mut writes = UrlWrites::new(self);
-        // Due URLs whose host's rules changed since they were scheduled
-        // (and no `set_robots` pass reached them yet): out of the queue.
-        for url in std::mem::take(&mut choice.blocked) {
-            if let Ok(Some(mut rec)) = self.url_record(&url)
-                && rec.queued()
-            {
-                let before = writes.before(&url, &mut rec)?;
-                rec.blocked = true;
-                writes.put(&url, Some(&before), &mut rec)?;
-            }
-        }
-        let Choice {
-            mut hosts,
-            chosen,
-            stale,
-            ..
-        } = choice;
-        for c in &stale {
-            if let Some(slot) = hosts.get(&c.host) {
-                self.record_to_hand_out(&mut writes, c, &slot.record, now)?;
-            }
-        }
-        let mut out = Vec::new();
-        let (mut sampled, mut ahead) = (0usize, 0usize);
-        let mut given: FastMap<String, usize> = FastMap::default();
-        for c in chosen {
-            let Some(slot) = hosts.get_mut(&c.host) else {
-                continue; // every chosen URL's host was looked at
-            };
-            let host = &mut slot.record;
-            let url = c.entry().url.clone();
-            let mut metadata = Vec::new();
-            if !c.markable(host, slot.suspect) {
-                // (Its entry was checked when chosen; its record is read
-                // for its metadata, or because its host is suspect.)
-                let Some(mut rec) = self.record_to_hand_out(&mut writes, &c, host, now)? else {
-                    continue;
-                };
-                metadata = std::mem::take(&mut rec.metadata);
-            }
-            let not_before = host.next_allowed.max(now);
-            host.next_allowed = not_before.saturating_add(step(host));
-            if request.politeness == Politeness::Now && step(host) > 0 {
-                host.next_allowed = host.next_allowed.saturating_add(1);
-            }
-            *given.entry(c.host.clone()).or_default() += 1;
-            sampled += usize::from(c.paid && c.class == Urgency::Validation);
-            ahead += usize::from(c.paid && c.class == Urgency::Announced);
-            let grant = Grant {
-                id: self.kv.next_id(),
-                expires: horizon,
-                not_before,
-            };
-            let read = (c.value.clone(), c.entries.len());
-            writes.mark(
-                &c.queue,
-                (&c.run, c.index, read),
-                (grant.id, grant.expires),
-                c.lease.is_some(),
-            );
-            let entry = c.entry();
-            out.push(Leased {
-                url,
-                queue: c.queue.clone(),
-                due: Timestamp::from_unix(entry.due),
-                score: entry.score,
-                reason: c.reason(),
-                lease: Some(grant.id),
-                expires: Some(Timestamp::from_unix(grant.expires)),
-                not_before: Timestamp::from_unix(grant.not_before),
-                metadata,
-            });
-        }
-        for (name, slot) in hosts {
-            if given.contains_key(&name) {
-                writes.host(&name, slot.record);
-            }
-        }
-        writes.apply()?;
-        let params = &self.options.params;
-        let earned = |share: f64| share.clamp(0.0, 1.0) * out.len() as f64;
-        credits.validation = (credits.validation - sampled as f64
-            + earned(params.validation_share))
-        .clamp(0.0, MAX_VALIDATION_CREDIT);
-        credits.announced = (credits.announced - ahead as f64 + earned(params.announced_share))
-            .clamp(0.0, MAX_ANNOUNCED_CREDIT);
-        Ok(out)
+        lease_in(self.parts(), &self.credits, request, queue, now, admit)
     }
 }
 
-/// Seconds between two URLs of `host` handed out: its delay, rounded up
-/// (0: no delay; a delay that is not a number counts as none).
+/// A partition's own queue, alone (the crate's tests of one partition).
+#[cfg(test)]
+impl Partition {
+    pub(crate) fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
+        peek_in(std::slice::from_ref(self), &self.credits, n, now)
+    }
+
+    pub(crate) fn lease(
+        &self,
+        request: &LeaseRequest,
+        now: Timestamp,
+    ) -> Result<Vec<Leased>, StoreError> {
+        self.lease_admitting(request, None, now, |_| usize::MAX)
+    }
+
+    pub(crate) fn lease_admitting(
+        &self,
+        request: &LeaseRequest,
+        queue: Option<&str>,
+        now: Timestamp,
+        admit: impl FnMut(&str) -> usize,
+    ) -> Result<Vec<Leased>, StoreError> {
+        lease_in(
+            std::slice::from_ref(self),
+            &self.credits,
+            request,
+            queue,
+            now,
+            admit,
+        )
+    }
+}
+
 pub(crate) fn step(host: &HostRecord) -> i64 {
     host.min_delay.max(0.0).ceil() as i64
 }
@@ -921,7 +1008,7 @@ mod tests {
     /// itself, passes the disallowed one over and marks it.
     #[test]
     fn a_lease_passes_over_and_marks_what_the_rules_disallow() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(1_700_000_000);
         let mut ingest = s.ingest(now);
         for u in ["https://a.example/private/x", "https://a.example/b"] {
@@ -950,7 +1037,7 @@ mod tests {
 
     /// Gives the record of `url` the reason `reason` (its entry moves to
     /// that reason's class), as a sitemap read or a fetch would.
-    fn set_reason(s: &Store, url: &str, reason: StoredReason) {
+    fn set_reason(s: &Partition, url: &str, reason: StoredReason) {
         let _lock = s.lock();
         let mut writes = UrlWrites::new(s);
         let mut rec = s.url_record(url).unwrap().unwrap();
@@ -961,7 +1048,7 @@ mod tests {
     }
 
     /// `rules` stored for `host` without the pass over its URLs.
-    fn disallow(s: &Store, host: &str, path: &str) {
+    fn disallow(s: &Partition, host: &str, path: &str) {
         let record = RobotsRecord {
             rules: RobotsRules::new(vec![(false, path.into())], None),
             read_at: T0,
@@ -971,7 +1058,7 @@ mod tests {
 
     #[test]
     fn a_push_goes_before_the_validation_samples_the_credit_pays_for() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(T0);
         s.discover([("https://v.example/s".to_string(), Vec::new())], now)
             .unwrap();
@@ -991,7 +1078,7 @@ mod tests {
     /// with the changed URLs): one its rules now disallow is marked once.
     #[test]
     fn a_disallowed_announced_url_is_blocked_once() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(T0);
         let urls = ["https://a.example/private/x", "https://a.example/ok"];
         s.discover(urls.map(|u| (u.to_string(), Vec::new())), now)
@@ -1009,7 +1096,7 @@ mod tests {
     /// it is damage, not an entry out of date.
     #[test]
     fn a_corrupt_record_keeps_its_entry() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(T0);
         let urls = ["https://a.example/bad", "https://a.example/ok"];
         let meta = vec![("depth".to_string(), vec!["1".to_string()])];
@@ -1041,7 +1128,7 @@ mod tests {
     /// reads no other lane once it has its queues.
     #[test]
     fn a_lease_of_few_queues_reads_only_their_lanes() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(T0);
         s.discover(
             (0..200).map(|i| (format!("https://h{i:03}.example/"), Vec::new())),
@@ -1064,7 +1151,7 @@ mod tests {
     /// its disallowed URLs, and still hands out what is allowed.
     #[test]
     fn a_lease_sets_right_a_bounded_number_of_out_of_date_entries() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(T0);
         let many = MAX_REPAIRS * 2 + 10;
         s.discover(
@@ -1075,7 +1162,7 @@ mod tests {
         s.discover([("https://b.example/".to_string(), Vec::new())], now)
             .unwrap();
         disallow(&s, "a.example", "/p/");
-        let blocked = |s: &Store| {
+        let blocked = |s: &Partition| {
             s.export()
                 .filter(|v| v.as_ref().unwrap().status == UrlStatus::Blocked)
                 .count()
@@ -1093,7 +1180,7 @@ mod tests {
     /// and uses no slot of the lease: a lease of one still hands one out.
     #[test]
     fn a_url_out_of_date_takes_no_slot() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let now = Timestamp::from_unix(T0);
         let urls = ["https://a.example/announced", "https://a.example/new"];
         s.discover(urls.map(|u| (u.to_string(), Vec::new())), now)

@@ -22,10 +22,12 @@ pub mod notify;
 mod pages;
 #[cfg(test)]
 mod pages_tests;
+mod partition;
 pub mod policy;
 pub mod queue;
 pub mod refresh;
 pub mod robots;
+mod routing;
 mod runs;
 mod scan;
 pub mod sites;
@@ -49,13 +51,14 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use frontier::{
     DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, QueuePlace, bounded_metadata,
 };
-pub use ingest::{Ingest, IngestStats, SitemapFetch};
+pub use ingest::{IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;
 pub use queue::{Completion, LeaseRequest, Leased, Outcome, Politeness};
 pub use refresh::RefreshParams;
 pub use robots::RobotsUpdate;
+pub use routing::{DEFAULT_PARTITIONS, MAX_PARTITIONS};
 pub use sites::SiteWalk;
-pub use store::{DecodeError, Store, StoreError, StoreOptions};
+pub use store::{DecodeError, Ingest, Store, StoreError, StoreOptions};
 pub use time::Timestamp;
 pub use view::{HostView, RefreshView, SiteView, SitemapView, UrlStatus, UrlView};

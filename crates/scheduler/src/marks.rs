@@ -16,8 +16,8 @@ use crate::due_list::{CACHED_LISTS, Lease, ListCache};
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
+use crate::partition::Partition;
 use crate::record::UrlRecord;
-use crate::store::Store;
 
 /// Reads the marks of queued records ([`Marks::overlay`]).
 #[derive(Default)]
@@ -32,7 +32,7 @@ impl Marks {
     /// queued and its entry holds one.
     pub(crate) fn stored(
         &mut self,
-        store: &Store,
+        store: &Partition,
         url: &str,
         rec: &UrlRecord,
     ) -> Result<Option<Lease>, StoreError> {
@@ -52,7 +52,7 @@ impl Marks {
     /// lane `lane` (where its record, as stored, puts it).
     pub(crate) fn at(
         &mut self,
-        store: &Store,
+        store: &Partition,
         url: &str,
         queue: &str,
         lane: &[u8],
@@ -82,7 +82,7 @@ impl Marks {
     /// its entry holds one; returns that mark.
     pub(crate) fn overlay(
         &mut self,
-        store: &Store,
+        store: &Partition,
         url: &str,
         rec: &mut UrlRecord,
     ) -> Result<Option<Lease>, StoreError> {
@@ -105,7 +105,7 @@ pub(crate) fn as_stored(rec: &UrlRecord) -> Option<UrlRecord> {
     })
 }
 
-impl Store {
+impl Partition {
     /// Whether `host`'s lanes may hold an entry its record no longer
     /// names ([`keys::SUSPECT`]): a lease reads the records of its URLs
     /// then.
@@ -129,7 +129,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl Partition {
     /// The key of the run of `lane` that holds (or would hold) the entry
     /// at `position`: the last run keyed at or before it.
     pub(crate) fn run_of(

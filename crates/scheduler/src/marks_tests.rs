@@ -3,9 +3,9 @@
 //! it) stands until the record is written again.
 
 use crate::keys;
+use crate::partition::Partition;
 use crate::policy::Reason;
 use crate::record::{Listed, encode};
-use crate::store::Store;
 use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
 use std::time::Duration;
@@ -17,8 +17,8 @@ fn ts(t: i64) -> Timestamp {
     Timestamp::from_unix(t)
 }
 
-fn store_with(urls: usize) -> Store {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+fn store_with(urls: usize) -> Partition {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let mut ingest = s.ingest(ts(T0));
     for i in 0..urls {
         let url = format!("https://a.example/item-{i}");
@@ -29,7 +29,7 @@ fn store_with(urls: usize) -> Store {
     s
 }
 
-fn lease(s: &Store, n: usize, at: i64) -> Vec<crate::Leased> {
+fn lease(s: &Partition, n: usize, at: i64) -> Vec<crate::Leased> {
     let request = LeaseRequest::new(n)
         .per_host(n)
         .ttl(Duration::from_secs(300));
@@ -37,7 +37,7 @@ fn lease(s: &Store, n: usize, at: i64) -> Vec<crate::Leased> {
 }
 
 /// Every due entry, with its due time.
-fn entries(s: &Store) -> Vec<(i64, Listed)> {
+fn entries(s: &Partition) -> Vec<(i64, Listed)> {
     let mut out = Vec::new();
     for item in s.kv.scan_prefix([keys::DUE]) {
         let (_, value) = item.unwrap();
@@ -47,7 +47,7 @@ fn entries(s: &Store) -> Vec<(i64, Listed)> {
     out
 }
 
-fn own_keys(s: &Store) -> usize {
+fn own_keys(s: &Partition) -> usize {
     s.kv.scan_prefix([keys::URL]).count()
 }
 
@@ -158,7 +158,7 @@ fn a_lease_a_record_holds_stands_until_the_record_is_written_again() {
 }
 
 /// `urls` URLs read again at `at`, each with lastmod `lastmod`.
-fn read_with_lastmod(s: &Store, urls: usize, at: i64, lastmod: i64) {
+fn read_with_lastmod(s: &Partition, urls: usize, at: i64, lastmod: i64) {
     let mut ingest = s.ingest(ts(at));
     for i in 0..urls {
         let url = format!("https://a.example/item-{i}");

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use crate::keys;
+use crate::partition::Partition;
 use crate::record::{HostRecord, Listed, UrlRecord, decode, encode};
-use crate::store::Store;
 use crate::tally::Tally;
 use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
@@ -21,8 +21,8 @@ fn ts(t: i64) -> Timestamp {
 
 /// Two hosts' URLs, two of them leased and one completed: counts of
 /// several states.
-fn store() -> Store {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+fn store() -> Partition {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let mut ingest = s.ingest(ts(T0));
     for host in ["a.example", "b.example"] {
         for i in 0..5 {
@@ -48,7 +48,7 @@ fn store() -> Store {
 /// class (the leases in front of its entries), URL records of format 8
 /// naming their list, no heads; and `filed` hosts filed under a client's
 /// key.
-fn as_layout_8(s: &Store, filed: &[(&str, &str)]) {
+fn as_layout_8(s: &Partition, filed: &[(&str, &str)]) {
     let mut lists: BTreeMap<(u8, i64, String), Vec<Listed>> = BTreeMap::new();
     let mut batch = crate::kv::Batch::default();
     for prefix in [keys::DUE, keys::HEAD] {
@@ -112,7 +112,7 @@ fn as_layout_8(s: &Store, filed: &[(&str, &str)]) {
 
 /// `s` as key layout 7 wrote its counts: under `t` ‖ host, its host
 /// records in format 7 (without them).
-fn counts_as_layout_7(s: &Store) {
+fn counts_as_layout_7(s: &Partition) {
     let mut batch = crate::kv::Batch::default();
     for item in s.kv.scan_prefix([keys::HOST]) {
         let (key, value) = item.unwrap();
@@ -140,7 +140,7 @@ fn counts_as_layout_7(s: &Store) {
     s.kv.apply_batch(batch).unwrap();
 }
 
-fn hosts(s: &Store) -> Vec<(String, HostRecord)> {
+fn hosts(s: &Partition) -> Vec<(String, HostRecord)> {
     s.kv.scan_prefix([keys::HOST])
         .map(|item| {
             let (key, value) = item.unwrap();
@@ -151,7 +151,7 @@ fn hosts(s: &Store) -> Vec<(String, HostRecord)> {
 }
 
 /// Each URL's lease, as views show it.
-fn leases(s: &Store) -> Vec<(String, Option<Timestamp>)> {
+fn leases(s: &Partition) -> Vec<(String, Option<Timestamp>)> {
     s.queue_urls(None, ts(T0 + 2))
         .map(|v| {
             let v = v.unwrap();
@@ -300,7 +300,7 @@ fn repair_counts_into_the_host_records() {
 fn a_layout_9_store_gets_its_id_counter_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let (before, queued) = {
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
         let mut ingest = s.ingest(ts(T0));
         for i in 0..5 {
             let url = format!("https://a.example/item-{i}");
@@ -325,7 +325,7 @@ fn a_layout_9_store_gets_its_id_counter_and_nothing_else() {
         db.flush().unwrap();
         last
     };
-    let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
     assert_eq!(
         s.kv.get(keys::LAYOUT).unwrap().unwrap().as_ref(),
         [keys::LAYOUT_VERSION]

@@ -17,8 +17,9 @@
 use std::collections::HashMap;
 
 use crate::keys;
+use crate::partition::Partition;
 use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 
@@ -31,7 +32,7 @@ pub enum Notified {
     Added,
 }
 
-impl Store {
+impl Partition {
     /// A push signal that `url` changed at `now`: counted for its change
     /// rate, and the URL due now with the reason `notified` (see the module
     /// docs). `url` is normalised first; one that is not an absolute
@@ -150,11 +151,11 @@ mod tests {
         std::time::Duration::from_secs(s.unsigned_abs())
     }
 
-    fn store(dir: &tempfile::TempDir) -> Store {
-        Store::open(dir.path(), StoreOptions::default()).unwrap()
+    fn store(dir: &tempfile::TempDir) -> Partition {
+        Partition::open(dir.path(), StoreOptions::default()).unwrap()
     }
 
-    fn rate(s: &Store, url: &str, now: i64) -> Option<f64> {
+    fn rate(s: &Partition, url: &str, now: i64) -> Option<f64> {
         let rec = s.url_record(url).unwrap().unwrap();
         s.url_state(url, &rec, now).rate
     }
@@ -241,7 +242,7 @@ mod tests {
     }
 
     /// Everything in the store, key by key.
-    fn contents(s: &Store) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn contents(s: &Partition) -> Vec<(Vec<u8>, Vec<u8>)> {
         s.kv.range(Vec::new()..vec![0xff; 4])
             .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
             .collect()
@@ -252,7 +253,7 @@ mod tests {
     /// writes succeed again.
     #[test]
     fn a_failed_notify_changes_nothing() {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         s.notify(URL, ts(T0)).unwrap();
         let before = contents(&s);
         let urls: Vec<String> = (0..2_000)

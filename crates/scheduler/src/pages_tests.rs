@@ -7,14 +7,15 @@ use crate::keys;
 use crate::kv::Batch;
 use crate::page::{self, origin};
 use crate::pages::{OWN_WINDOW, Pages, Placed, entries, record};
+use crate::partition::Partition;
 use crate::store::StoreError;
-use crate::{Completion, LeaseRequest, Outcome, Store, StoreOptions, Timestamp};
+use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
 use std::collections::HashSet;
 
 const SITEMAP: &str = "https://a.example/sitemap.xml";
 
-fn ingest(s: &Store, now: i64, urls: &[String]) {
+fn ingest(s: &Partition, now: i64, urls: &[String]) {
     let mut ingest = s.ingest(Timestamp::from_unix(now)).with_batch(100);
     for url in urls {
         let entry = UrlEntry::new(NormUrl::parse(url).unwrap());
@@ -35,11 +36,11 @@ fn urls() -> Vec<String> {
     urls
 }
 
-fn count(s: &Store, prefix: u8) -> usize {
+fn count(s: &Partition, prefix: u8) -> usize {
     s.kv.scan_prefix([prefix]).count()
 }
 
-fn scanned(s: &Store) -> Vec<String> {
+fn scanned(s: &Partition) -> Vec<String> {
     s.all_url_records().map(|r| r.unwrap().0).collect()
 }
 
@@ -50,7 +51,7 @@ fn sorted(mut urls: Vec<String>) -> Vec<String> {
 
 #[test]
 fn an_ingest_writes_pages_a_completion_keys_of_their_own_and_the_next_ingest_folds_them_back() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
     assert_eq!(count(&s, keys::URL), 0);
@@ -126,7 +127,7 @@ fn an_ingest_writes_pages_a_completion_keys_of_their_own_and_the_next_ingest_fol
 
 #[test]
 fn a_corrupt_page_is_named_skipped_by_scans_written_around_and_removed_by_repair() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
     let (key, bytes) = s.kv.scan_prefix([keys::PAGE]).nth(1).unwrap().unwrap();
@@ -162,7 +163,7 @@ fn a_corrupt_page_is_named_skipped_by_scans_written_around_and_removed_by_repair
 
 #[test]
 fn a_layout_5_store_reads_its_records_and_an_ingest_moves_them_into_pages() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
     // Layout 5: every record under a key of its own, no pages.
@@ -187,7 +188,7 @@ fn a_layout_5_store_reads_its_records_and_an_ingest_moves_them_into_pages() {
 
 #[test]
 fn a_scan_from_inside_a_page_starts_there() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
     let all = scanned(&s);
@@ -208,7 +209,7 @@ fn a_scan_from_inside_a_page_starts_there() {
 /// the URL (its key of its own's value first), each placement says
 /// whether it has a key of its own (`has_own`), and no page holds more
 /// than a window of keys of their own.
-fn check_batch(s: &Store, order: &[String], has_own: &HashSet<String>) -> Result<(), String> {
+fn check_batch(s: &Partition, order: &[String], has_own: &HashSet<String>) -> Result<(), String> {
     let mut pages = Pages::default();
     for url in order {
         let read = pages.read(&s.kv, url).unwrap().map(|r| r.into_owned());
@@ -234,7 +235,7 @@ fn check_batch(s: &Store, order: &[String], has_own: &HashSet<String>) -> Result
 
 #[test]
 fn a_batch_reads_keys_of_their_own_in_any_order_and_knows_which_urls_have_one() {
-    let s = Store::in_memory(StoreOptions::default()).unwrap();
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
     let urls = urls();
     ingest(&s, 1_000, &urls);
     let leased = s
@@ -269,7 +270,7 @@ proptest::proptest! {
         layout_5 in proptest::prelude::any::<bool>(),
         order in proptest::strategy::Strategy::prop_shuffle(proptest::strategy::Just(sorted(urls()))),
     ) {
-        let s = Store::in_memory(StoreOptions::default()).unwrap();
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let urls = sorted(urls());
         ingest(&s, 1_000, &urls);
         if layout_5 {

@@ -9,10 +9,11 @@ pub use crate::lease::{DUE_COUNT_LIMIT, LeaseRequest, Leased, Politeness};
 
 use crate::hash::FastMap;
 use crate::keys;
+use crate::partition::Partition;
 use crate::policy::{lastmod_is_newer, lastmod_says_changed};
 use crate::record::{HostRecord, Lapse, StoredOutcome, StoredVisit, UrlRecord, VISIT_HISTORY};
 use crate::robots::RulesCache;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 
@@ -140,7 +141,7 @@ impl Completion {
     }
 }
 
-impl Store {
+impl Partition {
     /// Records what a fetch of `url` found at `now`, updates the host's
     /// lastmod trust and the URL's estimator history, and reschedules it.
     /// `url` is normalised on the way in ([`NormUrl`](sitemapd_parser::NormUrl)):

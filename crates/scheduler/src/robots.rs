@@ -11,8 +11,9 @@ use sitemapd_parser::{HostKey, RobotsRules};
 
 use crate::hash::FastMap;
 use crate::keys;
+use crate::partition::Partition;
 use crate::record::{RobotsRecord, UrlRecord, encode};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::writes::UrlWrites;
 
@@ -34,7 +35,7 @@ pub struct RobotsUpdate {
     pub unblocked: u64,
 }
 
-impl Store {
+impl Partition {
     /// Records the robots.txt rules `host`'s URLs are leased under, read at
     /// `now`: a URL they disallow is marked blocked and leaves the queue
     /// (it stays in the store, counted and exported as blocked); a blocked
@@ -189,12 +190,12 @@ pub(crate) fn allowed(rules: &RobotsRules, url: &str) -> bool {
 
 /// Each host's rules, read once per operation (a lease, an ingest batch).
 pub(crate) struct RulesCache<'s> {
-    store: &'s Store,
+    store: &'s Partition,
     hosts: FastMap<String, Option<RobotsRules>>,
 }
 
 impl<'s> RulesCache<'s> {
-    pub(crate) fn new(store: &'s Store) -> Self {
+    pub(crate) fn new(store: &'s Partition) -> Self {
         RulesCache {
             store,
             hosts: FastMap::default(),

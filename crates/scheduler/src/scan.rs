@@ -26,12 +26,14 @@ use crate::due_list::{Entries, Leases};
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Iter;
+use crate::partition::Partition;
 use crate::policy::Urgency;
 use crate::record::{Listed, lease_holds};
-use crate::store::Store;
 
 /// A due entry a scan offers: where it is, and what it holds.
 pub(crate) struct Found<'a> {
+    /// The partition it is in.
+    pub partition: usize,
     /// Its class, queue and host (its lane).
     pub class: Urgency,
     pub queue: &'a str,
@@ -66,9 +68,9 @@ pub(crate) enum Verdict {
 
 /// Decides, entry after entry, what a scan takes.
 pub(crate) trait Taker {
-    /// Whether the lane of `queue` and `host` may give anything at all
-    /// (asked before it is read).
-    fn lane(&mut self, queue: &str, host: &str) -> Result<bool, StoreError>;
+    /// Whether the lane of `queue` and `host` (in partition `partition`)
+    /// may give anything at all (asked before it is read).
+    fn lane(&mut self, partition: usize, queue: &str, host: &str) -> Result<bool, StoreError>;
     /// The next due entry in the queue order.
     fn offer(&mut self, found: Found<'_>) -> Result<Verdict, StoreError>;
     /// The queues that may still be given URLs, once no other queue may
@@ -87,6 +89,7 @@ pub(crate) enum Lanes<'q> {
 
 /// A lane being read: its runs from the first, and where it is.
 struct Cursor<'s> {
+    partition: usize,
     class: Urgency,
     queue: String,
     host: String,
@@ -106,22 +109,23 @@ struct OpenRun {
 }
 
 /// A lane's place in the merge: the due time of its next entry, then
-/// queue ‖ NUL ‖ host, then its class.
-type LaneOrder = (i64, Vec<u8>, Urgency);
+/// queue ‖ NUL ‖ host, then its class; then the partition that holds it
+/// (a host's lanes are in one partition: it orders nothing).
+type LaneOrder = (i64, Vec<u8>, Urgency, usize);
 
 /// A merge of lanes in the queue order, for one class (or several served
-/// together) at `now`.
+/// together) at `now`, over the partitions of a store.
 pub(crate) struct Scan<'s, 'c> {
-    store: &'s Store,
+    parts: &'s [Partition],
     classes: &'c [Urgency],
     now: i64,
 }
 
 impl<'s, 'c> Scan<'s, 'c> {
     /// The entries of `classes` due at `now`, merged.
-    pub(crate) fn new(store: &'s Store, classes: &'c [Urgency], now: i64) -> Scan<'s, 'c> {
+    pub(crate) fn new(parts: &'s [Partition], classes: &'c [Urgency], now: i64) -> Scan<'s, 'c> {
         Scan {
-            store,
+            parts,
             classes,
             now,
         }
@@ -133,13 +137,14 @@ impl<'s, 'c> Scan<'s, 'c> {
             Lanes::All => Ok(HeadSource::Index(
                 self.classes
                     .iter()
-                    .map(|&class| {
+                    .flat_map(|&class| {
                         let c = class as u8;
-                        let it = self
-                            .store
-                            .kv
-                            .range(keys::heads_of(c)..keys::heads_due(c, self.now));
-                        (class, it, None)
+                        self.parts.iter().enumerate().map(move |(p, part)| {
+                            let it = part
+                                .kv
+                                .range(keys::heads_of(c)..keys::heads_due(c, self.now));
+                            (class, p, it, None)
+                        })
                     })
                     .collect(),
             )),
@@ -155,9 +160,24 @@ impl<'s, 'c> Scan<'s, 'c> {
     }
 
     /// The heads of the lanes of `queue` in `class` due at `now`, read
-    /// from the lanes themselves (two seeks a host of the queue).
+    /// from the lanes themselves (two seeks a host of the queue), in every
+    /// partition.
     fn queue_heads(&self, queue: &str, class: Urgency) -> Result<Vec<LaneOrder>, StoreError> {
-        let kv = &self.store.kv;
+        let mut found = Vec::new();
+        for partition in 0..self.parts.len() {
+            found.extend(self.queue_heads_in(partition, queue, class)?);
+        }
+        Ok(found)
+    }
+
+    /// [`Scan::queue_heads`] in one partition.
+    fn queue_heads_in(
+        &self,
+        partition: usize,
+        queue: &str,
+        class: Urgency,
+    ) -> Result<Vec<LaneOrder>, StoreError> {
+        let kv = &self.parts[partition].kv;
         // `d` ‖ queue ‖ NUL: the prefix of every lane of the queue.
         let mut members = keys::lane(queue, "", 0);
         members.truncate(members.len() - 2);
@@ -180,7 +200,7 @@ impl<'s, 'c> Scan<'s, 'c> {
                     let mut order = queue.as_bytes().to_vec();
                     order.push(0);
                     order.extend_from_slice(host.as_bytes());
-                    found.push((run.first.due, order, class));
+                    found.push((run.first.due, order, class, partition));
                 }
             }
             // Past every lane of this host in the queue: `d` ‖ queue ‖ NUL
@@ -237,33 +257,33 @@ impl<'s, 'c> Scan<'s, 'c> {
                     next_head = Some(head);
                     break;
                 }
-                let (_, order, class) = head;
+                let (_, order, class, partition) = head;
                 next_head = heads.next()?;
                 let Some((queue, host)) = split_order(&order) else {
                     continue;
                 };
-                if !taker.lane(queue, host)? {
+                if !taker.lane(partition, queue, host)? {
                     continue;
                 }
                 let lane = keys::lane(queue, host, class as u8);
                 let mut cursor = Cursor {
+                    partition,
                     class,
                     queue: queue.to_string(),
                     host: host.to_string(),
                     order,
-                    runs: self
-                        .store
+                    runs: self.parts[partition]
                         .kv
                         .range(lane.clone()..keys::lane_due(&lane, self.now)),
                     run: None,
                 };
                 if let Some(due) = self.current(&mut cursor)? {
-                    let at = (due, cursor.order.clone(), class);
+                    let at = (due, cursor.order.clone(), class, partition);
                     heap.push(Reverse((at, cursors.len())));
                     cursors.push(Some(cursor));
                 }
             }
-            let Some(Reverse(((due, _, _), at))) = heap.pop() else {
+            let Some(Reverse(((due, _, _, _), at))) = heap.pop() else {
                 return Ok(());
             };
             let Some(mut cursor) = cursors[at].take() else {
@@ -272,13 +292,19 @@ impl<'s, 'c> Scan<'s, 'c> {
             // The lane's entries due then, until nothing more is due in it.
             while let Some(entry_due) = self.current(&mut cursor)? {
                 if entry_due != due {
-                    let next = (entry_due, cursor.order.clone(), cursor.class);
+                    let next = (
+                        entry_due,
+                        cursor.order.clone(),
+                        cursor.class,
+                        cursor.partition,
+                    );
                     heap.push(Reverse((next, at)));
                     cursors[at] = Some(cursor);
                     break;
                 }
                 let run = cursor.run.as_ref().expect("current");
                 let found = Found {
+                    partition: cursor.partition,
                     class: cursor.class,
                     queue: &cursor.queue,
                     host: &cursor.host,
@@ -329,7 +355,7 @@ impl<'s, 'c> Scan<'s, 'c> {
                 if front.all_leased(self.now) {
                     return Ok(None);
                 }
-                let entries = self.store.decoded_list(&key, &value, &front)?;
+                let entries = self.parts[cursor.partition].decoded_list(&key, &value, &front)?;
                 Ok(Some((entries, front)))
             });
             match read {
@@ -362,9 +388,9 @@ fn split_order(order: &[u8]) -> Option<(&str, &str)> {
 
 /// The heads a scan merges, in order.
 enum HeadSource<'s> {
-    /// The head index of each class, up to the heads due at `now`, each
-    /// with the head it read next.
-    Index(Vec<(Urgency, Iter<'s>, Option<LaneOrder>)>),
+    /// The head index of each class in each partition, up to the heads
+    /// due at `now`, each with the head it read next.
+    Index(Vec<(Urgency, usize, Iter<'s>, Option<LaneOrder>)>),
     /// The lanes of one queue, sorted.
     Listed(std::vec::IntoIter<LaneOrder>),
 }
@@ -376,22 +402,26 @@ impl HeadSource<'_> {
             HeadSource::Listed(it) => return Ok(it.next()),
             HeadSource::Index(sources) => sources,
         };
-        for (class, it, next) in sources.iter_mut() {
+        for (class, partition, it, next) in sources.iter_mut() {
             if next.is_none() {
-                *next = read_head(*class, it)?;
+                *next = read_head(*class, *partition, it)?;
             }
         }
         let first = sources
             .iter_mut()
-            .filter(|(_, _, next)| next.is_some())
-            .min_by(|a, b| a.2.cmp(&b.2));
-        Ok(first.and_then(|(_, _, next)| next.take()))
+            .filter(|(_, _, _, next)| next.is_some())
+            .min_by(|a, b| a.3.cmp(&b.3));
+        Ok(first.and_then(|(_, _, _, next)| next.take()))
     }
 }
 
 /// The next head an index iterator of `class` gives; one that does not
 /// parse is skipped (logged; `stats --check` names it).
-fn read_head(class: Urgency, it: &mut Iter<'_>) -> Result<Option<LaneOrder>, StoreError> {
+fn read_head(
+    class: Urgency,
+    partition: usize,
+    it: &mut Iter<'_>,
+) -> Result<Option<LaneOrder>, StoreError> {
     for item in it {
         let (key, _) = item?;
         let Some(head) = keys::parse_head(&key) else {
@@ -402,6 +432,7 @@ fn read_head(class: Urgency, it: &mut Iter<'_>) -> Result<Option<LaneOrder>, Sto
             head.due,
             keys::Head::lane_order(&key).to_vec(),
             class,
+            partition,
         )));
     }
     Ok(None)

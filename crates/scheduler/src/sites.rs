@@ -10,8 +10,9 @@ use sitemapd_parser::HostKey;
 
 use crate::keys;
 use crate::kv::Batch;
+use crate::partition::Partition;
 use crate::record::{SiteRecord, encode};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::view::SiteView;
 use crate::writes::UrlWrites;
@@ -34,7 +35,7 @@ pub struct SiteWalk {
     pub entries: u64,
 }
 
-impl Store {
+impl Partition {
     /// Follows the site `seed` from `now`: it is due for a walk at once.
     /// Whether it is new (a site already followed is left as it is).
     pub fn add_site(&self, seed: &str, now: Timestamp) -> Result<bool, StoreError> {

@@ -42,9 +42,9 @@ use crate::keys;
 use crate::kv::Batch;
 use crate::marks::Marks;
 use crate::pages::{Pages, Placed};
+use crate::partition::Partition;
 use crate::record::{HostRecord, Listed, UrlRecord, encode};
 use crate::runs::RunEdits;
-use crate::store::Store;
 use crate::tally::Tally;
 
 /// Where a record's due entry is: its lane and its place there.
@@ -113,7 +113,7 @@ fn lane_parts<'a>(
 /// atomically. The caller holds the store's write lock from reading the
 /// records to applying.
 pub(crate) struct UrlWrites<'s> {
-    store: &'s Store,
+    store: &'s Partition,
     /// Records go into their pages ([`UrlWrites::paged`]), not keys of
     /// their own.
     paged: bool,
@@ -134,7 +134,7 @@ pub(crate) struct UrlWrites<'s> {
 
 impl<'s> UrlWrites<'s> {
     /// Writes to `store`.
-    pub(crate) fn new(store: &'s Store) -> UrlWrites<'s> {
+    pub(crate) fn new(store: &'s Partition) -> UrlWrites<'s> {
         UrlWrites {
             store,
             paged: false,
@@ -152,7 +152,7 @@ impl<'s> UrlWrites<'s> {
     /// which reads them through [`UrlWrites::read`] (each page read once
     /// per batch) and writes many URLs of each page. Records with keys of
     /// their own that it writes go back into their pages.
-    pub(crate) fn paged(store: &'s Store) -> UrlWrites<'s> {
+    pub(crate) fn paged(store: &'s Partition) -> UrlWrites<'s> {
         UrlWrites {
             paged: true,
             ..UrlWrites::new(store)
@@ -166,7 +166,7 @@ impl<'s> UrlWrites<'s> {
     pub(crate) fn read(&mut self, url: &str) -> Result<Option<UrlRecord>, StoreError> {
         let read = if self.paged {
             let read = self.pages.read(&self.store.kv, url)?;
-            read.map(|bytes| crate::store::decode_url_record(url, &bytes))
+            read.map(|bytes| crate::partition::decode_url_record(url, &bytes))
                 .transpose()
         } else {
             self.store.url_record(url)
@@ -412,7 +412,7 @@ impl<'s> UrlWrites<'s> {
     }
 }
 
-impl Store {
+impl Partition {
     /// Rebuilds what [`Store::check`] verifies from the URL records: the
     /// due index (every queued URL's entry in its lane, with the lease its
     /// entry held, if its run could be read; what a corrupt run held is

@@ -366,6 +366,15 @@ fn random_operations_keep_the_store_consistent_on_disk() {
 }
 
 /// Every run of the due index in the store at `s_dir` (closed), by key.
+/// Options of a store of one partition: its keys all in the one tree the
+/// tests read and damage by hand.
+fn one_partition() -> StoreOptions {
+    StoreOptions {
+        partitions: 1,
+        ..StoreOptions::default()
+    }
+}
+
 fn list_urls(s_dir: &std::path::Path) -> Vec<(Vec<u8>, record::DueList)> {
     let db = sled::open(s_dir).unwrap();
     let tree = db.open_tree("sitemapd").unwrap();
@@ -385,7 +394,7 @@ const CAP: usize = sitemapd_scheduler::internal::keys::RUN_CAP;
 fn a_list_at_exactly_its_cap() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let s = Store::open(dir.path(), one_partition()).unwrap();
         let mut ingest = s.ingest(ts(T0));
         for i in 0..CAP as i64 {
             let mut e =
@@ -412,7 +421,7 @@ fn a_list_at_exactly_its_cap() {
     let lists = list_urls(dir.path());
     let sizes: Vec<usize> = lists.iter().map(|(_, l)| l.entries.len()).collect();
     assert_eq!(sizes, [CAP / 2 + 1, CAP / 2]);
-    let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let s = Store::open(dir.path(), one_partition()).unwrap();
     let got = s
         .lease(&LeaseRequest::new(200).per_host(200), ts(T0))
         .unwrap();
@@ -601,7 +610,7 @@ fn a_corrupt_due_list_is_named_and_repair_brings_its_urls_back() {
         "https://a.example/c",
     ];
     {
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let s = Store::open(dir.path(), one_partition()).unwrap();
         let mut ingest = s.ingest(ts(T0));
         for u in urls {
             ingest
@@ -620,7 +629,7 @@ fn a_corrupt_due_list_is_named_and_repair_brings_its_urls_back() {
         tree.insert(&lists[0].0, &b"\x05\xff\xff\xff"[..]).unwrap();
         db.flush().unwrap();
     }
-    let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    let s = Store::open(dir.path(), one_partition()).unwrap();
     let report = s.check().unwrap();
     assert_eq!(report.corrupt.len(), 1, "{report:?}");
     assert!(s.peek(10, ts(T0)).unwrap().is_empty());

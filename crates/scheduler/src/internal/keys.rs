@@ -22,6 +22,8 @@
 //! | `~calibration` | | the rate policies' allocation multiplier |
 //! | `~layout` | | the key layout version ([`LAYOUT_VERSION`]) |
 //! | `~closed` | | the number of the last clean close ([`CLOSED`]) |
+//! | `~partitions` | | in partition 0: the store's number of partitions ([`PARTITIONS`]) |
+//! | `~psl` | | in partition 0: the Public Suffix List version that routed hosts ([`PSL`]) |
 //!
 //! ## The queue order
 //!
@@ -107,6 +109,12 @@ pub const DATED_FROM: &[u8] = b"~dated-from";
 pub const CLOSED: &[u8] = b"~closed";
 /// A key written by readiness probes (`Store::probe_write`).
 pub const PROBE: &[u8] = b"~probe";
+/// The number of partitions of the store whose own keyspace this is (u16,
+/// big endian; absent from a store made before partitions, which has one).
+pub const PARTITIONS: &[u8] = b"~partitions";
+/// The version of the Public Suffix List crate the store's hosts were
+/// routed to partitions with (absent with one partition).
+pub const PSL: &[u8] = b"~psl";
 /// The next id the keyspace hands out (u64, big endian): sitemap and lease
 /// ids, written in the batch that uses them.
 pub const IDS: &[u8] = b"~ids";

@@ -1,13 +1,14 @@
-//! The store: its keyspace ([`crate::kv`]: sled on disk, or in memory),
-//! the policy that schedules its URLs, and the reads every other module
-//! shares.
+//! One partition of a store ([`crate::store`]): its keyspace
+//! ([`crate::kv`]: sled on disk, or in memory), its write lock, the policy
+//! that schedules its URLs, and the reads every other module shares. Every
+//! key of a host (its URLs, due lists, robots rules, politeness) and of a
+//! sitemap lives in the partition [`crate::routing`] assigns it.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub use crate::error::{DecodeError, StoreError};
+use crate::error::StoreError;
 use crate::estimate::{self, Estimator, Visit};
 use crate::keys;
 use crate::kv::{Batch, Kv};
@@ -16,75 +17,11 @@ use crate::policy::{
     UrlState,
 };
 use crate::record::{HostRecord, Record, Schedule, SitemapRecord, StoredReason, UrlRecord, decode};
-use crate::refresh::RefreshParams;
+use crate::routing::Routes;
+use crate::store::{DEFAULT_POLICY, EARLIER_DEFAULT_POLICY, StoreOptions};
 use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView};
 use sitemapd_parser::{HostKey, NormUrl};
-
-/// The policy of a new store: crawl on change where a host's lastmods have
-/// earned it, `adaptive` behind it (the simulator's scenario table). A store
-/// keeps the policy it was opened with; `StoreOptions::policy` (CLI
-/// `--policy`) changes it for good.
-pub const DEFAULT_POLICY: &str = "lastmod";
-/// The policy of a store made before [`DEFAULT_POLICY`] was `lastmod` and
-/// never given one: it ran this, and keeps it.
-pub const EARLIER_DEFAULT_POLICY: &str = "adaptive";
-
-/// How to open a store. `Default` gives the documented values.
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    /// sled's page cache, bytes; default 32 MiB (sled's own default, 1 GiB,
-    /// is what makes it look like it leaks). sled counts a cached page at
-    /// its size on disk, and holds it in memory at about 2.4 times that:
-    /// the resident memory of the cache is about 2.4 × `cache_bytes`
-    /// (RELIABILITY.md, "Memory and store size"). 32 MiB leases and
-    /// ingests as fast as 64 on the store bench (1M URLs); 16 is slower.
-    pub cache_bytes: u64,
-    /// The scheduling policy, by name. `None`: the one the store was last
-    /// opened with, or [`DEFAULT_POLICY`] (`lastmod`) for a new store. A name given is
-    /// remembered for the next open.
-    pub policy: Option<String>,
-    /// Its parameters.
-    pub params: Params,
-    /// The estimator feeding the policies' rate; default `bias-reduced`.
-    pub estimator: Estimator,
-    /// Complete sitemap reads a URL must be absent from before it is
-    /// retired; default 3.
-    pub retire_after: u64,
-    /// Delay between two URLs of one host handed out by a lease, seconds
-    /// (0: none); default 1. It applies to every host, those already in the
-    /// store included.
-    pub min_delay: f64,
-    /// The sitemap refresh schedule ([`crate::refresh`]).
-    pub refresh: RefreshParams,
-    /// The policies `policy` may name: the built-in ones, plus any the
-    /// embedder registers ([`PolicyRegistry::register`]).
-    pub policies: PolicyRegistry,
-    /// The time for the reads that take none (whether a lease still holds
-    /// in [`Store::url`] and [`Store::export`], the readiness probe's
-    /// stamp); default the [`SystemClock`](crate::SystemClock). Every call
-    /// that writes or leases takes its `now` as an argument.
-    pub clock: Arc<dyn crate::Clock>,
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        Self {
-            cache_bytes: 32 << 20,
-            policy: None,
-            params: Params::default(),
-            estimator: Estimator::BiasReduced,
-            retire_after: 3,
-            min_delay: 1.0,
-            refresh: RefreshParams::default(),
-            policies: PolicyRegistry::default(),
-            clock: Arc::new(crate::SystemClock),
-        }
-    }
-}
-
-/// The keyspace of crawl `name` is named this prefix and the name.
-const CRAWL_TREE: &str = "crawl:";
 
 /// The longest a background writer waits for crawler requests to pass
 /// before it takes the write lock anyway.
@@ -100,7 +37,7 @@ pub(crate) struct Credits {
 }
 
 /// The store; share it behind an `Arc`. Writes are serialised inside.
-pub struct Store {
+pub struct Partition {
     pub(crate) kv: Kv,
     /// The policy in use; [`Store::calibrate`] replaces it with one that
     /// has the new multiplier.
@@ -120,52 +57,22 @@ pub struct Store {
     pub(crate) suspects: AtomicBool,
     /// Due lists a scan decoded ([`Store::decoded_list`]).
     decoded: Mutex<crate::due_list::Decoded>,
+    /// Its place among the store's partitions, and how the store routes
+    /// hosts to them.
+    pub(crate) index: usize,
+    pub(crate) routes: Routes,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for Partition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("Partition")
             .field("policy", &self.policy().name())
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
 
-impl Store {
-    /// Opens (or creates) the store in directory `path`.
-    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        let kv = Kv::open(path.as_ref(), options.cache_bytes)?;
-        Store::with_kv(kv, options)
-    }
-
-    /// The store of crawl `name` (see [`crate::frontier`]): a store of its
-    /// own in a keyspace of its own beside this store's (on disk, a tree of
-    /// the same database), with this store's options, so that no key of
-    /// one crawl is ever another's. Created when first opened.
-    pub fn crawl(&self, name: &str) -> Result<Store, StoreError> {
-        let kv = self.kv.sibling(&format!("{CRAWL_TREE}{name}"))?;
-        Store::with_kv(kv, self.options.clone())
-    }
-
-    /// The names of the crawls [`Store::crawl`] created, in name order.
-    pub fn crawl_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .kv
-            .sibling_names(CRAWL_TREE)
-            .into_iter()
-            .map(|n| n[CRAWL_TREE.len()..].to_string())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// Deletes crawl `name` with everything in it; whether it was there.
-    /// A [`Store`] still open on it must not be used after.
-    pub fn drop_crawl(&self, name: &str) -> Result<bool, StoreError> {
-        let _lock = self.lock();
-        self.kv.drop_sibling(&format!("{CRAWL_TREE}{name}"))
-    }
-
+impl Partition {
     /// What has gone wrong with the store so far: damage met while
     /// reading, and whether the last write failed (cleared by the next
     /// write that succeeds).
@@ -221,16 +128,34 @@ impl Store {
         self.kv.inject_write_failures(writes);
     }
 
-    /// A store in memory, empty, gone when dropped: for simulations and
-    /// tests, where a store is thrown away after one run. The same store in
-    /// every respect but durability: every read and write
-    /// goes through the same code as on disk, on an ordered map instead of
-    /// sled.
-    pub fn in_memory(options: StoreOptions) -> Result<Store, StoreError> {
-        Store::with_kv(Kv::memory(), options)
+    /// A store of one partition in directory `path` (the crate's tests of
+    /// one partition).
+    #[cfg(test)]
+    pub(crate) fn open(
+        path: impl AsRef<std::path::Path>,
+        options: StoreOptions,
+    ) -> Result<Partition, StoreError> {
+        Partition::with_kv(Kv::open(path.as_ref(), options.cache_bytes)?, options)
     }
 
-    pub(crate) fn with_kv(kv: Kv, options: StoreOptions) -> Result<Store, StoreError> {
+    /// A store of one partition in memory (the crate's tests of one
+    /// partition).
+    #[cfg(test)]
+    pub(crate) fn in_memory(options: StoreOptions) -> Result<Partition, StoreError> {
+        Partition::with_kv(Kv::memory(), options)
+    }
+
+    pub(crate) fn with_kv(kv: Kv, options: StoreOptions) -> Result<Partition, StoreError> {
+        Partition::with_kv_at(kv, options, 0, Routes::new(1))
+    }
+
+    /// Partition `index` of a store routed by `routes`, in `kv`.
+    pub(crate) fn with_kv_at(
+        kv: Kv,
+        options: StoreOptions,
+        index: usize,
+        routes: Routes,
+    ) -> Result<Partition, StoreError> {
         crate::migrate::to_current_layout(&kv)?;
         let empty = crate::pages::entries(&kv, &[], &[0xff]).next().is_none();
         let saved = kv
@@ -275,7 +200,7 @@ impl Store {
             kv.apply_batch(settled)?;
         }
         let suspects = kv.scan_prefix([keys::SUSPECT]).next().is_some();
-        Ok(Store {
+        Ok(Partition {
             policy: RwLock::new(Arc::from(policy)),
             options,
             write: Mutex::new(()),
@@ -284,8 +209,18 @@ impl Store {
             dated_from,
             suspects: AtomicBool::new(suspects),
             decoded: Mutex::default(),
+            index,
+            routes,
             kv,
         })
+    }
+
+    /// Whether this partition is the home of the sitemap at `url` (its
+    /// host's partition): the one whose record of it is the sitemap's own.
+    /// Another partition holding URLs it lists keeps an account of its own
+    /// of the sitemap's reads, for those URLs' retirement.
+    pub(crate) fn is_home(&self, url: &str) -> bool {
+        self.routes.of_url(url) == self.index
     }
 
     /// When a read still showed the value `r`'s lastmod replaced
@@ -584,24 +519,11 @@ impl Store {
         schedule
     }
 
-    /// Computes the allocation multiplier of the rate policies
-    /// (`freshness-optimal`, `lambda-crawl`, `uniform`, `proportional`)
-    /// over every active URL for the policy's budget, saves it (the next
-    /// open starts with it) and schedules with it from now on: URLs keep
-    /// the due times they have until they are next rescheduled (a fetch, or
-    /// a sitemap read that changes what the policy sees). A no-op for the
-    /// other policies; returns the multiplier. Each URL's rate is taken as
-    /// of the latest time its record knows (sighting, fetch or
-    /// notification).
-    pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
-        let current = self.policy();
+    /// The (planning rate, importance) of every queued URL of the
+    /// partition, summarised in bounded memory, and of those whose every
+    /// change is observed ([`Store::calibrate`]).
+    pub(crate) fn page_summaries(&self) -> Result<(PageSummary, PageSummary), StoreError> {
         let params = &self.options.params;
-        // An empty store first: a policy with nothing to calibrate costs no scan.
-        if current.allocation_multiplier(&[], params).is_none() {
-            return Ok(None);
-        }
-        // In bounded memory whatever the store holds (a summary, not a list
-        // of every URL).
         let mut pages = PageSummary::new();
         // Pages whose every change is observed, for crawl on change: on a
         // complete host, lastmods to the second. URL keys come host by
@@ -628,24 +550,20 @@ impl Store {
                 }
             }
         }
-        let Some(multiplier) = current.allocation_multiplier(&pages.pages(), params) else {
-            return Ok(None);
-        };
-        let mut calibration = Calibration {
-            multiplier,
-            ..Calibration::default()
-        };
-        if let Some(level) = current.on_change_level(&complete.pages(), multiplier) {
-            calibration.on_change_level = level;
-        }
+        Ok((pages, complete))
+    }
+
+    /// Schedules with `calibration` from now on, and saves it.
+    pub(crate) fn set_calibration(&self, calibration: Calibration) -> Result<(), StoreError> {
         let mut batch = Batch::default();
         batch.insert(keys::CALIBRATION, encode_calibration(&calibration));
         self.kv.apply_batch(batch)?;
         let mut params = self.options.params.clone();
         params.calibration = calibration;
+        let current = self.policy();
         let calibrated = self.options.policies.build(current.name(), params)?;
         *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(calibrated);
-        Ok(Some(multiplier))
+        Ok(())
     }
 }
 
@@ -728,7 +646,7 @@ pub(crate) fn host_ranges(host: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
 mod tests {
     use super::*;
 
-    fn one_url(s: &Store, now: i64) {
+    fn one_url(s: &Partition, now: i64) {
         let mut ingest = s.ingest(Timestamp::from_unix(now));
         let url = sitemapd_parser::NormUrl::parse("https://a.example/x").unwrap();
         ingest
@@ -745,27 +663,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let closed = dir.path().join(crate::kv::CLOSED_FILE);
         {
-            let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
             one_url(&s, 1_000);
-            let crawl = s.crawl("other").unwrap();
+            let crawl = s.kv.sibling("crawl:other").unwrap();
             drop(s);
             assert!(!closed.exists(), "not while a crawl's store is open");
             drop(crawl);
         }
         assert_eq!(std::fs::read_to_string(&closed).unwrap(), "1");
         // Opened and closed again: the next mark.
-        drop(Store::open(dir.path(), StoreOptions::default()).unwrap());
+        drop(Partition::open(dir.path(), StoreOptions::default()).unwrap());
         assert_eq!(std::fs::read_to_string(&closed).unwrap(), "2");
         // A file behind the database (a crash between the flush and the
         // file's rename), or not a number: no damage.
         for file in ["1", "", "x"] {
             std::fs::write(&closed, file).unwrap();
-            drop(Store::open(dir.path(), StoreOptions::default()).unwrap());
+            drop(Partition::open(dir.path(), StoreOptions::default()).unwrap());
         }
         assert_eq!(std::fs::read_to_string(&closed).unwrap(), "5");
         // A database that ends before its last mark (what a cut leaves).
         std::fs::write(&closed, "6").unwrap();
-        let e = Store::open(dir.path(), StoreOptions::default()).unwrap_err();
+        let e = Partition::open(dir.path(), StoreOptions::default()).unwrap_err();
         assert!(e.is_damage(), "{e}");
         let said = e.to_string();
         assert!(
@@ -778,20 +696,20 @@ mod tests {
     fn a_store_keeps_the_policy_it_ran_and_dates_moves_from_its_upgrade() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
             assert_eq!(s.policy().name(), DEFAULT_POLICY);
             assert_eq!(s.dated_from, i64::MIN, "a new store dates every move");
             one_url(&s, 1_000);
         }
         // Saved at its first open: the default stays its policy.
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
         assert_eq!(s.policy().name(), DEFAULT_POLICY);
         // A store of an earlier release: URLs, no saved policy, no date.
         s.kv.remove(keys::POLICY).unwrap();
         s.kv.remove(keys::DATED_FROM).unwrap();
         drop(s);
         let before = Timestamp::now().unix();
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
         assert_eq!(s.policy().name(), EARLIER_DEFAULT_POLICY);
         assert!(s.dated_from >= before);
         let mut r = s.url_record("https://a.example/x").unwrap().unwrap();
@@ -807,7 +725,7 @@ mod tests {
             "recorded before the upgrade"
         );
         drop(s);
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
         assert_eq!(s.policy().name(), EARLIER_DEFAULT_POLICY, "and kept");
         // Naming a policy switches it for good.
         drop(s);
@@ -815,8 +733,8 @@ mod tests {
             policy: Some("lastmod".into()),
             ..StoreOptions::default()
         };
-        drop(Store::open(dir.path(), lastmod).unwrap());
-        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        drop(Partition::open(dir.path(), lastmod).unwrap());
+        let s = Partition::open(dir.path(), StoreOptions::default()).unwrap();
         assert_eq!(s.policy().name(), "lastmod");
     }
 

@@ -1,0 +1,113 @@
+//! An ingest session over the partitions: each URL entry goes to its
+//! host's partition; a sitemap's outcome to its home partition and to
+//! every partition holding URLs it lists (each keeps its own account of
+//! the sitemap's reads, for the retirement of those URLs).
+
+use super::Store;
+use crate::error::StoreError;
+use crate::ingest::{DEFAULT_BATCH, IngestStats, PartitionIngest, SitemapFetch};
+use crate::robots::RobotsUpdate;
+use crate::time::Timestamp;
+use sitemapd_parser::{HostKey, RobotsRules, UrlEntry};
+
+/// An ingest session: feed entries, report sitemap outcomes, commit
+/// ([`Store::ingest`]). Entries are merged and written in batches, each
+/// one atomic write to one partition.
+pub struct Ingest<'s> {
+    store: &'s Store,
+    now: Timestamp,
+    batch: usize,
+    /// The session's part in partition `i`, once it has one.
+    parts: Vec<Option<PartitionIngest<'s>>>,
+}
+
+impl Store {
+    /// Starts an ingest session at time `now`.
+    pub fn ingest(&self, now: Timestamp) -> Ingest<'_> {
+        Ingest {
+            store: self,
+            now,
+            batch: DEFAULT_BATCH,
+            parts: (0..self.parts().len()).map(|_| None).collect(),
+        }
+    }
+}
+
+impl<'s> Ingest<'s> {
+    /// URLs merged per batch in each partition (default
+    /// [`DEFAULT_BATCH`]).
+    pub fn with_batch(mut self, urls: usize) -> Self {
+        self.batch = urls.max(1);
+        self
+    }
+
+    /// The session's part in partition `i`.
+    fn part(&mut self, i: usize) -> &mut PartitionIngest<'s> {
+        let (store, now, batch) = (self.store, self.now, self.batch);
+        self.parts[i].get_or_insert_with(|| store.parts()[i].ingest(now).with_batch(batch))
+    }
+
+    /// What the session did so far.
+    pub fn stats(&self) -> IngestStats {
+        let mut stats = IngestStats::default();
+        for part in self.parts.iter().flatten() {
+            stats += part.stats();
+        }
+        stats
+    }
+
+    /// The robots.txt rules of `host` as a walk read them now
+    /// ([`Store::set_robots`]): what is pending for its partition is
+    /// written first, so every URL is checked against the new rules.
+    pub fn robots_read(
+        &mut self,
+        host: &HostKey,
+        rules: &RobotsRules,
+    ) -> Result<RobotsUpdate, StoreError> {
+        let i = self.store.routes.of_host(host.as_str());
+        self.part(i).robots_read(host, rules)
+    }
+
+    /// One URL entry of the sitemap at `sitemap` (its URL as listed).
+    pub fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
+        let i = self.store.routes.of_url(entry.loc.as_str());
+        self.part(i).entry(sitemap, entry)
+    }
+
+    /// Records how the fetch of `sitemap` ended (see
+    /// [`SitemapFetch`]): every 2xx read advances its sequence; a complete
+    /// one is remembered as such, and retires the URLs absent from enough
+    /// complete reads. The partitions holding URLs it lists are told first,
+    /// its home last (its home writes when it is next to be read: after a
+    /// crash in between, it is read again).
+    pub fn sitemap_fetched(
+        &mut self,
+        sitemap: &str,
+        fetch: &SitemapFetch,
+    ) -> Result<(), StoreError> {
+        let home = self.store.routes.of_url(sitemap);
+        for i in (0..self.parts.len()).filter(|&i| i != home) {
+            let reading = self.parts[i]
+                .as_ref()
+                .is_some_and(|p| p.reading_of(sitemap));
+            if reading || self.store.parts()[i].sitemap_record(sitemap)?.is_some() {
+                self.part(i).sitemap_fetched(sitemap, fetch)?;
+            }
+        }
+        self.part(home).sitemap_fetched(sitemap, fetch)
+    }
+
+    /// Writes the merged observations: one atomic batch per partition.
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        self.parts
+            .iter_mut()
+            .flatten()
+            .try_for_each(PartitionIngest::commit)
+    }
+
+    /// Commits what is pending and ends the session.
+    pub fn finish(mut self) -> Result<IngestStats, StoreError> {
+        self.commit()?;
+        Ok(self.stats())
+    }
+}

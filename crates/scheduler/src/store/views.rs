@@ -1,0 +1,262 @@
+//! What the store holds, over every partition: counts summed, lists
+//! merged in their order.
+
+use std::iter::Peekable;
+
+use super::Store;
+use crate::check::{CheckReport, Stats};
+use crate::error::StoreError;
+use crate::frontier::{QueueCounts, QueuePlace};
+use crate::partition::Partition;
+use crate::time::Timestamp;
+use crate::view::{SiteView, SitemapView, UrlView};
+
+/// Lists that come in key order from each partition, merged into one in
+/// that order (`key` of each item; an error comes at once).
+struct Merged<I: Iterator, F> {
+    sources: Vec<Peekable<I>>,
+    key: F,
+}
+
+impl<T, I, F, K> Iterator for Merged<I, F>
+where
+    I: Iterator<Item = Result<T, StoreError>>,
+    F: Fn(&T) -> K,
+    K: Ord,
+{
+    type Item = Result<T, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut best: Option<(usize, K)> = None;
+        for (i, source) in self.sources.iter_mut().enumerate() {
+            match source.peek() {
+                None => continue,
+                Some(Err(_)) => return source.next(),
+                Some(Ok(item)) => {
+                    let k = (self.key)(item);
+                    if best.as_ref().is_none_or(|(_, b)| k < *b) {
+                        best = Some((i, k));
+                    }
+                }
+            }
+        }
+        best.and_then(|(i, _)| self.sources[i].next())
+    }
+}
+
+/// The lists `list` gives for every partition, merged by `key`.
+fn merged<'s, T, I, K: Ord>(
+    store: &'s Store,
+    list: impl Fn(&'s Partition) -> I,
+    key: impl Fn(&T) -> K + 's,
+) -> impl Iterator<Item = Result<T, StoreError>> + 's
+where
+    I: Iterator<Item = Result<T, StoreError>> + 's,
+    T: 's,
+    K: 's,
+{
+    Merged {
+        sources: store.parts().iter().map(|p| list(p).peekable()).collect(),
+        key,
+    }
+}
+
+impl Store {
+    /// Counts of URLs by state, of the due queue, sitemaps and hosts, from
+    /// the counts each host keeps: its cost grows with the number of hosts
+    /// and sitemaps, not of URLs ([`crate::check`]). The partitions are
+    /// counted side by side.
+    pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        let parts = self.each_partition(|p| p.stats(now))?;
+        self.summed(parts)
+    }
+
+    /// [`Store::stats`] counted over every URL record, with the change-rate
+    /// quartiles and the leases running now: what `stats --check` shows.
+    pub fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        let parts = self.each_partition(|p| p.full_stats_sketch(now))?;
+        let mut sketch = crate::check::RateSketch::default();
+        let mut stats = Vec::with_capacity(parts.len());
+        for (s, r) in parts {
+            sketch.merge(&r);
+            stats.push(s);
+        }
+        let mut s = self.summed(stats)?;
+        s.rate_per_day_quartiles = sketch.quartiles();
+        Ok(s)
+    }
+
+    /// The partitions' counts as one: sums, the earliest next due time
+    /// (only when nothing is due: each partition's is then its own), the
+    /// store's size on disk once.
+    fn summed(&self, parts: Vec<Stats>) -> Result<Stats, StoreError> {
+        let mut s = Stats::default();
+        for part in parts {
+            s.absorb(part);
+        }
+        if s.due_now > 0 {
+            s.next_due = None;
+        }
+        s.disk_bytes = self.size_on_disk()?;
+        Ok(s)
+    }
+
+    /// Reads every record and due entry of every partition and reports
+    /// what is out of step (`stats --check`): nothing when the store is
+    /// whole. A URL record in another partition than its host's is
+    /// `misfiled`.
+    pub fn check(&self) -> Result<CheckReport, StoreError> {
+        let parts = self.each_partition(|p| {
+            let mut report = p.check()?;
+            report.misfiled.extend(p.misrouted()?);
+            Ok(report)
+        })?;
+        let mut report = CheckReport::default();
+        for part in parts {
+            report.absorb(part);
+        }
+        Ok(report)
+    }
+
+    /// Every URL the store holds, retired ones included, in URL order
+    /// within a partition, partition by partition (for `sitemapd export`);
+    /// leases judged by the store's clock
+    /// ([`StoreOptions::clock`](crate::StoreOptions::clock)), as
+    /// [`Store::url`] does. A record that does not decode is passed over
+    /// and counted in [`Store::health`] (`unreadable_records`).
+    pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
+        self.parts().iter().flat_map(Partition::export)
+    }
+
+    /// Every sitemap the store has read, by URL.
+    pub fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
+        merged(self, Partition::sitemaps, |v: &SitemapView| v.url.clone())
+    }
+
+    /// Every followed site, in seed order.
+    pub fn sites(&self) -> impl Iterator<Item = Result<SiteView, StoreError>> + '_ {
+        self.sites_after(None)
+    }
+
+    /// Followed sites in seed order after `after` (a seed as
+    /// [`SiteView::site`] gives it; `None`: from the first): a page of
+    /// [`Store::sites`] for a client that cannot take them all at once.
+    pub fn sites_after<'a>(
+        &'a self,
+        after: Option<&'a str>,
+    ) -> impl Iterator<Item = Result<SiteView, StoreError>> + 'a {
+        merged(
+            self,
+            move |p| p.sites_after(after),
+            |v: &SiteView| v.site.clone(),
+        )
+    }
+
+    /// Every queue the store keeps counts for, in name order, with its
+    /// counts (summed over the partitions holding its URLs). A queue stays
+    /// until [`Store::delete_queue`], its URLs all deleted or not.
+    pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
+        let mut all = merged(
+            self,
+            Partition::queues,
+            |(name, _): &(String, QueueCounts)| name.clone(),
+        )
+        .peekable();
+        std::iter::from_fn(move || {
+            let (name, mut counts) = match all.next()? {
+                Ok(first) => first,
+                Err(e) => return Some(Err(e)),
+            };
+            while let Some(Ok((next, more))) = all.peek() {
+                if *next != name {
+                    break;
+                }
+                counts.absorb(more);
+                all.next();
+            }
+            Some(Ok((name, counts)))
+        })
+    }
+
+    /// The counts of queue `name`, if the store keeps any.
+    pub fn queue(&self, name: &str) -> Result<Option<QueueCounts>, StoreError> {
+        let mut found: Option<QueueCounts> = None;
+        for part in self.parts() {
+            if let Some(counts) = part.queue(name)? {
+                found
+                    .get_or_insert_with(QueueCounts::default)
+                    .absorb(&counts);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The URLs of queue `name` (every queue's when `None`), in any state,
+    /// in a stable order for paging ([`Store::queue_urls_from`]).
+    pub fn queue_urls<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        now: Timestamp,
+    ) -> Box<dyn Iterator<Item = Result<UrlView, StoreError>> + 'a> {
+        Box::new(
+            self.queue_urls_from(name, QueuePlace::default(), now)
+                .map(|item| item.map(|(_, view)| view)),
+        )
+    }
+
+    /// [`Store::queue_urls`] from a place a walk reached (`QueuePlace::default()`:
+    /// the start), each URL with the place just after it: a long walk goes
+    /// on in pieces, each its own short read of the store. The walk goes
+    /// partition by partition.
+    pub fn queue_urls_from<'a>(
+        &'a self,
+        name: Option<&'a str>,
+        from: QueuePlace,
+        now: Timestamp,
+    ) -> impl Iterator<Item = Result<(QueuePlace, UrlView), StoreError>> + 'a {
+        let first = from.partition();
+        self.parts()
+            .iter()
+            .skip(first)
+            .enumerate()
+            .flat_map(move |(i, part)| {
+                let start = if i == 0 {
+                    from.clone()
+                } else {
+                    QueuePlace::start_of(part.index)
+                };
+                part.queue_urls_from(name, start, now)
+            })
+    }
+
+    /// Deletes the URLs of queue `name` (of every queue when `None`) that
+    /// the store first held before `cutoff`, in batches, each atomic. The
+    /// number deleted.
+    pub fn purge(&self, name: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
+        Ok(self
+            .each_partition(|p| p.purge(name, cutoff))?
+            .into_iter()
+            .sum())
+    }
+
+    /// Deletes queue `name`: its URLs, their due entries, its counts, and
+    /// the host record and robots rules of a host of that name unless some
+    /// of its URLs are in other queues (politeness stays per host). The
+    /// number of URLs deleted.
+    pub fn delete_queue(&self, name: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .each_partition(|p| p.delete_queue(name))?
+            .into_iter()
+            .sum())
+    }
+
+    /// How many URLs are due at `now` and not leased, counted up to
+    /// [`DUE_COUNT_LIMIT`](crate::queue::DUE_COUNT_LIMIT) in each
+    /// partition.
+    pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
+        Ok(self
+            .each_partition(|p| p.queue_depth(now))?
+            .into_iter()
+            .sum())
+    }
+}
