@@ -11,13 +11,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
 use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::RefreshState;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
-use crate::store::StoreError;
 use crate::tally::{OUTCOMES, Tally};
 use crate::time::Timestamp;
 use crate::view::{SitemapView, UrlView};

@@ -33,13 +33,13 @@
 
 use std::collections::HashMap;
 
+use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
 use crate::marks::Marks;
 use crate::partition::Partition;
 use crate::queue::Completion;
 use crate::record::{HostRecord, Schedule, StoredReason, UrlRecord};
-use crate::store::StoreError;
 use crate::tally::Tally;
 use crate::time::Timestamp;
 use crate::view::UrlView;
@@ -1080,28 +1080,6 @@ mod tests {
             urls(&s.lease(&LeaseRequest::new(10), ts(T0 + 10)).unwrap()),
             ["https://a.example/3"]
         );
-    }
-
-    #[test]
-    fn crawls_never_share_a_url_and_drop_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let on_disk = crate::Store::open(dir.path(), StoreOptions::default()).unwrap();
-        let in_memory = crate::Store::in_memory(StoreOptions::default()).unwrap();
-        for s in [on_disk, in_memory] {
-            crawls_of(&s);
-        }
-    }
-
-    fn crawls_of(s: &crate::Store) {
-        let c = s.crawl("news").unwrap();
-        c.discover([("https://a.example/1".to_string(), Vec::new())], ts(T0))
-            .unwrap();
-        assert!(s.url("https://a.example/1").unwrap().is_none());
-        assert_eq!(s.crawl("news").unwrap().queues().count(), 1);
-        assert_eq!(s.crawl_names(), ["news"]);
-        assert!(s.drop_crawl("news").unwrap());
-        assert!(s.crawl_names().is_empty());
-        assert_eq!(s.crawl("news").unwrap().queues().count(), 0);
     }
 
     /// Politeness stays per host: deleting a host's own queue keeps its

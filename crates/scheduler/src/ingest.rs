@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
+use crate::error::StoreError;
 use crate::hash::{FastMap, FastSet};
 use crate::keys;
 use crate::partition::Partition;
@@ -22,7 +23,6 @@ use crate::record::{
     SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
-use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::view::RefreshView;
 use crate::writes::UrlWrites;

@@ -28,6 +28,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::due_list::{Entries, Lease};
+use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
 use crate::partition::Credits;
@@ -36,7 +37,6 @@ use crate::policy::{Reason, Urgency};
 use crate::record::{HostRecord, Listed, StoredReason, UrlRecord};
 use crate::robots::RulesCache;
 use crate::scan::{Found, Lanes, Scan, Taker, Verdict};
-use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::writes::UrlWrites;
 use std::sync::Mutex;
@@ -718,7 +718,7 @@ fn lease_id(parts: &[Partition], partition: usize) -> u64 {
 }
 
 /// [`Store::peek`] over `parts`, with the lease credits `credits`.
-fn peek_in(
+pub(crate) fn peek_in(
     parts: &[Partition],
     credits: &Mutex<Credits>,
     n: usize,
@@ -758,7 +758,7 @@ fn peek_in(
 }
 
 /// [`Store::lease_admitting`] over `parts`, with the lease credits `credits`.
-fn lease_in(
+pub(crate) fn lease_in(
     parts: &[Partition],
     credits: &Mutex<Credits>,
     request: &LeaseRequest,
@@ -883,47 +883,6 @@ fn lease_in(
     Ok(out)
 }
 
-impl Store {
-    /// Up to `n` URLs due at `now`, in the order a lease hands them out,
-    /// without leasing them and without a lease's per-host and politeness
-    /// limits: the pushed URLs, the validation samples the lease credit
-    /// pays for, then every other urgency class in order, then the other
-    /// validation samples (a lease gives those their share only). URLs
-    /// robots.txt disallows are passed over.
-    pub fn peek(&self, n: usize, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
-        peek_in(self.parts(), &self.credits, n, now)
-    }
-
-    /// Leases up to `request.n` due URLs for `request.ttl`, in the queue
-    /// order (docs/queue.md): at most `request.per_host` per host, of at
-    /// most `request.max_hosts` hosts, no host faster than its politeness
-    /// delay, no URL its robots.txt disallows (those are marked `blocked`).
-    /// Validation samples get their share of the fetches only
-    /// ([`Params::validation_share`](crate::policy::Params::validation_share)):
-    /// each URL leased earns that share of a sample, and the samples a
-    /// lease's credit pays for come right after the pushed URLs. A lease of
-    /// `k` URLs hands out the first `k` of what a lease of `n ≥ k` would.
-    pub fn lease(&self, request: &LeaseRequest, now: Timestamp) -> Result<Vec<Leased>, StoreError> {
-        self.lease_admitting(request, None, now, |_| usize::MAX)
-    }
-
-    /// [`Store::lease`] of the URLs of queue `queue` only (`None`: every
-    /// queue), where `admit` says how many URLs each queue (by name) may be
-    /// given at most (0: none), on top of the request's limits. It is asked
-    /// once per queue the lease looks at, in the queue order, under the
-    /// store's write lock: what a URL frontier client's per-queue rules
-    /// decide ([`crate::frontier`]).
-    pub fn lease_admitting(
-        &self,
-        request: &LeaseRequest,
-        queue: Option<&str>,
-        now: Timestamp,
-        admit: impl FnMut(&str) -> usize,
-    ) -> Result<Vec<Leased>, StoreError> {
-        lease_in(self.parts(), &self.credits, request, queue, now, admit)
-    }
-}
-
 /// A partition's own queue, alone (the crate's tests of one partition).
 #[cfg(test)]
 impl Partition {
@@ -998,8 +957,8 @@ fn allowance_now(host: &HostRecord, now: i64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::StoreOptions;
     use crate::record::{RobotsRecord, encode};
-    use crate::store::StoreOptions;
     use crate::view::UrlStatus;
     use sitemapd_parser::{NormUrl, RobotsRules};
 

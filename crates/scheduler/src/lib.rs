@@ -19,6 +19,7 @@ mod migrate;
 #[cfg(test)]
 mod migrate_tests;
 pub mod notify;
+mod options;
 mod pages;
 #[cfg(test)]
 mod pages_tests;
@@ -48,17 +49,19 @@ use internal::{due_list, keys, page, record, squeeze};
 
 pub use check::{CheckReport, Stats};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{DecodeError, StoreError};
 pub use frontier::{
     DiscoveredUrl, KnownUrl, Metadata, Put, QueueCounts, QueuePlace, bounded_metadata,
 };
 pub use ingest::{IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;
+pub use options::StoreOptions;
 pub use queue::{Completion, LeaseRequest, Leased, Outcome, Politeness};
 pub use refresh::RefreshParams;
 pub use robots::RobotsUpdate;
 pub use routing::{DEFAULT_PARTITIONS, MAX_PARTITIONS};
 pub use sites::SiteWalk;
-pub use store::{DecodeError, Ingest, Store, StoreError, StoreOptions};
+pub use store::{Ingest, Store};
 pub use time::Timestamp;
 pub use view::{HostView, RefreshView, SiteView, SitemapView, UrlStatus, UrlView};

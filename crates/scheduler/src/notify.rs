@@ -16,10 +16,10 @@
 
 use std::collections::HashMap;
 
+use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
 use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord};
-use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 

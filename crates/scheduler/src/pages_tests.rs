@@ -3,12 +3,12 @@
 //! module of its own, so that the pages module does not import the store
 //! and the queue (which import it).
 
+use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
 use crate::page::{self, origin};
 use crate::pages::{OWN_WINDOW, Pages, Placed, entries, record};
 use crate::partition::Partition;
-use crate::store::StoreError;
 use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
 use sitemapd_parser::{NormUrl, UrlEntry};
 use std::collections::HashSet;

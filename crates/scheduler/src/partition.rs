@@ -9,16 +9,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::error::StoreError;
-use crate::estimate::{self, Estimator, Visit};
+use crate::estimate::{self, Visit};
 use crate::keys;
 use crate::kv::{Batch, Kv};
-use crate::policy::{
-    self, Calibration, FetchOutcome, HostState, PageSummary, Params, Policy, PolicyRegistry,
-    UrlState,
-};
+use crate::options::{DEFAULT_POLICY, EARLIER_DEFAULT_POLICY, StoreOptions};
+use crate::policy::{self, Calibration, FetchOutcome, HostState, PageSummary, Policy, UrlState};
 use crate::record::{HostRecord, Record, Schedule, SitemapRecord, StoredReason, UrlRecord, decode};
 use crate::routing::Routes;
-use crate::store::{DEFAULT_POLICY, EARLIER_DEFAULT_POLICY, StoreOptions};
 use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView};
 use sitemapd_parser::{HostKey, NormUrl};

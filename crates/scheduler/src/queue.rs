@@ -7,13 +7,13 @@ use std::collections::hash_map::Entry;
 
 pub use crate::lease::{DUE_COUNT_LIMIT, LeaseRequest, Leased, Politeness};
 
+use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
 use crate::partition::Partition;
 use crate::policy::{lastmod_is_newer, lastmod_says_changed};
 use crate::record::{HostRecord, Lapse, StoredOutcome, StoredVisit, UrlRecord, VISIT_HISTORY};
 use crate::robots::RulesCache;
-use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 

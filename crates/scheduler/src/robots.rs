@@ -9,11 +9,11 @@
 use serde::Serialize;
 use sitemapd_parser::{HostKey, RobotsRules};
 
+use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
 use crate::partition::Partition;
 use crate::record::{RobotsRecord, UrlRecord, encode};
-use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::writes::UrlWrites;
 

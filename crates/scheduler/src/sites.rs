@@ -8,11 +8,11 @@
 
 use sitemapd_parser::HostKey;
 
+use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
 use crate::partition::Partition;
 use crate::record::{SiteRecord, encode};
-use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::view::SiteView;
 use crate::writes::UrlWrites;

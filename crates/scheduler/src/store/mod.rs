@@ -18,93 +18,25 @@
 //! repeat would be).
 
 mod ingest;
+mod lease;
 mod split;
 mod views;
 
+pub use crate::options::{DEFAULT_POLICY, EARLIER_DEFAULT_POLICY, StoreOptions};
 pub use ingest::Ingest;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 pub use crate::error::{DecodeError, StoreError};
-use crate::estimate::Estimator;
 use crate::keys;
 use crate::kv::{Batch, Kv};
 use crate::partition::{Credits, Partition};
-use crate::policy::{Calibration, PageSummary, Params, Policy, PolicyRegistry};
-use crate::refresh::RefreshParams;
-use crate::routing::{DEFAULT_PARTITIONS, MAX_PARTITIONS, PSL_VERSION, Routes};
+use crate::policy::{Calibration, PageSummary, Policy};
+use crate::routing::{MAX_PARTITIONS, PSL_VERSION, Routes};
 use crate::time::Timestamp;
 use crate::view::{HostView, RefreshView, SiteView, SitemapView, UrlView};
 use sitemapd_parser::{HostKey, NormUrl, RobotsRules};
-
-/// The policy of a new store: crawl on change where a host's lastmods have
-/// earned it, `adaptive` behind it (the simulator's scenario table). A store
-/// keeps the policy it was opened with; `StoreOptions::policy` (CLI
-/// `--policy`) changes it for good.
-pub const DEFAULT_POLICY: &str = "lastmod";
-/// The policy of a store made before [`DEFAULT_POLICY`] was `lastmod` and
-/// never given one: it ran this, and keeps it.
-pub const EARLIER_DEFAULT_POLICY: &str = "adaptive";
-
-/// How to open a store. `Default` gives the documented values.
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    /// sled's page cache, bytes; default 32 MiB (sled's own default, 1 GiB,
-    /// is what makes it look like it leaks). sled counts a cached page at
-    /// its size on disk, and holds it in memory at about 2.4 times that:
-    /// the resident memory of the cache is about 2.4 × `cache_bytes`
-    /// (RELIABILITY.md, "Memory and store size"). 32 MiB leases and
-    /// ingests as fast as 64 on the store bench (1M URLs); 16 is slower.
-    pub cache_bytes: u64,
-    /// The scheduling policy, by name. `None`: the one the store was last
-    /// opened with, or [`DEFAULT_POLICY`] (`lastmod`) for a new store. A name given is
-    /// remembered for the next open.
-    pub policy: Option<String>,
-    /// Its parameters.
-    pub params: Params,
-    /// The estimator feeding the policies' rate; default `bias-reduced`.
-    pub estimator: Estimator,
-    /// Complete sitemap reads a URL must be absent from before it is
-    /// retired; default 3.
-    pub retire_after: u64,
-    /// Delay between two URLs of one host handed out by a lease, seconds
-    /// (0: none); default 1. It applies to every host, those already in the
-    /// store included.
-    pub min_delay: f64,
-    /// The sitemap refresh schedule ([`crate::refresh`]).
-    pub refresh: RefreshParams,
-    /// The policies `policy` may name: the built-in ones, plus any the
-    /// embedder registers ([`PolicyRegistry::register`]).
-    pub policies: PolicyRegistry,
-    /// The time for the reads that take none (whether a lease still holds
-    /// in [`Store::url`] and [`Store::export`], the readiness probe's
-    /// stamp); default the [`SystemClock`](crate::SystemClock). Every call
-    /// that writes or leases takes its `now` as an argument.
-    pub clock: Arc<dyn crate::Clock>,
-    /// Partitions of a new store, each with its own keyspace and write
-    /// lock ([`crate::routing`]); default [`DEFAULT_PARTITIONS`] (16).
-    /// Fixed when a store is created: an existing store keeps the number
-    /// it was made with (a store made before partitions has one).
-    pub partitions: u16,
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        Self {
-            cache_bytes: 32 << 20,
-            policy: None,
-            params: Params::default(),
-            estimator: Estimator::BiasReduced,
-            retire_after: 3,
-            min_delay: 1.0,
-            refresh: RefreshParams::default(),
-            policies: PolicyRegistry::default(),
-            clock: Arc::new(crate::SystemClock),
-            partitions: DEFAULT_PARTITIONS,
-        }
-    }
-}
 
 /// The keyspace of crawl `name` is named this prefix and the name.
 const CRAWL_TREE: &str = "crawl:";
@@ -520,4 +452,34 @@ fn partition_count(kv: &Kv, options: &StoreOptions) -> Result<u16, StoreError> {
     }
     kv.apply_batch(batch)?;
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crawls_never_share_a_url_and_drop_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let on_disk = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        let in_memory = Store::in_memory(StoreOptions::default()).unwrap();
+        for s in [on_disk, in_memory] {
+            crawls_of(&s);
+        }
+    }
+
+    fn crawls_of(s: &Store) {
+        let c = s.crawl("news").unwrap();
+        c.discover(
+            [("https://a.example/1".to_string(), Vec::new())],
+            Timestamp::from_unix(1_700_000_000),
+        )
+        .unwrap();
+        assert!(s.url("https://a.example/1").unwrap().is_none());
+        assert_eq!(s.crawl("news").unwrap().queues().count(), 1);
+        assert_eq!(s.crawl_names(), ["news"]);
+        assert!(s.drop_crawl("news").unwrap());
+        assert!(s.crawl_names().is_empty());
+        assert_eq!(s.crawl("news").unwrap().queues().count(), 0);
+    }
 }
