@@ -176,7 +176,13 @@ fn stats_check_exits_1_and_names_a_missing_due_entry() {
     let victim = {
         // The binary has exited; its lock is released with the process.
         let db = sled::open(dir.path()).unwrap();
-        let tree = db.open_tree("sitemapd").unwrap();
+        // The partition (tree) that holds the site's keys.
+        let tree = db
+            .tree_names()
+            .into_iter()
+            .map(|name| db.open_tree(name).unwrap())
+            .find(|tree| tree.scan_prefix([b'd']).next().is_some())
+            .expect("a tree with a due list");
         let (key, value) = tree.scan_prefix([b'd']).next().unwrap().unwrap();
         assert!(sitemapd_scheduler::internal::keys::parse_run(&key).is_some());
         use sitemapd_scheduler::internal::record::{DueList, decode, encode};

@@ -415,15 +415,10 @@ impl Partition {
         now: Timestamp,
     ) -> impl Iterator<Item = Result<(QueuePlace, UrlView), StoreError>> + 'a {
         let mut marks = Marks::default();
-        let partition = self.index;
-        self.queue_records(name, from.at).map(move |item| {
+        self.queue_records(name, from.0).map(move |item| {
             let (at, url, mut rec) = item?;
             marks.overlay(self, &url, &mut rec)?;
-            let place = QueuePlace {
-                partition,
-                at: at.after(),
-            };
-            Ok((place, UrlView::of(&url, &rec, now)))
+            Ok((QueuePlace(at.after()), UrlView::of(&url, &rec, now)))
         })
     }
 
@@ -551,25 +546,14 @@ impl Resume {
 }
 
 /// Where a walk over a queue's URLs is ([`Store::queue_urls_from`]): the
-/// partition, and the place in it.
+/// same place in every partition (they walk their records in one order).
 #[derive(Debug, Clone, Default)]
-pub struct QueuePlace {
-    partition: usize,
-    at: Resume,
-}
+pub struct QueuePlace(Resume);
 
 impl QueuePlace {
-    /// The partition the walk is in.
-    pub(crate) fn partition(&self) -> usize {
-        self.partition
-    }
-
-    /// The start of partition `partition`'s part of a walk.
-    pub(crate) fn start_of(partition: usize) -> QueuePlace {
-        QueuePlace {
-            partition,
-            at: Resume::default(),
-        }
+    /// The place in the walk's order: the part, then the URL.
+    pub(crate) fn order(&self) -> (usize, &[u8]) {
+        (self.0.part, &self.0.from)
     }
 }
 

@@ -206,27 +206,23 @@ impl Store {
 
     /// [`Store::queue_urls`] from a place a walk reached (`QueuePlace::default()`:
     /// the start), each URL with the place just after it: a long walk goes
-    /// on in pieces, each its own short read of the store. The walk goes
-    /// partition by partition.
+    /// on in pieces, each its own short read of the store. The partitions'
+    /// walks are merged in their one order (the queue's own host's URLs,
+    /// then those a client put in it; by URL in each).
     pub fn queue_urls_from<'a>(
         &'a self,
         name: Option<&'a str>,
         from: QueuePlace,
         now: Timestamp,
     ) -> impl Iterator<Item = Result<(QueuePlace, UrlView), StoreError>> + 'a {
-        let first = from.partition();
-        self.parts()
-            .iter()
-            .skip(first)
-            .enumerate()
-            .flat_map(move |(i, part)| {
-                let start = if i == 0 {
-                    from.clone()
-                } else {
-                    QueuePlace::start_of(part.index)
-                };
-                part.queue_urls_from(name, start, now)
-            })
+        merged(
+            self,
+            move |p| p.queue_urls_from(name, from.clone(), now),
+            |(place, _): &(QueuePlace, UrlView)| {
+                let (part, url) = place.order();
+                (part, url.to_vec())
+            },
+        )
     }
 
     /// Deletes the URLs of queue `name` (of every queue when `None`) that
