@@ -126,7 +126,6 @@ pub struct Stats {
     pub disk_bytes: u64,
 }
 
-/// Per-host counts.
 impl Stats {
     /// Adds `other`'s counts (another partition's) to these: sums, the
     /// earliest next due time, a host's counts summed (a queue's URLs may
@@ -162,6 +161,7 @@ impl Stats {
     }
 }
 
+/// Per-host counts.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HostStats {
     /// URLs in the queue.
@@ -180,7 +180,7 @@ impl Partition {
     /// every run is in the queue order and every lane has its head, every
     /// queue's kept counts are its records', every record decodes, and
     /// every refresh schedule belongs to a sitemap record.
-    pub fn check(&self) -> Result<CheckReport, StoreError> {
+    pub(crate) fn check(&self) -> Result<CheckReport, StoreError> {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
         let mut runs = crate::due_list::ListCache::default();
@@ -395,7 +395,7 @@ impl Partition {
     /// Counts per state and host, from the counts each host keeps; the due
     /// URLs counted up to [`DUE_COUNT_LIMIT`]; size on disk. Its cost grows
     /// with the number of hosts and sitemaps, not of URLs.
-    pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+    pub(crate) fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let now = now.unix();
         let mut s = Stats::default();
         for item in self
@@ -475,7 +475,8 @@ impl Partition {
 
     /// [`Store::stats`] counted over every URL record, with the change-rate
     /// quartiles and the leases running now: what `stats --check` shows.
-    pub fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+    #[cfg(test)]
+    pub(crate) fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let (mut s, rates) = self.full_stats_sketch(now)?;
         s.rate_per_day_quartiles = rates.quartiles();
         Ok(s)
@@ -553,7 +554,7 @@ impl Partition {
     /// does not parse is not in the store), if it holds it. Its `reason`
     /// tells a live lease from one that ran out by the store's clock
     /// ([`StoreOptions::clock`](crate::StoreOptions::clock)).
-    pub fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
+    pub(crate) fn url(&self, url: &str) -> Result<Option<UrlView>, StoreError> {
         let Ok(norm) = sitemapd_parser::NormUrl::parse(url) else {
             return Ok(None);
         };
@@ -569,13 +570,13 @@ impl Partition {
     /// (for `sitemapd export`); leases judged by the store's clock
     /// ([`StoreOptions::clock`](crate::StoreOptions::clock)), as [`Store::url`] does. A record that does not decode is passed over
     /// and counted in [`Store::health`] (`unreadable_records`).
-    pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
+    pub(crate) fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
         self.with_leases(self.all_url_records().filter(|item| self.intact(item)))
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, self.options.clock.now())))
     }
 
     /// Every sitemap the partition is home to, by URL.
-    pub fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
+    pub(crate) fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
         self.records::<SitemapRecord>([keys::SITEMAP])
             .filter(|item| match item {
                 Ok((url, _)) => self.is_home(url),

@@ -202,7 +202,7 @@ impl Partition {
     /// `items` too); one that is not an absolute http(s) URL, or whose
     /// queue name the store cannot keep, is [`Put::Invalid`]. One atomic
     /// write; what was found, in the order given.
-    pub fn discover(
+    pub(crate) fn discover(
         &self,
         items: impl IntoIterator<Item = impl Into<DiscoveredUrl>>,
         now: Timestamp,
@@ -262,7 +262,7 @@ impl Partition {
     /// the fetch went, when the client said: it is recorded as any
     /// completion is. A URL put twice takes the last. One atomic write;
     /// what was done, in the order given.
-    pub fn put_known(
+    pub(crate) fn put_known(
         &self,
         items: Vec<KnownUrl>,
         now: Timestamp,
@@ -356,7 +356,9 @@ impl Partition {
     /// Every queue the store keeps counts for, in name order, with its
     /// counts. A queue stays until [`Store::delete_queue`], its URLs all
     /// deleted or not.
-    pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
+    pub(crate) fn queues(
+        &self,
+    ) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
         self.records::<HostRecord>([keys::HOST])
             .filter(|item| self.intact(item))
             .filter_map(|item| {
@@ -366,7 +368,7 @@ impl Partition {
     }
 
     /// The counts of queue `name`, if the store keeps any.
-    pub fn queue(&self, name: &str) -> Result<Option<QueueCounts>, StoreError> {
+    pub(crate) fn queue(&self, name: &str) -> Result<Option<QueueCounts>, StoreError> {
         match self.get::<HostRecord>(&keys::host(name)) {
             Ok(record) => Ok(record.and_then(|h| h.counts).map(|t| QueueCounts::of(&t))),
             Err(StoreError::Record { key, .. }) => {
@@ -394,7 +396,8 @@ impl Partition {
     /// The URLs of queue `name` (every queue's when `None`), in any state,
     /// in the order `Store::queue_records` gives: a stable order for
     /// paging.
-    pub fn queue_urls<'a>(
+    #[cfg(test)]
+    pub(crate) fn queue_urls<'a>(
         &'a self,
         name: Option<&'a str>,
         now: Timestamp,
@@ -408,7 +411,7 @@ impl Partition {
     /// [`Store::queue_urls`] from a place a walk reached (`QueuePlace::default()`:
     /// the start), each URL with the place just after it: a long walk goes
     /// on in pieces, each its own short read of the store.
-    pub fn queue_urls_from<'a>(
+    pub(crate) fn queue_urls_from<'a>(
         &'a self,
         name: Option<&'a str>,
         from: QueuePlace,
@@ -426,7 +429,7 @@ impl Partition {
     /// the store first held before `cutoff`: [`Store::delete_urls`] a batch
     /// at a time, each pass of the scan going on from where the last one
     /// stopped (not from the first URL again). The number deleted.
-    pub fn purge(&self, name: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
+    pub(crate) fn purge(&self, name: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
         self.purge_in_batches(name, cutoff, DELETE_BATCH)
     }
 
@@ -466,7 +469,7 @@ impl Partition {
     /// the host record and robots rules of a host of that name unless some
     /// of its URLs are in other queues (politeness stays per host). The
     /// number of URLs deleted.
-    pub fn delete_queue(&self, name: &str) -> Result<u64, StoreError> {
+    pub(crate) fn delete_queue(&self, name: &str) -> Result<u64, StoreError> {
         let mut deleted = 0;
         loop {
             let urls: Vec<String> = self
@@ -506,7 +509,7 @@ impl Partition {
     /// with their due entries, their hosts' counts kept in step; batches of
     /// `DELETE_BATCH`, each atomic. The number deleted (a URL the store
     /// does not hold counts none).
-    pub fn delete_urls(&self, urls: &[String]) -> Result<u64, StoreError> {
+    pub(crate) fn delete_urls(&self, urls: &[String]) -> Result<u64, StoreError> {
         let mut deleted = 0;
         for chunk in urls.chunks(DELETE_BATCH) {
             let _lock = self.lock();

@@ -164,7 +164,7 @@ fn schedule_outlived(reason: StoredReason, complete: bool) -> bool {
 
 impl Partition {
     /// Starts an ingest session at time `now` (unix seconds).
-    pub fn ingest(&self, now: Timestamp) -> PartitionIngest<'_> {
+    pub(crate) fn ingest(&self, now: Timestamp) -> PartitionIngest<'_> {
         let now = now.unix();
         PartitionIngest {
             store: self,
@@ -181,7 +181,7 @@ impl Partition {
     /// ([`SitemapFetch::children`]), plus any fetched since with it as
     /// `parent`. An index never read with its list keeps every child ever
     /// fetched through it; a sitemap never read has none.
-    pub fn children(&self, index: &str) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn children(&self, index: &str) -> Result<Vec<String>, StoreError> {
         let Some(record) = self.sitemap_record(index)? else {
             return Ok(Vec::new());
         };
@@ -220,7 +220,7 @@ fn absences(recent: &[u64], stamp: u64) -> usize {
 
 impl<'s> PartitionIngest<'s> {
     /// URLs merged per batch (default [`DEFAULT_BATCH`]).
-    pub fn with_batch(mut self, urls: usize) -> Self {
+    pub(crate) fn with_batch(mut self, urls: usize) -> Self {
         self.batch = urls.max(1);
         self
     }
@@ -232,7 +232,7 @@ impl<'s> PartitionIngest<'s> {
     }
 
     /// What the session did so far.
-    pub fn stats(&self) -> IngestStats {
+    pub(crate) fn stats(&self) -> IngestStats {
         self.stats
     }
 
@@ -274,7 +274,7 @@ impl<'s> PartitionIngest<'s> {
     /// The robots.txt rules of `host` as a walk read them now
     /// ([`Store::set_robots`]): what is pending is written first, so every
     /// URL is checked against the new rules.
-    pub fn robots_read(
+    pub(crate) fn robots_read(
         &mut self,
         host: &sitemapd_parser::HostKey,
         rules: &sitemapd_parser::RobotsRules,
@@ -285,7 +285,7 @@ impl<'s> PartitionIngest<'s> {
     }
 
     /// One URL entry of the sitemap at `sitemap` (its URL as listed).
-    pub fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
+    pub(crate) fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
         let now = self.now;
         let believable = now.saturating_add(FUTURE_TOLERANCE);
         let reading = self.reading(sitemap)?;
@@ -343,7 +343,7 @@ impl<'s> PartitionIngest<'s> {
     /// ([`crate::refresh`]) advances in the same batch as its record: a 2xx
     /// read is changed or unchanged by its fingerprint, a 304 unchanged,
     /// anything else failed.
-    pub fn sitemap_fetched(
+    pub(crate) fn sitemap_fetched(
         &mut self,
         sitemap: &str,
         fetch: &SitemapFetch,
@@ -672,7 +672,7 @@ impl<'s> PartitionIngest<'s> {
     }
 
     /// Writes the merged observations: one atomic batch.
-    pub fn commit(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn commit(&mut self) -> Result<(), StoreError> {
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -813,7 +813,8 @@ impl<'s> PartitionIngest<'s> {
     }
 
     /// Commits what is pending and ends the session.
-    pub fn finish(mut self) -> Result<IngestStats, StoreError> {
+    #[cfg(test)]
+    pub(crate) fn finish(mut self) -> Result<IngestStats, StoreError> {
         self.commit()?;
         Ok(self.stats)
     }
@@ -966,7 +967,7 @@ fn most_frequent(
 impl Partition {
     /// The refresh schedule of the sitemap at `sitemap` (its URL as
     /// listed), if it was ever fetched through an ingest session.
-    pub fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshView>, StoreError> {
+    pub(crate) fn refresh_state(&self, sitemap: &str) -> Result<Option<RefreshView>, StoreError> {
         Ok(self.refresh_record(sitemap)?.as_ref().map(RefreshView::of))
     }
 
@@ -977,7 +978,7 @@ impl Partition {
 
     /// Whether the sitemap at `sitemap` is due for a read at `now`: true
     /// when it has no schedule yet.
-    pub fn sitemap_due(&self, sitemap: &str, now: Timestamp) -> Result<bool, StoreError> {
+    pub(crate) fn sitemap_due(&self, sitemap: &str, now: Timestamp) -> Result<bool, StoreError> {
         let now = now.unix();
         Ok(self
             .refresh_record(sitemap)?

@@ -630,7 +630,7 @@ impl Partition {
     /// URLs due at `now` (due time at or before it, leases run out
     /// included), every class, counted up to [`DUE_COUNT_LIMIT`] (the
     /// number the daemon's `queue_depth` gauge shows).
-    pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
+    pub(crate) fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
         self.due_count(now, DUE_COUNT_LIMIT)
     }
 

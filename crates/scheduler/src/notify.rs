@@ -39,7 +39,7 @@ impl Partition {
     /// http(s) URL, or is longer than a sitemap loc may be (SPEC X4), is
     /// [`StoreError::InvalidUrl`]. One batch under the write lock
     /// ([`Store::notify_all`]).
-    pub fn notify(&self, url: &str, now: Timestamp) -> Result<Notified, StoreError> {
+    pub(crate) fn notify(&self, url: &str, now: Timestamp) -> Result<Notified, StoreError> {
         let mut found = self.notify_all([url], now)?;
         Ok(found.pop().unwrap_or(Notified::Known))
     }
@@ -51,7 +51,7 @@ impl Partition {
     /// failure (a full disk) leaves the store as it was. A URL listed
     /// twice counts once per second, as two calls would. What was found,
     /// in the order given.
-    pub fn notify_all<'u>(
+    pub(crate) fn notify_all<'u>(
         &self,
         urls: impl IntoIterator<Item = &'u str>,
         now: Timestamp,

@@ -34,7 +34,7 @@ pub(crate) struct Credits {
 }
 
 /// The store; share it behind an `Arc`. Writes are serialised inside.
-pub struct Partition {
+pub(crate) struct Partition {
     pub(crate) kv: Kv,
     /// The policy in use; [`Store::calibrate`] replaces it with one that
     /// has the new multiplier.
@@ -46,6 +46,7 @@ pub struct Partition {
     pub(crate) waiting: AtomicUsize,
     /// What the leases so far have earned the URLs served ahead of their
     /// turn ([`Store::lease`]).
+    #[cfg(test)]
     pub(crate) credits: Mutex<Credits>,
     /// Lastmod moves recorded before this time are not dated ([`keys::DATED_FROM`]).
     dated_from: i64,
@@ -73,7 +74,7 @@ impl Partition {
     /// What has gone wrong with the store so far: damage met while
     /// reading, and whether the last write failed (cleared by the next
     /// write that succeeds).
-    pub fn health(&self) -> crate::kv::StoreHealth {
+    pub(crate) fn health(&self) -> crate::kv::StoreHealth {
         self.kv.health()
     }
 
@@ -91,13 +92,13 @@ impl Partition {
 
     /// Reads one key, to learn whether the store still reads (a failure
     /// is recorded in [`Store::health`]).
-    pub fn probe_read(&self) -> Result<(), StoreError> {
+    pub(crate) fn probe_read(&self) -> Result<(), StoreError> {
         self.kv.get(keys::LAYOUT).map(|_| ())
     }
 
     /// Writes and flushes one key, to learn whether the store writes again
     /// after a failed write (the result is recorded in [`Store::health`]).
-    pub fn probe_write(&self) -> Result<(), StoreError> {
+    pub(crate) fn probe_write(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
         let mut batch = Batch::default();
         batch.insert(keys::PROBE, self.options.clock.now().unix().to_be_bytes());
@@ -108,7 +109,7 @@ impl Partition {
     /// Reads every key and value of the store, start to end: the damage
     /// sled finds only when it reads a page is found here. A full pass over
     /// the store (about as long as `stats`).
-    pub fn verify_readable(&self) -> Result<u64, StoreError> {
+    pub(crate) fn verify_readable(&self) -> Result<u64, StoreError> {
         let mut n = 0u64;
         for item in self.kv.range(Vec::new()..vec![0xff; 16]) {
             item?;
@@ -142,6 +143,7 @@ impl Partition {
         Partition::with_kv(Kv::memory(), options)
     }
 
+    #[cfg(test)]
     pub(crate) fn with_kv(kv: Kv, options: StoreOptions) -> Result<Partition, StoreError> {
         Partition::with_kv_at(kv, options, 0, Routes::new(1))
     }
@@ -202,6 +204,7 @@ impl Partition {
             options,
             write: Mutex::new(()),
             waiting: AtomicUsize::new(0),
+            #[cfg(test)]
             credits: Mutex::new(Credits::default()),
             dated_from,
             suspects: AtomicBool::new(suspects),
@@ -227,7 +230,7 @@ impl Partition {
     }
 
     /// The policy in use.
-    pub fn policy(&self) -> Arc<dyn Policy> {
+    pub(crate) fn policy(&self) -> Arc<dyn Policy> {
         self.policy
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -235,18 +238,18 @@ impl Partition {
     }
 
     /// The options it was opened with.
-    pub fn options(&self) -> &StoreOptions {
+    pub(crate) fn options(&self) -> &StoreOptions {
         &self.options
     }
 
     /// Writes everything to disk now.
-    pub fn flush(&self) -> Result<(), StoreError> {
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.kv.flush()?;
         Ok(())
     }
 
     /// Bytes the store takes on disk.
-    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+    pub(crate) fn size_on_disk(&self) -> Result<u64, StoreError> {
         self.kv.size_on_disk()
     }
 
@@ -321,7 +324,7 @@ impl Partition {
     /// The URLs of the sitemaps listing `url` (those its record remembers,
     /// [`UrlView::sources`](crate::UrlView::sources) of them), oldest first; empty for a URL the
     /// store does not hold.
-    pub fn url_sitemaps(&self, url: &str) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn url_sitemaps(&self, url: &str) -> Result<Vec<String>, StoreError> {
         let Ok(norm) = NormUrl::parse(url) else {
             return Ok(Vec::new());
         };
@@ -339,13 +342,13 @@ impl Partition {
 
     /// What the store knows of the sitemap at `url` (as listed), if it was
     /// read before.
-    pub fn sitemap(&self, url: &str) -> Result<Option<SitemapView>, StoreError> {
+    pub(crate) fn sitemap(&self, url: &str) -> Result<Option<SitemapView>, StoreError> {
         Ok(self.sitemap_record(url)?.map(|r| SitemapView::of(url, &r)))
     }
 
     /// What the store knows of `host`; a host it has never seen gets the
     /// defaults.
-    pub fn host(&self, host: &HostKey) -> Result<HostView, StoreError> {
+    pub(crate) fn host(&self, host: &HostKey) -> Result<HostView, StoreError> {
         let tally = self.tally(host.as_str())?;
         let urls = crate::tally::count(tally.active.saturating_add(tally.blocked));
         Ok(HostView::of(host, &self.host_record(host.as_str())?, urls))

@@ -147,7 +147,7 @@ impl Partition {
     /// `url` is normalised on the way in ([`NormUrl`](sitemapd_parser::NormUrl)):
     /// a URL the store does not hold, or that is not an http(s) URL, is
     /// [`StoreError::UnknownUrl`].
-    pub fn complete(
+    pub(crate) fn complete(
         &self,
         url: &str,
         completion: &Completion,
@@ -165,7 +165,7 @@ impl Partition {
     /// recorded. A URL reported twice is completed twice, in order. Each
     /// URL is normalised on the way in; one that does not parse is returned
     /// as unknown, as given.
-    pub fn complete_all<'a>(
+    pub(crate) fn complete_all<'a>(
         &self,
         completions: impl IntoIterator<Item = (&'a str, &'a Completion)>,
         now: Timestamp,

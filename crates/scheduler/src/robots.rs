@@ -46,7 +46,7 @@ impl Partition {
     /// Call it with [`RobotsRules::allow_all`] for a robots.txt that is
     /// missing (4xx, RFC 9309 §2.3.1.3); leave the stored rules as they are
     /// when it is unreachable (5xx, network): the last known rules stand.
-    pub fn set_robots(
+    pub(crate) fn set_robots(
         &self,
         host: &HostKey,
         rules: &RobotsRules,
@@ -86,7 +86,7 @@ impl Partition {
 
     /// The robots.txt rules `host`'s URLs are leased under, if a walk read
     /// them.
-    pub fn robots(&self, host: &HostKey) -> Result<Option<RobotsRules>, StoreError> {
+    pub(crate) fn robots(&self, host: &HostKey) -> Result<Option<RobotsRules>, StoreError> {
         Ok(self.robots_record(host.as_str())?.map(|r| r.rules))
     }
 

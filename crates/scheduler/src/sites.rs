@@ -38,7 +38,7 @@ pub struct SiteWalk {
 impl Partition {
     /// Follows the site `seed` from `now`: it is due for a walk at once.
     /// Whether it is new (a site already followed is left as it is).
-    pub fn add_site(&self, seed: &str, now: Timestamp) -> Result<bool, StoreError> {
+    pub(crate) fn add_site(&self, seed: &str, now: Timestamp) -> Result<bool, StoreError> {
         let now = now.unix();
         let key = keys::site(seed);
         let site = SiteRecord {
@@ -58,7 +58,7 @@ impl Partition {
 
     /// Stops following `seed`; whether it was followed. Its URLs stay: see
     /// [`Store::retire_host`].
-    pub fn remove_site(&self, seed: &str) -> Result<bool, StoreError> {
+    pub(crate) fn remove_site(&self, seed: &str) -> Result<bool, StoreError> {
         let key = keys::site(seed);
         let _lock = self.lock();
         if !self.kv.contains_key(&key)? {
@@ -71,7 +71,7 @@ impl Partition {
     }
 
     /// The followed site `seed`, if it is one.
-    pub fn site(&self, seed: &str) -> Result<Option<SiteView>, StoreError> {
+    pub(crate) fn site(&self, seed: &str) -> Result<Option<SiteView>, StoreError> {
         Ok(self
             .get::<SiteRecord>(&keys::site(seed))?
             .map(|r| SiteView::of(seed, &r)))
@@ -80,7 +80,7 @@ impl Partition {
     /// Records a walk of the followed site `seed` that ended at `walk.ended`;
     /// whether it is still followed (a site removed during its walk is not
     /// added back).
-    pub fn site_walked(&self, seed: &str, walk: &SiteWalk) -> Result<bool, StoreError> {
+    pub(crate) fn site_walked(&self, seed: &str, walk: &SiteWalk) -> Result<bool, StoreError> {
         let key = keys::site(seed);
         let _lock = self.lock();
         let Some(mut site) = self.get::<SiteRecord>(&key)? else {
@@ -97,16 +97,10 @@ impl Partition {
         Ok(true)
     }
 
-    /// Every followed site, in seed order.
-    pub fn sites(&self) -> impl Iterator<Item = Result<SiteView, StoreError>> + '_ {
-        self.records::<SiteRecord>([keys::SITE])
-            .map(|item| item.map(|(seed, r)| SiteView::of(&seed, &r)))
-    }
-
     /// Followed sites in seed order after `after` (a seed as
     /// [`SiteView::site`] gives it; `None`: from the first): a page of
     /// [`Store::sites`] for a client that cannot take them all at once.
-    pub fn sites_after(
+    pub(crate) fn sites_after(
         &self,
         after: Option<&str>,
     ) -> impl Iterator<Item = Result<SiteView, StoreError>> + '_ {
@@ -126,7 +120,7 @@ impl Partition {
     /// queue, records kept (a sitemap listing one again revives it). In
     /// batches, each under the write lock, with the host's URL count. How
     /// many it retired.
-    pub fn retire_host(&self, host: &HostKey) -> Result<u64, StoreError> {
+    pub(crate) fn retire_host(&self, host: &HostKey) -> Result<u64, StoreError> {
         let host = host.as_str();
         let mut retired = 0;
         let mut urls = Vec::new();

@@ -422,7 +422,7 @@ impl Partition {
     /// the check names problems (a record that did not decode was replaced,
     /// or the store was changed behind its back). Holds the write lock
     /// throughout; a crash midway leaves what a second run puts right.
-    pub fn repair(&self) -> Result<(), StoreError> {
+    pub(crate) fn repair(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
         crate::pages::remove_corrupt(&self.kv)?;
         crate::migrate::keep_leases(&self.kv, true)?;

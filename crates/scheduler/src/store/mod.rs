@@ -51,9 +51,6 @@ pub struct Store {
     /// Partition `i` at index `i`.
     parts: Vec<Partition>,
     routes: Routes,
-    /// The name of the store's own keyspace ("" for the main store, the
-    /// crawl's keyspace for a crawl).
-    base: String,
     /// What the leases so far have earned the URLs served ahead of their
     /// turn ([`Store::lease`]), over every partition.
     pub(crate) credits: Mutex<Credits>,
@@ -100,7 +97,6 @@ impl Store {
         Ok(Store {
             parts,
             routes,
-            base,
             credits: Mutex::new(Credits::default()),
         })
     }

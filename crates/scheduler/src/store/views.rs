@@ -45,7 +45,7 @@ where
 }
 
 /// The lists `list` gives for every partition, merged by `key`.
-fn merged<'s, T, I, K: Ord>(
+fn merged<'s, T, I, K>(
     store: &'s Store,
     list: impl Fn(&'s Partition) -> I,
     key: impl Fn(&T) -> K + 's,
@@ -53,7 +53,7 @@ fn merged<'s, T, I, K: Ord>(
 where
     I: Iterator<Item = Result<T, StoreError>> + 's,
     T: 's,
-    K: 's,
+    K: Ord + 's,
 {
     Merged {
         sources: store.parts().iter().map(|p| list(p).peekable()).collect(),
