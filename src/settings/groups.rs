@@ -434,6 +434,11 @@ pub(crate) struct SchedulerSettings {
     /// probed this long after its last attempt, in case it answers again.
     #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().probe_interval)]
     pub probe_interval: f64,
+    /// Partitions of a store this command creates (1-1024), each with its own write lock:
+    /// leases, completions and ingests of different sites run side by side. An existing
+    /// store keeps the number it was made with (one, for a store made before partitions).
+    #[arg(long, default_value_t = SchedulerSettings::default().partitions)]
+    pub partitions: u16,
 }
 
 impl Default for SchedulerSettings {
@@ -450,6 +455,7 @@ impl Default for SchedulerSettings {
             validation_share: d.params.validation_share,
             announced_share: d.params.announced_share,
             probe_interval: d.params.probe_interval,
+            partitions: d.partitions,
         }
     }
 }
@@ -468,6 +474,7 @@ impl SchedulerSettings {
                 probe_interval: self.probe_interval,
                 ..Default::default()
             },
+            partitions: self.partitions,
             ..Default::default()
         }
     }
@@ -477,6 +484,11 @@ impl SchedulerSettings {
             "scheduler.retire_after",
             (1..=8).contains(&self.retire_after),
             "between 1 and 8",
+        )?;
+        check(
+            "scheduler.partitions",
+            (1..=sitemapd_scheduler::MAX_PARTITIONS).contains(&self.partitions),
+            "between 1 and 1024",
         )?;
         check("scheduler.lease_ttl", self.lease_ttl >= 1, "at least 1")?;
         check("scheduler.per_host", self.per_host >= 1, "at least 1")?;

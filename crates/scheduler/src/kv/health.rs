@@ -3,6 +3,7 @@
 //! error.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -62,8 +63,10 @@ pub(crate) fn guard<T>(backend: &str, f: impl FnOnce() -> T) -> Result<T, String
 pub(crate) struct Health {
     /// Damage seen (a panic or corrupt data while reading).
     pub(super) damaged: Mutex<Option<String>>,
-    /// Why the last write failed; `None` when it succeeded.
-    pub(super) write_failure: Mutex<Option<String>>,
+    /// Why the last write of each keyspace whose last write failed failed,
+    /// by keyspace name: a keyspace's next write that succeeds clears its
+    /// own, not another's (the partitions of a store write side by side).
+    pub(super) write_failures: Mutex<BTreeMap<String, String>>,
     /// The backend failed a write and refuses every write until reopened.
     pub(super) wedged: AtomicBool,
     /// Records passed over because they do not decode: how many, and the

@@ -94,6 +94,8 @@ pub(crate) struct Kv {
     /// The store's directory (or `memory`), for errors.
     path: String,
     shared: Arc<Registry>,
+    /// Its name among the store's keyspaces ("" for the store's own).
+    keyspace: String,
     ids: Arc<Ids>,
     /// Fault injection for the crate's tests: writes left before every
     /// write fails (negative: no limit).
@@ -122,6 +124,7 @@ impl Kv {
             backend,
             path,
             shared: Arc::default(),
+            keyspace: String::new(),
             ids: Arc::new(Ids {
                 next: AtomicU64::new(0),
                 persisted: AtomicU64::new(0),
@@ -138,6 +141,7 @@ impl Kv {
     /// no id handed out before a crash comes again.
     fn named(mut self, name: &str, shared: Arc<Registry>) -> Result<Kv, StoreError> {
         self.shared = shared;
+        self.keyspace = name.to_string();
         let known = locked(&self.shared.ids).get(name).cloned();
         if let Some(ids) = known {
             self.ids = ids;
@@ -232,8 +236,10 @@ impl Kv {
     /// Refused while wedged (see [`Health`]).
     fn refuse_if_wedged(&self) -> Result<(), StoreError> {
         if self.wedged() {
-            let why = locked(&self.shared.health.write_failure)
-                .clone()
+            let why = locked(&self.shared.health.write_failures)
+                .values()
+                .next()
+                .cloned()
                 .unwrap_or_default();
             return Err(self.wedged_error(why));
         }
@@ -273,7 +279,10 @@ impl Kv {
         }
         match guard(self.backend.name(), || f(self.backend.as_ref())) {
             Ok(Ok(v)) => {
-                *locked(&self.shared.health.write_failure) = None;
+                let mut failures = locked(&self.shared.health.write_failures);
+                if !failures.is_empty() {
+                    failures.remove(&self.keyspace);
+                }
                 Ok(v)
             }
             Ok(Err(BackendError::Corrupt(detail))) => Err(self.damaged(detail)),
@@ -286,7 +295,7 @@ impl Kv {
     }
 
     fn write_failed(&self, detail: String, wedged: bool) -> StoreError {
-        *locked(&self.shared.health.write_failure) = Some(detail.clone());
+        locked(&self.shared.health.write_failures).insert(self.keyspace.clone(), detail.clone());
         if wedged {
             self.shared.health.wedged.store(true, Ordering::SeqCst);
             return self.wedged_error(detail);
@@ -302,7 +311,10 @@ impl Kv {
         let (unreadable_records, first_unreadable) = locked(&self.shared.health.unreadable).clone();
         StoreHealth {
             damaged: locked(&self.shared.health.damaged).clone(),
-            write_failure: locked(&self.shared.health.write_failure).clone(),
+            write_failure: locked(&self.shared.health.write_failures)
+                .values()
+                .next()
+                .cloned(),
             needs_reopen: self.wedged(),
             unreadable_records,
             first_unreadable,
