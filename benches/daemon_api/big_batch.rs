@@ -35,7 +35,12 @@ pub(crate) fn run(args: &[String]) {
     let batch: usize = arg(args, "--batch").unwrap_or(100_000);
     let rounds: usize = arg(args, "--rounds").unwrap_or(2);
     let store = tempfile::tempdir().unwrap();
-    fill(store.path(), urls, 1_000);
+    fill(
+        store.path(),
+        urls,
+        1_000,
+        sitemapd_scheduler::DEFAULT_PARTITIONS,
+    );
     let (daemon, addr, runtime) = start(store.path(), &[], "big-batch");
     let mut rows = Vec::new();
     let mut nothing_for = Duration::from_secs(2);

@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use sitemapd_scheduler::{Store, StoreOptions, Timestamp};
+use sitemapd_scheduler::{DEFAULT_PARTITIONS, Store, StoreOptions, Timestamp};
 use sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient;
 use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
 use tonic::transport::Channel;
@@ -68,7 +68,10 @@ pub(crate) fn compare(args: &[String]) {
             copy_dir(from, store.path());
             println!("store: a copy of {}", from.display());
         }
-        None => fill(store.path(), urls, hosts),
+        None => {
+            let partitions: u16 = arg(args, "--partitions").unwrap_or(DEFAULT_PARTITIONS);
+            fill(store.path(), urls, hosts, partitions)
+        }
     }
     if let Some(i) = args.iter().position(|a| a == "--fill-only") {
         copy_dir(store.path(), Path::new(&args[i + 1]));
@@ -201,16 +204,21 @@ fn p50_p99(v: &mut [f64]) -> String {
     format!("{:.1} / {:.1} ms", p(0.5), p(0.99))
 }
 
-/// A store of `urls` URLs over `hosts` hosts, all due now, written through
-/// the library in batches of 10,000; closed before the daemon opens it.
-pub(crate) fn fill(dir: &Path, urls: usize, hosts: usize) {
+/// A store of `urls` URLs over `hosts` hosts (each its own site), all due
+/// now, in `partitions` partitions, written through the library in batches
+/// of 10,000; closed before the daemon opens it.
+pub(crate) fn fill(dir: &Path, urls: usize, hosts: usize, partitions: u16) {
     let t = Instant::now();
-    let store = Store::open(dir, StoreOptions::default()).unwrap();
+    let options = StoreOptions {
+        partitions,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(dir, options).unwrap();
     let now = Timestamp::now();
     for start in (0..urls).step_by(10_000) {
         let batch = (start..(start + 10_000).min(urls)).map(|i| {
             let url = format!(
-                "http://u{}.bench.test/catalog/section-{}/product-{i}.html",
+                "http://u{}-bench.test/catalog/section-{}/product-{i}.html",
                 i % hosts,
                 i % 97
             );
@@ -220,7 +228,8 @@ pub(crate) fn fill(dir: &Path, urls: usize, hosts: usize) {
     }
     store.flush().unwrap();
     println!(
-        "store: {urls} URLs over {hosts} hosts discovered in {:.1} s",
+        "store: {urls} URLs over {hosts} hosts in {} partitions discovered in {:.1} s",
+        store.partitions(),
         t.elapsed().as_secs_f64()
     );
 }

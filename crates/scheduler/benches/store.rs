@@ -3,9 +3,11 @@
 //! per URL and peak RSS, on a fresh store on disk. Prints figures; asserts
 //! nothing.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M --calibrate]`
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M --partitions P --calibrate]`
 //!
 //! `--cache-mib M` sets sled's cache (`StoreOptions::cache_bytes`; default 32 MiB).
+//!
+//! `--partitions P` sets the partitions of the new store (`StoreOptions::partitions`; default 16).
 //!
 //! `--crawl ROUNDS` then leases and completes 1,000 URLs ROUNDS times (a
 //! crawler at work: each completed record gets a key of its own) and
@@ -156,13 +158,21 @@ fn main() {
     };
     let default_mib = (StoreOptions::default().cache_bytes >> 20) as usize;
     let cache_mib = arg("--cache-mib", default_mib);
+    let partitions = arg(
+        "--partitions",
+        usize::from(StoreOptions::default().partitions),
+    );
     let options = StoreOptions {
         cache_bytes: (cache_mib as u64) << 20,
+        partitions: u16::try_from(partitions).expect("--partitions: 1 to 1024"),
         ..StoreOptions::default()
     };
     let store = Store::open(path, options).unwrap();
     let now = 1_700_000_000;
-    println!("{total} URLs over {hosts} hosts, batch {batch}, sled cache {cache_mib} MiB");
+    println!(
+        "{total} URLs over {hosts} hosts, batch {batch}, sled cache {cache_mib} MiB, {} partitions",
+        store.partitions()
+    );
 
     let first = ingest(&store, now, hosts, per_host, batch);
     store.flush().unwrap();

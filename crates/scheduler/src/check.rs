@@ -14,7 +14,6 @@ use serde::Serialize;
 use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
-use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::RefreshState;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
@@ -395,7 +394,21 @@ impl Partition {
     /// Counts per state and host, from the counts each host keeps; the due
     /// URLs counted up to [`DUE_COUNT_LIMIT`]; size on disk. Its cost grows
     /// with the number of hosts and sitemaps, not of URLs.
+    #[cfg(test)]
     pub(crate) fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        let mut s = self.stats_within(now, crate::queue::DUE_COUNT_LIMIT)?;
+        s.disk_bytes = self.size_on_disk()?;
+        Ok(s)
+    }
+
+    /// [`Partition::stats`] counting at most `due_budget` due URLs (the
+    /// store's budget left by the partitions counted before), without the
+    /// size on disk (the store's, counted once).
+    pub(crate) fn stats_within(
+        &self,
+        now: Timestamp,
+        due_budget: u64,
+    ) -> Result<Stats, StoreError> {
         let now = now.unix();
         let mut s = Stats::default();
         for item in self
@@ -440,10 +453,9 @@ impl Partition {
             }
         }
         self.sitemap_counts(&mut s)?;
-        let (due, lease_ends) =
-            self.due_and_leased(Timestamp::from_unix(now), DUE_COUNT_LIMIT + 1)?;
-        s.due_now = due.min(DUE_COUNT_LIMIT);
-        s.due_now_capped = due > DUE_COUNT_LIMIT;
+        let (due, lease_ends) = self.due_and_leased(Timestamp::from_unix(now), due_budget + 1)?;
+        s.due_now = due.min(due_budget);
+        s.due_now_capped = due > due_budget;
         // The first lease to run out of a URL due before it, or the first
         // URL due after now.
         let next_due = match (lease_ends, self.next_head_after(now)?) {
@@ -453,7 +465,6 @@ impl Partition {
         s.next_due = next_due
             .filter(|_| s.due_now == 0)
             .map(Timestamp::from_unix);
-        s.disk_bytes = self.size_on_disk()?;
         Ok(s)
     }
 
@@ -479,6 +490,7 @@ impl Partition {
     pub(crate) fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let (mut s, rates) = self.full_stats_sketch(now)?;
         s.rate_per_day_quartiles = rates.quartiles();
+        s.disk_bytes = self.size_on_disk()?;
         Ok(s)
     }
 
@@ -546,7 +558,6 @@ impl Partition {
         s.next_due = next_due
             .filter(|_| s.due_now == 0)
             .map(Timestamp::from_unix);
-        s.disk_bytes = self.size_on_disk()?;
         Ok((s, rates))
     }
 

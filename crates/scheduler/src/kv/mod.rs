@@ -23,6 +23,7 @@ mod backend;
 mod conformance;
 mod health;
 mod memory;
+mod sled_atomic;
 mod sled_backend;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

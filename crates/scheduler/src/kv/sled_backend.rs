@@ -5,11 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
 
 use super::backend::{Backend, BackendError, Entries, Ops};
 use super::health::guard;
+use super::sled_atomic;
 use crate::error::StoreError;
 use crate::keys;
 
@@ -24,6 +26,9 @@ const TREE: &str = "sitemapd";
 pub(crate) struct Sled {
     db: sled::Db,
     tree: sled::Tree,
+    /// Numbers the batch records of every tree of the database
+    /// ([`sled_atomic`]).
+    batches: Arc<AtomicU64>,
     /// Marks a clean close when the last handle of the database goes.
     witness: Arc<CloseWitness>,
 }
@@ -81,6 +86,10 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
     let tree = guard("sled", || db.open_tree(TREE))
         .map_err(&damaged)?
         .map_err(failed)?;
+    // Batches a crash cut short, whole again before anything reads.
+    let next_batch = guard("sled", || sled_atomic::replay(&tree))
+        .map_err(&damaged)?
+        .map_err(failed)?;
     let layout = guard("sled", || tree.get(keys::LAYOUT)).map_err(&damaged)?;
     if had_data && matches!(layout, Ok(None)) && tree.is_empty() {
         return Err(damaged(
@@ -113,7 +122,12 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
         tree: tree.clone(),
         dir: path.to_path_buf(),
     });
-    Ok(Sled { db, tree, witness })
+    Ok(Sled {
+        db,
+        tree,
+        batches: Arc::new(AtomicU64::new(next_batch)),
+        witness,
+    })
 }
 
 /// Gives a tree written by an older build its id counter ([`keys::IDS`]):
@@ -138,14 +152,8 @@ impl Backend for Sled {
     }
 
     fn apply(&self, ops: Ops) -> Result<(), BackendError> {
-        let mut batch = sled::Batch::default();
-        for (k, v) in ops {
-            match v {
-                Some(v) => batch.insert(k, v),
-                None => batch.remove(k),
-            }
-        }
-        self.tree.apply_batch(batch).map_err(error)
+        // Not sled's own batches: see `sled_atomic`.
+        sled_atomic::apply(&self.tree, &self.batches, ops).map_err(error)
     }
 
     fn range(&self, start: Vec<u8>, end: Option<Vec<u8>>) -> Entries<'_> {
@@ -182,10 +190,14 @@ impl Backend for Sled {
 
     fn keyspace(&self, name: &str) -> Result<Box<dyn Backend>, BackendError> {
         let tree = self.db.open_tree(name).map_err(error)?;
+        let next = sled_atomic::replay(&tree).map_err(error)?;
+        self.batches
+            .fetch_max(next, std::sync::atomic::Ordering::Relaxed);
         seed_ids(&self.db, &tree).map_err(error)?;
         Ok(Box::new(Sled {
             db: self.db.clone(),
             tree,
+            batches: self.batches.clone(),
             witness: self.witness.clone(),
         }))
     }

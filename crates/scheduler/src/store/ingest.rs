@@ -19,6 +19,10 @@ pub struct Ingest<'s> {
     batch: usize,
     /// The session's part in partition `i`, once it has one.
     parts: Vec<Option<PartitionIngest<'s>>>,
+    /// The host of the last entry and its partition: a sitemap's entries
+    /// come host by host, and routing one costs a look-up in the Public
+    /// Suffix List.
+    last_host: Option<(String, usize)>,
 }
 
 impl Store {
@@ -29,6 +33,7 @@ impl Store {
             now,
             batch: DEFAULT_BATCH,
             parts: (0..self.parts().len()).map(|_| None).collect(),
+            last_host: None,
         }
     }
 }
@@ -70,7 +75,15 @@ impl<'s> Ingest<'s> {
 
     /// One URL entry of the sitemap at `sitemap` (its URL as listed).
     pub fn entry(&mut self, sitemap: &str, entry: &UrlEntry) -> Result<(), StoreError> {
-        let i = self.store.routes.of_url(entry.loc.as_str());
+        let host = crate::keys::host_of(entry.loc.as_str());
+        let i = match &self.last_host {
+            Some((last, i)) if last == host => *i,
+            _ => {
+                let i = self.store.routes.of_host(host);
+                self.last_host = Some((host.to_string(), i));
+                i
+            }
+        };
         self.part(i).entry(sitemap, entry)
     }
 

@@ -8,6 +8,7 @@ use crate::check::{CheckReport, Stats};
 use crate::error::StoreError;
 use crate::frontier::{QueueCounts, QueuePlace};
 use crate::partition::Partition;
+use crate::queue::DUE_COUNT_LIMIT;
 use crate::time::Timestamp;
 use crate::view::{SiteView, SitemapView, UrlView};
 
@@ -64,10 +65,17 @@ where
 impl Store {
     /// Counts of URLs by state, of the due queue, sitemaps and hosts, from
     /// the counts each host keeps: its cost grows with the number of hosts
-    /// and sitemaps, not of URLs ([`crate::check`]). The partitions are
-    /// counted side by side.
+    /// and sitemaps, not of URLs ([`crate::check`]). The due URLs are
+    /// counted up to [`DUE_COUNT_LIMIT`] over every partition (`due_now_capped`
+    /// past it).
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
-        let parts = self.each_partition(|p| p.stats(now))?;
+        let mut budget = DUE_COUNT_LIMIT;
+        let mut parts = Vec::with_capacity(self.parts().len());
+        for part in self.parts() {
+            let s = part.stats_within(now, budget)?;
+            budget -= s.due_now;
+            parts.push(s);
+        }
         self.summed(parts)
     }
 
