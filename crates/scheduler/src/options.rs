@@ -52,7 +52,7 @@ pub struct StoreOptions {
     /// that writes or leases takes its `now` as an argument.
     pub clock: Arc<dyn crate::Clock>,
     /// Partitions of a new store, each with its own keyspace and write
-    /// lock ([`crate::routing`]); default [`DEFAULT_PARTITIONS`] (16).
+    /// lock ([`crate::routing`]); default [`DEFAULT_PARTITIONS`] (1).
     /// Fixed when a store is created: an existing store keeps the number
     /// it was made with (a store made before partitions has one).
     pub partitions: u16,

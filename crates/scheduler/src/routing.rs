@@ -17,8 +17,13 @@ use crate::hash::fnv1a;
 pub(crate) const PSL_VERSION: &str = "2.1.247";
 
 /// Partitions a new store gets when its options do not say
-/// ([`StoreOptions::partitions`](crate::StoreOptions::partitions)).
-pub const DEFAULT_PARTITIONS: u16 = 16;
+/// ([`StoreOptions::partitions`](crate::StoreOptions::partitions)): one.
+/// On sled, several partitions write side by side only through batches
+/// written twice (see the crate's README, "Partitions"), which costs a
+/// single writer (an ingest, an embedder's one thread) about a third of its
+/// speed and a third more disk; a daemon serving crawlers from several
+/// cores gains more than that, and asks for them (`--partitions 16`).
+pub const DEFAULT_PARTITIONS: u16 = 1;
 
 /// The most partitions a store may have.
 pub const MAX_PARTITIONS: u16 = 1024;

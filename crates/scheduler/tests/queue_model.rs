@@ -546,10 +546,13 @@ impl World {
 }
 
 /// The store's options for `seed`: announced changes given a share of each
-/// lease ahead of new URLs, from none (the default) to all.
+/// lease ahead of new URLs, from none (the default) to all; one, three or
+/// sixteen partitions (a lease merging the queues of several, completions
+/// split over them).
 fn options(seed: u64) -> StoreOptions {
     let mut options = StoreOptions::default();
     options.params.announced_share = [0.0, 0.25, 0.5, 1.0][seed as usize % 4];
+    options.partitions = [1, 3, 16][seed as usize % 3];
     options
 }
 

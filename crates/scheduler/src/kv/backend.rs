@@ -75,6 +75,13 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Whether what it holds outlives the process (on disk).
     fn durable(&self) -> bool;
+
+    /// Asks that batches of different keyspaces (of every handle on this
+    /// database) be applied side by side from now on, where the backend
+    /// would otherwise apply one at a time (sled: see `sled_atomic`). A
+    /// store of several partitions asks it; a backend whose batches already
+    /// run side by side does nothing.
+    fn batches_side_by_side(&self) {}
 }
 
 /// The first key after every key that starts with `prefix` (`None`: no

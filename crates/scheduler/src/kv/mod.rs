@@ -353,6 +353,12 @@ impl Kv {
         Ok(self.get(key)?.is_some())
     }
 
+    /// Asks the backend to apply the batches of different keyspaces side
+    /// by side ([`Backend::batches_side_by_side`]).
+    pub(crate) fn batches_side_by_side(&self) {
+        self.backend.batches_side_by_side();
+    }
+
     /// Applies `batch` atomically (all of it or, on an error, none of it),
     /// with the id counter when an id was handed out since the last batch
     /// that wrote it.

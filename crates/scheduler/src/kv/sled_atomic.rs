@@ -14,6 +14,11 @@
 //! anything reads the tree. Writes are idempotent (a value set, a key
 //! removed), and a tree is written by one writer at a time (its partition's
 //! lock), so nothing written after the batch was cut short is undone.
+//!
+//! The price: each such batch is written twice into sled's log (its record
+//! and its writes), and single writes cost more than one batch. A store of
+//! one partition keeps sled's own batches; a store of several asks for
+//! these ([`super::Kv::batches_side_by_side`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -29,6 +29,10 @@ pub(crate) struct Sled {
     /// Numbers the batch records of every tree of the database
     /// ([`sled_atomic`]).
     batches: Arc<AtomicU64>,
+    /// Whether batches go through [`sled_atomic`] (a store of several
+    /// partitions: side by side) rather than sled's own `apply_batch` (one
+    /// at a time in the process, each written once).
+    side_by_side: Arc<AtomicBool>,
     /// Marks a clean close when the last handle of the database goes.
     witness: Arc<CloseWitness>,
 }
@@ -126,6 +130,7 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
         db,
         tree,
         batches: Arc::new(AtomicU64::new(next_batch)),
+        side_by_side: Arc::default(),
         witness,
     })
 }
@@ -152,8 +157,17 @@ impl Backend for Sled {
     }
 
     fn apply(&self, ops: Ops) -> Result<(), BackendError> {
-        // Not sled's own batches: see `sled_atomic`.
-        sled_atomic::apply(&self.tree, &self.batches, ops).map_err(error)
+        if self.side_by_side.load(Ordering::Relaxed) {
+            return sled_atomic::apply(&self.tree, &self.batches, ops).map_err(error);
+        }
+        let mut batch = sled::Batch::default();
+        for (k, v) in ops {
+            match v {
+                Some(v) => batch.insert(k, v),
+                None => batch.remove(k),
+            }
+        }
+        self.tree.apply_batch(batch).map_err(error)
     }
 
     fn range(&self, start: Vec<u8>, end: Option<Vec<u8>>) -> Entries<'_> {
@@ -198,6 +212,7 @@ impl Backend for Sled {
             db: self.db.clone(),
             tree,
             batches: self.batches.clone(),
+            side_by_side: self.side_by_side.clone(),
             witness: self.witness.clone(),
         }))
     }
@@ -217,6 +232,10 @@ impl Backend for Sled {
 
     fn durable(&self) -> bool {
         true
+    }
+
+    fn batches_side_by_side(&self) {
+        self.side_by_side.store(true, Ordering::Relaxed);
     }
 
     fn wedges_on_write_failure(&self) -> bool {

@@ -85,6 +85,11 @@ impl Store {
     fn with_kv(kv: Kv, base: String, options: StoreOptions) -> Result<Store, StoreError> {
         let count = partition_count(&kv, &options)?;
         let routes = Routes::new(count);
+        if count > 1 {
+            // Partitions whose batches ran one at a time would share one
+            // writer after all.
+            kv.batches_side_by_side();
+        }
         let mut kvs = Vec::with_capacity(routes.count());
         for i in 1..routes.count() {
             kvs.push(kv.sibling(&partition_tree(&base, i))?);
