@@ -19,10 +19,9 @@ pub(crate) const PSL_VERSION: &str = "2.1.247";
 /// Partitions a new store gets when its options do not say
 /// ([`StoreOptions::partitions`](crate::StoreOptions::partitions)): one.
 /// On sled, several partitions write side by side only through batches
-/// written twice (see the crate's README, "Partitions"), which costs a
-/// single writer (an ingest, an embedder's one thread) about a third of its
-/// speed and a third more disk; a daemon serving crawlers from several
-/// cores gains more than that, and asks for them (`--partitions 16`).
+/// written twice (see the crate's README, "Partitions"), which costs half
+/// as much disk again; a daemon serving crawlers from several cores gains
+/// more than that, and asks for them (`--partitions 16`).
 pub const DEFAULT_PARTITIONS: u16 = 1;
 
 /// The most partitions a store may have.
