@@ -414,6 +414,17 @@ fn assert_acknowledged_survive(dir: &Path, ledger: &Ledger, what: &str) {
     }
 }
 
+/// The daemon's options for crawler traffic: no politeness spacing, a
+/// host's every URL in one lease, leases of 2 s.
+const TRAFFIC: [&str; 6] = [
+    "--lease-delay",
+    "0",
+    "--per-host",
+    "1000",
+    "--lease-ttl",
+    "2",
+];
+
 /// The system clock, Unix seconds (what the daemon stamps leases with).
 fn now_unix() -> i64 {
     std::time::SystemTime::now()
@@ -425,15 +436,7 @@ fn now_unix() -> i64 {
 fn kill_9_of_the_daemon_at_50_random_points() {
     let site = indexed_site(3, 1_000);
     let root = site.url("/");
-    let args = [
-        "--lease-delay",
-        "0",
-        "--per-host",
-        "1000",
-        "--lease-ttl",
-        "2",
-        &root,
-    ];
+    let args = [&TRAFFIC[..], &[root.as_str()]].concat();
     let all_in = |d: &Daemon| d.active() == 3_000;
     // The first ingest is over: its session committed ("refresh done").
     let ingest_done = |log: &str| log.contains("refresh done");
@@ -608,14 +611,7 @@ fn resume_traffic(dir: &Path, args: &[&str], ledger: &Arc<std::sync::Mutex<Ledge
 /// partition stays consistent, and what was acknowledged survives.
 #[test]
 fn kill_9_mid_lease_and_completion_across_partitions() {
-    let args = [
-        "--lease-delay",
-        "0",
-        "--per-host",
-        "1000",
-        "--lease-ttl",
-        "2",
-    ];
+    let args = [&TRAFFIC[..], &["--partitions", "16"]].concat();
     let dir = tempfile::tempdir().unwrap();
     let d = Daemon::start(dir.path(), &args);
     // 64 sites, 2,000 URLs, told to the daemon as changed.
@@ -632,6 +628,9 @@ fn kill_9_mid_lease_and_completion_across_partitions() {
     .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(d.terminate().0.success());
+    let store = sitemapd_scheduler::Store::open(dir.path(), Default::default()).unwrap();
+    assert_eq!(store.partitions(), 16);
+    drop(store);
     let ledger = Arc::new(std::sync::Mutex::new(Ledger::default()));
     let mut missed = Vec::new();
     let landed = kill_mid_traffic(dir.path(), &args, &ledger, &mut rng(), &mut missed);

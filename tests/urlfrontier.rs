@@ -23,9 +23,21 @@ const B1: &str = "https://b.example/1";
 
 #[test]
 fn every_rpc_through_the_daemon() {
+    every_rpc("1");
+}
+
+/// The same on a store of sixteen partitions (a.example and b.example in
+/// two of them): one answer whatever the partitions.
+#[test]
+fn every_rpc_through_the_daemon_on_partitions() {
+    every_rpc("16");
+}
+
+fn every_rpc(partitions: &str) {
     let dir = tempfile::tempdir().unwrap();
     let clock = TestClock::at_system_time();
-    let (d, addr) = frontier_daemon(&dir, &clock.args());
+    let args = [&clock.args()[..], &["--partitions", partitions]].concat();
+    let (d, addr) = frontier_daemon(&dir, &args);
     runtime().block_on(async {
         // The token: none, or a wrong one, is refused.
         let mut anon = client(&addr, None).await;

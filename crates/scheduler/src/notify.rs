@@ -32,6 +32,23 @@ pub enum Notified {
     Added,
 }
 
+/// `urls` normalised, in order; the first that is not an absolute
+/// http(s) URL is [`StoreError::InvalidUrl`].
+pub(crate) fn normalised<'u>(
+    urls: impl IntoIterator<Item = &'u str>,
+) -> Result<Vec<String>, StoreError> {
+    urls.into_iter()
+        .map(|url| {
+            sitemapd_parser::NormUrl::parse_limited(url)
+                .map(sitemapd_parser::NormUrl::into_string)
+                .map_err(|source| StoreError::InvalidUrl {
+                    url: url.to_string(),
+                    source,
+                })
+        })
+        .collect()
+}
+
 impl Partition {
     /// A push signal that `url` changed at `now`: counted for its change
     /// rate, and the URL due now with the reason `notified` (see the module
@@ -56,17 +73,17 @@ impl Partition {
         urls: impl IntoIterator<Item = &'u str>,
         now: Timestamp,
     ) -> Result<Vec<Notified>, StoreError> {
+        let norms = normalised(urls)?;
+        self.notify_normalised(&norms, now)
+    }
+
+    /// [`Partition::notify_all`] of URLs already normalised.
+    pub(crate) fn notify_normalised(
+        &self,
+        norms: &[String],
+        now: Timestamp,
+    ) -> Result<Vec<Notified>, StoreError> {
         let now = now.unix();
-        let mut norms = Vec::new();
-        for url in urls {
-            let norm = sitemapd_parser::NormUrl::parse_limited(url).map_err(|source| {
-                StoreError::InvalidUrl {
-                    url: url.to_string(),
-                    source,
-                }
-            })?;
-            norms.push(norm.into_string());
-        }
         let _lock = self.lock();
         // Records as this batch leaves them, with what each was in the
         // store.
@@ -75,7 +92,7 @@ impl Partition {
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(norms.len());
         let mut writes = UrlWrites::new(self);
-        for url in &norms {
+        for url in norms {
             let (existing, stored) = match records.remove(url) {
                 Some((rec, stored)) => (Some(rec), stored),
                 None => {

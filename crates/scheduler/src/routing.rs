@@ -154,6 +154,9 @@ mod tests {
             .map(|h| routes.of_host(h))
             .collect();
         assert_eq!(got, [6, 1, 0]);
+        // The sites the daemon's protocol tests put URLs of, in two
+        // partitions of sixteen.
+        assert_ne!(routes.of_host("a.example"), routes.of_host("b.example"));
     }
 
     #[test]

@@ -150,21 +150,12 @@ impl Store {
         urls: impl IntoIterator<Item = &'u str>,
         now: Timestamp,
     ) -> Result<Vec<Notified>, StoreError> {
-        let mut norms = Vec::new();
-        for url in urls {
-            let norm = sitemapd_parser::NormUrl::parse_limited(url).map_err(|source| {
-                StoreError::InvalidUrl {
-                    url: url.to_string(),
-                    source,
-                }
-            })?;
-            norms.push(norm.into_string());
-        }
+        let norms = crate::notify::normalised(urls)?;
         let routes = self.routes;
         self.scatter(
             norms,
             |url| routes.of_url(url),
-            |part, urls| part.notify_all(urls.iter().map(String::as_str), now),
+            |part, urls| part.notify_normalised(&urls, now),
         )
     }
 
