@@ -40,7 +40,8 @@ pub struct CheckReport {
     /// another time than their lane's first entry.
     pub misordered: Vec<String>,
     /// Queue memberships (a URL in a client's queue) missing or naming a
-    /// URL not in that queue.
+    /// URL not in that queue, and URL records in another partition than
+    /// their host's.
     pub misfiled: Vec<String>,
     /// Refresh schedules of sitemaps the store has no record of.
     pub orphan_refresh: Vec<String>,
@@ -193,6 +194,12 @@ impl Partition {
                 Err(e) => return Err(e),
             };
             report.urls += 1;
+            if self.routes.count() > 1 && self.routes.of_url(&url) != self.index {
+                // In another partition than its host's: no reader finds it.
+                report
+                    .misfiled
+                    .push(format!("{url}: in partition {}", self.index));
+            }
             let Ok(mut rec) = decode::<UrlRecord>(&value) else {
                 report.corrupt.push(url);
                 continue;
@@ -594,21 +601,6 @@ impl Partition {
                 Err(_) => true,
             })
             .map(|item| item.map(|(url, r)| SitemapView::of(&url, &r)))
-    }
-
-    /// The URLs whose records are in this partition but whose host the
-    /// store routes to another ([`crate::routing`]): none in a whole store.
-    pub(crate) fn misrouted(&self) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
-        if self.routes.count() > 1 {
-            for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
-                let Ok((url, _)) = item else { continue };
-                if self.routes.of_url(&url) != self.index {
-                    out.push(url);
-                }
-            }
-        }
-        Ok(out)
     }
 
     /// Every record whose key starts with `prefix` (its first byte the

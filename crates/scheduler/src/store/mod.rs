@@ -459,6 +459,36 @@ fn partition_count(kv: &Kv, options: &StoreOptions) -> Result<u16, StoreError> {
 mod tests {
     use super::*;
 
+    /// A URL record copied into another partition than its host's is named
+    /// by `check`; the store as written is whole.
+    #[test]
+    fn check_names_a_record_in_another_partition() {
+        let options = StoreOptions {
+            partitions: 4,
+            ..StoreOptions::default()
+        };
+        let s = Store::in_memory(options).unwrap();
+        let url = "https://a.example/x";
+        s.discover(
+            [(url.to_string(), Vec::new())],
+            Timestamp::from_unix(1_700_000_000),
+        )
+        .unwrap();
+        assert!(s.check().unwrap().is_ok());
+        let home = s.route_url(url);
+        let record = s.parts()[home].kv.get(&keys::url(url)).unwrap().unwrap();
+        let other = (home + 1) % s.partitions();
+        s.parts()[other]
+            .kv
+            .insert(keys::url(url), record.to_vec())
+            .unwrap();
+        let report = s.check().unwrap();
+        assert!(
+            report.misfiled.iter().any(|m| m.starts_with(url)),
+            "{report:?}"
+        );
+    }
+
     #[test]
     fn crawls_never_share_a_url_and_drop_whole() {
         let dir = tempfile::tempdir().unwrap();

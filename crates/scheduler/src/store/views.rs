@@ -114,11 +114,7 @@ impl Store {
     /// whole. A URL record in another partition than its host's is
     /// `misfiled`.
     pub fn check(&self) -> Result<CheckReport, StoreError> {
-        let parts = self.each_partition(|p| {
-            let mut report = p.check()?;
-            report.misfiled.extend(p.misrouted()?);
-            Ok(report)
-        })?;
+        let parts = self.each_partition(Partition::check)?;
         let mut report = CheckReport::default();
         for part in parts {
             report.absorb(part);
