@@ -29,6 +29,10 @@ pub(crate) struct Sled {
     /// Numbers the batch records of every tree of the database
     /// ([`sled_atomic`]).
     batches: Arc<AtomicU64>,
+    /// The trees whose batch records were replayed in this process: a tree
+    /// is replayed when first opened only, never while another handle on it
+    /// writes (the record of a batch in flight is not one a crash left).
+    replayed: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// Whether batches go through [`sled_atomic`] (a store of several
     /// partitions: side by side) rather than sled's own `apply_batch` (one
     /// at a time in the process, each written once).
@@ -130,9 +134,18 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
         db,
         tree,
         batches: Arc::new(AtomicU64::new(next_batch)),
+        replayed: Arc::default(),
         side_by_side: Arc::default(),
         witness,
     })
+}
+
+#[cfg(test)]
+impl Sled {
+    /// The database, for tests that write behind the backend's back.
+    pub(crate) fn db_for_tests(&self) -> &sled::Db {
+        &self.db
+    }
 }
 
 /// Gives a tree written by an older build its id counter ([`keys::IDS`]):
@@ -204,14 +217,16 @@ impl Backend for Sled {
 
     fn keyspace(&self, name: &str) -> Result<Box<dyn Backend>, BackendError> {
         let tree = self.db.open_tree(name).map_err(error)?;
-        let next = sled_atomic::replay(&tree).map_err(error)?;
-        self.batches
-            .fetch_max(next, std::sync::atomic::Ordering::Relaxed);
+        if super::health::locked(&self.replayed).insert(name.to_string()) {
+            let next = sled_atomic::replay(&tree).map_err(error)?;
+            self.batches.fetch_max(next, Ordering::Relaxed);
+        }
         seed_ids(&self.db, &tree).map_err(error)?;
         Ok(Box::new(Sled {
             db: self.db.clone(),
             tree,
             batches: self.batches.clone(),
+            replayed: self.replayed.clone(),
             side_by_side: self.side_by_side.clone(),
             witness: self.witness.clone(),
         }))
