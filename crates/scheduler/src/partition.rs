@@ -96,14 +96,14 @@ impl Partition {
         self.kv.get(keys::LAYOUT).map(|_| ())
     }
 
-    /// Writes and flushes one key, to learn whether the store writes again
-    /// after a failed write (the result is recorded in [`Store::health`]).
+    /// Writes one key, to learn whether the partition writes again after a
+    /// failed write (the result is recorded in [`Store::health`]); the
+    /// caller flushes.
     pub(crate) fn probe_write(&self) -> Result<(), StoreError> {
         let _lock = self.lock();
         let mut batch = Batch::default();
         batch.insert(keys::PROBE, self.options.clock.now().unix().to_be_bytes());
-        self.kv.apply_batch(batch)?;
-        self.kv.flush()
+        self.kv.apply_batch(batch)
     }
 
     /// Reads every key and value of the store, start to end: the damage

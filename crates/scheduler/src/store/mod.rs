@@ -202,7 +202,9 @@ impl Store {
     /// store writes again after a failed write (the result is recorded in
     /// [`Store::health`]).
     pub fn probe_write(&self) -> Result<(), StoreError> {
-        self.parts.iter().try_for_each(Partition::probe_write)
+        self.parts.iter().try_for_each(Partition::probe_write)?;
+        // One database: one flush writes every partition's probe.
+        self.flush()
     }
 
     /// Reads every key and value of the store, start to end: the damage
