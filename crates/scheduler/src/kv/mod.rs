@@ -364,6 +364,12 @@ impl Kv {
     /// that wrote it.
     pub(crate) fn apply_batch(&self, mut batch: Batch) -> Result<(), StoreError> {
         if self.ids.next.load(Ordering::SeqCst) <= self.ids.persisted.load(Ordering::SeqCst) {
+            if batch.is_empty() {
+                // Nothing to write (a lease's partition it took nothing
+                // from): the backend is not asked (sled would take its
+                // batch lock for it).
+                return Ok(());
+            }
             return self.write(|b| b.apply(batch.ops));
         }
         // Every id this batch holds was handed out before this point, so
