@@ -159,6 +159,32 @@ mod tests {
         assert_ne!(routes.of_host("a.example"), routes.of_host("b.example"));
     }
 
+    /// Hosts no normal URL has (what a key or a queue name may hold) route
+    /// to a partition like any other, without a panic.
+    #[test]
+    fn any_string_routes() {
+        let routes = Routes::new(16);
+        for host in [
+            "",
+            ".",
+            "..",
+            ":",
+            ":80",
+            "[",
+            "[::1",
+            "]",
+            "a..b",
+            "é.example",
+            "x:y:z",
+            "-.-",
+            "\u{0}",
+            "co.uk.",
+            "a.b.c.d.e.f.g.h.example.co.uk:99999",
+        ] {
+            assert!(routes.of_host(host) < 16, "{host:?}");
+        }
+    }
+
     #[test]
     fn the_pinned_list_is_the_one_recorded() {
         let manifest = include_str!("../../../Cargo.toml");
