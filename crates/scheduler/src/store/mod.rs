@@ -478,7 +478,7 @@ mod tests {
         .unwrap();
         assert!(s.check().unwrap().is_ok());
         let home = s.route_url(url);
-        let record = s.parts()[home].kv.get(&keys::url(url)).unwrap().unwrap();
+        let record = s.parts()[home].kv.get(keys::url(url)).unwrap().unwrap();
         let other = (home + 1) % s.partitions();
         s.parts()[other]
             .kv
