@@ -317,7 +317,19 @@ fn a_layout_9_store_gets_its_id_counter_and_nothing_else() {
         (keys, s.stats(ts(T0)).unwrap().active)
     };
     let handed_out = {
-        let db = sled::open(dir.path()).unwrap();
+        // The store just dropped keeps sled's lock until its flusher
+        // thread ends (up to its 1 s tick, longer on a loaded machine).
+        let started = std::time::Instant::now();
+        let db = loop {
+            match sled::open(dir.path()) {
+                Ok(db) => break db,
+                Err(e) if started.elapsed() < std::time::Duration::from_secs(60) => {
+                    assert!(e.to_string().contains("could not acquire lock"), "{e}");
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
         let tree = db.open_tree("sitemapd").unwrap();
         tree.insert(keys::LAYOUT, &[9]).unwrap();
         tree.remove(keys::IDS).unwrap();
