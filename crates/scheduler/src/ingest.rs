@@ -225,10 +225,22 @@ impl<'s> PartitionIngest<'s> {
         self
     }
 
-    /// Whether this session read entries of `sitemap` not yet reported
-    /// as fetched.
-    pub(crate) fn reading_of(&self, sitemap: &str) -> bool {
-        self.readings.contains_key(sitemap)
+    /// The fingerprint of this partition's part of the read of `sitemap`
+    /// in progress, if one is.
+    pub(crate) fn fingerprint_of(&self, sitemap: &str) -> Option<Fingerprint> {
+        self.readings.get(sitemap).map(|r| r.fingerprint)
+    }
+
+    /// Adds to the read of `sitemap` in progress the fingerprint of the
+    /// other partitions' parts of it, so that its home judges the whole
+    /// read changed or not.
+    pub(crate) fn fingerprint_elsewhere(
+        &mut self,
+        sitemap: &str,
+        elsewhere: &Fingerprint,
+    ) -> Result<(), StoreError> {
+        self.reading(sitemap)?.fingerprint.merge(elsewhere);
+        Ok(())
     }
 
     /// What the session did so far.

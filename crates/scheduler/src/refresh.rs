@@ -185,6 +185,14 @@ pub(crate) struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// Adds the items of `other` (a fingerprint of another part of the
+    /// same read).
+    pub(crate) fn merge(&mut self, other: &Fingerprint) {
+        self.sum = self.sum.wrapping_add(other.sum);
+        self.xor ^= other.xor;
+        self.count = self.count.wrapping_add(other.count);
+    }
+
     /// Adds one item, given as its hash.
     fn add(&mut self, hash: Fnv1a) {
         let h = mix(hash.finish());

@@ -6,6 +6,7 @@
 use super::Store;
 use crate::error::StoreError;
 use crate::ingest::{DEFAULT_BATCH, IngestStats, PartitionIngest, SitemapFetch};
+use crate::refresh::Fingerprint;
 use crate::robots::RobotsUpdate;
 use crate::time::Timestamp;
 use sitemapd_parser::{HostKey, RobotsRules, UrlEntry};
@@ -99,15 +100,21 @@ impl<'s> Ingest<'s> {
         fetch: &SitemapFetch,
     ) -> Result<(), StoreError> {
         let home = self.store.routes.of_url(sitemap);
+        let mut elsewhere = Fingerprint::default();
         for i in (0..self.parts.len()).filter(|&i| i != home) {
             let reading = self.parts[i]
                 .as_ref()
-                .is_some_and(|p| p.reading_of(sitemap));
-            if reading || self.store.parts()[i].sitemap_record(sitemap)?.is_some() {
+                .and_then(|p| p.fingerprint_of(sitemap));
+            if let Some(fingerprint) = &reading {
+                elsewhere.merge(fingerprint);
+            }
+            if reading.is_some() || self.store.parts()[i].sitemap_record(sitemap)?.is_some() {
                 self.part(i).sitemap_fetched(sitemap, fetch)?;
             }
         }
-        self.part(home).sitemap_fetched(sitemap, fetch)
+        let part = self.part(home);
+        part.fingerprint_elsewhere(sitemap, &elsewhere)?;
+        part.sitemap_fetched(sitemap, fetch)
     }
 
     /// Writes the merged observations: one atomic batch per partition.

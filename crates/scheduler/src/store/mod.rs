@@ -244,21 +244,30 @@ impl Store {
     }
 
     /// What the store knows of the sitemap at `url` (as listed), if it
-    /// read it: its own record, with the URLs it lists counted over every
-    /// partition.
+    /// read it: its own record, with the URLs it lists and the entries of
+    /// its last read counted over every partition.
     pub fn sitemap(&self, url: &str) -> Result<Option<SitemapView>, StoreError> {
-        let home = self.routes.of_url(url);
-        let Some(mut view) = self.parts[home].sitemap(url)? else {
+        let Some(mut view) = self.parts[self.routes.of_url(url)].sitemap(url)? else {
             return Ok(None);
         };
+        self.count_elsewhere(&mut view)?;
+        Ok(Some(view))
+    }
+
+    /// Adds to `view`, its home partition's view of a sitemap, the URLs it
+    /// lists and the entries its last read had that the other partitions
+    /// hold.
+    pub(crate) fn count_elsewhere(&self, view: &mut SitemapView) -> Result<(), StoreError> {
+        let home = self.routes.of_url(&view.url);
         for (i, part) in self.parts.iter().enumerate() {
             if i != home
-                && let Some(record) = part.sitemap_record(url)?
+                && let Some(record) = part.sitemap_record(&view.url)?
             {
                 view.members += record.members;
+                view.entries += record.entries;
             }
         }
-        Ok(Some(view))
+        Ok(())
     }
 
     /// What the store knows of `host`: its politeness, lastmod trust and

@@ -132,9 +132,14 @@ impl Store {
         self.parts().iter().flat_map(Partition::export)
     }
 
-    /// Every sitemap the store has read, by URL.
+    /// Every sitemap the store has read, by URL, as [`Store::sitemap`]
+    /// gives it.
     pub fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
-        merged(self, Partition::sitemaps, |v: &SitemapView| v.url.clone())
+        merged(self, Partition::sitemaps, |v: &SitemapView| v.url.clone()).map(|item| {
+            let mut view = item?;
+            self.count_elsewhere(&mut view)?;
+            Ok(view)
+        })
     }
 
     /// Every followed site, in seed order.
