@@ -641,3 +641,110 @@ fn kill_9_mid_lease_and_completion_across_partitions() {
     );
     resume_traffic(dir.path(), &args, &ledger, 2_000);
 }
+
+/// The line a store logs when it starts moving into partitions, and when
+/// it is done.
+fn is_move_start(line: &str) -> bool {
+    line.contains("moving the store's hosts into their partitions")
+}
+
+fn is_move_end(line: &str) -> bool {
+    line.contains("the store's hosts are in their partitions")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The partitions of the store in `dir` (opening it finishes a move cut
+/// short).
+fn partitions(dir: &Path) -> usize {
+    sitemapd_scheduler::Store::open(dir, Default::default())
+        .unwrap()
+        .partitions()
+}
+
+/// A store of one partition moved into 16 (`queue --partitions 16`), the
+/// run killed at random points of the move: after each kill the store
+/// opens (finishing the move), `stats --check` passes, and every URL is
+/// exported as it was before the move; the same command again leaves 16
+/// partitions.
+#[test]
+fn kill_9_while_a_store_moves_into_partitions() {
+    let site = indexed_site(6, 5_000);
+    let root = site.url("/");
+    let source = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["ingest", "--allow-private", "--min-delay", "0", &root])
+        .args(store_arg(source.path()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reference = export(source.path());
+    assert_eq!(reference.len(), 30_000);
+    let move_into_16 = |dir: &Path| {
+        let mut cmd = bin();
+        cmd.args(["queue", "-n", "1", "--partitions", "16"])
+            .args(store_arg(dir))
+            .env("SITEMAPD_LOG", "info");
+        cmd
+    };
+    // A clean move: how long it takes, and what it leaves.
+    let clean = tempfile::tempdir().unwrap();
+    copy_dir(source.path(), clean.path());
+    let mut run = IngestRun::spawn(move_into_16(clean.path()));
+    let from = run.wait_for("move start", is_move_start);
+    let full = run.wait_for("move end", is_move_end) - from;
+    let (status, lines) = run.end();
+    assert!(status.success(), "{}", lines.join("\n"));
+    assert_eq!(partitions(clean.path()), 16);
+    assert!(
+        export(clean.path()) == reference,
+        "a clean move changed the URLs"
+    );
+    eprintln!("a move of 30,000 URLs into 16 partitions takes {full:?}");
+
+    let mut rng = rng();
+    let mut landed = 0;
+    let mut missed = Vec::new();
+    for kill in 0..KILLS / 5 {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(source.path(), dir.path());
+        let mut run = IngestRun::spawn(move_into_16(dir.path()));
+        let started = run.wait_for("move start", is_move_start);
+        let at = Duration::from_micros(rng.u64(0..full.as_micros().max(1) as u64));
+        std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
+        run.child.kill().unwrap();
+        let (status, lines) = run.end();
+        let what = format!("kill {kill}, {at:?} into the move");
+        if status.signal() == Some(libc::SIGKILL) && !lines.iter().any(|l| is_move_end(l)) {
+            landed += 1;
+        } else {
+            missed.push(format!("{what}: {status}"));
+        }
+        // The next open finishes the move, whatever it asks for.
+        assert_eq!(partitions(dir.path()), 16, "{what}");
+        assert_consistent(dir.path(), &what);
+        assert!(
+            export(dir.path()) == reference,
+            "{what}: the URLs differ from the store's before the move"
+        );
+        let o = move_into_16(dir.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
+        assert_eq!(partitions(dir.path()), 16, "{what}");
+    }
+    eprintln!("move: {landed} kills landed mid-move; missed: {missed:?}");
+    assert!(
+        landed >= KILLS / 10,
+        "{landed} kills mid-move; missed: {missed:?}"
+    );
+}

@@ -434,9 +434,10 @@ pub(crate) struct SchedulerSettings {
     /// probed this long after its last attempt, in case it answers again.
     #[arg(long, value_name = "SECS", default_value_t = SchedulerSettings::default().probe_interval)]
     pub probe_interval: f64,
-    /// Partitions of a store this command creates (1-1024), each with its own write lock:
-    /// leases, completions and ingests of different sites run side by side. An existing
-    /// store keeps the number it was made with (one, for a store made before partitions).
+    /// Partitions of the store (1-1024), each with its own write lock: leases, completions
+    /// and ingests of different sites run side by side. A new store is made with this many;
+    /// a store of one partition (one made before partitions included) is moved into them as
+    /// it opens; a store of several keeps its number.
     #[arg(long, default_value_t = SchedulerSettings::default().partitions)]
     pub partitions: u16,
 }

@@ -3,11 +3,11 @@
 //! per URL and peak RSS, on a fresh store on disk. Prints figures; asserts
 //! nothing.
 //!
-//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M --partitions P --calibrate]`
+//! `cargo bench -p sitemapd-scheduler --bench store [-- --urls N --hosts H --batch B --keep DIR --crawl ROUNDS --cache-mib M --partitions P --calibrate --repartition P]`
 //!
 //! `--cache-mib M` sets sled's cache (`StoreOptions::cache_bytes`; default 32 MiB).
 //!
-//! `--partitions P` sets the partitions of the new store (`StoreOptions::partitions`; default 16).
+//! `--partitions P` sets the partitions of the new store (`StoreOptions::partitions`; default 1).
 //!
 //! `--crawl ROUNDS` then leases and completes 1,000 URLs ROUNDS times (a
 //! crawler at work: each completed record gets a key of its own) and
@@ -17,6 +17,11 @@
 //! `--calibrate` then opens the store again with the `freshness-optimal`
 //! policy and calibrates it (a pass over every URL), printing its time and
 //! the resident memory it took above what the process held before.
+//!
+//! `--repartition P` then opens the store (of one partition) again with P
+//! partitions, which moves its hosts into them, printing the time, the
+//! resident memory it took above what the process held before, the disk
+//! after, and `lease(1000)` on the result.
 //!
 //! `--keep DIR` builds the store in `DIR` (which must not exist yet) and
 //! leaves it there, for measuring the commands on a big store.
@@ -244,9 +249,17 @@ fn main() {
         store.size_on_disk().unwrap() as f64 / 1e6,
         peak_rss_mib()
     );
+    let options = store.options().clone();
+    drop(store);
+    if let Some(to) = args
+        .iter()
+        .position(|a| a == "--repartition")
+        .and_then(|i| args.get(i + 1))
+    {
+        let to: u16 = to.parse().expect("--repartition: 2 to 1024");
+        repartition(path, options.clone(), to, full.active, ts(at), total);
+    }
     if args.iter().any(|a| a == "--calibrate") {
-        let options = store.options().clone();
-        drop(store);
         let store = Store::open(
             path,
             StoreOptions {
@@ -269,4 +282,60 @@ fn main() {
             peak_rss_mib() - before
         );
     }
+}
+
+/// Opens the store at `path` again with `to` partitions and reports the
+/// repartition (`active`: the active URLs it held).
+fn repartition(
+    path: &std::path::Path,
+    options: StoreOptions,
+    to: u16,
+    active: u64,
+    now: Timestamp,
+    total: usize,
+) {
+    let before = rss_mib();
+    assert!(
+        reset_peak_rss(),
+        "cannot reset the peak RSS (/proc/self/clear_refs)"
+    );
+    let t = Instant::now();
+    let store = Store::open(
+        path,
+        StoreOptions {
+            partitions: to,
+            ..options
+        },
+    )
+    .unwrap();
+    let took = t.elapsed().as_secs_f64();
+    assert_eq!(store.partitions(), usize::from(to));
+    let rss = peak_rss_mib() - before;
+    store.flush().unwrap();
+    println!(
+        "repartition into {to}: {took:.1} s, {:.0} URLs/s; peak RSS {rss:.0} MiB above the {before:.0} MiB held before; disk {:.0} bytes per URL",
+        total as f64 / took,
+        dir_bytes(path).0 as f64 / total as f64
+    );
+    let t = Instant::now();
+    let full = store.full_stats(now).unwrap();
+    assert_eq!(full.active, active, "the same active URLs");
+    println!(
+        "full_stats after: {:.0} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    let mut times = Vec::new();
+    for k in 0..11 {
+        let t = Instant::now();
+        let leased = store
+            .lease(
+                &LeaseRequest::new(1000).per_host(10).ttl(secs(300)),
+                ts(now.unix() + 10 * k),
+            )
+            .unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(leased.len(), 1000);
+    }
+    times.sort_by(f64::total_cmp);
+    println!("lease(1000) after: median {:.1} ms", times[5]);
 }

@@ -65,7 +65,7 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
 
 /// Every URL record that decodes, with its URL, in URL order (pages and
 /// keys of their own).
-fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
+pub(crate) fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
     crate::pages::entries(kv, &[], &[0xff]).filter_map(|item| {
         let (url, value) = item.ok()?;
         Some((url, decode::<UrlRecord>(&value).ok()?))

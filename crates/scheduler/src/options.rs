@@ -51,10 +51,12 @@ pub struct StoreOptions {
     /// stamp); default the [`SystemClock`](crate::SystemClock). Every call
     /// that writes or leases takes its `now` as an argument.
     pub clock: Arc<dyn crate::Clock>,
-    /// Partitions of a new store, each with its own keyspace and write
-    /// lock ([`crate::routing`]); default [`DEFAULT_PARTITIONS`] (1).
-    /// Fixed when a store is created: an existing store keeps the number
-    /// it was made with (a store made before partitions has one).
+    /// Partitions of the store, each with its own keyspace and write lock
+    /// ([`crate::routing`]); default [`DEFAULT_PARTITIONS`] (1). A new
+    /// store is made with this many; a store of one partition (a store
+    /// made before partitions included) opened with more is moved into
+    /// them as it opens (crash-safe: an open after a crash finishes the
+    /// move); a store of several keeps its number.
     pub partitions: u16,
 }
 

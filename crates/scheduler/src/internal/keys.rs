@@ -24,6 +24,7 @@
 //! | `~closed` | | the number of the last clean close ([`CLOSED`]) |
 //! | `~partitions` | | in partition 0: the store's number of partitions ([`PARTITIONS`]) |
 //! | `~psl` | | in partition 0: the Public Suffix List version that routed hosts ([`PSL`]) |
+//! | `~repartition` | | in partition 0 while a store of one partition is brought into several: their count and the phase ([`REPARTITION`]) |
 //!
 //! ## The queue order
 //!
@@ -115,6 +116,10 @@ pub const PARTITIONS: &[u8] = b"~partitions";
 /// The version of the Public Suffix List crate the store's hosts were
 /// routed to partitions with (absent with one partition).
 pub const PSL: &[u8] = b"~psl";
+/// In partition 0 of a store of one partition being brought into several
+/// (`store/repartition.rs`): the partition count (u16, big endian) and the
+/// phase (one byte: 1 copying, 2 removing).
+pub const REPARTITION: &[u8] = b"~repartition";
 /// The next id the keyspace hands out (u64, big endian): sitemap and lease
 /// ids, written in the batch that uses them.
 pub const IDS: &[u8] = b"~ids";

@@ -86,6 +86,18 @@ const REOPEN_GAP: u64 = 1 << 20;
 struct Registry {
     health: Health,
     ids: Mutex<std::collections::HashMap<String, Arc<Ids>>>,
+    /// Fault injection for the crate's tests: writes left, over every
+    /// keyspace, before every write fails (negative: no limit).
+    write_budget: WriteBudget,
+}
+
+/// [`Registry::write_budget`]: no limit by default.
+struct WriteBudget(AtomicI64);
+
+impl Default for WriteBudget {
+    fn default() -> Self {
+        WriteBudget(AtomicI64::new(-1))
+    }
 }
 
 /// A store's keyspace: a backend, where it is, and what it shares with the
@@ -98,9 +110,6 @@ pub(crate) struct Kv {
     /// Its name among the store's keyspaces ("" for the store's own).
     keyspace: String,
     ids: Arc<Ids>,
-    /// Fault injection for the crate's tests: writes left before every
-    /// write fails (negative: no limit).
-    write_budget: AtomicI64,
 }
 
 impl Kv {
@@ -131,7 +140,6 @@ impl Kv {
                 persisted: AtomicU64::new(0),
                 writing: Mutex::new(()),
             }),
-            write_budget: AtomicI64::new(-1),
         }
     }
 
@@ -268,11 +276,13 @@ impl Kv {
     ) -> Result<T, StoreError> {
         self.refuse_if_wedged()?;
         // Negative: no limit; 0: this write fails; else one write fewer.
-        let spent = self
-            .write_budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| {
-                (b > 0).then(|| b - 1)
-            });
+        let spent =
+            self.shared
+                .write_budget
+                .0
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| {
+                    (b > 0).then(|| b - 1)
+                });
         if spent == Err(0) {
             return Err(
                 self.write_failed("injected fault: no space left on device".to_string(), false)
@@ -333,11 +343,12 @@ impl Kv {
         }
     }
 
-    /// Fault injection for the crate's tests: after `writes` more writes,
-    /// every write fails (`None`: no limit again).
+    /// Fault injection for the crate's tests: after `writes` more writes to
+    /// any keyspace of the store, every write fails (`None`: no limit
+    /// again).
     #[cfg(test)]
     pub(crate) fn inject_write_failures(&self, writes: Option<u64>) {
-        self.write_budget.store(
+        self.shared.write_budget.0.store(
             writes.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX)),
             Ordering::SeqCst,
         );
@@ -389,6 +400,12 @@ impl Kv {
     /// skipped.
     pub(crate) fn next_id(&self) -> u64 {
         self.ids.next.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Hands out no id below `at_least` from now on (a keyspace given keys
+    /// that name ids another keyspace handed out).
+    pub(crate) fn hand_out_from(&self, at_least: u64) {
+        self.ids.next.fetch_max(at_least, Ordering::SeqCst);
     }
 
     /// The keys from `range.start` (included) to `range.end` (excluded), in

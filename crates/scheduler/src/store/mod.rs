@@ -19,6 +19,7 @@
 
 mod ingest;
 mod lease;
+mod repartition;
 mod split;
 mod views;
 
@@ -83,13 +84,26 @@ impl Store {
 
     /// The store whose own keyspace (partition 0) is `kv`, named `base`.
     fn with_kv(kv: Kv, base: String, options: StoreOptions) -> Result<Store, StoreError> {
-        let count = partition_count(&kv, &options)?;
-        let routes = Routes::new(count);
-        if count > 1 {
+        let mut count = partition_count(&kv, &options)?;
+        // A store of one partition opened with more is brought into them
+        // (and one whose repartition was cut short finishes it).
+        let wanted = options.partitions.clamp(1, MAX_PARTITIONS);
+        let repartition = match count {
+            1 => repartition::pending(&kv)?.or((wanted > 1).then_some(wanted)),
+            _ => None,
+        };
+        if count > 1 || repartition.is_some() {
             // Partitions whose batches ran one at a time would share one
             // writer after all.
             kv.batches_side_by_side();
         }
+        if let Some(to) = repartition {
+            repartition::run(&kv, to, &|i| kv.sibling(&partition_tree(&base, i)), &|i| {
+                kv.drop_sibling(&partition_tree(&base, i)).map(|_| ())
+            })?;
+            count = to;
+        }
+        let routes = Routes::new(count);
         let mut kvs = Vec::with_capacity(routes.count());
         for i in 1..routes.count() {
             kvs.push(kv.sibling(&partition_tree(&base, i))?);
