@@ -38,6 +38,9 @@
 //! batch of 100,000 URLs is written, against the same URLs through
 //! PutURLs and against no write; see `daemon_api/big_batch.rs`.
 //!
+//! `--daemon-cpus LIST` (`0`, `0,1`, `0-3`) pins the daemon to those CPUs
+//! (its clients are not pinned), for scaling figures.
+//!
 //! The daemon's log goes to a file in the temp directory (path printed).
 
 use std::collections::BTreeMap;
@@ -405,6 +408,23 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// The CPUs `--daemon-cpus LIST` (`0`, `0,1`, `0-3`) pins the daemon to;
+/// `None`: any.
+fn daemon_cpus() -> Option<Vec<usize>> {
+    let args: Vec<String> = std::env::args().collect();
+    let list: String = arg(&args, "--daemon-cpus")?;
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (
+            a.parse().expect("--daemon-cpus: CPU numbers"),
+            b.parse().expect("--daemon-cpus: CPU numbers"),
+        );
+        cpus.extend(a..=b);
+    }
+    Some(cpus)
+}
+
 impl Daemon {
     /// Starts `sitemapd daemon` on `127.0.0.1:0` with its log in `log_path`;
     /// returns once it said where it listens.
@@ -428,11 +448,23 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // SAFETY: prctl is async-signal-safe; it only asks for SIGTERM should
-        // this process die first, so that no daemon outlives the bench.
+        let cpus = daemon_cpus();
+        // SAFETY: prctl and sched_setaffinity are async-signal-safe; the
+        // first only asks for SIGTERM should this process die first, so that
+        // no daemon outlives the bench; the second pins the daemon to the
+        // CPUs `--daemon-cpus` names.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                if let Some(cpus) = &cpus {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    for &cpu in cpus {
+                        libc::CPU_SET(cpu, &mut set);
+                    }
+                    if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
