@@ -4,7 +4,9 @@
 //! resumed run (the same command again) ends with exactly the URL set a
 //! clean run gives; every lease and completion the daemon acknowledged
 //! survives the kill; and once the crawler has caught up no URL is left
-//! leased.
+//! leased. A store of one partition moved into sixteen as it opens is
+//! killed at random points of the move: each open after finishes it, with
+//! every URL as it was.
 //!
 //! The kill points come from a seeded generator: `SITEMAPD_CRASH_SEED=N`
 //! replays a run (the seed in use is printed).
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 use common::daemon::{Daemon, TOKEN};
 use common::{bin, indexed_site, json_lines, run, stderr, stdout};
 use serde_json::{Value, json};
+use sitemapd_storebench::copy_dir;
 use sitemapd_testsite::client;
 
 /// Kill points per test.
@@ -650,19 +653,6 @@ fn is_move_start(line: &str) -> bool {
 
 fn is_move_end(line: &str) -> bool {
     line.contains("the store's hosts are in their partitions")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// The partitions of the store in `dir` (opening it finishes a move cut

@@ -28,6 +28,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sitemapd_scheduler::{DEFAULT_PARTITIONS, Store, StoreOptions, Timestamp};
+use sitemapd_storebench::copy_dir;
 use sitemapd_urlfrontier::proto::url_frontier_client::UrlFrontierClient;
 use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
 use tonic::transport::Channel;
@@ -232,20 +233,6 @@ pub(crate) fn fill(dir: &Path, urls: usize, hosts: usize, partitions: u16) {
         store.partitions(),
         t.elapsed().as_secs_f64()
     );
-}
-
-/// Copies the files of `from` into `to` (a store's directory tree).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A client on its own connection, sending the bench's token.

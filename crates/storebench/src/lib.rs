@@ -271,6 +271,22 @@ pub fn dir_bytes(path: &Path) -> (u64, u64) {
     (len, allocated)
 }
 
+/// Copies the files of `from` into `to` (created if absent), directories
+/// included: a closed store's directory, for a test or bench that runs on
+/// copies of one store. Panics on an I/O error.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// The files under a directory and their lengths, largest first.
 pub fn dir_files(path: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();

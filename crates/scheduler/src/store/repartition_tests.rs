@@ -3,12 +3,11 @@
 //! original's, before and after more work on both; a repartition cut short
 //! at any write finishes on the next open with the same result.
 
-use std::path::Path;
-
 use crate::ingest::SitemapFetch;
 use crate::kv::Kv;
 use crate::{Completion, KnownUrl, LeaseRequest, Outcome, Store, StoreOptions, Timestamp, keys};
 use sitemapd_parser::{NormUrl, RobotsRules, UrlEntry};
+use sitemapd_storebench::copy_dir;
 
 const T0: i64 = 1_700_000_000;
 const DAY: i64 = 86_400;
@@ -194,19 +193,6 @@ fn lease_order(s: &Store, now: Timestamp) -> Vec<Vec<String>> {
             return order;
         }
         order.push(leased.into_iter().map(|l| l.url).collect());
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
