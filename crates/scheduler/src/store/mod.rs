@@ -284,6 +284,20 @@ impl Store {
         Ok(())
     }
 
+    /// The queue `url` (as given: normalised first) is in, with its normal
+    /// form, if the store holds it: what [`Store::url`] says of it at the
+    /// cost of one record read (no view built, no lease looked up).
+    pub fn url_queue(&self, url: &str) -> Result<Option<(String, String)>, StoreError> {
+        let Ok(norm) = NormUrl::parse(url) else {
+            return Ok(None);
+        };
+        let url = norm.as_str();
+        let part = &self.parts[self.routes.of_url(url)];
+        Ok(part
+            .url_record(url)?
+            .map(|rec| (rec.queue_name(url).to_string(), url.to_string())))
+    }
+
     /// What the store knows of `host`: its politeness, lastmod trust and
     /// URL counts.
     pub fn host(&self, host: &HostKey) -> Result<HostView, StoreError> {

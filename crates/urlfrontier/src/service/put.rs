@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sitemapd_scheduler::{Put, StoreError, Timestamp};
+use sitemapd_parser::NormUrl;
+use sitemapd_scheduler::{KnownUrl, Put, Store, StoreError, Timestamp};
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
@@ -172,6 +173,48 @@ async fn put_blocking(
 }
 
 impl Inner {
+    /// Releases the holds of the URLs of `known` (a known update releases
+    /// a URL's hold at once): each is held under the queue GetURLs handed
+    /// it out in, which is the one the update names (or its host's) when
+    /// the client sends back what it got; the store is asked for the
+    /// others only, and only while the crawl holds any URL.
+    fn release_holds(&self, crawl: &str, store: &Store, known: &[(usize, KnownUrl)]) {
+        let mut missed = Vec::new();
+        let mut rules = lock(&self.rules);
+        if !rules
+            .iter()
+            .any(|((c, _), r)| c == crawl && !r.in_transit.is_empty())
+        {
+            return;
+        }
+        for (_, k) in known {
+            let Ok(norm) = NormUrl::parse(&k.url) else {
+                continue;
+            };
+            let queue = match &k.queue {
+                Some(queue) => queue.clone(),
+                None => norm.host_key().to_string(),
+            };
+            let released = rules
+                .get_mut(&(crawl.to_string(), queue))
+                .is_some_and(|r| r.in_transit.remove(norm.as_str()).is_some());
+            if !released {
+                missed.push(norm.into_string());
+            }
+        }
+        drop(rules);
+        let held: Vec<(String, String)> = missed
+            .iter()
+            .filter_map(|url| store.url_queue(url).ok().flatten())
+            .collect();
+        let mut rules = lock(&self.rules);
+        for (queue, url) in held {
+            if let Some(r) = rules.get_mut(&(crawl.to_string(), queue)) {
+                r.in_transit.remove(&url);
+            }
+        }
+    }
+
     /// Writes the items of one chunk, crawl by crawl; a status per item,
     /// in order.
     pub(super) fn put(&self, items: Vec<(String, Item)>) -> Vec<proto::ack_message::Status> {
@@ -235,22 +278,7 @@ impl Inner {
                 put(result, at, &mut statuses);
             }
             if !known.is_empty() {
-                // A known update releases the URL's hold at once (held
-                // under the queue it was handed out in).
-                let held: Vec<(String, String)> = known
-                    .iter()
-                    .filter_map(|(_, k)| {
-                        let view = store.url(&k.url).ok()??;
-                        Some((view.queue, view.url))
-                    })
-                    .collect();
-                let mut rules = lock(&self.rules);
-                for (queue, url) in held {
-                    if let Some(r) = rules.get_mut(&(crawl.clone(), queue)) {
-                        r.in_transit.remove(&url);
-                    }
-                }
-                drop(rules);
+                self.release_holds(&crawl, &store, &known);
                 let at = known.iter().map(|k| k.0).collect();
                 let result = store.put_known(
                     known.into_iter().map(|(_, k)| k).collect(),

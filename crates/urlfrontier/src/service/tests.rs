@@ -161,6 +161,40 @@ async fn a_known_put_releases_a_hold_at_once() {
     assert_eq!(get(&f, "q", 0, 60).await, ["https://a.example/1"]);
 }
 
+/// A known put releases the hold whatever queue it names: the one the URL
+/// was handed out in, its host's, or another (the URL moves there).
+#[tokio::test]
+async fn a_known_put_releases_the_hold_of_the_queue_it_was_handed_out_in() {
+    let (f, _) = frontier();
+    let urls = [
+        "https://a.example/1",
+        "https://a.example/2",
+        "https://a.example/3",
+    ];
+    put(
+        &f,
+        vec![
+            discovered(urls[0], "q"),
+            discovered(urls[1], ""),
+            discovered(urls[2], "q"),
+        ],
+    )
+    .await;
+    assert_eq!(get(&f, "", 0, 60).await.len(), 3);
+    let in_process = |f: &Frontier| f.inner.stats("", "").unwrap().in_process;
+    assert_eq!(in_process(&f), 3);
+    // As handed out: in "q", in its host's.
+    put(
+        &f,
+        vec![known(urls[0], "q", START), known(urls[1], "", START)],
+    )
+    .await;
+    assert_eq!(in_process(&f), 1);
+    // Handed out in "q", put in its host's queue.
+    put(&f, vec![known(urls[2], "", START)]).await;
+    assert_eq!(in_process(&f), 0);
+}
+
 #[tokio::test]
 async fn a_queue_is_served_again_once_its_delay_is_over() {
     let (f, clock) = frontier();
