@@ -68,9 +68,7 @@ fn recorded(kv: &Kv) -> Result<Option<(u16, Phase)>, StoreError> {
         return Ok(None);
     };
     match bytes.as_ref() {
-        [a, b, phase @ (1 | 2)]
-            if (2..=MAX_PARTITIONS).contains(&u16::from_be_bytes([*a, *b])) =>
-        {
+        [a, b, phase @ (1 | 2)] if (2..=MAX_PARTITIONS).contains(&u16::from_be_bytes([*a, *b])) => {
             let phase = match phase {
                 1 => Phase::Copying,
                 _ => Phase::Removing,
