@@ -24,6 +24,10 @@ pub struct Ingest<'s> {
     /// come host by host, and routing one costs a look-up in the Public
     /// Suffix List.
     last_host: Option<(String, usize)>,
+    /// Entries routed since every part last committed: at the batch size
+    /// every part commits, so that the session holds one batch of entries,
+    /// not one per partition.
+    routed: usize,
 }
 
 impl Store {
@@ -35,13 +39,14 @@ impl Store {
             batch: DEFAULT_BATCH,
             parts: (0..self.parts().len()).map(|_| None).collect(),
             last_host: None,
+            routed: 0,
         }
     }
 }
 
 impl<'s> Ingest<'s> {
-    /// URLs merged per batch in each partition (default
-    /// [`DEFAULT_BATCH`]).
+    /// URL entries the session holds at most before it writes them, one
+    /// atomic batch per partition they go to (default [`DEFAULT_BATCH`]).
     pub fn with_batch(mut self, urls: usize) -> Self {
         self.batch = urls.max(1);
         self
@@ -85,7 +90,13 @@ impl<'s> Ingest<'s> {
                 i
             }
         };
-        self.part(i).entry(sitemap, entry)
+        self.part(i).entry(sitemap, entry)?;
+        self.routed += 1;
+        if self.routed >= self.batch {
+            self.routed = 0;
+            self.commit()?;
+        }
+        Ok(())
     }
 
     /// Records how the fetch of `sitemap` ended (see
@@ -129,5 +140,44 @@ impl<'s> Ingest<'s> {
     pub fn finish(mut self) -> Result<IngestStats, StoreError> {
         self.commit()?;
         Ok(self.stats())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Store, StoreOptions, Timestamp};
+    use sitemapd_parser::{NormUrl, UrlEntry};
+
+    /// Entries spread over many partitions are written once the session
+    /// holds a batch of them, not once each partition does.
+    #[test]
+    fn a_session_holds_one_batch_over_every_partition() {
+        let s = Store::in_memory(StoreOptions {
+            partitions: 16,
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        let urls: Vec<String> = (0..10)
+            .map(|i| format!("https://site{i}.example/page"))
+            .collect();
+        let parts: std::collections::BTreeSet<usize> =
+            urls.iter().map(|u| s.route_url(u)).collect();
+        assert!(parts.len() > 5, "spread over {parts:?}");
+        let mut ingest = s.ingest(Timestamp::from_unix(1_700_000_000)).with_batch(10);
+        for url in &urls[..9] {
+            let entry = UrlEntry::new(NormUrl::parse(url).unwrap());
+            ingest
+                .entry("https://site0.example/sitemap.xml", &entry)
+                .unwrap();
+        }
+        assert!(s.url(&urls[0]).unwrap().is_none(), "held below the batch");
+        let entry = UrlEntry::new(NormUrl::parse(&urls[9]).unwrap());
+        ingest
+            .entry("https://site0.example/sitemap.xml", &entry)
+            .unwrap();
+        for url in &urls {
+            assert!(s.url(url).unwrap().is_some(), "{url} written at the batch");
+        }
+        drop(ingest);
     }
 }
