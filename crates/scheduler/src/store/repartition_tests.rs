@@ -217,6 +217,26 @@ fn same_store(original: &Store, moved: &Store, partitions: usize) {
         &views(moved, now),
         &partitions.to_string(),
     );
+    // The leases handed out before the move complete as they would have.
+    let held: Vec<String> = original
+        .export()
+        .map(Result::unwrap)
+        .filter(|v| v.leased_until.is_some_and(|t| t > now))
+        .map(|v| v.url)
+        .collect();
+    assert!(held.len() > 10, "{} URLs leased", held.len());
+    let done = Completion::from(Outcome::NotModified);
+    for s in [original, moved] {
+        let unknown = s
+            .complete_all(held.iter().map(|u| (u.as_str(), &done)), now)
+            .unwrap();
+        assert!(unknown.is_empty(), "{unknown:?}");
+    }
+    assert_same(
+        &views(original, now),
+        &views(moved, now),
+        &format!("{partitions}, leases completed"),
+    );
     // A read on both: the URLs each partition holds retire as they would.
     read_all(original, 1, ts(T0 + 6 * DAY));
     read_all(moved, 1, ts(T0 + 6 * DAY));
