@@ -65,7 +65,7 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
 
 /// Every URL record that decodes, with its URL, in URL order (pages and
 /// keys of their own).
-pub(crate) fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
+fn records(kv: &Kv) -> impl Iterator<Item = (String, UrlRecord)> + '_ {
     crate::pages::entries(kv, &[], &[0xff]).filter_map(|item| {
         let (url, value) = item.ok()?;
         Some((url, decode::<UrlRecord>(&value).ok()?))
@@ -130,14 +130,14 @@ pub(crate) fn keep_leases(kv: &Kv, runs: bool) -> Result<(), StoreError> {
 /// Writes applied in batches of [`BATCH`]: a rebuild's, each step of which
 /// is idempotent (a crash between two batches leaves what the next run
 /// finishes).
-struct Batched<'k> {
+pub(crate) struct Batched<'k> {
     kv: &'k Kv,
     batch: Batch,
     n: usize,
 }
 
 impl<'k> Batched<'k> {
-    fn new(kv: &'k Kv) -> Batched<'k> {
+    pub(crate) fn new(kv: &'k Kv) -> Batched<'k> {
         Batched {
             kv,
             batch: Batch::default(),
@@ -146,12 +146,23 @@ impl<'k> Batched<'k> {
     }
 
     /// Inserts `key`, applying the batch when it is full.
-    fn insert(
+    pub(crate) fn insert(
         &mut self,
         key: impl Into<Vec<u8>>,
         value: impl Into<Vec<u8>>,
     ) -> Result<(), StoreError> {
         self.batch.insert(key, value);
+        self.counted()
+    }
+
+    /// Removes `key`, applying the batch when it is full.
+    pub(crate) fn remove(&mut self, key: impl Into<Vec<u8>>) -> Result<(), StoreError> {
+        self.batch.remove(key);
+        self.counted()
+    }
+
+    /// Counts the write just added, applying the batch when it is full.
+    fn counted(&mut self) -> Result<(), StoreError> {
         self.n += 1;
         if self.n == BATCH {
             self.n = 0;
@@ -161,7 +172,7 @@ impl<'k> Batched<'k> {
     }
 
     /// Applies what is left.
-    fn finish(self) -> Result<(), StoreError> {
+    pub(crate) fn finish(self) -> Result<(), StoreError> {
         self.kv.apply_batch(self.batch)
     }
 }
@@ -203,10 +214,19 @@ fn drain(
 /// and trust start over, as they do when it is read), and a name with no
 /// URL left keeps no counts (it is no longer a queue).
 pub(crate) fn count_tallies(kv: &Kv) -> Result<(), StoreError> {
+    count_tallies_seeing(kv, |_| {})
+}
+
+/// [`count_tallies`], showing `each` every URL record of its pass.
+pub(crate) fn count_tallies_seeing(
+    kv: &Kv,
+    mut each: impl FnMut(&UrlRecord),
+) -> Result<(), StoreError> {
     let mut tallies: std::collections::HashMap<String, Tally> = Default::default();
     // A record or page that does not decode is not counted; `check`
     // names it.
     for (url, mut rec) in records(kv) {
+        each(&rec);
         // Its lease is its entry's, counted below.
         rec.schedule.lease = None;
         tallies

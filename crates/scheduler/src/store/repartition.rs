@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::{Batch, Kv};
+use crate::migrate::Batched;
 use crate::record::{SitemapRecord, decode, encode};
 use crate::routing::{MAX_PARTITIONS, PSL_VERSION, Routes};
 
@@ -124,15 +125,13 @@ pub(super) fn run(
             .collect::<Result<Vec<Kv>, _>>()?;
         copy(kv, &others, routes)?;
         for (i, other) in others.iter().enumerate() {
-            crate::migrate::count_tallies(other)?;
-            settle_sitemaps(other, i + 1, routes, kv)?;
+            count_held(other, i + 1, routes, kv)?;
             other.flush()?;
         }
         record_phase(kv, count, Phase::Removing)?;
     }
     remove_moved(kv, routes)?;
-    crate::migrate::count_tallies(kv)?;
-    settle_sitemaps(kv, 0, routes, kv)?;
+    count_held(kv, 0, routes, kv)?;
     let mut batch = Batch::default();
     batch.insert(keys::PARTITIONS, count.to_be_bytes());
     batch.insert(keys::PSL, PSL_VERSION.as_bytes());
@@ -214,7 +213,8 @@ struct Held<'k> {
 impl Held<'_> {
     fn insert(&mut self, i: usize, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         self.batches[i - 1].insert(key, value);
-        self.bytes += key.len() + value.len();
+        // A write's own memory beside its bytes (two vectors).
+        self.bytes += key.len() + value.len() + 2 * std::mem::size_of::<Vec<u8>>();
         if self.bytes >= HELD_BYTES {
             self.write()?;
         }
@@ -288,23 +288,38 @@ fn remove_moved(kv: &Kv, routes: Routes) -> Result<(), StoreError> {
     }
 }
 
-/// Gives partition `index` (`kv`) a record of every sitemap listing URLs
-/// it holds, with the URLs it lists counted in this partition (the record
-/// and id copied from `source`, partition 0, when it has none), and removes
-/// its records of sitemaps neither at home here nor listing any URL it
-/// holds. A sitemap's entries stay its home's: the other partitions' shares
-/// of its last read start at none (a view sums them), and each read
-/// writes its own.
-fn settle_sitemaps(kv: &Kv, index: usize, routes: Routes, source: &Kv) -> Result<(), StoreError> {
+/// Counts what partition `index` (`kv`) holds, in one pass over its URL
+/// records: each queue's URLs into its host record
+/// ([`crate::migrate::count_tallies`]), each sitemap's members into the
+/// partition's record of it ([`settle_sitemaps`]).
+fn count_held(kv: &Kv, index: usize, routes: Routes, source: &Kv) -> Result<(), StoreError> {
     // Each sitemap's URLs here (not retired), by id. A record or page
     // that does not decode counts nowhere; `check` names it.
     let mut members: HashMap<u64, u64> = HashMap::new();
-    for (_, rec) in crate::migrate::records(kv) {
+    crate::migrate::count_tallies_seeing(kv, |rec| {
         for &(id, _) in &rec.sources {
             *members.entry(id).or_default() += u64::from(!rec.retired);
         }
-    }
-    let mut batch = Batch::default();
+    })?;
+    settle_sitemaps(kv, index, routes, source, members)
+}
+
+/// Gives partition `index` (`kv`) a record of every sitemap listing URLs
+/// it holds (`members`: their number, by sitemap id), with those URLs
+/// counted (the record and id copied from `source`, partition 0, when it
+/// has none), and removes its records of sitemaps neither at home here nor
+/// listing any URL it holds. A sitemap's entries stay its home's: the other
+/// partitions' shares of its last read start at none (a view sums them),
+/// and each read writes its own. In batches: a crash between two leaves
+/// what the next run counts again.
+fn settle_sitemaps(
+    kv: &Kv,
+    index: usize,
+    routes: Routes,
+    source: &Kv,
+    mut members: HashMap<u64, u64>,
+) -> Result<(), StoreError> {
+    let mut writes = Batched::new(kv);
     for item in kv.scan_prefix([keys::SITEMAP]) {
         let (key, value) = item?;
         let url = String::from_utf8_lossy(&key[1..]).into_owned();
@@ -316,15 +331,15 @@ fn settle_sitemaps(kv: &Kv, index: usize, routes: Routes, source: &Kv) -> Result
             Some(n) => record.members = n,
             None if home => record.members = 0,
             None => {
-                batch.remove(key.to_vec());
-                batch.remove(keys::sitemap_id(record.id));
+                writes.remove(key.to_vec())?;
+                writes.remove(keys::sitemap_id(record.id))?;
                 continue;
             }
         }
         if !home {
             record.entries = 0;
         }
-        batch.insert(key.to_vec(), encode(&record));
+        writes.insert(key.to_vec(), encode(&record))?;
     }
     for (id, n) in members {
         let Some(url) = source.get(keys::sitemap_id(id))? else {
@@ -339,10 +354,10 @@ fn settle_sitemaps(kv: &Kv, index: usize, routes: Routes, source: &Kv) -> Result
         };
         record.members = n;
         record.entries = 0;
-        batch.insert(keys::sitemap(&url), encode(&record));
-        batch.insert(keys::sitemap_id(id), url.as_bytes());
+        writes.insert(keys::sitemap(&url), encode(&record))?;
+        writes.insert(keys::sitemap_id(id), url.as_bytes())?;
     }
-    kv.apply_batch(batch)
+    writes.finish()
 }
 
 #[cfg(test)]
