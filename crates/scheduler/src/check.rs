@@ -593,14 +593,14 @@ impl Partition {
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, self.options.clock.now())))
     }
 
-    /// Every sitemap the partition is home to, by URL.
-    pub(crate) fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
+    /// Every sitemap the partition keeps a record of, by URL, with whether
+    /// it is the sitemap's home (another partition's record is this
+    /// partition's account of the URLs it holds).
+    pub(crate) fn sitemaps(
+        &self,
+    ) -> impl Iterator<Item = Result<(SitemapView, bool), StoreError>> + '_ {
         self.records::<SitemapRecord>([keys::SITEMAP])
-            .filter(|item| match item {
-                Ok((url, _)) => self.is_home(url),
-                Err(_) => true,
-            })
-            .map(|item| item.map(|(url, r)| SitemapView::of(&url, &r)))
+            .map(|item| item.map(|(url, r)| (SitemapView::of(&url, &r), self.is_home(&url))))
     }
 
     /// Every record whose key starts with `prefix` (its first byte the

@@ -271,7 +271,7 @@ impl Store {
     /// Adds to `view`, its home partition's view of a sitemap, the URLs it
     /// lists and the entries its last read had that the other partitions
     /// hold.
-    pub(crate) fn count_elsewhere(&self, view: &mut SitemapView) -> Result<(), StoreError> {
+    fn count_elsewhere(&self, view: &mut SitemapView) -> Result<(), StoreError> {
         let home = self.routes.of_url(&view.url);
         for (i, part) in self.parts.iter().enumerate() {
             if i != home

@@ -62,6 +62,36 @@ where
     }
 }
 
+/// The lists `list` gives for every partition, merged by `key`, the items
+/// of one key together.
+fn grouped<'s, T, I, K>(
+    store: &'s Store,
+    list: impl Fn(&'s Partition) -> I,
+    key: impl Fn(&T) -> K + Copy + 's,
+) -> impl Iterator<Item = Result<Vec<T>, StoreError>> + 's
+where
+    I: Iterator<Item = Result<T, StoreError>> + 's,
+    T: 's,
+    K: Ord + 's,
+{
+    let mut all = merged(store, list, key).peekable();
+    std::iter::from_fn(move || {
+        let first = match all.next()? {
+            Ok(first) => first,
+            Err(e) => return Some(Err(e)),
+        };
+        let k = key(&first);
+        let mut group = vec![first];
+        while let Some(Ok(next)) = all.peek() {
+            if key(next) != k {
+                break;
+            }
+            group.extend(all.next().and_then(Result::ok));
+        }
+        Some(Ok(group))
+    })
+}
+
 impl Store {
     /// Counts of URLs by state, of the due queue, sitemaps and hosts, from
     /// the counts each host keeps: its cost grows with the number of hosts
@@ -135,10 +165,20 @@ impl Store {
     /// Every sitemap the store has read, by URL, as [`Store::sitemap`]
     /// gives it.
     pub fn sitemaps(&self) -> impl Iterator<Item = Result<SitemapView, StoreError>> + '_ {
-        merged(self, Partition::sitemaps, |v: &SitemapView| v.url.clone()).map(|item| {
-            let mut view = item?;
-            self.count_elsewhere(&mut view)?;
-            Ok(view)
+        let key = |(v, _): &(SitemapView, bool)| v.url.clone();
+        grouped(self, Partition::sitemaps, key).filter_map(|group| {
+            let accounts = match group {
+                Ok(accounts) => accounts,
+                Err(e) => return Some(Err(e)),
+            };
+            // A sitemap with no record at its home (its home not written
+            // yet when a read was cut short) is not one the store read.
+            let (mut view, _) = accounts.iter().find(|(_, home)| *home)?.clone();
+            for (other, _) in accounts.iter().filter(|(_, home)| !home) {
+                view.members += other.members;
+                view.entries += other.entries;
+            }
+            Some(Ok(view))
         })
     }
 
@@ -165,25 +205,16 @@ impl Store {
     /// counts (summed over the partitions holding its URLs). A queue stays
     /// until [`Store::delete_queue`], its URLs all deleted or not.
     pub fn queues(&self) -> impl Iterator<Item = Result<(String, QueueCounts), StoreError>> + '_ {
-        let mut all = merged(
-            self,
-            Partition::queues,
-            |(name, _): &(String, QueueCounts)| name.clone(),
-        )
-        .peekable();
-        std::iter::from_fn(move || {
-            let (name, mut counts) = match all.next()? {
-                Ok(first) => first,
-                Err(e) => return Some(Err(e)),
-            };
-            while let Some(Ok((next, more))) = all.peek() {
-                if *next != name {
-                    break;
-                }
-                counts.absorb(more);
-                all.next();
-            }
-            Some(Ok((name, counts)))
+        let key = |(name, _): &(String, QueueCounts)| name.clone();
+        grouped(self, Partition::queues, key).filter_map(|group| match group {
+            Ok(parts) => parts
+                .into_iter()
+                .reduce(|(name, mut counts), (_, more)| {
+                    counts.absorb(&more);
+                    (name, counts)
+                })
+                .map(Ok),
+            Err(e) => Some(Err(e)),
         })
     }
 
