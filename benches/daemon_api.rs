@@ -420,6 +420,11 @@ fn daemon_cpus() -> Option<Vec<usize>> {
             a.parse().expect("--daemon-cpus: CPU numbers"),
             b.parse().expect("--daemon-cpus: CPU numbers"),
         );
+        assert!(
+            b < libc::CPU_SETSIZE as usize,
+            "--daemon-cpus: CPUs below {}",
+            libc::CPU_SETSIZE
+        );
         cpus.extend(a..=b);
     }
     Some(cpus)
