@@ -11,9 +11,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
+#[cfg(doc)]
+use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::RefreshState;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};

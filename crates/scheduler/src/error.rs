@@ -53,7 +53,7 @@ pub enum StoreError {
     NewerLayout(u8),
     /// The store's partitions are not as this build can use them: their
     /// number is unreadable, or the hosts were routed to them with another
-    /// version of the Public Suffix List ([`crate::routing`]).
+    /// version of the Public Suffix List (see [`crate::store`]).
     #[error("the store's partitions cannot be used by this build: {0}")]
     Partitions(String),
     /// Another process has the store open.

@@ -33,6 +33,8 @@
 
 use std::collections::HashMap;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;

@@ -13,6 +13,8 @@ use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::hash::{FastMap, FastSet};
 use crate::keys;
@@ -23,6 +25,8 @@ use crate::record::{
     SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
+#[cfg(doc)]
+use crate::store::Ingest;
 use crate::time::Timestamp;
 use crate::view::RefreshView;
 use crate::writes::UrlWrites;

@@ -27,6 +27,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::due_list::{Entries, Lease};
 use crate::error::StoreError;
 use crate::hash::FastMap;

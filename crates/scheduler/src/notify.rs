@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;

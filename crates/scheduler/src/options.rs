@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::estimate::Estimator;
 use crate::policy::{Params, PolicyRegistry};
 use crate::refresh::RefreshParams;
@@ -52,7 +54,7 @@ pub struct StoreOptions {
     /// that writes or leases takes its `now` as an argument.
     pub clock: Arc<dyn crate::Clock>,
     /// Partitions of the store, each with its own keyspace and write lock
-    /// ([`crate::routing`]); default [`DEFAULT_PARTITIONS`] (1). A new
+    /// (see [`crate::store`]); default [`DEFAULT_PARTITIONS`] (1). A new
     /// store is made with this many; a store of one partition (a store
     /// made before partitions included) opened with more is moved into
     /// them as it opens (crash-safe: an open after a crash finishes the

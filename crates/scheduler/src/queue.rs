@@ -7,6 +7,8 @@ use std::collections::hash_map::Entry;
 
 pub use crate::lease::{DUE_COUNT_LIMIT, LeaseRequest, Leased, Politeness};
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;

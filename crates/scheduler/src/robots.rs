@@ -9,6 +9,8 @@
 use serde::Serialize;
 use sitemapd_parser::{HostKey, RobotsRules};
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;

@@ -8,6 +8,8 @@
 
 use sitemapd_parser::HostKey;
 
+#[cfg(doc)]
+use crate::Store;
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;

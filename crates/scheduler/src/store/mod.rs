@@ -1,7 +1,7 @@
 //! The store: the URLs, sitemaps and hosts sitemapd knows, and the crawl
 //! queue over them, in a keyspace on disk (sled) or in memory.
 //!
-//! A store is made of partitions ([`crate::routing`]): each host's keys
+//! A store is made of partitions: each host's keys
 //! (its URLs, their due lists, its robots rules and politeness) and each
 //! sitemap's live in the partition its registrable domain hashes to, with
 //! a keyspace and a write lock of its own. A call about one URL, host or

@@ -287,7 +287,7 @@ impl Store {
     }
 
     /// How many URLs are due at `now` and not leased, counted up to
-    /// [`DUE_COUNT_LIMIT`](crate::queue::DUE_COUNT_LIMIT) in each
+    /// [`DUE_COUNT_LIMIT`] in each
     /// partition.
     pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
         Ok(self
