@@ -1,23 +1,19 @@
 //! Integrity check and statistics: what `sitemapd stats [--check]` prints.
 //!
-//! [`Store::stats`] answers from the counts each host keeps (`Tally`), the
+//! [`Store::stats`](crate::Store::stats) answers from the counts each host keeps (`Tally`), the
 //! first entries of the due index and the sitemap records: its cost grows
-//! with the number of hosts and sitemaps, not of URLs. [`Store::full_stats`]
+//! with the number of hosts and sitemaps, not of URLs. [`Store::full_stats`](crate::Store::full_stats)
 //! reads every URL record (and adds the change-rate quartiles);
-//! [`Store::check`] recounts every host and names those whose kept counts
+//! [`Store::check`](crate::Store::check) recounts every host and names those whose kept counts
 //! differ.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
-#[cfg(doc)]
-use crate::queue::DUE_COUNT_LIMIT;
 use crate::record::RefreshState;
 use crate::record::SiteRecord;
 use crate::record::{HostRecord, Lapse, RobotsRecord, SitemapRecord, UrlRecord, decode};
@@ -25,7 +21,7 @@ use crate::tally::{OUTCOMES, Tally};
 use crate::time::Timestamp;
 use crate::view::{SitemapView, UrlView};
 
-/// Problems found by [`Store::check`].
+/// Problems found by [`Store::check`](crate::Store::check).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckReport {
     /// URL records read.
@@ -107,12 +103,12 @@ pub struct Stats {
     pub sitemap_failures: u64,
     /// Active URLs never fetched.
     pub never_fetched: u64,
-    /// Active URLs holding a lease (from [`Store::stats`]: one that ran out
+    /// Active URLs holding a lease (from [`Store::stats`](crate::Store::stats): one that ran out
     /// is counted until the URL is leased again or completed;
-    /// [`Store::full_stats`] counts the leases running now only).
+    /// [`Store::full_stats`](crate::Store::full_stats) counts the leases running now only).
     pub leased: u64,
-    /// Active URLs due now (from [`Store::stats`]: at most
-    /// [`DUE_COUNT_LIMIT`]).
+    /// Active URLs due now (from [`Store::stats`](crate::Store::stats): at most
+    /// [`DUE_COUNT_LIMIT`](crate::queue::DUE_COUNT_LIMIT)).
     pub due_now: u64,
     /// More URLs are due than [`Stats::due_now`] counted.
     pub due_now_capped: bool,
@@ -124,7 +120,7 @@ pub struct Stats {
     pub hosts: BTreeMap<String, HostStats>,
     /// Estimated change rate (changes/day) over URLs with one: quartiles,
     /// within 0.3% (read off a fixed-size histogram, so that a count holds
-    /// no value per URL; [`Store::full_stats`] only).
+    /// no value per URL; [`Store::full_stats`](crate::Store::full_stats) only).
     pub rate_per_day_quartiles: Option<[f64; 3]>,
     /// Bytes on disk.
     pub disk_bytes: u64,
@@ -315,7 +311,7 @@ impl Partition {
         Ok(report)
     }
 
-    /// The runs and heads of [`Store::check`]: each run sorted, keyed by
+    /// The runs and heads of [`Store::check`](crate::Store::check): each run sorted, keyed by
     /// its first entry and before the next run of its lane; each entry the
     /// one its record names; each lane's head at its first entry's due
     /// time, and no other head.
@@ -403,7 +399,7 @@ impl Partition {
     }
 
     /// Counts per state and host, from the counts each host keeps; the due
-    /// URLs counted up to [`DUE_COUNT_LIMIT`]; size on disk. Its cost grows
+    /// URLs counted up to [`DUE_COUNT_LIMIT`](crate::queue::DUE_COUNT_LIMIT); size on disk. Its cost grows
     /// with the number of hosts and sitemaps, not of URLs.
     #[cfg(test)]
     pub(crate) fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
@@ -495,7 +491,7 @@ impl Partition {
         Ok(())
     }
 
-    /// [`Store::stats`] counted over every URL record, with the change-rate
+    /// [`Store::stats`](crate::Store::stats) counted over every URL record, with the change-rate
     /// quartiles and the leases running now: what `stats --check` shows.
     #[cfg(test)]
     pub(crate) fn full_stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
@@ -505,7 +501,7 @@ impl Partition {
         Ok(s)
     }
 
-    /// [`Store::full_stats`] with the change rates in a sketch (which
+    /// [`Store::full_stats`](crate::Store::full_stats) with the change rates in a sketch (which
     /// merges), not yet as quartiles.
     pub(crate) fn full_stats_sketch(
         &self,
@@ -590,8 +586,8 @@ impl Partition {
 
     /// Every URL the store holds, retired ones included, in URL order
     /// (for `sitemapd export`); leases judged by the store's clock
-    /// ([`StoreOptions::clock`](crate::StoreOptions::clock)), as [`Store::url`] does. A record that does not decode is passed over
-    /// and counted in [`Store::health`] (`unreadable_records`).
+    /// ([`StoreOptions::clock`](crate::StoreOptions::clock)), as [`Store::url`](crate::Store::url) does. A record that does not decode is passed over
+    /// and counted in [`Store::health`](crate::Store::health) (`unreadable_records`).
     pub(crate) fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
         self.with_leases(self.all_url_records().filter(|item| self.intact(item)))
             .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, self.options.clock.now())))
@@ -616,7 +612,7 @@ impl Partition {
         self.kv.scan_prefix(prefix).map(decode_entry::<T>)
     }
 
-    /// [`Store::records`] over a range of keys.
+    /// [`Store::records`](crate::Store::records) over a range of keys.
     pub(crate) fn records_in<T: crate::record::Record + 'static>(
         &self,
         range: std::ops::Range<Vec<u8>>,
@@ -709,7 +705,7 @@ fn decode_entry<T: crate::record::Record>(
 }
 
 /// The check seen failing: a store corrupted through the key-value layer in
-/// each way [`Store::check`] detects, and the check naming each problem
+/// each way [`Store::check`](crate::Store::check) detects, and the check naming each problem
 /// (and nothing else).
 #[cfg(test)]
 mod tests {

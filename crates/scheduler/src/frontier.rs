@@ -1,10 +1,10 @@
 //! What a URL frontier client (a crawler speaking the URLFrontier
 //! protocol to the daemon) does to a store, beside the sitemaps: it puts
-//! URLs it discovered ([`Store::discover`]), reports the ones it fetched
+//! URLs it discovered ([`Store::discover`](crate::Store::discover)), reports the ones it fetched
 //! with the earliest time to fetch them again, or none for "done"
-//! ([`Store::put_known`]), reads and deletes queues
-//! ([`Store::queues`], [`Store::delete_queue`]) and URLs
-//! ([`Store::queue_urls`], [`Store::delete_urls`]).
+//! ([`Store::put_known`](crate::Store::put_known)), reads and deletes queues
+//! ([`Store::queues`](crate::Store::queues), [`Store::delete_queue`](crate::Store::delete_queue)) and URLs
+//! ([`Store::queue_urls`](crate::Store::queue_urls), [`Store::delete_urls`](crate::Store::delete_urls)).
 //!
 //! A URL is in one queue: the one a client put it in (the key it sent, or
 //! the host it derived), else its host (`host[:port]`, [`keys::host_of`]).
@@ -21,7 +21,7 @@
 //!   date in the past is due now; a lease holding it is released), with
 //!   none it is completed, out of the queue for good; its metadata is
 //!   replaced. When the client says how the fetch went (the `outcome` of
-//!   [`Store::put_known`])
+//!   [`Store::put_known`](crate::Store::put_known))
 //!   the store records it as it records any completion (change-rate
 //!   estimate, lastmod trust), and the client's date still decides when
 //!   it is due.
@@ -33,8 +33,6 @@
 
 use std::collections::HashMap;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
@@ -55,8 +53,8 @@ pub const MAX_METADATA_BYTES: usize = 16 * 1024;
 /// Metadata as a frontier client sends it: keys, each with its values.
 pub type Metadata = Vec<(String, Vec<String>)>;
 
-/// URL records removed per batch by [`Store::delete_queue`] and
-/// [`Store::delete_urls`]: a queue of a million URLs is removed in
+/// URL records removed per batch by [`Store::delete_queue`](crate::Store::delete_queue) and
+/// [`Store::delete_urls`](crate::Store::delete_urls): a queue of a million URLs is removed in
 /// batches, each one atomic.
 const DELETE_BATCH: usize = 10_000;
 
@@ -71,7 +69,7 @@ pub enum Put {
     Invalid,
 }
 
-/// A URL a client fetched (or scheduled), for [`Store::put_known`].
+/// A URL a client fetched (or scheduled), for [`Store::put_known`](crate::Store::put_known).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnownUrl {
     /// The URL, as sent.
@@ -85,7 +83,7 @@ pub struct KnownUrl {
     pub queue: Option<String>,
 }
 
-/// A URL a client discovered, for [`Store::discover`].
+/// A URL a client discovered, for [`Store::discover`](crate::Store::discover).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiscoveredUrl {
     /// The URL, as sent.
@@ -136,7 +134,7 @@ fn queue_for(queue: Option<String>, url: &str) -> Result<Option<String>, ()> {
     }
 }
 
-/// One queue's counts ([`Store::queues`]).
+/// One queue's counts ([`Store::queues`](crate::Store::queues)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct QueueCounts {
@@ -356,7 +354,7 @@ impl Partition {
     }
 
     /// Every queue the store keeps counts for, in name order, with its
-    /// counts. A queue stays until [`Store::delete_queue`], its URLs all
+    /// counts. A queue stays until [`Store::delete_queue`](crate::Store::delete_queue), its URLs all
     /// deleted or not.
     pub(crate) fn queues(
         &self,
@@ -410,7 +408,7 @@ impl Partition {
         )
     }
 
-    /// [`Store::queue_urls`] from a place a walk reached (`QueuePlace::default()`:
+    /// [`Store::queue_urls`](crate::Store::queue_urls) from a place a walk reached (`QueuePlace::default()`:
     /// the start), each URL with the place just after it: a long walk goes
     /// on in pieces, each its own short read of the store.
     pub(crate) fn queue_urls_from<'a>(
@@ -428,7 +426,7 @@ impl Partition {
     }
 
     /// Deletes the URLs of queue `name` (of every queue when `None`) that
-    /// the store first held before `cutoff`: [`Store::delete_urls`] a batch
+    /// the store first held before `cutoff`: [`Store::delete_urls`](crate::Store::delete_urls) a batch
     /// at a time, each pass of the scan going on from where the last one
     /// stopped (not from the first URL again). The number deleted.
     pub(crate) fn purge(&self, name: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
@@ -550,7 +548,7 @@ impl Resume {
     }
 }
 
-/// Where a walk over a queue's URLs is ([`Store::queue_urls_from`]): the
+/// Where a walk over a queue's URLs is ([`Store::queue_urls_from`](crate::Store::queue_urls_from)): the
 /// same place in every partition (they walk their records in one order).
 #[derive(Debug, Clone, Default)]
 pub struct QueuePlace(Resume);
@@ -565,7 +563,7 @@ impl QueuePlace {
 /// URL records with their URLs, one part of a queue's walk.
 type Records<'a> = Box<dyn Iterator<Item = Result<(String, UrlRecord), StoreError>> + 'a>;
 
-/// The records of a queue ([`Store::queue_records`]), each with its place.
+/// The records of a queue ([`Store::queue_records`](crate::Store::queue_records)), each with its place.
 struct QueueRecords<'a> {
     store: &'a Partition,
     name: Option<&'a str>,

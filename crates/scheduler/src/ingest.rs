@@ -1,20 +1,18 @@
 //! Ingest: sitemap observations into the store, in atomic batches.
 //!
 //! Observations are merged in memory per batch and applied under the
-//! store's write lock at [`Ingest::commit`]: each URL record is read, merged,
+//! store's write lock at [`Ingest::commit`](crate::store::Ingest::commit): each URL record is read, merged,
 //! rescheduled if what the policy sees changed, and written together with
 //! its due-index entry in one sled batch. A crash loses at most the batches
 //! not yet flushed, never the pairing of a record and its due entry. The
 //! last batch of a sitemap's read also carries the sitemap's record, its
-//! refresh schedule and its host's lastmod trust ([`Ingest::sitemap_fetched`]):
+//! refresh schedule and its host's lastmod trust ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched)):
 //! one sled write per read of a small sitemap, not two.
 
 use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::hash::{FastMap, FastSet};
 use crate::keys;
@@ -25,8 +23,6 @@ use crate::record::{
     SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
-#[cfg(doc)]
-use crate::store::Ingest;
 use crate::time::Timestamp;
 use crate::view::RefreshView;
 use crate::writes::UrlWrites;
@@ -77,7 +73,7 @@ impl std::ops::AddAssign for IngestStats {
     }
 }
 
-/// How a sitemap fetch ended, for [`Ingest::sitemap_fetched`].
+/// How a sitemap fetch ended, for [`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched).
 #[derive(Debug, Clone, Default)]
 pub struct SitemapFetch {
     /// HTTP status (304 for not modified), 0 when no response came.
@@ -288,7 +284,7 @@ impl<'s> PartitionIngest<'s> {
     }
 
     /// The robots.txt rules of `host` as a walk read them now
-    /// ([`Store::set_robots`]): what is pending is written first, so every
+    /// ([`Store::set_robots`](crate::Store::set_robots)): what is pending is written first, so every
     /// URL is checked against the new rules.
     pub(crate) fn robots_read(
         &mut self,

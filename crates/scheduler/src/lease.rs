@@ -1,12 +1,12 @@
-//! Handing out due URLs: which are due ([`Store::peek`]) and leasing them
-//! ([`Store::lease`], [`Store::lease_admitting`]), in the queue order
+//! Handing out due URLs: which are due ([`Store::peek`](crate::Store::peek)) and leasing them
+//! ([`Store::lease`](crate::Store::lease), [`Store::lease_admitting`](crate::Store::lease_admitting)), in the queue order
 //! (docs/queue.md, [`crate::scan`]).
 //!
 //! A lease takes due URLs in that order, one after the other, each if its
 //! host and queue may be given one more: at most `per_host` per host, no
 //! more than the host's politeness delay allows, no URL its robots.txt
 //! disallows (marked `blocked`), and a URL frontier client's per-queue
-//! rules ([`Store::lease_admitting`]). Each decision depends only on the
+//! rules ([`Store::lease_admitting`](crate::Store::lease_admitting)). Each decision depends only on the
 //! URLs before it, so a lease of `k` URLs is the first `k` of a lease of
 //! `n ≥ k` under the same limits. Validation samples get their share only:
 //! each URL leased earns [`Params::validation_share`](crate::policy::Params::validation_share)
@@ -27,8 +27,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::due_list::{Entries, Lease};
 use crate::error::StoreError;
 use crate::hash::FastMap;
@@ -61,7 +59,7 @@ pub enum Politeness {
     Now,
 }
 
-/// What a crawler asks of [`Store::lease`]: how many URLs, how many of one
+/// What a crawler asks of [`Store::lease`](crate::Store::lease): how many URLs, how many of one
 /// host and of how many hosts (and queues) at most, for how long, and how
 /// a host's URLs are spaced.
 ///
@@ -176,12 +174,12 @@ pub struct Leased {
     pub expires: Option<Timestamp>,
     /// Fetch it no earlier than this (host politeness).
     pub not_before: Timestamp,
-    /// What a URL frontier client stored with it ([`Store::put_known`]).
+    /// What a URL frontier client stored with it ([`Store::put_known`](crate::Store::put_known)).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metadata: Vec<(String, Vec<String>)>,
 }
 
-/// How many due URLs a count reads at most ([`Store::queue_depth`],
+/// How many due URLs a count reads at most ([`Store::queue_depth`](crate::Store::queue_depth),
 /// [`Store::stats`](crate::Store::stats)): a count of keys stops there, so
 /// that it costs the same at any store size (about 100,000 entries read).
 pub const DUE_COUNT_LIMIT: u64 = 100_000;
@@ -590,7 +588,7 @@ impl Partition {
         }
     }
 
-    /// [`Store::find_record`]'s record, if any.
+    /// [`Store::find_record`](crate::Store::find_record)'s record, if any.
     fn record_of(&self, c: &Chosen) -> Result<Option<UrlRecord>, StoreError> {
         Ok(match self.find_record(c)? {
             RecordOf::Record(rec) => Some(*rec),
@@ -642,7 +640,7 @@ impl Partition {
         Ok(self.due_and_leased(now, at_most)?.0)
     }
 
-    /// [`Store::due_count`], and when the first lease of a URL whose entry
+    /// [`Store::due_count`](crate::Store::due_count), and when the first lease of a URL whose entry
     /// is due at `now` runs out, if the count stopped short of `at_most`
     /// (a leased URL keeps its place, see [`crate::marks`]).
     pub(crate) fn due_and_leased(
@@ -719,7 +717,7 @@ fn lease_id(parts: &[Partition], partition: usize) -> u64 {
         .wrapping_add(partition as u64)
 }
 
-/// [`Store::peek`] over `parts`, with the lease credits `credits`.
+/// [`Store::peek`](crate::Store::peek) over `parts`, with the lease credits `credits`.
 pub(crate) fn peek_in(
     parts: &[Partition],
     credits: &Mutex<Credits>,
@@ -759,7 +757,7 @@ pub(crate) fn peek_in(
     Ok(out)
 }
 
-/// [`Store::lease_admitting`] over `parts`, with the lease credits `credits`.
+/// [`Store::lease_admitting`](crate::Store::lease_admitting) over `parts`, with the lease credits `credits`.
 pub(crate) fn lease_in(
     parts: &[Partition],
     credits: &Mutex<Credits>,

@@ -1,6 +1,6 @@
 //! Push notifications (IndexNow-style): a site says "this URL changed now".
 //!
-//! [`Store::notify`] records the notification on the URL's record
+//! [`Store::notify`](crate::Store::notify) records the notification on the URL's record
 //! ([`Notifications`]: how many, the first, the latest) and makes the URL
 //! due at once with the reason `notified`. A site that pushes is taken to
 //! push every change: once a URL has two notifications or more, its change
@@ -16,8 +16,6 @@
 
 use std::collections::HashMap;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
@@ -25,7 +23,7 @@ use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 
-/// What [`Store::notify`] found.
+/// What [`Store::notify`](crate::Store::notify) found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notified {
     /// The store held the URL (active or retired: a retired one is revived).
@@ -57,13 +55,13 @@ impl Partition {
     /// docs). `url` is normalised first; one that is not an absolute
     /// http(s) URL, or is longer than a sitemap loc may be (SPEC X4), is
     /// [`StoreError::InvalidUrl`]. One batch under the write lock
-    /// ([`Store::notify_all`]).
+    /// ([`Store::notify_all`](crate::Store::notify_all)).
     pub(crate) fn notify(&self, url: &str, now: Timestamp) -> Result<Notified, StoreError> {
         let mut found = self.notify_all([url], now)?;
         Ok(found.pop().unwrap_or(Notified::Known))
     }
 
-    /// [`Store::notify`] for many URLs at once, all or nothing: every URL
+    /// [`Store::notify`](crate::Store::notify) for many URLs at once, all or nothing: every URL
     /// is normalised first (one that is not an absolute http(s) URL is
     /// [`StoreError::InvalidUrl`] and nothing is written), then every
     /// record is written in one atomic batch under the write lock, so a

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::estimate::Estimator;
 use crate::policy::{Params, PolicyRegistry};
 use crate::refresh::RefreshParams;
@@ -49,7 +47,7 @@ pub struct StoreOptions {
     /// embedder registers ([`PolicyRegistry::register`]).
     pub policies: PolicyRegistry,
     /// The time for the reads that take none (whether a lease still holds
-    /// in [`Store::url`] and [`Store::export`], the readiness probe's
+    /// in [`Store::url`](crate::Store::url) and [`Store::export`](crate::Store::export), the readiness probe's
     /// stamp); default the [`SystemClock`](crate::SystemClock). Every call
     /// that writes or leases takes its `now` as an argument.
     pub clock: Arc<dyn crate::Clock>,

@@ -1,14 +1,12 @@
-//! Taking the fetch outcomes back ([`Store::complete`]): what a fetch
+//! Taking the fetch outcomes back ([`Store::complete`](crate::Store::complete)): what a fetch
 //! found is recorded, and the URL is scheduled anew. Handing URLs out is
-//! `lease.rs`'s ([`Store::peek`], [`Store::lease`]); its types are
+//! `lease.rs`'s ([`Store::peek`](crate::Store::peek), [`Store::lease`](crate::Store::lease)); its types are
 //! re-exported here.
 
 use std::collections::hash_map::Entry;
 
 pub use crate::lease::{DUE_COUNT_LIMIT, LeaseRequest, Leased, Politeness};
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
@@ -161,7 +159,7 @@ impl Partition {
         }
     }
 
-    /// [`Store::complete`] for many fetches at once, in order, as one
+    /// [`Store::complete`](crate::Store::complete) for many fetches at once, in order, as one
     /// atomic write (a crawler reporting a batch pays for one, not one per
     /// URL). Returns the URLs the store does not hold; the others are
     /// recorded. A URL reported twice is completed twice, in order. Each

@@ -1,5 +1,5 @@
 //! robots.txt at lease time: each host's rules as its last walk read them
-//! ([`Store::set_robots`]), the URLs they disallow marked `blocked` and
+//! ([`Store::set_robots`](crate::Store::set_robots)), the URLs they disallow marked `blocked` and
 //! kept out of the queue until the rules change, and the host's
 //! `Crawl-delay` spacing its leases.
 //!
@@ -9,8 +9,6 @@
 use serde::Serialize;
 use sitemapd_parser::{HostKey, RobotsRules};
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::hash::FastMap;
 use crate::keys;
@@ -24,7 +22,7 @@ use crate::writes::UrlWrites;
 /// queue for hours.
 pub const MAX_CRAWL_DELAY: f64 = 30.0;
 
-/// What [`Store::set_robots`] changed.
+/// What [`Store::set_robots`](crate::Store::set_robots) changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RobotsUpdate {
@@ -213,7 +211,7 @@ impl<'s> RulesCache<'s> {
         })
     }
 
-    /// [`Store::lease_delay`] of `host`, from its rules read once.
+    /// [`Store::lease_delay`](crate::Store::lease_delay) of `host`, from its rules read once.
     pub(crate) fn lease_delay(&mut self, host: &str) -> Result<f64, StoreError> {
         let crawl_delay = self.rules(host)?.and_then(|r| r.crawl_delay);
         Ok(self.store.delay_for(crawl_delay))

@@ -3,13 +3,11 @@
 //! (`f` ‖ seed, see [`crate::keys`]). The store only keeps the registry;
 //! walking is the daemon's.
 //!
-//! [`Store::retire_host`] takes a host's URLs out of the queue when its site
+//! [`Store::retire_host`](crate::Store::retire_host) takes a host's URLs out of the queue when its site
 //! is no longer followed.
 
 use sitemapd_parser::HostKey;
 
-#[cfg(doc)]
-use crate::Store;
 use crate::error::StoreError;
 use crate::keys;
 use crate::kv::Batch;
@@ -19,10 +17,10 @@ use crate::time::Timestamp;
 use crate::view::SiteView;
 use crate::writes::UrlWrites;
 
-/// URL records retired per batch by [`Store::retire_host`].
+/// URL records retired per batch by [`Store::retire_host`](crate::Store::retire_host).
 const RETIRE_BATCH: usize = 2_000;
 
-/// One walk of a followed site, for [`Store::site_walked`].
+/// One walk of a followed site, for [`Store::site_walked`](crate::Store::site_walked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SiteWalk {
     /// When it ended.
@@ -59,7 +57,7 @@ impl Partition {
     }
 
     /// Stops following `seed`; whether it was followed. Its URLs stay: see
-    /// [`Store::retire_host`].
+    /// [`Store::retire_host`](crate::Store::retire_host).
     pub(crate) fn remove_site(&self, seed: &str) -> Result<bool, StoreError> {
         let key = keys::site(seed);
         let _lock = self.lock();
@@ -101,7 +99,7 @@ impl Partition {
 
     /// Followed sites in seed order after `after` (a seed as
     /// [`SiteView::site`] gives it; `None`: from the first): a page of
-    /// [`Store::sites`] for a client that cannot take them all at once.
+    /// [`Store::sites`](crate::Store::sites) for a client that cannot take them all at once.
     pub(crate) fn sites_after(
         &self,
         after: Option<&str>,
