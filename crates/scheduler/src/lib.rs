@@ -62,6 +62,6 @@ pub use refresh::RefreshParams;
 pub use robots::RobotsUpdate;
 pub use routing::{DEFAULT_PARTITIONS, MAX_PARTITIONS};
 pub use sites::SiteWalk;
-pub use store::{Ingest, Store};
+pub use store::{Compaction, Ingest, Store};
 pub use time::Timestamp;
 pub use view::{HostView, RefreshView, SiteView, SitemapView, UrlStatus, UrlView};

@@ -58,6 +58,14 @@ pub struct StoreOptions {
     /// them as it opens (crash-safe: an open after a crash finishes the
     /// move); a store of several keeps its number.
     pub partitions: u16,
+    /// [`Store::compact_if_grown`](crate::Store::compact_if_grown) compacts
+    /// the store when its files have grown to this many times what the last
+    /// compaction left; default 2 (0: never; a factor below 1.2 counts as
+    /// 1.2).
+    pub compact_growth: f64,
+    /// ... and are past this many bytes (a store never compacted, once
+    /// past it); default 16 MiB.
+    pub compact_floor_bytes: u64,
 }
 
 impl Default for StoreOptions {
@@ -73,6 +81,8 @@ impl Default for StoreOptions {
             policies: PolicyRegistry::default(),
             clock: Arc::new(crate::SystemClock),
             partitions: DEFAULT_PARTITIONS,
+            compact_growth: 2.0,
+            compact_floor_bytes: 16 << 20,
         }
     }
 }

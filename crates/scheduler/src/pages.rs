@@ -446,6 +446,48 @@ impl Pages {
     }
 }
 
+/// Moves up to `most` records under keys of their own, from URL `from`
+/// on, back into their pages, in one batch: each record as it is (the page
+/// takes the key's copy, and the key goes), so that no reader sees a
+/// change (applied write by write, as on a store of several partitions, a
+/// reader between two writes sees both copies, the same record). A record whose page does not decode, or that cannot be in a
+/// page, keeps its key. Returns how many moved, and the URL to go on from
+/// (`None`: none is left past them). The caller holds the store's write
+/// lock.
+pub(crate) fn fold_own_keys(
+    kv: &Kv,
+    from: &[u8],
+    most: usize,
+) -> Result<(u64, Option<Vec<u8>>), StoreError> {
+    let mut own = Vec::with_capacity(most.min(4096));
+    let mut next = None;
+    for item in kv.range([&[keys::URL][..], from].concat()..vec![keys::URL + 1]) {
+        let (k, v) = item?;
+        if own.len() == most {
+            next = Some(k[1..].to_vec());
+            break;
+        }
+        own.push(own_entry(&k, &v));
+    }
+    let mut pages = Pages::default();
+    let mut folded = Vec::new();
+    for (url, record) in own {
+        if let Placed::Page { own: true } = pages.set(kv, &url, Some(record))? {
+            folded.push(url);
+        }
+    }
+    // The pages first, then the keys: a store of several partitions
+    // applies a batch write by write, and a reader between two of them
+    // finds both copies (the key's wins), never neither.
+    let mut batch = Batch::default();
+    pages.write(&mut batch);
+    for url in &folded {
+        batch.remove(keys::url(url));
+    }
+    kv.apply_batch(batch)?;
+    Ok((folded.len() as u64, next))
+}
+
 /// Removes every page that does not decode (what `stats --check` named);
 /// how many. The records it held are lost (they could not be read); the
 /// due entries and counts that named them are rebuilt after this by

@@ -275,6 +275,28 @@ impl Partition {
         self.write.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Moves every URL record written under a key of its own since its
+    /// page was (by a completion, a notification) back into its page, a
+    /// few thousand at a time under the write lock, giving way to crawler
+    /// requests between: nothing a reader sees changes, and the store then
+    /// holds the fewer, denser keys an ingest leaves (what a compaction
+    /// copies). How many moved.
+    pub(crate) fn fold_records(&self) -> Result<u64, StoreError> {
+        /// Records moved in one batch.
+        const FOLD_BATCH: usize = 2000;
+        let mut from = Vec::new();
+        let mut moved = 0;
+        loop {
+            let _lock = self.lock_background();
+            let (n, next) = crate::pages::fold_own_keys(&self.kv, &from, FOLD_BATCH)?;
+            moved += n;
+            match next {
+                Some(next) => from = next,
+                None => return Ok(moved),
+            }
+        }
+    }
+
     pub(crate) fn get<T: Record>(&self, key: &[u8]) -> Result<Option<T>, StoreError> {
         match self.kv.get(key)? {
             None => Ok(None),

@@ -15,6 +15,14 @@ pub(crate) enum BackendError {
     Io(String),
 }
 
+/// What a compaction did: the bytes the backend's files took before it and
+/// after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Compacted {
+    pub(crate) before: u64,
+    pub(crate) after: u64,
+}
+
 /// The writes of one batch, in order: a key and its new value, or `None`
 /// to remove it.
 pub(crate) type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -82,6 +90,20 @@ pub(crate) trait Backend: Send + Sync {
     /// store of several partitions asks it; a backend whose batches already
     /// run side by side does nothing.
     fn batches_side_by_side(&self) {}
+
+    /// Rewrites what it holds into files that hold nothing else, for a
+    /// backend that does not give back the space of what it rewrote
+    /// (sled); `None` for one with nothing to give back (in memory).
+    /// Atomic: after a crash, the data as before or as after, the same.
+    fn compact(&self) -> Result<Option<Compacted>, BackendError> {
+        Ok(None)
+    }
+
+    /// The bytes its files took when the last compaction wrote them
+    /// (`None`: never compacted, or nothing to compact).
+    fn compacted_size(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The first key after every key that starts with `prefix` (`None`: no

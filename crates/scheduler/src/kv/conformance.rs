@@ -3,7 +3,8 @@
 //! backend through [`Kv`] and checked step by step against an ordered map
 //! (the model), in the manner of sled's own `fuzz_model`. A reopen drops
 //! every handle and opens the store again from its directory (in memory,
-//! where nothing outlives the handle, it keeps the handle).
+//! where nothing outlives the handle, it keeps the handle); a compaction
+//! rewrites the database into fresh files under the open handles.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,6 +37,7 @@ enum Op {
     TakeId(bool),
     DropSibling(usize),
     Reopen,
+    Compact,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -49,6 +51,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::TakeId),
         1 => (1..3usize).prop_map(Op::DropSibling),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Compact),
     ]
 }
 
@@ -86,8 +89,10 @@ impl Subject for InMemory {
 
 const SIBLINGS: [&str; 3] = ["", "crawl:a", "crawl:b"];
 
-fn space(kv: &Kv, i: usize) -> Option<Kv> {
-    (i > 0).then(|| kv.sibling(SIBLINGS[i]).expect("opens"))
+/// The handle on sibling `i` (1 or 2), opened once and held across the
+/// steps (a compaction moves it) until a reopen or a drop of the sibling.
+fn sibling<'h>(held: &'h mut [Option<Kv>; 3], kv: &Kv, i: usize) -> &'h Kv {
+    held[i].get_or_insert_with(|| kv.sibling(SIBLINGS[i]).expect("opens"))
 }
 
 fn collect(it: super::Iter<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -102,6 +107,7 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
     let mut model: [BTreeMap<Vec<u8>, Vec<u8>>; 3] = Default::default();
     let mut opened: BTreeSet<usize> = BTreeSet::new();
     let mut taken_ids: BTreeSet<u64> = BTreeSet::new();
+    let mut held: [Option<Kv>; 3] = Default::default();
     for op in ops {
         let kv = subject.kv();
         match op {
@@ -119,12 +125,13 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
                         }
                     }
                 }
-                match space(kv, s) {
-                    Some(sibling) => {
-                        opened.insert(s);
-                        sibling.apply_batch(batch).expect("applies");
-                    }
-                    None => kv.apply_batch(batch).expect("applies"),
+                if s == 0 {
+                    kv.apply_batch(batch).expect("applies");
+                } else {
+                    opened.insert(s);
+                    sibling(&mut held, kv, s)
+                        .apply_batch(batch)
+                        .expect("applies");
                 }
             }
             Op::Get(k) => {
@@ -182,11 +189,18 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
                 }
             }
             Op::DropSibling(s) => {
+                held[s] = None;
                 let was = kv.drop_sibling(SIBLINGS[s]).expect("drops");
                 assert_eq!(was, opened.remove(&s), "drop {}", SIBLINGS[s]);
                 model[s].clear();
             }
-            Op::Reopen => subject.reopen(),
+            Op::Reopen => {
+                held = Default::default();
+                subject.reopen();
+            }
+            Op::Compact => {
+                kv.compact().expect("compacts");
+            }
         }
         // Every sibling holds what the model says, and the names listed
         // are those opened and not dropped.
@@ -195,8 +209,7 @@ fn run(subject: &mut dyn Subject, ops: Vec<Op>) {
         let want: BTreeSet<String> = opened.iter().map(|s| SIBLINGS[*s].to_string()).collect();
         assert_eq!(names, want, "sibling names");
         for s in opened.iter().copied() {
-            let sibling = space(kv, s).expect("a sibling");
-            let got: Vec<_> = collect(sibling.range(vec![0x7f]..vec![0xff; 4]));
+            let got: Vec<_> = collect(sibling(&mut held, kv, s).range(vec![0x7f]..vec![0xff; 4]));
             let want: Vec<_> = model[s]
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))

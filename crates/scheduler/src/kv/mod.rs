@@ -21,6 +21,7 @@
 mod backend;
 #[cfg(test)]
 mod conformance;
+mod generations;
 mod health;
 mod memory;
 mod sled_atomic;
@@ -33,11 +34,12 @@ pub(crate) use bytes::Bytes;
 
 use crate::error::StoreError;
 use crate::keys;
+pub(crate) use backend::Compacted;
 use backend::{Backend, BackendError, Entries, prefix_end};
+#[cfg(test)]
+pub(crate) use generations::CLOSED_FILE;
 pub use health::StoreHealth;
 use health::{Health, guard, locked};
-#[cfg(test)]
-pub(crate) use sled_backend::CLOSED_FILE;
 
 /// Writes applied together by [`Kv::apply_batch`]: atomically, in order.
 #[derive(Debug, Default, Clone)]
@@ -457,6 +459,30 @@ impl Kv {
     pub(crate) fn size_on_disk(&self) -> Result<u64, StoreError> {
         self.read(|b| b.size())
     }
+
+    /// Rewrites the database (every keyspace of the store) into files that
+    /// hold its live data only, and switches to them; writes wait meanwhile
+    /// ([`Backend::compact`]). `None` in memory.
+    pub(crate) fn compact(&self) -> Result<Option<Compacted>, StoreError> {
+        self.refuse_if_wedged()?;
+        // A copy that fails (a full disk) leaves the files in use as they
+        // were: the store is not wedged by it, and the copy is removed.
+        match guard(self.backend.name(), || self.backend.compact()) {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(BackendError::Corrupt(detail))) => Err(self.damaged(detail)),
+            Ok(Err(BackendError::Io(detail))) => Err(StoreError::Io {
+                path: self.path.clone(),
+                detail: format!("the compaction failed, the store is as it was: {detail}"),
+            }),
+            Err(panic) => Err(self.damaged(panic)),
+        }
+    }
+
+    /// The bytes on disk the last compaction left (`None`: never
+    /// compacted, or in memory).
+    pub(crate) fn compacted_size(&self) -> Option<u64> {
+        self.backend.compacted_size()
+    }
 }
 
 /// Test-only writes of one key (each its own batch), to put a store in a
@@ -670,6 +696,29 @@ mod tests {
         };
         let kv = Kv::open(dir.path(), 1 << 20).unwrap();
         assert!(kv.next_id() > handed_out);
+    }
+
+    /// A compaction whose copy cannot be written (here a file stands where
+    /// its directory goes; a full disk alike) fails, and the store goes on
+    /// as it was: readable, writable, not waiting for a reopen.
+    #[test]
+    fn a_compaction_that_fails_leaves_the_store_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = Kv::open(dir.path(), 1 << 20).unwrap();
+        kv.insert(b"\x80a".to_vec(), b"1".to_vec()).unwrap();
+        let in_the_way = dir.path().join("generation-1");
+        std::fs::write(&in_the_way, b"in the way").unwrap();
+        let err = kv.compact().unwrap_err();
+        assert!(
+            matches!(err, StoreError::Io { .. }) && err.to_string().contains("as it was"),
+            "{err}"
+        );
+        kv.insert(b"\x80b".to_vec(), b"2".to_vec()).unwrap();
+        assert!(!kv.health().needs_reopen);
+        std::fs::remove_file(&in_the_way).unwrap();
+        kv.compact().unwrap().expect("on disk");
+        assert_eq!(kv.get(b"\x80a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(kv.get(b"\x80b").unwrap().as_deref(), Some(&b"2"[..]));
     }
 
     /// A scan holds no lock between two items: writes made while it runs

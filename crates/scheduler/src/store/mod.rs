@@ -17,13 +17,17 @@
 //! (a completion or notification already applied is applied again as a
 //! repeat would be).
 
+mod compaction;
 mod ingest;
 mod lease;
 mod repartition;
 mod split;
+#[cfg(test)]
+mod test_history;
 mod views;
 
 pub use crate::options::{DEFAULT_POLICY, EARLIER_DEFAULT_POLICY, StoreOptions};
+pub use compaction::Compaction;
 pub use ingest::Ingest;
 
 use std::path::Path;
