@@ -203,6 +203,11 @@ pub(crate) struct StatsArgs {
     /// named problems); then report.
     #[arg(long)]
     pub repair: bool,
+    /// First give back the disk space sled keeps of rewritten records: move the records
+    /// crawlers wrote back into their pages and copy the live data into fresh files (a
+    /// daemon does it by itself when the store's files have doubled).
+    #[arg(long)]
+    pub compact: bool,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -23,10 +23,131 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::daemon::{Daemon, TOKEN};
-use common::{bin, indexed_site, json_lines, run, stderr, stdout};
+use common::{bin, indexed_site, json_lines, run, run_with_input, stderr, stdout};
 use serde_json::{Value, json};
 use sitemapd_storebench::copy_dir;
 use sitemapd_testsite::client;
+
+fn is_compaction_start(line: &str) -> bool {
+    line.contains("compacting the store")
+}
+
+fn is_compaction_end(line: &str) -> bool {
+    line.contains("store compacted")
+}
+
+/// The files of the database the store in `dir` uses: `db` in the store's
+/// directory, or in the `generation-N` one a compaction wrote.
+fn databases(dir: &Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n == "db" || n.starts_with("generation-"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// A crawled store (records its completions wrote under keys of their
+/// own) compacted by `stats --compact`, the run killed at random points of
+/// the compaction (moving records into their pages, then copying the
+/// files): after each kill the store opens, `stats --check` passes, every
+/// URL is exported as before, and one database is left (the old or the
+/// new, never neither or both once opened).
+#[test]
+fn kill_9_while_a_store_compacts() {
+    let site = indexed_site(3, 4_000);
+    let root = site.url("/");
+    let source = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["ingest", "--allow-private", "--min-delay", "0", &root])
+        .args(store_arg(source.path()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A crawl of a third of the URLs: records under keys of their own.
+    let o = run(&[
+        &["queue", "-n", "5000", "--lease", "3600"][..],
+        &store_arg(source.path()),
+    ]
+    .concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: String = json_lines(&stdout(&o))
+        .iter()
+        .map(|row| {
+            format!(
+                "{}\n",
+                json!({"url": row["url"], "outcome": "not-modified"})
+            )
+        })
+        .collect();
+    let o = run_with_input(
+        &[&["complete"][..], &store_arg(source.path())].concat(),
+        report.as_bytes(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reference = export(source.path());
+    assert_eq!(reference.len(), 12_000);
+    let compact = |dir: &Path| {
+        let mut cmd = bin();
+        cmd.args(["stats", "--compact"])
+            .args(store_arg(dir))
+            .env("SITEMAPD_LOG", "info");
+        cmd
+    };
+    // A clean compaction: how long it takes, and what it leaves.
+    let clean = tempfile::tempdir().unwrap();
+    copy_dir(source.path(), clean.path());
+    let mut run = IngestRun::spawn(compact(clean.path()));
+    let from = run.wait_for("compaction start", is_compaction_start);
+    let full = run.wait_for("compaction end", is_compaction_end) - from;
+    let (status, lines) = run.end();
+    assert!(status.success(), "{}", lines.join("\n"));
+    assert_eq!(databases(clean.path()), ["generation-1"]);
+    assert!(
+        export(clean.path()) == reference,
+        "a clean compaction changed the URLs"
+    );
+    eprintln!("a compaction of a crawled store of 12,000 URLs takes {full:?}");
+
+    let mut rng = rng();
+    let mut landed = 0;
+    let mut missed = Vec::new();
+    for kill in 0..KILLS / 5 {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(source.path(), dir.path());
+        let mut run = IngestRun::spawn(compact(dir.path()));
+        let started = run.wait_for("compaction start", is_compaction_start);
+        let at = Duration::from_micros(rng.u64(0..full.as_micros().max(1) as u64));
+        std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
+        run.child.kill().unwrap();
+        let (status, lines) = run.end();
+        let what = format!("kill {kill}, {at:?} into the compaction");
+        if status.signal() == Some(libc::SIGKILL) && !lines.iter().any(|l| is_compaction_end(l)) {
+            landed += 1;
+        } else {
+            missed.push(format!("{what}: {status}"));
+        }
+        assert_consistent(dir.path(), &what);
+        let left = databases(dir.path());
+        assert!(
+            left == ["db"] || left == ["generation-1"],
+            "{what}: databases left after an open: {left:?}"
+        );
+        assert!(
+            export(dir.path()) == reference,
+            "{what}: the URLs differ from the store's before the compaction"
+        );
+        let o = compact(dir.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
+        assert!(export(dir.path()) == reference, "{what}: compacted again");
+    }
+    eprintln!("compaction: {landed} kills landed mid-compaction; missed: {missed:?}");
+    assert!(
+        landed >= KILLS / 10,
+        "{landed} kills mid-compaction; missed: {missed:?}"
+    );
+}
 
 /// Kill points per test.
 const KILLS: usize = 50;

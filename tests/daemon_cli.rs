@@ -680,3 +680,73 @@ fn a_robots_txt_the_guard_refuses_is_logged_as_refused_and_not_retried_as_an_out
     assert!(wait > 3_600, "{rec}");
     assert_eq!(site.connections(), 0);
 }
+
+/// A daemon whose store has grown compacts it by itself while crawlers
+/// work (`--compact-floor-mib 1`: a store past 1 MiB never compacted is
+/// compacted at the next look): the files move into a fresh database, and
+/// every completion the API acknowledged, before and after, is in the
+/// store when it stops.
+#[test]
+fn the_daemon_compacts_a_grown_store_while_crawlers_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        dir.path(),
+        &[
+            "--compact-floor-mib",
+            "1",
+            "--lease-delay",
+            "0",
+            "--per-host",
+            "1000",
+        ],
+    );
+    for batch in 0..10 {
+        let urls: Vec<String> = (0..2_000)
+            .map(|i| format!("https://s{}.example/b{batch}/p{i}", i % 40))
+            .collect();
+        d.post("/v1/notify", json!({ "urls": urls }));
+    }
+    let mut acknowledged = std::collections::BTreeSet::new();
+    let mut crawl = |d: &Daemon| {
+        let leased = d.post("/v1/lease", json!({ "n": 500, "ttl_secs": 600 }));
+        let urls: Vec<String> = leased["urls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["url"].as_str().unwrap().to_string())
+            .collect();
+        let results: Vec<Value> = urls
+            .iter()
+            .map(|u| json!({ "url": u, "outcome": "not-modified" }))
+            .collect();
+        d.post("/v1/complete", Value::Array(results));
+        acknowledged.extend(urls);
+    };
+    d.wait_for("the store compacted", |d| {
+        crawl(d);
+        d.log().contains("store compacted")
+    });
+    for _ in 0..5 {
+        crawl(&d);
+    }
+    assert!(dir.path().join("generation-1").join("db").is_file());
+    assert!(!dir.path().join("db").exists(), "the old files are removed");
+    let (status, _, log) = d.terminate();
+    assert!(status.success(), "{log}");
+    let o = run(&["stats", "--check", "--store", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["export", "--store", dir.path().to_str().unwrap()]);
+    let fetched: std::collections::BTreeSet<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|row| row["fetches"].as_u64().unwrap() > 0)
+        .map(|row| row["url"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        acknowledged.len() > 1_000,
+        "{} completions",
+        acknowledged.len()
+    );
+    let lost: Vec<_> = acknowledged.difference(&fetched).take(5).collect();
+    assert!(lost.is_empty(), "acknowledged, not in the store: {lost:?}");
+}

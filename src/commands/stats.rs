@@ -18,6 +18,16 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
     if args.repair {
         store.repair()?;
     }
+    let compacted = if args.compact { store.compact()? } else { None };
+    if let Some(done) = compacted {
+        eprintln!(
+            "compacted: {} → {} on disk ({} records moved into their pages; writes waited {} ms)",
+            words::bytes(done.bytes_before),
+            words::bytes(done.bytes_after),
+            done.records_folded,
+            done.took.as_millis()
+        );
+    }
     // The kept counts answer at once; --check reads every record, recounts
     // and checks them.
     let (stats, check) = if args.check {

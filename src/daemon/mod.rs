@@ -9,6 +9,7 @@
 
 mod access;
 mod api;
+mod compaction;
 mod conns;
 mod message_budget;
 mod metrics;
@@ -218,6 +219,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             stop_rx.clone(),
         ));
     }
+    runtime.spawn(compaction::run(store.clone(), stop_rx.clone()));
     let app = api::router(
         api::ApiState {
             store: store.clone(),

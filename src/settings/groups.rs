@@ -440,6 +440,14 @@ pub(crate) struct SchedulerSettings {
     /// it opens; a store of several keeps its number.
     #[arg(long, default_value_t = SchedulerSettings::default().partitions)]
     pub partitions: u16,
+    /// The daemon compacts the store (gives back the disk space sled keeps of rewritten
+    /// records) when its files have grown to this many times what the last compaction left;
+    /// 0: never (`sitemapd stats --compact` still does).
+    #[arg(long, default_value_t = SchedulerSettings::default().compact_growth)]
+    pub compact_growth: f64,
+    /// ... and are past this many MiB (a store never compacted: once past it).
+    #[arg(long, value_name = "MIB", default_value_t = SchedulerSettings::default().compact_floor_mib)]
+    pub compact_floor_mib: u64,
 }
 
 impl Default for SchedulerSettings {
@@ -457,6 +465,8 @@ impl Default for SchedulerSettings {
             announced_share: d.params.announced_share,
             probe_interval: d.params.probe_interval,
             partitions: d.partitions,
+            compact_growth: d.compact_growth,
+            compact_floor_mib: d.compact_floor_bytes >> 20,
         }
     }
 }
@@ -476,6 +486,8 @@ impl SchedulerSettings {
                 ..Default::default()
             },
             partitions: self.partitions,
+            compact_growth: self.compact_growth,
+            compact_floor_bytes: self.compact_floor_mib.saturating_mul(1 << 20),
             ..Default::default()
         }
     }
@@ -490,6 +502,16 @@ impl SchedulerSettings {
             "scheduler.partitions",
             (1..=sitemapd_scheduler::MAX_PARTITIONS).contains(&self.partitions),
             "between 1 and 1024",
+        )?;
+        check(
+            "scheduler.compact_growth",
+            self.compact_growth == 0.0 || (1.2..=100.0).contains(&self.compact_growth),
+            "0 (never) or between 1.2 and 100",
+        )?;
+        check(
+            "scheduler.compact_floor_mib",
+            self.compact_floor_mib >= 1,
+            "at least 1",
         )?;
         check("scheduler.lease_ttl", self.lease_ttl >= 1, "at least 1")?;
         check("scheduler.per_host", self.per_host >= 1, "at least 1")?;
