@@ -967,22 +967,29 @@ fn throughput(args: &[String]) {
         std::thread::sleep(Duration::from_secs(1));
     }
     let stats = api.stats().unwrap_or(Value::Null);
+    let active = stats["active"].as_u64().unwrap_or(1).max(1);
     println!(
-        "\nboth walks done {:.1} s after window 1: {} active, {} due now, {} leased",
+        "\nboth walks done {:.1} s after window 1: {} active, {} due now, {} leased; store on disk {:.0} bytes per URL",
         wait.elapsed().as_secs_f64(),
         stats["active"],
         stats["due_now"],
-        stats["leased"]
+        stats["leased"],
+        dir_bytes(store.path()) as f64 / active as f64
     );
     println!("window 2, no ingest running:");
     window(&daemon, workers, seconds, HUNDRED);
+    println!(
+        "store on disk after window 2: {:.0} bytes per URL",
+        dir_bytes(store.path()) as f64 / active as f64
+    );
 
     println!();
     daemon.print_log_summary();
     let (took, status) = daemon.stop();
     println!(
-        "daemon stopped {:.2} s after SIGTERM: {status}",
-        took.as_secs_f64()
+        "daemon stopped {:.2} s after SIGTERM: {status}; store on disk {:.0} bytes per URL",
+        took.as_secs_f64(),
+        dir_bytes(store.path()) as f64 / active as f64
     );
     drop(site.stdin.take());
     let _ = site.wait();

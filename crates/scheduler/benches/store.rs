@@ -12,7 +12,11 @@
 //! `--crawl ROUNDS` then leases and completes 1,000 URLs ROUNDS times (a
 //! crawler at work: each completed record gets a key of its own) and
 //! ingests again (which folds them back into their pages), printing the
-//! disk after each.
+//! disk after each. With `--compact`, the crawl calls
+//! `Store::compact_if_grown` after every round, as the daemon does now and
+//! then, and prints the largest the directory was, the compactions and how
+//! long writes waited for them; `--compact-growth-tenths G` sets
+//! `StoreOptions::compact_growth` to G / 10 (default 20: 2.0).
 //!
 //! `--calibrate` then opens the store again with the `freshness-optimal`
 //! policy and calibrates it (a pass over every URL), printing its time and
@@ -100,6 +104,8 @@ fn ingest(store: &Store, now: i64, hosts: usize, per_host: usize, batch: usize) 
 /// back); the time it ends at.
 fn crawl(store: &Store, mut at: i64, rounds: usize, total: usize, path: &std::path::Path) -> i64 {
     let done = Completion::from(Outcome::NotModified);
+    let compact = std::env::args().any(|a| a == "--compact");
+    let (mut peak, mut peak_copying, mut compactions, mut waits) = (0u64, 0u64, 0, Vec::new());
     let mut times = Vec::new();
     let mut crawled = 0;
     let started = Instant::now();
@@ -119,8 +125,26 @@ fn crawl(store: &Store, mut at: i64, rounds: usize, total: usize, path: &std::pa
         times.push(t.elapsed().as_secs_f64() * 1000.0);
         crawled += leased.len();
         at += 10;
+        if compact {
+            peak = peak.max(dir_bytes(path).0);
+            if let Some(done) = store.compact_if_grown().unwrap() {
+                compactions += 1;
+                peak_copying = peak_copying.max(done.bytes_before + done.bytes_after);
+                waits.push(done.took.as_secs_f64() * 1000.0);
+            }
+        }
     }
     store.flush().unwrap();
+    if compact {
+        waits.sort_by(f64::total_cmp);
+        println!(
+            "compaction: {compactions} during the crawl, writes waited {:.0} ms in all, at most {:.0} ms; the directory at most {:.0} bytes per URL ({:.0} while a compaction held both copies)",
+            waits.iter().sum::<f64>(),
+            waits.last().copied().unwrap_or(0.0),
+            peak as f64 / total as f64,
+            peak_copying as f64 / total as f64
+        );
+    }
     times.sort_by(f64::total_cmp);
     let at_rank = |q: usize| times.get(times.len() * q / 10).copied().unwrap_or(0.0);
     println!(
@@ -167,9 +191,15 @@ fn main() {
         "--partitions",
         usize::from(StoreOptions::default().partitions),
     );
+    // `--compact-growth` in tenths (20: the default 2.0).
+    let growth_tenths = arg(
+        "--compact-growth-tenths",
+        (StoreOptions::default().compact_growth * 10.0) as usize,
+    );
     let options = StoreOptions {
         cache_bytes: (cache_mib as u64) << 20,
         partitions: u16::try_from(partitions).expect("--partitions: 1 to 1024"),
+        compact_growth: growth_tenths as f64 / 10.0,
         ..StoreOptions::default()
     };
     let store = Store::open(path, options).unwrap();
