@@ -25,7 +25,7 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
             words::bytes(done.bytes_before),
             words::bytes(done.bytes_after),
             done.records_folded,
-            done.took.as_millis()
+            done.writes_waited.as_millis()
         );
     }
     // The kept counts answer at once; --check reads every record, recounts

@@ -130,7 +130,7 @@ fn crawl(store: &Store, mut at: i64, rounds: usize, total: usize, path: &std::pa
             if let Some(done) = store.compact_if_grown().unwrap() {
                 compactions += 1;
                 peak_copying = peak_copying.max(done.bytes_before + done.bytes_after);
-                waits.push(done.took.as_secs_f64() * 1000.0);
+                waits.push(done.writes_waited.as_secs_f64() * 1000.0);
             }
         }
     }

@@ -16,11 +16,15 @@ pub(crate) enum BackendError {
 }
 
 /// What a compaction did: the bytes the backend's files took before it and
-/// after.
+/// after, and how long writes waited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Compacted {
     pub(crate) before: u64,
     pub(crate) after: u64,
+    /// How long writes waited for it.
+    pub(crate) writes_waited: std::time::Duration,
+    /// The writes made while it copied, applied to the copy after.
+    pub(crate) captured: u64,
 }
 
 /// The writes of one batch, in order: a key and its new value, or `None`

@@ -19,6 +19,7 @@
 //!   never served. [`Health`] tracks both.
 
 mod backend;
+mod capture;
 #[cfg(test)]
 mod conformance;
 mod generations;

@@ -38,7 +38,7 @@ fn key(n: u64) -> Vec<u8> {
 /// A batch as one value: for each write, the key's length (u32, big
 /// endian), the key, then 0 for a removal or 1, the value's length and the
 /// value.
-fn encode(ops: &Ops) -> Vec<u8> {
+pub(super) fn encode(ops: &Ops) -> Vec<u8> {
     let size: usize = ops
         .iter()
         .map(|(k, v)| 9 + k.len() + v.as_ref().map_or(0, Vec::len))
@@ -60,7 +60,7 @@ fn encode(ops: &Ops) -> Vec<u8> {
 }
 
 /// The writes of a batch record; `None` if it does not decode.
-fn decode(mut bytes: &[u8]) -> Option<Ops> {
+pub(super) fn decode(mut bytes: &[u8]) -> Option<Ops> {
     fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
         let (head, rest) = (bytes.get(..n)?, bytes.get(n..)?);
         *bytes = rest;

@@ -6,8 +6,9 @@
 //!
 //! sled 0.34 does not give back the space of what it rewrites: a store
 //! being crawled grows without bound. [`Backend::compact`] copies the live
-//! data into a fresh database and switches to it ([`super::generations`]),
-//! while readers go on reading the old one and writers wait.
+//! data into a fresh database while reads and writes go on (the writes also
+//! captured, [`super::capture`]), then, writers waiting, applies the
+//! writes captured to the copy and switches to it ([`super::generations`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use bytes::Bytes;
 
 use super::backend::{Backend, BackendError, Compacted, Entries, Ops};
+use super::capture::{self, Capture};
 use super::generations::{self, CLOSED_FILE, Named};
 use super::health::{guard, locked};
 use super::sled_atomic;
@@ -25,6 +27,10 @@ use crate::keys;
 
 /// The tree of the store's own keyspace.
 const TREE: &str = "sitemapd";
+
+/// The file in a copy's directory that captures the writes made while the
+/// copy is made.
+const CAPTURED: &str = "writes-during-copy";
 
 /// sled's default tree, which the store does not use.
 const DEFAULT_TREE: &[u8] = b"__sled__default";
@@ -58,9 +64,13 @@ struct Database {
     /// The trees the handles hold, which a compaction moves to the new
     /// generation.
     handles: Mutex<Vec<Weak<RwLock<OpenTree>>>>,
-    /// Held (shared) by every write, taken (alone) by a compaction, which
-    /// so copies a database nobody writes.
+    /// Held (shared) by every write, taken (alone) by a compaction to start
+    /// capturing writes and to switch.
     writes: RwLock<()>,
+    /// The writes a compaction's copy is to be given ([`capture`]), while
+    /// it copies.
+    capture: Mutex<Option<Capture>>,
+    capturing: AtomicBool,
     /// Numbers the batch records of every tree ([`sled_atomic`]).
     batches: AtomicU64,
     /// The trees whose batch records were replayed in this process: a tree
@@ -177,6 +187,8 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
         current: RwLock::new(generation.clone()),
         handles: Mutex::default(),
         writes: RwLock::new(()),
+        capture: Mutex::default(),
+        capturing: AtomicBool::new(false),
         batches: AtomicU64::new(next_batch),
         replayed: Mutex::default(),
         side_by_side: AtomicBool::new(false),
@@ -319,32 +331,36 @@ impl Sled {
 }
 
 impl Database {
-    /// Copies every tree of the generation in use into a fresh one and
-    /// switches to it; writers wait meanwhile (readers go on).
+    /// Copies every tree of the generation in use into a fresh one while
+    /// reads and writes go on (the writes captured), then, writers waiting,
+    /// applies the writes captured to it and switches to it.
     fn compact(&self) -> Result<Compacted, BackendError> {
+        let started = std::time::Instant::now();
+        let (old, number, dir, before) = self.start_capture()?;
+        let mut waited = started.elapsed();
+        // The copy, while reads and writes go on (the writes captured).
+        let copied = self.copy_into(old.db(), &dir);
+        // Writers wait from here: the writes captured go into the copy,
+        // then the switch.
         let alone = write(&self.writes);
-        if self.unconfirmed.load(Ordering::SeqCst) {
-            return Err(BackendError::Io(
-                "a compaction's switch is unconfirmed".into(),
-            ));
-        }
-        let old = read(&self.current).clone();
-        // What sled holds unwritten goes to disk before the copy takes
-        // space: a write failing for room later would stop the store.
-        old.db().flush().map_err(error)?;
-        let before = old.db().size_on_disk().map_err(error)?;
-        let free = generations::available(&self.root).map_err(io_error)?;
-        if free < before.saturating_add(before / 4) {
-            return Err(BackendError::Io(format!(
-                "{free} bytes free, and a copy of the {before} bytes of the store's files may need \
-                 as much and a quarter more"
-            )));
-        }
-        let number = old.named.number + 1;
-        let dir = generations::dir(&self.root, number);
-        // Left by a compaction a failure cut short in this process.
-        generations::remove(&self.root, number);
-        let (db, written) = match self.copy_into(old.db(), &dir) {
+        let switching = std::time::Instant::now();
+        self.capturing.store(false, Ordering::SeqCst);
+        let capture = locked(&self.capture).take();
+        let caught_up = copied.and_then(|db| {
+            let captured = capture
+                .ok_or_else(|| BackendError::Io("the capture was lost".into()))?
+                .finish()
+                .map_err(io_error)?;
+            let replayed = capture::replay(&captured, &db).map_err(BackendError::Io)?;
+            std::fs::remove_file(&captured).map_err(io_error)?;
+            db.flush().map_err(|e| BackendError::Io(e.to_string()))?;
+            generations::sync_all(&dir).map_err(io_error)?;
+            let written = db
+                .size_on_disk()
+                .map_err(|e| BackendError::Io(e.to_string()))?;
+            Ok((db, written, replayed))
+        });
+        let (db, written, captured) = match caught_up {
             Ok(done) => done,
             Err(e) => {
                 generations::remove(&self.root, number);
@@ -394,14 +410,15 @@ impl Database {
             // Both files kept, for whichever the next open finds named.
             self.unconfirmed.store(true, Ordering::SeqCst);
         }
-        // Every handle to the copy of its tree. A tree not copied (dropped
-        // while a handle on it stayed) keeps its handle on the old files
-        // until the handle goes, rather than come back in the new ones.
-        let copied: HashSet<sled::IVec> = generation.db().tree_names().into_iter().collect();
+        // Every handle to its tree in the copy (one made while the copy was
+        // made is created there). A tree dropped while a handle on it stayed
+        // keeps its handle on the old files until the handle goes, rather
+        // than come back in the new ones.
+        let live: HashSet<sled::IVec> = old.db().tree_names().into_iter().collect();
         for handle in locked(&self.handles).iter().filter_map(Weak::upgrade) {
             let mut open = write(&handle);
             let name = open.tree.name();
-            if !copied.contains(&name) {
+            if !live.contains(&name) {
                 continue;
             }
             match generation.db().open_tree(&name) {
@@ -418,17 +435,57 @@ impl Database {
         }
         // Writers go on now, not after the old database is closed and its
         // files removed (when its last reader is done, maybe this `old`).
+        waited += switching.elapsed();
         drop(alone);
         drop(old);
         Ok(Compacted {
             before,
             after: written,
+            writes_waited: waited,
+            captured,
         })
     }
 
-    /// A fresh database in `dir` holding every tree of `from`, durable;
-    /// and the bytes its files take.
-    fn copy_into(&self, from: &sled::Db, dir: &Path) -> Result<(sled::Db, u64), BackendError> {
+    /// Writers waiting a moment: checks that a copy may be made, and starts
+    /// capturing the writes for it. The generation in use, the copy's
+    /// number and directory, and the bytes the store's files take.
+    fn start_capture(&self) -> Result<(Arc<Generation>, u64, PathBuf, u64), BackendError> {
+        let _alone = write(&self.writes);
+        if self.unconfirmed.load(Ordering::SeqCst) {
+            return Err(BackendError::Io(
+                "a compaction's switch is unconfirmed".into(),
+            ));
+        }
+        let old = read(&self.current).clone();
+        // What sled holds unwritten goes to disk before the copy takes
+        // space: a write failing for room later would stop the store.
+        old.db().flush().map_err(error)?;
+        let before = old.db().size_on_disk().map_err(error)?;
+        let free = generations::available(&self.root).map_err(io_error)?;
+        if free < before.saturating_add(before / 4) {
+            return Err(BackendError::Io(format!(
+                "{free} bytes free, and a copy of the {before} bytes of the store's files may need \
+                 as much and a quarter more"
+            )));
+        }
+        let number = old.named.number + 1;
+        let dir = generations::dir(&self.root, number);
+        // Left by a compaction a failure cut short in this process.
+        generations::remove(&self.root, number);
+        let capture = std::fs::create_dir_all(&dir)
+            .and_then(|()| Capture::create(&dir.join(CAPTURED)))
+            .map_err(|e| {
+                generations::remove(&self.root, number);
+                io_error(e)
+            })?;
+        *locked(&self.capture) = Some(capture);
+        self.capturing.store(true, Ordering::SeqCst);
+        Ok((old, number, dir, before))
+    }
+
+    /// A fresh database in `dir` holding every tree of `from` as the copy
+    /// reads it (the writes made meanwhile are captured).
+    fn copy_into(&self, from: &sled::Db, dir: &Path) -> Result<sled::Db, BackendError> {
         // The copy's own failures (room, I/O) say nothing of the store's
         // files: an I/O error whatever sled calls it.
         let to_io = |e: sled::Error| BackendError::Io(e.to_string());
@@ -449,6 +506,12 @@ impl Database {
             let mut bytes = 0;
             for item in source.iter() {
                 let (k, v) = item.map_err(error)?;
+                // The record of a batch being applied: its writes are
+                // captured, and a record left in the copy would be
+                // applied again, over later writes, at the next open.
+                if k.starts_with(sled_atomic::PREFIX) {
+                    continue;
+                }
                 if !batches {
                     target.insert(k, v).map_err(to_io)?;
                     continue;
@@ -466,10 +529,7 @@ impl Database {
                 target.apply_batch(batch).map_err(to_io)?;
             }
         }
-        db.flush().map_err(to_io)?;
-        generations::sync_all(dir).map_err(io_error)?;
-        let written = db.size_on_disk().map_err(to_io)?;
-        Ok((db, written))
+        Ok(db)
     }
 }
 
@@ -496,17 +556,29 @@ impl Backend for Sled {
                 "its tree is in a database a compaction replaced (dropped, or not moved)".into(),
             ));
         }
+        let captured = self
+            .shared
+            .capturing
+            .load(Ordering::SeqCst)
+            .then(|| sled_atomic::encode(&ops));
         if self.shared.side_by_side.load(Ordering::Relaxed) {
-            return sled_atomic::apply(&open.tree, &self.shared.batches, ops).map_err(error);
-        }
-        let mut batch = sled::Batch::default();
-        for (k, v) in ops {
-            match v {
-                Some(v) => batch.insert(k, v),
-                None => batch.remove(k),
+            sled_atomic::apply(&open.tree, &self.shared.batches, ops).map_err(error)?;
+        } else {
+            let mut batch = sled::Batch::default();
+            for (k, v) in ops {
+                match v {
+                    Some(v) => batch.insert(k, v),
+                    None => batch.remove(k),
+                }
             }
+            open.tree.apply_batch(batch).map_err(error)?;
         }
-        open.tree.apply_batch(batch).map_err(error)
+        if let Some(encoded) = captured
+            && let Some(capture) = locked(&self.shared.capture).as_mut()
+        {
+            capture.batch(&open.tree.name(), &encoded);
+        }
+        Ok(())
     }
 
     fn range(&self, start: Vec<u8>, end: Option<Vec<u8>>) -> Entries<'_> {
@@ -576,7 +648,11 @@ impl Backend for Sled {
     fn drop_keyspace(&self, name: &str) -> Result<bool, BackendError> {
         let _writing = read(&self.shared.writes);
         self.writable()?;
-        self.current().db().drop_tree(name).map_err(error)
+        let dropped = self.current().db().drop_tree(name).map_err(error)?;
+        if let Some(capture) = locked(&self.shared.capture).as_mut() {
+            capture.dropped(name.as_bytes());
+        }
+        Ok(dropped)
     }
 
     fn durable(&self) -> bool {
@@ -810,5 +886,62 @@ mod tests {
         let store = open(dir.path(), 1 << 20).unwrap();
         assert_eq!(store.get(b"k").unwrap().as_deref(), Some(&b"old"[..]));
         assert_eq!(listing(dir.path()), ["generation", "generation-1", "lock"]);
+    }
+
+    /// Writes made while the copy is made are captured and go into the
+    /// copy: a writer that never stops loses none of them.
+    #[test]
+    fn writes_made_during_the_copy_are_in_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), 1 << 20).unwrap();
+        for chunk in 0..40u32 {
+            let ops = (0..500u32)
+                .map(|i| {
+                    (
+                        (chunk * 500 + i).to_be_bytes().to_vec(),
+                        Some(vec![7u8; 200]),
+                    )
+                })
+                .collect();
+            store.apply(ops).unwrap();
+        }
+        let stop = AtomicBool::new(false);
+        let (done, written) = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let mut n = 0u32;
+                while !stop.load(Ordering::SeqCst) {
+                    let key = [b"w".as_slice(), &n.to_be_bytes()].concat();
+                    store
+                        .apply(vec![(key, Some(n.to_be_bytes().to_vec()))])
+                        .unwrap();
+                    // Every third key removes the one before it.
+                    if n % 3 == 2 {
+                        let gone = [b"w".as_slice(), &(n - 1).to_be_bytes()].concat();
+                        store.apply(vec![(gone, None)]).unwrap();
+                    }
+                    n += 1;
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                n
+            });
+            while store.get(b"w\0\0\0\x10").unwrap().is_none() {
+                std::thread::yield_now();
+            }
+            let done = store.compact().unwrap().unwrap();
+            stop.store(true, Ordering::SeqCst);
+            (done, writer.join().unwrap())
+        });
+        assert!(
+            done.captured > 0,
+            "no write landed during the copy: {done:?}"
+        );
+        drop(store);
+        let reopened = open(dir.path(), 1 << 20).unwrap();
+        for n in 0..written {
+            let key = [b"w".as_slice(), &n.to_be_bytes()].concat();
+            let removed = n % 3 == 1 && n + 1 < written;
+            let got = reopened.get(&key).unwrap();
+            assert_eq!(got.is_none(), removed, "key {n} of {written}");
+        }
     }
 }

@@ -4,9 +4,12 @@
 //! first moves the URL records crawlers wrote under keys of their own
 //! back into their pages (online, a batch at a time), then copies the live
 //! data of the whole database (every keyspace: the store's partitions and
-//! its crawls) into fresh files and switches to them, crash-safe: a kill at any point leaves the old files in use or
-//! the new ones, never neither. Writes wait while it copies (reads go on);
-//! it needs disk for one more copy of the live data meanwhile.
+//! its crawls) into fresh files and switches to them, crash-safe: a kill
+//! at any point leaves the old files in use or the new ones, never
+//! neither. Reads and writes go on while it copies (the writes also
+//! captured into a file beside the copy); writes wait while the captured
+//! writes go into the copy and it is switched to. It needs disk for one
+//! more copy of the live data meanwhile.
 
 use std::time::{Duration, Instant};
 
@@ -29,15 +32,21 @@ pub struct Compaction {
     /// URL records a crawler's writes had left under keys of their own,
     /// moved back into their pages first.
     pub records_folded: u64,
-    /// How long writes waited.
+    /// How long crawler writes waited for it: while it began, and while
+    /// the writes made during the copy went into the copy and it was
+    /// switched to.
+    pub writes_waited: Duration,
+    /// How long it took, the records moved into their pages and the copy
+    /// included (reads and writes went on meanwhile).
     pub took: Duration,
 }
 
 impl Store {
     /// Rewrites the store's files to hold its live data only, and switches
     /// to them (every crawl of the store too: they share its files).
-    /// Crawler writes wait while it copies; reads go on. `None` for a store
-    /// in memory.
+    /// Reads and writes go on while it copies; writes wait for the writes
+    /// made meanwhile to go into the copy, and for the switch. `None` for a
+    /// store in memory.
     ///
     /// ```
     /// # fn main() -> Result<(), sitemapd_scheduler::StoreError> {
@@ -52,11 +61,11 @@ impl Store {
         // into their pages (online, partition by partition): a key per URL
         // costs sled several times its bytes.
         tracing::info!("compacting the store");
+        let start = Instant::now();
         let mut folded = self.fold_records()?;
         for name in self.crawl_names() {
             folded += self.crawl(&name)?.fold_records()?;
         }
-        let start = Instant::now();
         let done = self.parts()[0].kv.compact()?;
         let took = start.elapsed();
         Ok(done.map(|c| {
@@ -65,12 +74,14 @@ impl Store {
                 after = c.after,
                 folded,
                 took_ms = took.as_millis() as u64,
+                writes_waited_ms = c.writes_waited.as_millis() as u64,
                 "store compacted"
             );
             Compaction {
                 bytes_before: c.before,
                 bytes_after: c.after,
                 records_folded: folded,
+                writes_waited: c.writes_waited,
                 took,
             }
         }))
