@@ -56,15 +56,7 @@ fn databases(dir: &Path) -> Vec<String> {
 /// new, never neither or both once opened).
 #[test]
 fn kill_9_while_a_store_compacts() {
-    let site = indexed_site(3, 4_000);
-    let root = site.url("/");
-    let source = tempfile::tempdir().unwrap();
-    let o = bin()
-        .args(["ingest", "--allow-private", "--min-delay", "0", &root])
-        .args(store_arg(source.path()))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let source = ingested(3, 4_000);
     // A crawl of a third of the URLs: records under keys of their own.
     let o = run(&[
         &["queue", "-n", "5000", "--lease", "3600"][..],
@@ -88,65 +80,133 @@ fn kill_9_while_a_store_compacts() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let reference = export(source.path());
     assert_eq!(reference.len(), 12_000);
-    let compact = |dir: &Path| {
-        let mut cmd = bin();
-        cmd.args(["stats", "--compact"])
-            .args(store_arg(dir))
-            .env("SITEMAPD_LOG", "info");
-        cmd
+    let compact = |dir: &Path| logged(&["stats", "--compact"], dir);
+    let phase = Phase {
+        name: "compaction",
+        start: is_compaction_start,
+        end: is_compaction_end,
     };
     // A clean compaction: how long it takes, and what it leaves.
-    let clean = tempfile::tempdir().unwrap();
-    copy_dir(source.path(), clean.path());
-    let mut run = IngestRun::spawn(compact(clean.path()));
-    let from = run.wait_for("compaction start", is_compaction_start);
-    let full = run.wait_for("compaction end", is_compaction_end) - from;
-    let (status, lines) = run.end();
-    assert!(status.success(), "{}", lines.join("\n"));
+    let (clean, full) = phase.time(source.path(), &compact);
     assert_eq!(databases(clean.path()), ["generation-1"]);
     assert!(
         export(clean.path()) == reference,
         "a clean compaction changed the URLs"
     );
     eprintln!("a compaction of a crawled store of 12,000 URLs takes {full:?}");
-
-    let mut rng = rng();
-    let mut landed = 0;
-    let mut missed = Vec::new();
-    for kill in 0..KILLS / 5 {
-        let dir = tempfile::tempdir().unwrap();
-        copy_dir(source.path(), dir.path());
-        let mut run = IngestRun::spawn(compact(dir.path()));
-        let started = run.wait_for("compaction start", is_compaction_start);
-        let at = Duration::from_micros(rng.u64(0..full.as_micros().max(1) as u64));
-        std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
-        run.child.kill().unwrap();
-        let (status, lines) = run.end();
-        let what = format!("kill {kill}, {at:?} into the compaction");
-        if status.signal() == Some(libc::SIGKILL) && !lines.iter().any(|l| is_compaction_end(l)) {
-            landed += 1;
-        } else {
-            missed.push(format!("{what}: {status}"));
-        }
-        assert_consistent(dir.path(), &what);
-        let left = databases(dir.path());
+    phase.kill_at_random_points(source.path(), &compact, full, |dir, what| {
+        assert_consistent(dir, what);
+        let left = databases(dir);
         assert!(
             left == ["db"] || left == ["generation-1"],
             "{what}: databases left after an open: {left:?}"
         );
         assert!(
-            export(dir.path()) == reference,
+            export(dir) == reference,
             "{what}: the URLs differ from the store's before the compaction"
         );
-        let o = compact(dir.path()).output().unwrap();
+        let o = compact(dir).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
-        assert!(export(dir.path()) == reference, "{what}: compacted again");
+        assert!(export(dir) == reference, "{what}: compacted again");
+    });
+}
+
+/// A store of a site of `sitemaps` sitemaps of `per_sitemap` URLs each,
+/// ingested.
+fn ingested(sitemaps: usize, per_sitemap: usize) -> tempfile::TempDir {
+    let site = indexed_site(sitemaps, per_sitemap);
+    let store = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args([
+            "ingest",
+            "--allow-private",
+            "--min-delay",
+            "0",
+            &site.url("/"),
+        ])
+        .args(store_arg(store.path()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    store
+}
+
+/// `sitemapd ARGS --store DIR`, logging at info (the lines a [`Phase`]
+/// is told by).
+fn logged(args: &[&str], dir: &Path) -> std::process::Command {
+    let mut cmd = bin();
+    cmd.args(args)
+        .args(store_arg(dir))
+        .env("SITEMAPD_LOG", "info");
+    cmd
+}
+
+/// A run's phase, told by a log line at its start and one at its end.
+struct Phase {
+    name: &'static str,
+    start: fn(&str) -> bool,
+    end: fn(&str) -> bool,
+}
+
+impl Phase {
+    /// Runs `command` to the end on a copy of the store in `source`: the
+    /// copy, and how long the phase took.
+    fn time(
+        &self,
+        source: &Path,
+        command: &dyn Fn(&Path) -> std::process::Command,
+    ) -> (tempfile::TempDir, Duration) {
+        let clean = tempfile::tempdir().unwrap();
+        copy_dir(source, clean.path());
+        let mut run = IngestRun::spawn(command(clean.path()));
+        let from = run.wait_for("phase start", self.start);
+        let full = run.wait_for("phase end", self.end) - from;
+        let (status, lines) = run.end();
+        assert!(status.success(), "{}", lines.join("\n"));
+        (clean, full)
     }
-    eprintln!("compaction: {landed} kills landed mid-compaction; missed: {missed:?}");
-    assert!(
-        landed >= KILLS / 10,
-        "{landed} kills mid-compaction; missed: {missed:?}"
-    );
+
+    /// `KILLS / 5` runs of `command` on copies of the store in `source`,
+    /// each killed at a random point of the phase (which takes about
+    /// `full`), then `check`ed; at least `KILLS / 10` must land in the
+    /// phase.
+    fn kill_at_random_points(
+        &self,
+        source: &Path,
+        command: &dyn Fn(&Path) -> std::process::Command,
+        full: Duration,
+        check: impl Fn(&Path, &str),
+    ) {
+        let mut rng = rng();
+        let mut landed = 0;
+        let mut missed = Vec::new();
+        for kill in 0..KILLS / 5 {
+            let dir = tempfile::tempdir().unwrap();
+            copy_dir(source, dir.path());
+            let mut run = IngestRun::spawn(command(dir.path()));
+            let started = run.wait_for("phase start", self.start);
+            let at = Duration::from_micros(rng.u64(0..full.as_micros().max(1) as u64));
+            std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
+            run.child.kill().unwrap();
+            let (status, lines) = run.end();
+            let what = format!("kill {kill}, {at:?} into the {}", self.name);
+            if status.signal() == Some(libc::SIGKILL) && !lines.iter().any(|l| (self.end)(l)) {
+                landed += 1;
+            } else {
+                missed.push(format!("{what}: {status}"));
+            }
+            check(dir.path(), &what);
+        }
+        eprintln!(
+            "{}: {landed} kills landed in it; missed: {missed:?}",
+            self.name
+        );
+        assert!(
+            landed >= KILLS / 10,
+            "{landed} kills in the {}; missed: {missed:?}",
+            self.name
+        );
+    }
 }
 
 /// Kill points per test.
@@ -791,71 +851,33 @@ fn partitions(dir: &Path) -> usize {
 /// partitions.
 #[test]
 fn kill_9_while_a_store_moves_into_partitions() {
-    let site = indexed_site(6, 5_000);
-    let root = site.url("/");
-    let source = tempfile::tempdir().unwrap();
-    let o = bin()
-        .args(["ingest", "--allow-private", "--min-delay", "0", &root])
-        .args(store_arg(source.path()))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let source = ingested(6, 5_000);
     let reference = export(source.path());
     assert_eq!(reference.len(), 30_000);
-    let move_into_16 = |dir: &Path| {
-        let mut cmd = bin();
-        cmd.args(["queue", "-n", "1", "--partitions", "16"])
-            .args(store_arg(dir))
-            .env("SITEMAPD_LOG", "info");
-        cmd
+    let move_into_16 = |dir: &Path| logged(&["queue", "-n", "1", "--partitions", "16"], dir);
+    let phase = Phase {
+        name: "move",
+        start: is_move_start,
+        end: is_move_end,
     };
     // A clean move: how long it takes, and what it leaves.
-    let clean = tempfile::tempdir().unwrap();
-    copy_dir(source.path(), clean.path());
-    let mut run = IngestRun::spawn(move_into_16(clean.path()));
-    let from = run.wait_for("move start", is_move_start);
-    let full = run.wait_for("move end", is_move_end) - from;
-    let (status, lines) = run.end();
-    assert!(status.success(), "{}", lines.join("\n"));
+    let (clean, full) = phase.time(source.path(), &move_into_16);
     assert_eq!(partitions(clean.path()), 16);
     assert!(
         export(clean.path()) == reference,
         "a clean move changed the URLs"
     );
     eprintln!("a move of 30,000 URLs into 16 partitions takes {full:?}");
-
-    let mut rng = rng();
-    let mut landed = 0;
-    let mut missed = Vec::new();
-    for kill in 0..KILLS / 5 {
-        let dir = tempfile::tempdir().unwrap();
-        copy_dir(source.path(), dir.path());
-        let mut run = IngestRun::spawn(move_into_16(dir.path()));
-        let started = run.wait_for("move start", is_move_start);
-        let at = Duration::from_micros(rng.u64(0..full.as_micros().max(1) as u64));
-        std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
-        run.child.kill().unwrap();
-        let (status, lines) = run.end();
-        let what = format!("kill {kill}, {at:?} into the move");
-        if status.signal() == Some(libc::SIGKILL) && !lines.iter().any(|l| is_move_end(l)) {
-            landed += 1;
-        } else {
-            missed.push(format!("{what}: {status}"));
-        }
+    phase.kill_at_random_points(source.path(), &move_into_16, full, |dir, what| {
         // The next open finishes the move, whatever it asks for.
-        assert_eq!(partitions(dir.path()), 16, "{what}");
-        assert_consistent(dir.path(), &what);
+        assert_eq!(partitions(dir), 16, "{what}");
+        assert_consistent(dir, what);
         assert!(
-            export(dir.path()) == reference,
+            export(dir) == reference,
             "{what}: the URLs differ from the store's before the move"
         );
-        let o = move_into_16(dir.path()).output().unwrap();
+        let o = move_into_16(dir).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
-        assert_eq!(partitions(dir.path()), 16, "{what}");
-    }
-    eprintln!("move: {landed} kills landed mid-move; missed: {missed:?}");
-    assert!(
-        landed >= KILLS / 10,
-        "{landed} kills mid-move; missed: {missed:?}"
-    );
+        assert_eq!(partitions(dir), 16, "{what}");
+    });
 }

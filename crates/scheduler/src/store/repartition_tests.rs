@@ -5,9 +5,9 @@
 
 use crate::kv::Kv;
 use crate::store::test_history::{
-    DAY, T0, assert_same, history, lease_order, options, read_all, ts, views,
+    DAY, T0, assert_same, complete_leases_held, history, lease_order, options, read_all, ts, views,
 };
-use crate::{Completion, Outcome, Store, StoreOptions, keys};
+use crate::{Store, StoreOptions, keys};
 use sitemapd_storebench::copy_dir;
 
 /// A store of one partition with [`history`], closed, in a directory.
@@ -32,20 +32,7 @@ fn same_store(original: &Store, moved: &Store, partitions: usize) {
         &partitions.to_string(),
     );
     // The leases handed out before the move complete as they would have.
-    let held: Vec<String> = original
-        .export()
-        .map(Result::unwrap)
-        .filter(|v| v.leased_until.is_some_and(|t| t > now))
-        .map(|v| v.url)
-        .collect();
-    assert!(held.len() > 10, "{} URLs leased", held.len());
-    let done = Completion::from(Outcome::NotModified);
-    for s in [original, moved] {
-        let unknown = s
-            .complete_all(held.iter().map(|u| (u.as_str(), &done)), now)
-            .unwrap();
-        assert!(unknown.is_empty(), "{unknown:?}");
-    }
+    complete_leases_held([original, moved], now);
     assert_same(
         &views(original, now),
         &views(moved, now),

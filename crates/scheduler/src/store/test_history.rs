@@ -194,3 +194,22 @@ pub(super) fn lease_order(s: &Store, now: Timestamp) -> Vec<Vec<String>> {
         order.push(leased.into_iter().map(|l| l.url).collect());
     }
 }
+
+/// Completes (not modified), on each of `stores`, the leases the first
+/// holds at `now`: more than 10 of them.
+pub(super) fn complete_leases_held(stores: [&Store; 2], now: Timestamp) {
+    let held: Vec<String> = stores[0]
+        .export()
+        .map(Result::unwrap)
+        .filter(|v| v.leased_until.is_some_and(|t| t > now))
+        .map(|v| v.url)
+        .collect();
+    assert!(held.len() > 10, "{} URLs leased", held.len());
+    let done = Completion::from(Outcome::NotModified);
+    for s in stores {
+        let unknown = s
+            .complete_all(held.iter().map(|u| (u.as_str(), &done)), now)
+            .unwrap();
+        assert!(unknown.is_empty(), "{unknown:?}");
+    }
+}
