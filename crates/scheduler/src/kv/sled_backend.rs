@@ -52,8 +52,6 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 /// A store's database on disk, shared by every handle on its trees.
 struct Database {
     root: PathBuf,
-    /// The store's lock ([`generations::lock`]), held while it is open.
-    _lock: std::fs::File,
     /// Set when a compaction could not confirm its switch (the file that
     /// names the generation may or may not name the copy): writes are
     /// refused until the store is opened again, which reads what is named.
@@ -71,6 +69,8 @@ struct Database {
     /// it copies.
     capture: Mutex<Option<Capture>>,
     capturing: AtomicBool,
+    /// Held for the whole of a compaction: one at a time.
+    compacting: Mutex<()>,
     /// Numbers the batch records of every tree ([`sled_atomic`]).
     batches: AtomicU64,
     /// The trees whose batch records were replayed in this process: a tree
@@ -81,6 +81,9 @@ struct Database {
     /// partitions: side by side) rather than sled's own `apply_batch` (one
     /// at a time in the process, each written once).
     side_by_side: AtomicBool,
+    /// The store's lock ([`generations::lock`]), held while it is open:
+    /// the last field, so let go of after the database is closed.
+    _lock: std::fs::File,
 }
 
 /// One sled database of a store: the one in use, or one a compaction
@@ -189,6 +192,7 @@ pub(crate) fn open(path: &Path, cache_bytes: u64) -> Result<Sled, StoreError> {
         writes: RwLock::new(()),
         capture: Mutex::default(),
         capturing: AtomicBool::new(false),
+        compacting: Mutex::new(()),
         batches: AtomicU64::new(next_batch),
         replayed: Mutex::default(),
         side_by_side: AtomicBool::new(false),
@@ -305,10 +309,11 @@ impl Sled {
         }
     }
 
-    /// The tree. A compaction may replace it at any time: a read that
-    /// took the old one reads what the store held when the copy began (no
-    /// write lands in between), and a scan that began before goes on over
-    /// the old files, not seeing writes made after the switch.
+    /// The tree. A compaction may replace it at any time: a read that took
+    /// the old one just before the switch reads the store as it was at the
+    /// switch (every write after it goes to the new files), and a scan that
+    /// began before goes on over the old files, not seeing writes made
+    /// after the switch.
     fn tree(&self) -> OpenTree {
         read(&self.open).clone()
     }
@@ -335,6 +340,7 @@ impl Database {
     /// reads and writes go on (the writes captured), then, writers waiting,
     /// applies the writes captured to it and switches to it.
     fn compact(&self) -> Result<Compacted, BackendError> {
+        let _one = locked(&self.compacting);
         let started = std::time::Instant::now();
         let (old, number, dir, before) = self.start_capture()?;
         let mut waited = started.elapsed();
@@ -943,5 +949,35 @@ mod tests {
             let got = reopened.get(&key).unwrap();
             assert_eq!(got.is_none(), removed, "key {n} of {written}");
         }
+    }
+
+    /// Compactions asked for at once run one after the other, a writer
+    /// beside them: every write is kept, and one database is left.
+    #[test]
+    fn compactions_asked_for_at_once_run_one_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), 1 << 20).unwrap();
+        let written = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                for n in 0..3_000u32 {
+                    store
+                        .apply(vec![(n.to_be_bytes().to_vec(), Some(vec![1u8; 100]))])
+                        .unwrap();
+                }
+                3_000u32
+            });
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..2 {
+                        store.compact().unwrap().unwrap();
+                    }
+                });
+            }
+            writer.join().unwrap()
+        });
+        for n in 0..written {
+            assert!(store.get(&n.to_be_bytes()).unwrap().is_some(), "key {n}");
+        }
+        assert_eq!(listing(dir.path()), ["generation", "generation-6", "lock"]);
     }
 }

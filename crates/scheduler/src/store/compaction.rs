@@ -27,7 +27,8 @@ const MIN_GROWTH: f64 = 1.2;
 pub struct Compaction {
     /// Bytes the store's files took before.
     pub bytes_before: u64,
-    /// Bytes they take after: the live data.
+    /// Bytes they take after: a fresh copy of the live data (sled's files
+    /// take a few times the bytes of the keys and values they hold).
     pub bytes_after: u64,
     /// URL records a crawler's writes had left under keys of their own,
     /// moved back into their pages first.
@@ -43,8 +44,8 @@ pub struct Compaction {
 
 impl Store {
     /// Rewrites the store's files to hold its live data only, and switches
-    /// to them (every crawl of the store too: they share its files).
-    /// Reads and writes go on while it copies; writes wait for the writes
+    /// to them (every crawl of the store too: they share its files); one
+    /// compaction at a time. Reads and writes go on while it copies; writes wait for the writes
     /// made meanwhile to go into the copy, and for the switch. `None` for a
     /// store in memory.
     ///
