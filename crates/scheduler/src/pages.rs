@@ -450,10 +450,10 @@ impl Pages {
 /// on, back into their pages, in one batch: each record as it is (the page
 /// takes the key's copy, and the key goes), so that no reader sees a
 /// change (applied write by write, as on a store of several partitions, a
-/// reader between two writes sees both copies, the same record). A record whose page does not decode, or that cannot be in a
-/// page, keeps its key. Returns how many moved, and the URL to go on from
-/// (`None`: none is left past them). The caller holds the store's write
-/// lock.
+/// reader between two writes sees both copies, the same record). A record
+/// whose page does not decode, or that cannot be in a page, keeps its key.
+/// Returns how many moved, and the URL to go on from (`None`: none is left
+/// past them). The caller holds the store's write lock.
 pub(crate) fn fold_own_keys(
     kv: &Kv,
     from: &[u8],
