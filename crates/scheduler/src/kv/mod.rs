@@ -465,18 +465,10 @@ impl Kv {
     /// hold its live data only, and switches to them; writes wait meanwhile
     /// ([`Backend::compact`]). `None` in memory.
     pub(crate) fn compact(&self) -> Result<Option<Compacted>, StoreError> {
-        self.refuse_if_wedged()?;
-        // A copy that fails (a full disk) leaves the files in use as they
-        // were: the store is not wedged by it, and the copy is removed.
-        match guard(self.backend.name(), || self.backend.compact()) {
-            Ok(Ok(done)) => Ok(done),
-            Ok(Err(BackendError::Corrupt(detail))) => Err(self.damaged(detail)),
-            Ok(Err(BackendError::Io(detail))) => Err(StoreError::Io {
-                path: self.path.clone(),
-                detail: format!("the compaction failed, the store is as it was: {detail}"),
-            }),
-            Err(panic) => Err(self.damaged(panic)),
-        }
+        // Not a `write`: a copy that fails (a full disk) leaves the files in
+        // use as they were, so it must not wedge the store as a failed
+        // write does. Its errors are those of a read.
+        self.read(|b| b.compact())
     }
 
     /// The bytes on disk the last compaction left (`None`: never

@@ -309,13 +309,12 @@ impl Sled {
         }
     }
 
-    /// The tree. A compaction may replace it at any time: a read that took
-    /// the old one just before the switch reads the store as it was at the
-    /// switch (every write after it goes to the new files), and a scan that
-    /// began before goes on over the old files, not seeing writes made
-    /// after the switch.
-    fn tree(&self) -> OpenTree {
-        read(&self.open).clone()
+    /// The tree, held (no copy of the handle per call) while one read or
+    /// write uses it; a compaction moving the handle waits for that. A scan
+    /// takes a copy instead: one that began before a switch goes on over the
+    /// old files, not seeing writes made after it.
+    fn open(&self) -> RwLockReadGuard<'_, OpenTree> {
+        read(&self.open)
     }
 
     /// Refused after a compaction whose switch could not be confirmed.
@@ -546,7 +545,7 @@ impl Backend for Sled {
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>, BackendError> {
         Ok(self
-            .tree()
+            .open()
             .tree
             .get(key)
             .map_err(error)?
@@ -556,7 +555,7 @@ impl Backend for Sled {
     fn apply(&self, ops: Ops) -> Result<(), BackendError> {
         let _writing = read(&self.shared.writes);
         self.writable()?;
-        let open = self.tree();
+        let open = self.open();
         if open.generation.retired.load(Ordering::SeqCst) {
             return Err(BackendError::Io(
                 "its tree is in a database a compaction replaced (dropped, or not moved)".into(),
@@ -588,7 +587,8 @@ impl Backend for Sled {
     }
 
     fn range(&self, start: Vec<u8>, end: Option<Vec<u8>>) -> Entries<'_> {
-        let open = self.tree();
+        // Owned: the iterator outlives this call.
+        let open = self.open().clone();
         let it = match end {
             Some(end) => open.tree.range(start..end),
             None => open.tree.range(start..),
@@ -607,7 +607,7 @@ impl Backend for Sled {
             return Ok(None);
         }
         Ok(self
-            .tree()
+            .open()
             .tree
             .range(start..end)
             .next_back()
@@ -674,7 +674,13 @@ impl Backend for Sled {
     }
 
     fn compact(&self) -> Result<Option<Compacted>, BackendError> {
-        self.shared.compact().map(Some)
+        self.shared.compact().map(Some).map_err(|e| match e {
+            // The files in use are as they were: the copy failed.
+            BackendError::Io(detail) => BackendError::Io(format!(
+                "the compaction failed, the store is as it was: {detail}"
+            )),
+            corrupt => corrupt,
+        })
     }
 
     fn compacted_size(&self) -> Option<u64> {
@@ -930,7 +936,8 @@ mod tests {
                 }
                 n
             });
-            while store.get(b"w\0\0\0\x10").unwrap().is_none() {
+            // A writer that stopped (a failed write) ends the wait.
+            while store.get(b"w\0\0\0\x10").unwrap().is_none() && !writer.is_finished() {
                 std::thread::yield_now();
             }
             let done = store.compact().unwrap().unwrap();

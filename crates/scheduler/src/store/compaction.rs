@@ -76,6 +76,7 @@ impl Store {
                 folded,
                 took_ms = took.as_millis() as u64,
                 writes_waited_ms = c.writes_waited.as_millis() as u64,
+                writes_during_copy = c.captured,
                 "store compacted"
             );
             Compaction {
