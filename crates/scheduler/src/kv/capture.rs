@@ -118,13 +118,22 @@ pub(super) fn replay(path: &Path, db: &sled::Db) -> Result<u64, String> {
 }
 
 /// A length-prefixed part (`width`: 2 or 4 bytes of big-endian length).
-fn read_part(input: &mut impl Read, width: usize) -> Result<Vec<u8>, String> {
+fn read_part(input: &mut BufReader<std::fs::File>, width: usize) -> Result<Vec<u8>, String> {
     let mut len = [0u8; 4];
     input
         .read_exact(&mut len[4 - width..])
         .map_err(|e| e.to_string())?;
-    let mut part = vec![0u8; u32::from_be_bytes(len) as usize];
-    input.read_exact(&mut part).map_err(|e| e.to_string())?;
+    // Read as it comes, not allocated from the length first: a damaged
+    // length cannot ask for 4 GiB up front.
+    let len = u64::from(u32::from_be_bytes(len));
+    let mut part = Vec::new();
+    input
+        .take(len)
+        .read_to_end(&mut part)
+        .map_err(|e| e.to_string())?;
+    if part.len() as u64 != len {
+        return Err("a capture record cut short".to_string());
+    }
     Ok(part)
 }
 
