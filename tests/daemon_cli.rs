@@ -13,6 +13,16 @@ use common::{bin, http, run, stderr};
 use serde_json::{Value, json};
 use sitemapd_testsite::{Body, Reply, TestSite};
 
+/// The URLs a `POST /v1/lease` answer hands out.
+fn leased_urls(answer: &Value) -> Vec<String> {
+    answer["urls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn urlset(site: &TestSite, pages: impl IntoIterator<Item = String>) -> String {
     let mut xml = String::from(
         r#"<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
@@ -432,12 +442,7 @@ fn sigterm_during_ingest_then_restart_loses_nothing() {
         "/v1/lease",
         json!({"n": 20, "ttl_secs": 30, "per_host": 20}),
     );
-    let leased: Vec<String> = leased["urls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u["url"].as_str().unwrap().to_string())
-        .collect();
+    let leased = leased_urls(&leased);
     assert_eq!(leased.len(), 20);
     let before = d.active();
     let (status, took, log) = d.terminate();
@@ -709,12 +714,7 @@ fn the_daemon_compacts_a_grown_store_while_crawlers_work() {
     let mut acknowledged = std::collections::BTreeSet::new();
     let mut crawl = |d: &Daemon| {
         let leased = d.post("/v1/lease", json!({ "n": 500, "ttl_secs": 600 }));
-        let urls: Vec<String> = leased["urls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|u| u["url"].as_str().unwrap().to_string())
-            .collect();
+        let urls = leased_urls(&leased);
         let results: Vec<Value> = urls
             .iter()
             .map(|u| json!({ "url": u, "outcome": "not-modified" }))
