@@ -734,6 +734,7 @@ impl Drop for Database {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU32;
 
     /// A record found when a keyspace is opened again in the same process
     /// belongs to a batch another handle is writing: it is left to that
@@ -918,6 +919,7 @@ mod tests {
             store.apply(ops).unwrap();
         }
         let stop = AtomicBool::new(false);
+        let progress = AtomicU32::new(0);
         let (done, written) = std::thread::scope(|s| {
             let writer = s.spawn(|| {
                 let mut n = 0u32;
@@ -932,12 +934,14 @@ mod tests {
                         store.apply(vec![(gone, None)]).unwrap();
                     }
                     n += 1;
+                    progress.store(n, Ordering::SeqCst);
                     std::thread::sleep(std::time::Duration::from_micros(100));
                 }
                 n
             });
-            // A writer that stopped (a failed write) ends the wait.
-            while store.get(b"w\0\0\0\x10").unwrap().is_none() && !writer.is_finished() {
+            // The copy starts once the writer is under way (a writer that
+            // stopped, a failed write, ends the wait too).
+            while progress.load(Ordering::SeqCst) < 16 && !writer.is_finished() {
                 std::thread::yield_now();
             }
             let done = store.compact().unwrap().unwrap();
