@@ -260,13 +260,20 @@ impl Partition {
                     .push(format!("{host}: no counts kept, counted {recount:?}"));
             }
         }
-        for prefix in [keys::HOST, keys::SITEMAP, keys::SITE, keys::ROBOTS] {
+        for prefix in [
+            keys::HOST,
+            keys::SITEMAP,
+            keys::SITE,
+            keys::ROBOTS,
+            keys::PUSHES,
+        ] {
             for item in self.kv.scan_prefix([prefix]) {
                 let (key, value) = item?;
                 let bad = match prefix {
                     keys::HOST => decode::<HostRecord>(&value).is_err(),
                     keys::SITEMAP => decode::<SitemapRecord>(&value).is_err(),
                     keys::ROBOTS => decode::<RobotsRecord>(&value).is_err(),
+                    keys::PUSHES => decode::<crate::record::PushRecord>(&value).is_err(),
                     _ => decode::<SiteRecord>(&value).is_err(),
                 };
                 if bad {

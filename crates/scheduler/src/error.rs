@@ -70,6 +70,15 @@ pub enum StoreError {
         /// Why.
         source: sitemapd_parser::UrlError,
     },
+    /// A pushed URL that is not on the host of the push
+    /// ([`Store::push`](crate::Store::push)).
+    #[error("{url:?} is not on {host}, the host of the push")]
+    OffHost {
+        /// The URL, normalised.
+        url: String,
+        /// The host of the push.
+        host: String,
+    },
 }
 
 impl StoreError {

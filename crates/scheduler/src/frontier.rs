@@ -275,6 +275,7 @@ impl Partition {
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(items.len());
         let mut writes = UrlWrites::new(self);
+        let mut pushes = crate::pushes::PushOutcomes::default();
         for item in items {
             let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&item.url) else {
                 found.push(Put::Invalid);
@@ -305,6 +306,7 @@ impl Partition {
             }
             let (host, host_changed) = hosts.get_mut(host_name).expect("inserted above");
             if let Some(completion) = outcome(&item, &rec.metadata) {
+                pushes.completed(self, &url, rec.schedule.reason, &completion)?;
                 rec = self.apply_completion(&url, rec, &completion, host, host_changed, now);
                 self.add_redirect_target(
                     &norm,
@@ -349,6 +351,7 @@ impl Partition {
                 writes.host(&name, host);
             }
         }
+        pushes.write(&mut writes);
         writes.apply()?;
         Ok(found)
     }

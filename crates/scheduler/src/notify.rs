@@ -83,15 +83,30 @@ impl Partition {
         norms: &[String],
         now: Timestamp,
     ) -> Result<Vec<Notified>, StoreError> {
-        let now = now.unix();
         let _lock = self.lock();
+        let writes = UrlWrites::new(self);
+        self.notify_into(writes, norms, now, true)
+    }
+
+    /// Notifies `norms` in `writes` (the caller holds the write lock) and
+    /// applies them. `urgent`: each URL due now with the reason `notified`;
+    /// otherwise the notification is counted and the URL scheduled as the
+    /// policy says with it (a push from a host whose pushes found no
+    /// change, [`crate::pushes`]).
+    pub(crate) fn notify_into(
+        &self,
+        mut writes: UrlWrites<'_>,
+        norms: &[String],
+        now: Timestamp,
+        urgent: bool,
+    ) -> Result<Vec<Notified>, StoreError> {
+        let now = now.unix();
         // Records as this batch leaves them, with what each was in the
         // store.
         let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
         let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(norms.len());
-        let mut writes = UrlWrites::new(self);
         for url in norms {
             let (existing, stored) = match records.remove(url) {
                 Some((rec, stored)) => (Some(rec), stored),
@@ -129,11 +144,15 @@ impl Partition {
             }
             let host = hosts.get_mut(host_name).expect("inserted above");
             let due = self.schedule(url, &rec, host, now);
-            rec.schedule = Schedule {
-                due: now,
-                score: due.score,
-                reason: StoredReason::Notified,
-                lease: None,
+            rec.schedule = if urgent {
+                Schedule {
+                    due: now,
+                    score: due.score,
+                    reason: StoredReason::Notified,
+                    lease: None,
+                }
+            } else {
+                due
             };
             tracing::debug!(url, added, revived, "notified");
             found.push(if added {

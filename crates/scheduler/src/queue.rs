@@ -68,7 +68,7 @@ impl Outcome {
         self.stored().name()
     }
 
-    fn stored(&self) -> StoredOutcome {
+    pub(crate) fn stored(&self) -> StoredOutcome {
         match self {
             Outcome::Changed => StoredOutcome::Changed,
             Outcome::NotModified => StoredOutcome::NotModified,
@@ -180,6 +180,7 @@ impl Partition {
         let mut unknown = Vec::new();
         let mut rules = RulesCache::new(self);
         let mut writes = UrlWrites::new(self);
+        let mut pushes = crate::pushes::PushOutcomes::default();
         for (given, completion) in completions {
             let Ok(norm) = sitemapd_parser::NormUrl::parse(given) else {
                 unknown.push(given.to_string());
@@ -204,6 +205,7 @@ impl Partition {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => e.insert((self.host_record(host_name)?, false)),
             };
+            pushes.completed(self, url, rec.schedule.reason, completion)?;
             let rec = self.apply_completion(url, rec, completion, host, host_changed, now);
             self.add_redirect_target(&norm, &rec, completion, host, &mut rules, &mut records, now)?;
             records.insert(url.to_string(), (rec, before));
@@ -216,6 +218,7 @@ impl Partition {
                 writes.host(&name, host);
             }
         }
+        pushes.write(&mut writes);
         writes.apply()?;
         Ok(unknown)
     }

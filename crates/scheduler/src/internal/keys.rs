@@ -18,6 +18,7 @@
 //! | `r` | sitemap URL | [`RefreshState`](crate::record::RefreshState): when to read it again |
 //! | `x` | host | empty: a corrupt record of the host was replaced, so its lanes may hold an entry no record names ([`SUSPECT`]) |
 //! | `f` | seed, as given | [`SiteRecord`](crate::record::SiteRecord): a followed site |
+//! | `g` | host | [`PushRecord`](crate::record::PushRecord): the host's pushes (notifications, IndexNow) and what the fetches they caused found |
 //! | `~policy` | | the policy name the store schedules with |
 //! | `~calibration` | | the rate policies' allocation multiplier |
 //! | `~layout` | | the key layout version ([`LAYOUT_VERSION`]) |
@@ -81,6 +82,8 @@ pub const CHILD: u8 = b'c';
 pub const REFRESH: u8 = b'r';
 /// Followed sites.
 pub const SITE: u8 = b'f';
+/// Push records.
+pub const PUSHES: u8 = b'g';
 /// Each host's URL records counted by state (key layouts 4 to 7; since 8,
 /// in its host record). Read by the layout migration only.
 pub const TALLY: u8 = b't';
@@ -201,6 +204,11 @@ pub fn queue_member(queue: &str, url: &str) -> Vec<u8> {
     let mut k = queue_members(queue);
     k.extend_from_slice(url.as_bytes());
     k
+}
+
+/// `g` ‖ host.
+pub fn pushes(host: &str) -> Vec<u8> {
+    with_prefix(PUSHES, host.as_bytes())
 }
 
 /// `b` ‖ host.

@@ -167,7 +167,7 @@ fn home_of(key: &[u8], routes: Routes, kv: &Kv) -> Result<Home, StoreError> {
         keys::URL | keys::PAGE | keys::SITEMAP | keys::REFRESH => {
             keys::host_of(&text(rest)).to_string()
         }
-        keys::HOST | keys::ROBOTS | keys::SUSPECT => text(rest),
+        keys::HOST | keys::ROBOTS | keys::SUSPECT | keys::PUSHES => text(rest),
         keys::SITE => keys::host_of(&text(rest)).to_string(),
         keys::DUE => match keys::parse_run(key) {
             Some(run) => run.host.to_string(),

@@ -5,10 +5,12 @@
 use super::Store;
 use crate::error::StoreError;
 use crate::frontier::{DiscoveredUrl, KnownUrl, Metadata, Put};
+use crate::keys;
 use crate::notify::Notified;
 use crate::partition::Partition;
 use crate::queue::Completion;
 use crate::time::Timestamp;
+use sitemapd_parser::HostKey;
 
 /// `f(i, item)` for every item, side by side: one thread per item when
 /// there are several (the items are partitions' parts of a call: a few, on
@@ -157,6 +159,37 @@ impl Store {
             |url| routes.of_url(url),
             |part, urls| part.notify_normalised(&urls, now),
         )
+    }
+
+    /// A push from a site (IndexNow): `urls`, all on `host`, changed at
+    /// `now`. They are notified as by [`Store::notify_all`] (due at once,
+    /// unless the host's pushes lost their urgency: see [`crate::pushes`])
+    /// and the push is counted on the host's record, in one atomic batch.
+    /// Every URL is normalised first; one that is not an absolute http(s)
+    /// URL is [`StoreError::InvalidUrl`], one on another host
+    /// [`StoreError::OffHost`], and nothing is written.
+    pub fn push<'u>(
+        &self,
+        host: &HostKey,
+        urls: impl IntoIterator<Item = &'u str>,
+        now: Timestamp,
+    ) -> Result<crate::pushes::Pushed, StoreError> {
+        let norms = crate::notify::normalised(urls)?;
+        if let Some(off) = norms.iter().find(|u| keys::host_of(u) != host.as_str()) {
+            return Err(StoreError::OffHost {
+                url: off.clone(),
+                host: host.to_string(),
+            });
+        }
+        self.part_of_host(host.as_str())
+            .push(host.as_str(), &norms, now)
+    }
+
+    /// Records that an IndexNow key of `host` was verified at `at`, or
+    /// (`None`) that none is any more: what [`Store::pushes`] shows.
+    pub fn key_verified(&self, host: &HostKey, at: Option<Timestamp>) -> Result<(), StoreError> {
+        self.part_of_host(host.as_str())
+            .key_verified(host.as_str(), at)
     }
 
     /// Records what a fetch of `url` found at `now`, updates the host's

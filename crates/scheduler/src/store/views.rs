@@ -182,6 +182,12 @@ impl Store {
         })
     }
 
+    /// Every host's pushes ([`crate::pushes`]), partition by partition,
+    /// each in host order.
+    pub fn pushes(&self) -> impl Iterator<Item = Result<crate::PushView, StoreError>> + '_ {
+        self.parts().iter().flat_map(|p| p.pushes())
+    }
+
     /// Every followed site, in seed order.
     pub fn sites(&self) -> impl Iterator<Item = Result<SiteView, StoreError>> + '_ {
         self.sites_after(None)

@@ -125,3 +125,26 @@ struct HostRecordV2 {
     trust: (u32, u32, u32, u32, u32),
     urls: u64,
 }
+
+/// What a host's pushes did: the notifications its URLs received
+/// (IndexNow, `Store::notify`) and what the fetches they caused found. Kept
+/// under a key of its own, written only by a push and by the completion of
+/// a URL a push made due.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushRecord {
+    /// Pushes received (one per request, whatever its URL count).
+    pub pushes: u64,
+    /// URLs they named.
+    pub urls: u64,
+    /// When the last one came (unix seconds).
+    pub last: i64,
+    /// Fetches of URLs a push made due, since the counts were last halved.
+    pub fetched: u32,
+    /// Of those, the ones that found a change.
+    pub changed: u32,
+    /// When an IndexNow key of the host was last verified (unix seconds);
+    /// `None` when none is, or its file stopped naming it.
+    pub key_verified: Option<i64>,
+}
+
+impl Record for PushRecord {}
