@@ -38,6 +38,11 @@
 //! batch of 100,000 URLs is written, against the same URLs through
 //! PutURLs and against no write; see `daemon_api/big_batch.rs`.
 //!
+//! The IndexNow intake (`cargo bench --bench daemon_api -- --indexnow`, a
+//! few minutes): pushes of 10,000 URLs per POST accepted per second, the
+//! lease latency with and without them, and the daemon's memory under
+//! 1,000,000 pushes of random hosts and keys; see `daemon_api/indexnow.rs`.
+//!
 //! `--daemon-cpus LIST` (`0`, `0,1`, `0-3`) pins the daemon to those CPUs
 //! (its clients are not pinned), for scaling figures.
 //!
@@ -59,6 +64,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 mod big_batch;
 #[path = "daemon_api/frontier.rs"]
 mod frontier;
+#[path = "daemon_api/indexnow.rs"]
+mod indexnow;
 
 use serde_json::{Value, json};
 use sitemapd_testsite::{Reply, Request, TestSite, client};
@@ -79,6 +86,9 @@ fn main() {
     }
     if args.iter().any(|a| a == "--big-batch") {
         return big_batch::run(&args);
+    }
+    if args.iter().any(|a| a == "--indexnow") {
+        return indexnow::run(&args);
     }
     match arg::<f64>(&args, "--soak-minutes") {
         Some(minutes) => soak(&args, minutes),
@@ -385,6 +395,8 @@ struct Daemon {
     api: Api,
     /// Its URLFrontier service's address, once its log said it.
     frontier: Arc<Mutex<Option<SocketAddr>>>,
+    /// Its IndexNow intake's address, once its log said it.
+    indexnow: Arc<Mutex<Option<SocketAddr>>>,
     log_path: PathBuf,
     log: Arc<Mutex<LogCount>>,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -481,6 +493,8 @@ impl Daemon {
         let counts = log.clone();
         let frontier = Arc::new(Mutex::new(None));
         let frontier_at = frontier.clone();
+        let indexnow = Arc::new(Mutex::new(None));
+        let indexnow_at = indexnow.clone();
         let reader = std::thread::spawn(move || {
             let mut r = BufReader::new(stderr);
             let mut buf = Vec::new();
@@ -493,10 +507,17 @@ impl Daemon {
                 }
                 let _ = file.write_all(&buf);
                 let line = strip_ansi(String::from_utf8_lossy(&buf).trim_end());
-                if let Some(i) = line.find("URLFrontier service listening on ") {
-                    let rest = &line[i + "URLFrontier service listening on ".len()..];
-                    let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
-                    *frontier_at.lock().unwrap() = addr.parse().ok();
+                for (said, at) in [
+                    ("URLFrontier service listening on ", &frontier_at),
+                    ("IndexNow intake on http://", &indexnow_at),
+                ] {
+                    if let Some(i) = line.find(said) {
+                        let addr: String = line[i + said.len()..]
+                            .chars()
+                            .take_while(|c| !c.is_whitespace() && *c != '/')
+                            .collect();
+                        *at.lock().unwrap() = addr.parse().ok();
+                    }
                 }
                 if let Some(i) = line.find("listening on http://") {
                     let addr: String = line[i + "listening on http://".len()..]
@@ -540,6 +561,7 @@ impl Daemon {
             child,
             api: Api { addr },
             frontier,
+            indexnow,
             log_path,
             log,
             reader: Some(reader),
@@ -548,17 +570,12 @@ impl Daemon {
 
     /// Where its URLFrontier service listens, once it said so (10 s at most).
     fn frontier_addr(&self) -> SocketAddr {
-        let start = Instant::now();
-        loop {
-            if let Some(addr) = *self.frontier.lock().unwrap() {
-                return addr;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "the daemon did not say where its URLFrontier service listens"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        said(&self.frontier, "its URLFrontier service")
+    }
+
+    /// Where its IndexNow intake listens, once it said so (10 s at most).
+    fn indexnow_addr(&self) -> SocketAddr {
+        said(&self.indexnow, "its IndexNow intake")
     }
 
     fn pid(&self) -> u32 {
@@ -612,6 +629,21 @@ impl Daemon {
         {
             println!("  ...\n  {l}");
         }
+    }
+}
+
+/// The address the daemon's log gave for `what`, once it did (10 s at most).
+fn said(at: &Mutex<Option<SocketAddr>>, what: &str) -> SocketAddr {
+    let start = Instant::now();
+    loop {
+        if let Some(addr) = *at.lock().unwrap() {
+            return addr;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the daemon did not say where {what} listens"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

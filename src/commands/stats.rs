@@ -52,6 +52,9 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
             }
         }
     }
+    // Hosts that pushed (IndexNow, notifications); one that does not decode
+    // is named by --check.
+    let pushes: Vec<sitemapd_scheduler::PushView> = store.pushes().filter_map(Result::ok).collect();
     let mut out = io::stdout().lock();
     if args.json {
         #[derive(Serialize)]
@@ -63,6 +66,8 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
             check: Option<&'a sitemapd_scheduler::CheckReport>,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             crawls: &'a [CrawlCheck],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            pushes: &'a [sitemapd_scheduler::PushView],
         }
         serde_json::to_writer_pretty(
             &mut out,
@@ -71,6 +76,7 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
                 stats: &stats,
                 check: check.as_ref(),
                 crawls: &crawls,
+                pushes: &pushes,
             },
         )?;
         writeln!(out)?;
@@ -138,6 +144,7 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
                 }
             )?;
         }
+        write_pushes(&mut out, &pushes)?;
         if let Some(c) = &check {
             write_check(&mut out, "check", c)?;
         }
@@ -154,6 +161,41 @@ pub(crate) fn run(args: &StatsArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The hosts that pushed: a summary line, then one line per host.
+fn write_pushes(out: &mut impl Write, pushes: &[sitemapd_scheduler::PushView]) -> io::Result<()> {
+    if pushes.is_empty() {
+        return Ok(());
+    }
+    let verified = pushes.iter().filter(|p| p.key_verified.is_some()).count();
+    writeln!(
+        out,
+        "pushes: {}, {} with an IndexNow key verified",
+        words::count(pushes.len() as u64, "host"),
+        verified
+    )?;
+    for p in pushes {
+        let key = match p.key_verified {
+            Some(at) => format!("key verified {}", crate::times::rfc3339(at)),
+            None => "no key verified".into(),
+        };
+        writeln!(
+            out,
+            "  {}: {}, {} URLs, last {}; {} of {} fetches found a change ({}); {key}",
+            p.host,
+            match p.pushes {
+                1 => "1 push".to_string(),
+                n => format!("{n} pushes"),
+            },
+            p.urls,
+            crate::times::rfc3339(p.last),
+            p.changed,
+            p.fetched,
+            if p.urgent { "urgent" } else { "not urgent" },
+        )?;
+    }
+    Ok(())
 }
 
 /// The check of one URLFrontier crawl.

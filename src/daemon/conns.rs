@@ -85,7 +85,7 @@ pub(super) fn fd_limit() -> Option<u64> {
 
 /// Whom a connection counts against: an IPv4 address (IPv4-mapped IPv6
 /// included), or an IPv6 /64 (one host usually has a whole /64).
-fn peer_of(ip: IpAddr) -> IpAddr {
+pub(super) fn peer_of(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let s = v6.segments();
@@ -256,6 +256,7 @@ impl Table {
         if self.warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
             let name = match self.listener {
                 "api" => "API",
+                "indexnow" => "IndexNow",
                 _ => "URLFrontier",
             };
             warn!(
@@ -398,7 +399,11 @@ pub(super) async fn serve(
         };
         let slot = Arc::new(slot);
         let app = app.clone();
-        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+            // The client's address, for what limits a client (IndexNow's
+            // quotas).
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
             let busy = slot.busy();
             // A Router is always ready: no poll_ready needed.
             let call = tower_service::Service::call(&mut app.clone(), req);

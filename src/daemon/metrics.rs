@@ -36,7 +36,7 @@ pub(super) struct Rpc {
 /// slot.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct Shed {
-    /// `api` or `urlfrontier`.
+    /// `api`, `urlfrontier` or `indexnow`.
     pub listener: String,
     /// `evicted` (an idle connection closed for a new one) or `refused`.
     pub why: String,
@@ -80,6 +80,18 @@ pub(super) struct Metrics {
     pub rpc_seconds: Family<Rpc, Histogram, fn() -> Histogram>,
     /// Connections shed by listener and why.
     pub connections_shed: Family<Shed, Counter>,
+    /// IndexNow requests by the status answered.
+    pub indexnow_requests: Family<Status, Counter>,
+    /// URLs IndexNow requests named, in the requests answered 200 or 202.
+    pub indexnow_received: Counter,
+    /// What became of the URLs received (`applied`: notified in the store;
+    /// `duplicate`: pushed again within the window; `dropped`: their key
+    /// did not verify).
+    pub indexnow_urls: Family<Status, Counter>,
+    /// Key verifications by result (`verified`, `rejected`, `revoked`).
+    pub indexnow_verifications: Family<Status, Counter>,
+    /// Hosts with an IndexNow key verified now.
+    pub indexnow_hosts: Gauge,
 }
 
 impl Metrics {
@@ -105,6 +117,11 @@ impl Metrics {
                 Histogram::new(exponential_buckets(0.000_25, 2.0, 20))
             }),
             connections_shed: Family::default(),
+            indexnow_requests: Family::default(),
+            indexnow_received: Counter::default(),
+            indexnow_urls: Family::default(),
+            indexnow_verifications: Family::default(),
+            indexnow_hosts: Gauge::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -175,6 +192,31 @@ impl Metrics {
             "connections_shed",
             "Connections closed to make room for another, or refused for want of a slot",
             m.connections_shed.clone(),
+        );
+        r.register(
+            "indexnow_requests",
+            "IndexNow requests by the status answered",
+            m.indexnow_requests.clone(),
+        );
+        r.register(
+            "indexnow_received_urls",
+            "URLs named by IndexNow requests answered 200 or 202",
+            m.indexnow_received.clone(),
+        );
+        r.register(
+            "indexnow_urls",
+            "What became of the IndexNow URLs received (applied, duplicate, dropped)",
+            m.indexnow_urls.clone(),
+        );
+        r.register(
+            "indexnow_verifications",
+            "IndexNow key verifications by result (verified, rejected, revoked)",
+            m.indexnow_verifications.clone(),
+        );
+        r.register(
+            "indexnow_hosts",
+            "Hosts with an IndexNow key verified now",
+            m.indexnow_hosts.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -11,6 +11,7 @@ mod access;
 mod api;
 mod compaction;
 mod conns;
+mod indexnow;
 mod message_budget;
 mod metrics;
 mod refresh;
@@ -109,6 +110,9 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
     for site in &settings.sites {
         store.add_site(&site_key(site)?, clock.now())?;
     }
+    // One fetcher (its address guard and per-host politeness) for the walks
+    // and the IndexNow key files.
+    let fetcher = sitemapd_discovery::Fetcher::new(settings.fetch.config())?;
     let walker = {
         let mut walker_config = settings.walk.config(&settings.parse);
         walker_config.memory = Some(Arc::new(StoreMemory::scheduled(
@@ -116,10 +120,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             clock.clone(),
         )));
         walker_config.robots_ttl = Some(Duration::from_secs(settings.refresh.robots_secs.into()));
-        sitemapd_discovery::Walker::new(
-            sitemapd_discovery::Fetcher::new(settings.fetch.config())?,
-            walker_config,
-        )
+        sitemapd_discovery::Walker::new(fetcher.clone(), walker_config)
     };
     let runtime = crate::settings::runtime()?;
     let listener = runtime
@@ -134,6 +135,14 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot listen on {addr} (URLFrontier)"))?,
         )),
         _ => None,
+    };
+    let indexnow_listener = match settings.indexnow.indexnow_listen {
+        Some(addr) => Some(
+            runtime
+                .block_on(tokio::net::TcpListener::bind(addr))
+                .with_context(|| format!("cannot listen on {addr} (IndexNow)"))?,
+        ),
+        None => None,
     };
     // Before "listening" is announced: from then on a signal must stop the
     // daemon cleanly, not kill it (the default action).
@@ -218,6 +227,38 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             metrics.clone(),
             stop_rx.clone(),
         ));
+    }
+    if let Some(listener) = indexnow_listener {
+        // Its connections come out of what the HTTP API and the URLFrontier
+        // service leave of the open-file limit.
+        let connections = conns::connection_cap(
+            settings.api.max_connections,
+            fd_limit.map(|l| l.saturating_sub(2 * max_connections as u64)),
+        );
+        let slots = conns::Slots::new(
+            "indexnow",
+            connections,
+            per_ip.min(connections),
+            metrics.connections_shed.clone(),
+        );
+        let intake = Arc::new(indexnow::Intake::new(
+            &settings.indexnow,
+            store.clone(),
+            fetcher,
+            clock.clone(),
+            metrics.clone(),
+            request_secs,
+        ));
+        let app = indexnow::router(intake, settings.api.max_request_bytes);
+        info!(
+            hosts = settings.indexnow.indexnow_hosts.join(","),
+            "IndexNow intake on http://{}/indexnow",
+            listener.local_addr()?
+        );
+        let mut stop = stop_rx.clone();
+        runtime.spawn(conns::serve(listener, app, head_secs, slots, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }));
     }
     runtime.spawn(compaction::run(store.clone(), stop_rx.clone()));
     let app = api::router(

@@ -802,6 +802,116 @@ impl ApiSettings {
     }
 }
 
+/// `[indexnow]`: the IndexNow intake, the protocol sites use to push the URLs
+/// that changed (docs/indexnow.md).
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct IndexNowSettings {
+    /// Address of the IndexNow intake (`GET /indexnow?url=&key=`, `POST /indexnow`). Default
+    /// off. Public by nature: no API token on it; a push is applied once its host's key file
+    /// holds its key.
+    #[arg(long, value_name = "ADDR")]
+    pub indexnow_listen: Option<SocketAddr>,
+    /// Which hosts' pushes are accepted: `followed` (hosts the store holds URLs of, and the
+    /// hosts of followed sites), `any` (an open intake: new hosts are added, at most
+    /// indexnow_new_hosts_per_day a day), or a list of hosts (`host` or `host:port`).
+    #[arg(long, value_delimiter = ',', value_name = "HOSTS", default_values_t = IndexNowSettings::default().indexnow_hosts)]
+    pub indexnow_hosts: Vec<String>,
+    /// Requests one host's pushes may make per minute (then 429 with Retry-After).
+    #[arg(long, default_value_t = IndexNowSettings::default().indexnow_host_requests_per_minute)]
+    pub indexnow_host_requests_per_minute: u32,
+    /// URLs one host's pushes may name per day (UTC).
+    #[arg(long, default_value_t = IndexNowSettings::default().indexnow_host_urls_per_day)]
+    pub indexnow_host_urls_per_day: u64,
+    /// Requests one client address (an IPv4 address, an IPv6 /64) may make per minute.
+    #[arg(long, default_value_t = IndexNowSettings::default().indexnow_client_requests_per_minute)]
+    pub indexnow_client_requests_per_minute: u32,
+    /// URLs one client address may push per day (UTC).
+    #[arg(long, default_value_t = IndexNowSettings::default().indexnow_client_urls_per_day)]
+    pub indexnow_client_urls_per_day: u64,
+    /// With `indexnow_hosts = ["any"]`: hosts the store holds no URL of that pushes may add
+    /// per day (UTC).
+    #[arg(long, default_value_t = IndexNowSettings::default().indexnow_new_hosts_per_day)]
+    pub indexnow_new_hosts_per_day: u64,
+    /// A URL pushed again within this many seconds is counted once (0: every push counts).
+    #[arg(long, value_name = "SECS", default_value_t = IndexNowSettings::default().indexnow_dedup_secs)]
+    pub indexnow_dedup_secs: u64,
+    /// Seconds after which a verified key file is fetched again (a file that no longer holds
+    /// the key revokes it).
+    #[arg(long, value_name = "SECS", default_value_t = IndexNowSettings::default().indexnow_recheck_secs)]
+    pub indexnow_recheck_secs: u64,
+    /// Seconds during which a key whose file did not hold it is refused (403) without
+    /// fetching the file again.
+    #[arg(long, value_name = "SECS", default_value_t = IndexNowSettings::default().indexnow_refused_secs)]
+    pub indexnow_refused_secs: u64,
+    /// Reverse proxies in front of the intake: for a connection from one of these addresses
+    /// the client is the last address of its X-Forwarded-For header.
+    #[arg(long, value_delimiter = ',', value_name = "IP")]
+    pub indexnow_trusted_proxies: Vec<IpAddr>,
+}
+
+impl Default for IndexNowSettings {
+    fn default() -> Self {
+        Self {
+            indexnow_listen: None,
+            indexnow_hosts: vec!["followed".into()],
+            indexnow_host_requests_per_minute: 60,
+            indexnow_host_urls_per_day: 100_000,
+            indexnow_client_requests_per_minute: 120,
+            indexnow_client_urls_per_day: 200_000,
+            indexnow_new_hosts_per_day: 1_000,
+            indexnow_dedup_secs: 600,
+            indexnow_recheck_secs: 86_400,
+            indexnow_refused_secs: 3_600,
+            indexnow_trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+impl IndexNowSettings {
+    fn validate(&self) -> Result<()> {
+        let hosts = &self.indexnow_hosts;
+        let special = |h: &String| h == "any" || h == "followed";
+        check(
+            "indexnow.indexnow_hosts",
+            !hosts.is_empty() && (hosts.len() == 1 || !hosts.iter().any(special)),
+            "`followed`, `any`, or a list of hosts",
+        )?;
+        for host in hosts.iter().filter(|h| !special(h)) {
+            NormUrl::parse(&format!("https://{host}/"))
+                .ok()
+                .filter(|u| u.path() == "/" && u.host_key().as_str() == host.to_ascii_lowercase())
+                .with_context(|| format!("indexnow.indexnow_hosts: {host:?} is not a host"))?;
+        }
+        for (key, value) in [
+            (
+                "indexnow.indexnow_host_requests_per_minute",
+                u64::from(self.indexnow_host_requests_per_minute),
+            ),
+            (
+                "indexnow.indexnow_client_requests_per_minute",
+                u64::from(self.indexnow_client_requests_per_minute),
+            ),
+            (
+                "indexnow.indexnow_host_urls_per_day",
+                self.indexnow_host_urls_per_day,
+            ),
+            (
+                "indexnow.indexnow_client_urls_per_day",
+                self.indexnow_client_urls_per_day,
+            ),
+        ] {
+            check(key, value >= 1, "at least 1")?;
+        }
+        check(
+            "indexnow.indexnow_recheck_secs",
+            self.indexnow_recheck_secs >= 60,
+            "at least 60",
+        )?;
+        Ok(())
+    }
+}
+
 /// The simulator's settings: the run matrix (policies × seeds), the run's
 /// length, and the `[world]`, `[sitemap]` and `[crawl]` tables of
 /// [`sitemapd_sim::SimConfig`].
@@ -1071,6 +1181,8 @@ pub(crate) struct DaemonSettings {
     pub sites: Vec<String>,
     #[command(flatten, next_help_heading = "API")]
     pub api: ApiSettings,
+    #[command(flatten, next_help_heading = "IndexNow")]
+    pub indexnow: IndexNowSettings,
     #[command(flatten, next_help_heading = "Scheduler")]
     pub scheduler: SchedulerSettings,
     #[command(flatten, next_help_heading = "Refresh")]
@@ -1089,6 +1201,7 @@ impl Settings for DaemonSettings {
         self.refresh.validate()?;
         self.scheduler.validate()?;
         self.api.validate()?;
+        self.indexnow.validate()?;
         for site in &self.sites {
             super::site_key(site).with_context(|| format!("sites: {site:?}"))?;
         }

@@ -33,6 +33,8 @@ pub const MIN_SHARE: u32 = 4;
 pub const PROBE_EVERY: u64 = 8;
 /// The fetch counts are halved when they reach this.
 pub const HALVE_AT: u32 = 64;
+/// URLs of a push written in one atomic batch.
+pub const BATCH: usize = 1_000;
 
 /// What [`Store::push`](crate::Store::push) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,22 +158,30 @@ impl Partition {
     }
 
     /// [`Store::push`](crate::Store::push) of URLs already normalised, all
-    /// on `host`.
+    /// on `host`: in atomic batches of [`BATCH`] URLs, the push counted with
+    /// the first, each batch giving way to the crawlers' requests waiting
+    /// for the write lock (a lease waits for one batch, not a whole push).
     pub(crate) fn push(
         &self,
         host: &str,
         norms: &[String],
         now: Timestamp,
     ) -> Result<Pushed, StoreError> {
-        let _lock = self.lock();
-        let mut record = self.push_record(host)?;
-        record.pushes = record.pushes.saturating_add(1);
-        record.urls = record.urls.saturating_add(norms.len() as u64);
-        record.last = now.unix();
-        let urgent = record.urgent() || record.pushes % PROBE_EVERY == 0;
-        let mut writes = UrlWrites::new(self);
-        writes.batch().insert(keys::pushes(host), encode(&record));
-        let found = self.notify_into(writes, norms, now, urgent)?;
+        let mut found = Vec::with_capacity(norms.len());
+        let mut urgent = true;
+        for (i, batch) in norms.chunks(BATCH).enumerate() {
+            let _lock = self.lock_background();
+            let mut writes = UrlWrites::new(self);
+            if i == 0 {
+                let mut record = self.push_record(host)?;
+                record.pushes = record.pushes.saturating_add(1);
+                record.urls = record.urls.saturating_add(norms.len() as u64);
+                record.last = now.unix();
+                urgent = record.urgent() || record.pushes % PROBE_EVERY == 0;
+                writes.batch().insert(keys::pushes(host), encode(&record));
+            }
+            found.extend(self.notify_into(writes, batch, now, urgent)?);
+        }
         Ok(Pushed { found, urgent })
     }
 
@@ -265,6 +275,24 @@ mod tests {
         let v = &views[0];
         assert_eq!((v.host.as_str(), v.pushes, v.urls), ("a.example", 1, 2));
         assert_eq!((v.last, v.fetched, v.key_verified), (ts(now), 0, None));
+        assert!(s.check().unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_push_of_many_batches_counts_once_and_stores_every_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = backlog(&dir, 0);
+        let urls: Vec<String> = (0..2 * BATCH + 5)
+            .map(|i| format!("https://a.example/n/{i}"))
+            .collect();
+        let pushed = s
+            .push(&host("a.example"), urls.iter().map(String::as_str), ts(T0))
+            .unwrap();
+        assert_eq!(pushed.found.len(), urls.len());
+        assert!(pushed.found.iter().all(|f| *f == Notified::Added));
+        let v = s.pushes().next().unwrap().unwrap();
+        assert_eq!((v.pushes, v.urls), (1, urls.len() as u64));
+        assert_eq!(s.stats(ts(T0)).unwrap().due_now, urls.len() as u64);
         assert!(s.check().unwrap().is_ok());
     }
 

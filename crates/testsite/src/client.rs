@@ -13,9 +13,19 @@ pub struct Response {
     pub status: u16,
     /// The body, de-chunked.
     pub body: Vec<u8>,
+    /// The head's fields, as sent.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Response {
+    /// The value of the first field named `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The body as text (lossy).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -76,9 +86,11 @@ fn parse_response(raw: &[u8]) -> Result<Response, String> {
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| format!("bad status line in {head:?}"))?;
     let (mut length, mut chunked) = (None, false);
+    let mut headers = Vec::new();
     for line in lines {
         if let Some((name, value)) = line.split_once(':') {
             let name = name.trim();
+            headers.push((name.to_string(), value.trim().to_string()));
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse::<usize>().ok();
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
@@ -97,7 +109,11 @@ fn parse_response(raw: &[u8]) -> Result<Response, String> {
     } else {
         rest.to_vec()
     };
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        body,
+        headers,
+    })
 }
 
 fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
@@ -131,6 +147,7 @@ mod tests {
         site.route("/c", Reply::ok("chunked body").length(Length::Chunked));
         let r = request(site.addr(), "GET", "/a", None, None).unwrap();
         assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+        assert_eq!(r.header("Content-Length"), Some("5"));
         let r = request(site.addr(), "POST", "/c", Some("t"), Some(b"{}")).unwrap();
         assert_eq!((r.status, r.text().as_str()), (200, "chunked body"));
         assert_eq!(site.requests()[1].header("authorization"), Some("Bearer t"));

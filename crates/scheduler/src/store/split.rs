@@ -164,10 +164,14 @@ impl Store {
     /// A push from a site (IndexNow): `urls`, all on `host`, changed at
     /// `now`. They are notified as by [`Store::notify_all`] (due at once,
     /// unless the host's pushes lost their urgency: see [`crate::pushes`])
-    /// and the push is counted on the host's record, in one atomic batch.
-    /// Every URL is normalised first; one that is not an absolute http(s)
-    /// URL is [`StoreError::InvalidUrl`], one on another host
-    /// [`StoreError::OffHost`], and nothing is written.
+    /// and the push is counted on the host's record. Every URL is
+    /// normalised first; one that is not an absolute http(s) URL is
+    /// [`StoreError::InvalidUrl`], one on another host
+    /// [`StoreError::OffHost`], and nothing is written. They are written in
+    /// atomic batches of [`crate::pushes::BATCH`] URLs (the push counted with
+    /// the first), each giving way to the leases and completions waiting:
+    /// a failed write leaves the batches before it written (sending the
+    /// push again completes it).
     pub fn push<'u>(
         &self,
         host: &HostKey,

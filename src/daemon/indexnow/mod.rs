@@ -1,0 +1,594 @@
+//! The IndexNow intake (`indexnow.indexnow_listen`): sites push the URLs
+//! that changed, as they do to Bing and Yandex. A listener of its own,
+//! public by nature (no API token), with the daemon's connection caps and
+//! head and body limits.
+//!
+//! A push is read and checked ([`request`]), counted against its client's
+//! and its host's quotas ([`quotas`]), its host checked against the hosts
+//! accepted, then its key looked up ([`keys`]): a key its host's key file
+//! held is applied at once (200), the URLs notified in the store
+//! ([`Store::push`]) and flushed before the answer; a new key is verified in
+//! the background, through the daemon's guarded fetcher, the URLs held
+//! meanwhile (202) and then applied or dropped; a key whose file did not
+//! hold it is refused (403). A verified key is verified again every
+//! `indexnow_recheck_secs` (a file that stops holding it revokes it), and
+//! each verification reads the host's robots.txt too, whose rules the
+//! pushed URLs are kept under (a disallowed URL is accepted and stays
+//! blocked). A push makes the daemon fetch nothing else.
+
+mod keys;
+mod quotas;
+mod request;
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+use sitemapd_discovery::robots::RobotsOutcome;
+use sitemapd_discovery::{Fetcher, Validators};
+use sitemapd_parser::{HostKey, NormUrl, RobotsRules};
+use sitemapd_scheduler::{Clock, Store, StoreError};
+use tokio::io::AsyncReadExt;
+
+use self::keys::{Admit, KeyId, Keys};
+use self::quotas::{NewHosts, Quotas, Recent, RetryAfter};
+use self::request::Push;
+use super::metrics::{Metrics, label};
+use crate::settings::IndexNowSettings;
+
+/// Keys known at most (each 2.5 KiB at most: a key file URL is 2,048
+/// characters at most).
+const MAX_KEYS: usize = 20_000;
+/// Bytes of the URLs held for keys being verified, in all.
+const MAX_HELD_BYTES: usize = 32 << 20;
+/// Key verifications running at once.
+const MAX_VERIFYING: usize = 64;
+/// Hosts and client addresses whose quotas are tracked, each.
+const MAX_TRACKED: usize = 50_000;
+/// URL hashes remembered per generation for the duplicate window.
+const MAX_RECENT: usize = 1 << 19;
+/// The largest key file read: a key is 128 bytes at most.
+const MAX_KEY_FILE: u64 = 1_024;
+
+/// An answer of the intake: a status and a JSON body, with `Retry-After`
+/// for a 429.
+#[derive(Debug)]
+pub(super) struct Answer {
+    status: StatusCode,
+    body: serde_json::Value,
+    retry_after: Option<u64>,
+}
+
+impl Answer {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Answer {
+            status,
+            body: json!({ "error": message.into() }),
+            retry_after: None,
+        }
+    }
+
+    fn retry(RetryAfter(secs): RetryAfter, message: impl Into<String>) -> Self {
+        Answer {
+            retry_after: Some(secs),
+            ..Answer::new(StatusCode::TOO_MANY_REQUESTS, message)
+        }
+    }
+
+    fn ok(status: StatusCode, body: serde_json::Value) -> Self {
+        Answer {
+            status,
+            body,
+            retry_after: None,
+        }
+    }
+}
+
+impl IntoResponse for Answer {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<StoreError> for Answer {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "store error (IndexNow)");
+        let status = if e.is_damage() || e.is_write_failure() {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        Answer::new(status, "the push could not be stored: try again later")
+    }
+}
+
+/// Which hosts' pushes are accepted.
+#[derive(Debug, Clone)]
+enum Hosts {
+    /// Hosts the store holds URLs of, and those of followed sites.
+    Followed,
+    /// Any host; a host new to the store counts against a daily cap.
+    Any,
+    /// These hosts (`host[:port]`, lower case).
+    Listed(HashSet<String>),
+}
+
+/// The tables a push reads and updates, under one lock (held for
+/// in-memory work only, never across a fetch or a store write).
+struct Tables {
+    keys: Keys,
+    by_host: Quotas<HostKey>,
+    by_client: Quotas<IpAddr>,
+    new_hosts: NewHosts,
+    recent: Recent,
+}
+
+/// The intake's shared state.
+pub(super) struct Intake {
+    store: Arc<Store>,
+    fetcher: Fetcher,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+    hosts: Hosts,
+    trusted_proxies: Vec<IpAddr>,
+    body_timeout: Duration,
+    tables: Mutex<Tables>,
+}
+
+type Shared = Arc<Intake>;
+
+impl Intake {
+    pub(super) fn new(
+        settings: &IndexNowSettings,
+        store: Arc<Store>,
+        fetcher: Fetcher,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+        body_timeout: Duration,
+    ) -> Intake {
+        let hosts = match settings.indexnow_hosts.first().map(String::as_str) {
+            Some("followed") => Hosts::Followed,
+            Some("any") => Hosts::Any,
+            _ => Hosts::Listed(
+                settings
+                    .indexnow_hosts
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+            ),
+        };
+        Intake {
+            store,
+            fetcher,
+            clock,
+            metrics,
+            hosts,
+            trusted_proxies: settings.indexnow_trusted_proxies.clone(),
+            body_timeout,
+            tables: Mutex::new(Tables {
+                keys: Keys::new(
+                    MAX_KEYS,
+                    MAX_HELD_BYTES,
+                    MAX_VERIFYING,
+                    settings.indexnow_recheck_secs,
+                    settings.indexnow_refused_secs,
+                ),
+                by_host: Quotas::new(
+                    settings.indexnow_host_requests_per_minute,
+                    settings.indexnow_host_urls_per_day,
+                    MAX_TRACKED,
+                ),
+                by_client: Quotas::new(
+                    settings.indexnow_client_requests_per_minute,
+                    settings.indexnow_client_urls_per_day,
+                    MAX_TRACKED,
+                ),
+                new_hosts: NewHosts::new(settings.indexnow_new_hosts_per_day),
+                recent: Recent::new(settings.indexnow_dedup_secs, MAX_RECENT),
+            }),
+        }
+    }
+
+    fn tables(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now().unix()
+    }
+
+    /// Hosts with a key verified now (the `indexnow_hosts` gauge).
+    fn verified_hosts(&self) -> usize {
+        self.tables().keys.verified_hosts()
+    }
+
+    /// The client of a request: the peer, or for a peer that is a trusted
+    /// proxy the last address of X-Forwarded-For.
+    fn client(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+        let ip = peer.ip().to_canonical();
+        let forwarded = || {
+            let last = headers
+                .get_all("x-forwarded-for")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .next_back()?;
+            last.trim().parse::<IpAddr>().ok()
+        };
+        let client = match self.trusted_proxies.contains(&ip) {
+            true => forwarded().unwrap_or(ip),
+            false => ip,
+        };
+        super::conns::peer_of(client)
+    }
+}
+
+/// The intake's routes.
+pub(super) fn router(intake: Shared, max_body: usize) -> Router {
+    Router::new()
+        .route("/indexnow", get(single).post(many))
+        .fallback(|| async {
+            Answer::new(
+                StatusCode::NOT_FOUND,
+                "this is an IndexNow intake: GET /indexnow?url=…&key=… or POST /indexnow",
+            )
+        })
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(intake)
+}
+
+/// `GET /indexnow?url=…&key=…[&keyLocation=…]`.
+async fn single(State(intake): State<Shared>, req: Request) -> Answer {
+    let client = client_of(&intake, &req);
+    if let Err(answer) = count_request(&intake, client) {
+        return answer;
+    }
+    let push = Query::<request::Query>::try_from_uri(req.uri())
+        .map_err(|e| Answer::new(StatusCode::BAD_REQUEST, e.body_text()))
+        .and_then(|Query(q)| q.push());
+    answered(&intake, handle(&intake, client, push).await)
+}
+
+/// `POST /indexnow`, a JSON body.
+async fn many(State(intake): State<Shared>, req: Request) -> Answer {
+    let client = client_of(&intake, &req);
+    if let Err(answer) = count_request(&intake, client) {
+        return answer;
+    }
+    let timeout = intake.body_timeout;
+    let body = match tokio::time::timeout(timeout, Bytes::from_request(req, &())).await {
+        Err(_) => Err(Answer::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request body too slow",
+        )),
+        Ok(Err(e)) => Err(Answer::new(e.status(), e.body_text())),
+        Ok(Ok(bytes)) => Ok(bytes),
+    };
+    let push = body.and_then(|bytes| request::body_push(&bytes));
+    answered(&intake, handle(&intake, client, push).await)
+}
+
+fn client_of(intake: &Intake, req: &Request) -> IpAddr {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
+    intake.client(peer, req.headers())
+}
+
+/// Counts a request against its client's quota, before it is read.
+fn count_request(intake: &Intake, client: IpAddr) -> Result<(), Answer> {
+    let now = intake.now();
+    let counted = intake.tables().by_client.take(&client, 1, 0, now);
+    counted.map_err(|retry| {
+        answered(
+            intake,
+            Answer::retry(retry, "too many requests from this address"),
+        )
+    })
+}
+
+/// Counts the answer in the metrics.
+fn answered(intake: &Intake, answer: Answer) -> Answer {
+    intake
+        .metrics
+        .indexnow_requests
+        .get_or_create(&label(answer.status.as_u16().to_string()))
+        .inc();
+    answer
+}
+
+/// A push read (or not), answered.
+async fn handle(intake: &Shared, client: IpAddr, push: Result<Push, Answer>) -> Answer {
+    let push = match push {
+        Ok(push) => push,
+        Err(answer) => return answer,
+    };
+    let n = push.urls.len() as u64;
+    let now = intake.now();
+    {
+        let mut tables = intake.tables();
+        if let Err(retry) = tables.by_client.take(&client, 0, n, now) {
+            return Answer::retry(retry, "too many URLs from this address today");
+        }
+        if let Err(retry) = tables.by_host.take(&push.host, 1, n, now) {
+            return Answer::retry(retry, format!("too many pushes for {}", push.host));
+        }
+    }
+    let new_host = match accepted(intake, &push.host).await {
+        Ok(new) => new,
+        Err(answer) => return answer,
+    };
+    let id = KeyId {
+        host: push.host.clone(),
+        key: push.key.clone(),
+        location: push.location.to_string(),
+    };
+    let admitted = {
+        let mut tables = intake.tables();
+        let admit = tables.keys.admit(&id, &push.urls, now);
+        // A host new to the store counts against the day's cap when its
+        // first push is let in.
+        if new_host
+            && admit == Admit::Verify
+            && let Err(retry) = tables.new_hosts.take(now)
+        {
+            tables.keys.forget(&id);
+            return Answer::retry(retry, "no more new hosts today");
+        }
+        admit
+    };
+    intake.metrics.indexnow_received.inc_by(match admitted {
+        Admit::Refused(_) | Admit::Busy => 0,
+        _ => n,
+    });
+    match admitted {
+        Admit::Apply => apply(intake, &push.host, push.urls).await,
+        Admit::ApplyAndRecheck => {
+            tokio::spawn(verify(intake.clone(), id));
+            apply(intake, &push.host, push.urls).await
+        }
+        Admit::Verify => {
+            tokio::spawn(verify(intake.clone(), id));
+            pending(n)
+        }
+        Admit::Held => pending(n),
+        Admit::Refused(why) => Answer::new(StatusCode::FORBIDDEN, why),
+        Admit::Busy => Answer::retry(RetryAfter(1), "key verifications are busy"),
+    }
+}
+
+/// 202: received, the key's verification running.
+fn pending(urls: u64) -> Answer {
+    Answer::ok(
+        StatusCode::ACCEPTED,
+        json!({ "urls": urls, "status": "received; the key is being verified" }),
+    )
+}
+
+/// Whether pushes for `host` are accepted (403 if not), and whether it is
+/// new to the store (no URL of it held).
+async fn accepted(intake: &Shared, host: &HostKey) -> Result<bool, Answer> {
+    if let Hosts::Listed(hosts) = &intake.hosts {
+        return match hosts.contains(host.as_str()) {
+            true => Ok(false),
+            false => Err(Answer::new(
+                StatusCode::FORBIDDEN,
+                format!("pushes for {host} are not accepted here"),
+            )),
+        };
+    }
+    let store = intake.store.clone();
+    let key = host.clone();
+    let known = tokio::task::spawn_blocking(move || -> Result<bool, StoreError> {
+        if store.host(&key)?.urls > 0 {
+            return Ok(true);
+        }
+        for scheme in ["https", "http"] {
+            if store.site(&format!("{scheme}://{key}/"))?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    })
+    .await
+    .map_err(|e| Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    match (&intake.hosts, known) {
+        (_, true) => Ok(false),
+        (Hosts::Any, false) => Ok(true),
+        _ => Err(Answer::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "pushes for {host} are not accepted here: it is not a host this daemon follows"
+            ),
+        )),
+    }
+}
+
+/// Notifies `urls` of `host` in the store (those pushed within the
+/// duplicate window left out) and flushes it: 200 once they are durable.
+async fn apply(intake: &Shared, host: &HostKey, urls: Vec<String>) -> Answer {
+    let n = urls.len();
+    let now = intake.now();
+    let fresh: Vec<String> = {
+        let mut tables = intake.tables();
+        urls.into_iter()
+            .filter(|u| !tables.recent.seen(u, now))
+            .collect()
+    };
+    let duplicates = (n - fresh.len()) as u64;
+    let metrics = &intake.metrics;
+    metrics
+        .indexnow_urls
+        .get_or_create(&label("duplicate"))
+        .inc_by(duplicates);
+    let applied = fresh.len() as u64;
+    if !fresh.is_empty() {
+        let store = intake.store.clone();
+        let host = host.clone();
+        let clock = intake.clock.clone();
+        let stored = tokio::task::spawn_blocking(move || -> Result<bool, StoreError> {
+            let pushed = store.push(&host, fresh.iter().map(String::as_str), clock.now())?;
+            store.flush()?;
+            Ok(pushed.urgent)
+        })
+        .await;
+        match stored {
+            Ok(Ok(urgent)) => {
+                tracing::debug!(urls = applied, urgent, "IndexNow push applied");
+            }
+            Ok(Err(e)) => return e.into(),
+            Err(e) => return Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+        metrics
+            .indexnow_urls
+            .get_or_create(&label("applied"))
+            .inc_by(applied);
+    }
+    Answer::ok(
+        StatusCode::OK,
+        json!({ "urls": n, "applied": applied, "duplicates": duplicates }),
+    )
+}
+
+/// Verifies `id`: fetches its key file (and the host's robots.txt when it
+/// holds the key), settles it, and applies or drops the URLs held for it.
+async fn verify(intake: Shared, id: KeyId) {
+    let result = key_file_holds(&intake.fetcher, &id).await;
+    if result.is_ok() {
+        read_robots(&intake, &id).await;
+    }
+    let now = intake.now();
+    let (settled, host_verified) = {
+        let mut tables = intake.tables();
+        let settled = tables.keys.settle(&id, result.clone(), now);
+        (settled, tables.keys.host_verified(&id.host))
+    };
+    let metrics = &intake.metrics;
+    let verdict = match (&result, settled.revoked) {
+        (Ok(()), _) => "verified",
+        (Err(_), true) => "revoked",
+        (Err(_), false) => "rejected",
+    };
+    metrics
+        .indexnow_verifications
+        .get_or_create(&label(verdict))
+        .inc();
+    match &result {
+        Ok(()) => tracing::info!(host = %id.host, location = %id.location, "IndexNow key verified"),
+        Err(why) => {
+            tracing::info!(host = %id.host, location = %id.location, why, "IndexNow key {verdict}")
+        }
+    }
+    // The store keeps whether the host has a key verified: a revoked key
+    // clears it unless another of the host's keys stands.
+    if result.is_ok() || (settled.revoked && !host_verified) {
+        let store = intake.store.clone();
+        let host = id.host.clone();
+        let at = result.is_ok().then(|| intake.clock.now());
+        let noted = tokio::task::spawn_blocking(move || store.key_verified(&host, at)).await;
+        if let Ok(Err(e)) = noted {
+            tracing::warn!(error = %e, "the key's verification was not recorded");
+        }
+    }
+    metrics.indexnow_hosts.set(intake.verified_hosts() as i64);
+    if settled.urls.is_empty() {
+        return;
+    }
+    if result.is_ok() {
+        let answer = apply(&intake, &id.host, settled.urls).await;
+        if !answer.status.is_success() {
+            tracing::warn!(host = %id.host, answer = %answer.body, "URLs held for a verified key were not applied");
+        }
+    } else {
+        metrics
+            .indexnow_urls
+            .get_or_create(&label("dropped"))
+            .inc_by(settled.urls.len() as u64);
+    }
+}
+
+/// Whether the key file at `id.location` holds `id.key`, through the
+/// guarded fetcher (a file on a private address is refused as any fetch
+/// is); else why not.
+async fn key_file_holds(fetcher: &Fetcher, id: &KeyId) -> Result<(), String> {
+    let url = NormUrl::parse(&id.location).map_err(|e| format!("the key file URL: {e}"))?;
+    let fetched = fetcher
+        .get(&url, &Validators::default())
+        .await
+        .map_err(|e| format!("the key file {url} could not be fetched: {e}"))?;
+    if !fetched.is_success() {
+        return Err(format!("the key file {url} answered {}", fetched.status));
+    }
+    if fetched.url.host_key() != id.host {
+        return Err(format!(
+            "the key file {url} redirects to {}, on another host",
+            fetched.url
+        ));
+    }
+    let mut body = Vec::new();
+    fetched
+        .into_body()
+        .take(MAX_KEY_FILE + 1)
+        .read_to_end(&mut body)
+        .await
+        .map_err(|e| format!("the key file {url} could not be read: {e}"))?;
+    if body.len() as u64 > MAX_KEY_FILE {
+        return Err(format!(
+            "the key file {url} is larger than {MAX_KEY_FILE} bytes: it is not a key file"
+        ));
+    }
+    let text =
+        std::str::from_utf8(&body).map_err(|_| format!("the key file {url} is not UTF-8 text"))?;
+    if text.trim_start_matches('\u{feff}').trim() != id.key {
+        return Err(format!("the key file {url} does not hold the key"));
+    }
+    Ok(())
+}
+
+/// Reads the robots.txt of a verified key's host and records its rules
+/// (an unreachable one changes nothing).
+async fn read_robots(intake: &Shared, id: &KeyId) {
+    let Ok(key_file) = NormUrl::parse(&id.location) else {
+        return;
+    };
+    let Ok(url) = key_file.join("/robots.txt") else {
+        return;
+    };
+    let report = sitemapd_discovery::robots::fetch_robots(&intake.fetcher, &url).await;
+    let (outcome, rules) = match &report.outcome {
+        RobotsOutcome::Parsed { robots } => ("parsed", Some(robots.rules())),
+        RobotsOutcome::Unavailable => ("unavailable", Some(RobotsRules::allow_all())),
+        RobotsOutcome::Unreachable { .. } => ("unreachable", None),
+    };
+    intake
+        .metrics
+        .robots_fetches
+        .get_or_create(&label(outcome))
+        .inc();
+    let Some(rules) = rules else {
+        return;
+    };
+    let store = intake.store.clone();
+    let host = id.host.clone();
+    let clock = intake.clock.clone();
+    let set =
+        tokio::task::spawn_blocking(move || store.set_robots(&host, &rules, clock.now())).await;
+    if let Ok(Err(e)) = set {
+        tracing::warn!(error = %e, "the robots.txt rules read for a push were not recorded");
+    }
+}

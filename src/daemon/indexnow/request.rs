@@ -1,0 +1,328 @@
+//! An IndexNow request read and checked against the protocol: the single
+//! URL form (`GET /indexnow?url=…&key=…[&keyLocation=…]`) and the many URL
+//! form (`POST /indexnow`, a JSON body `{host, key, keyLocation, urlList}`).
+//! What does not hold is an [`Answer`] with the protocol's status: 400 for
+//! a request that is not one, 422 for a key outside the schema or a URL the
+//! key cannot vouch for (another host, outside the key file's folder).
+
+use axum::http::StatusCode;
+use serde::Deserialize;
+use sitemapd_parser::{HostKey, NormUrl};
+
+use super::Answer;
+
+/// URLs one request may name at most (the protocol's limit).
+pub(super) const MAX_URLS: usize = 10_000;
+
+/// A request's push, checked: every URL on `host` and under the folder of
+/// the key file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Push {
+    /// The host the URLs are on (`host[:port]`, as the store keys hosts).
+    pub host: HostKey,
+    /// The key the key file must hold.
+    pub key: String,
+    /// Where the key file is: the request's `keyLocation`, else `KEY.txt`
+    /// at the root of the URLs' origin.
+    pub location: NormUrl,
+    /// The URLs, normalised, in the order given.
+    pub urls: Vec<String>,
+}
+
+/// The single URL form's query.
+#[derive(Debug, Deserialize)]
+pub(super) struct Query {
+    url: Option<String>,
+    key: Option<String>,
+    #[serde(rename = "keyLocation")]
+    key_location: Option<String>,
+}
+
+/// The many URL form's body (unknown fields are left alone: engines'
+/// clients send extras).
+#[derive(Debug, Deserialize)]
+struct Body {
+    host: Option<String>,
+    key: Option<String>,
+    #[serde(rename = "keyLocation")]
+    key_location: Option<String>,
+    #[serde(rename = "urlList")]
+    url_list: Option<Vec<String>>,
+}
+
+fn bad(message: impl Into<String>) -> Answer {
+    Answer::new(StatusCode::BAD_REQUEST, message)
+}
+
+fn unprocessable(message: impl Into<String>) -> Answer {
+    Answer::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+}
+
+/// The start of `s` for a message: at most 100 characters.
+fn shown(s: &str) -> String {
+    s.chars().take(100).collect()
+}
+
+impl Query {
+    /// The push of a `GET /indexnow`.
+    pub(super) fn push(self) -> Result<Push, Answer> {
+        let url = self
+            .url
+            .ok_or_else(|| bad("the url parameter is missing"))?;
+        let key = self
+            .key
+            .ok_or_else(|| bad("the key parameter is missing"))?;
+        let url = parse_url(&url, "url")?;
+        let host = url.host_key();
+        Push::checked(host, key, self.key_location, vec![url])
+    }
+}
+
+/// The push of a `POST /indexnow` body.
+pub(super) fn body_push(bytes: &[u8]) -> Result<Push, Answer> {
+    let body: Body = serde_json::from_slice(bytes)
+        .map_err(|e| bad(format!("the body is not an IndexNow JSON object: {e}")))?;
+    let host = body.host.ok_or_else(|| bad("host is missing"))?;
+    let key = body.key.ok_or_else(|| bad("key is missing"))?;
+    let list = body.url_list.ok_or_else(|| bad("urlList is missing"))?;
+    if list.is_empty() {
+        return Err(bad("urlList is empty"));
+    }
+    if list.len() > MAX_URLS {
+        return Err(bad(format!(
+            "urlList has {} URLs: at most {MAX_URLS} per request",
+            list.len()
+        )));
+    }
+    let host = parse_host(&host)?;
+    let urls = list
+        .iter()
+        .enumerate()
+        .map(|(i, u)| parse_url(u, &format!("urlList[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Push::checked(host, key, body.key_location, urls)
+}
+
+/// An absolute http(s) URL, normalised; else 400.
+fn parse_url(url: &str, field: &str) -> Result<NormUrl, Answer> {
+    NormUrl::parse_limited(url.trim()).map_err(|e| {
+        bad(format!(
+            "{field}: {:?} is not an http(s) URL: {e}",
+            shown(url)
+        ))
+    })
+}
+
+/// The `host` field: a host name, with a port if not the default one.
+fn parse_host(host: &str) -> Result<HostKey, Answer> {
+    let valid = !host.is_empty()
+        && host.len() <= 255
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    let parsed = valid
+        .then(|| NormUrl::parse(&format!("https://{host}/")).ok())
+        .flatten()
+        .filter(|u| u.path() == "/");
+    parsed
+        .map(|u| u.host_key())
+        .ok_or_else(|| bad(format!("host {:?} is not a host name", shown(host))))
+}
+
+/// Whether `key` is a key as the protocol defines them: 8 to 128 of
+/// `a-z A-Z 0-9 -`.
+pub(super) fn valid_key(key: &str) -> bool {
+    (8..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// The folder a key file vouches for: its path up to the last `/`.
+fn folder(location: &NormUrl) -> &str {
+    let path = location.path();
+    &path[..path.rfind('/').map_or(0, |i| i + 1)]
+}
+
+impl Push {
+    /// The push, once the key, the key file's location and every URL hold.
+    fn checked(
+        host: HostKey,
+        key: String,
+        location: Option<String>,
+        urls: Vec<NormUrl>,
+    ) -> Result<Push, Answer> {
+        if !valid_key(&key) {
+            return Err(unprocessable(format!(
+                "the key {:?} is not 8 to 128 characters of a-z, A-Z, 0-9 and -",
+                shown(&key)
+            )));
+        }
+        let location = match location {
+            Some(given) => {
+                let at = NormUrl::parse_limited(given.trim()).map_err(|e| {
+                    bad(format!(
+                        "keyLocation {:?} is not an http(s) URL: {e}",
+                        shown(&given)
+                    ))
+                })?;
+                if at.host_key() != host {
+                    return Err(unprocessable(format!(
+                        "keyLocation {} is not on {host}",
+                        at.as_str()
+                    )));
+                }
+                at
+            }
+            None => {
+                let scheme = urls.first().map_or("https", NormUrl::scheme);
+                NormUrl::parse(&format!("{scheme}://{host}/{key}.txt"))
+                    .map_err(|e| bad(format!("no key file URL for {host}: {e}")))?
+            }
+        };
+        let folder = folder(&location);
+        let mut norms = Vec::with_capacity(urls.len());
+        for url in urls {
+            if url.host_key() != host {
+                return Err(unprocessable(format!(
+                    "{} is not on {host}, the host of the request",
+                    url.as_str()
+                )));
+            }
+            if !url.path().starts_with(folder) {
+                return Err(unprocessable(format!(
+                    "{} is outside {folder}, the folder of the key file {}",
+                    url.as_str(),
+                    location.as_str()
+                )));
+            }
+            norms.push(url.into_string());
+        }
+        Ok(Push {
+            host,
+            key,
+            location,
+            urls: norms,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "0123456789abcdef";
+
+    fn post(body: serde_json::Value) -> Result<Push, Answer> {
+        body_push(body.to_string().as_bytes())
+    }
+
+    fn status(r: Result<Push, Answer>) -> u16 {
+        r.map_or_else(|a| a.status.as_u16(), |_| 200)
+    }
+
+    #[test]
+    fn the_many_url_form_is_read_and_its_urls_normalised() {
+        let push = post(serde_json::json!({
+            "host": "www.example.org",
+            "key": KEY,
+            "urlList": ["https://www.example.org/a", "HTTPS://WWW.example.org:443/b?x"],
+            "extra": 1,
+        }))
+        .unwrap();
+        assert_eq!(push.host.as_str(), "www.example.org");
+        assert_eq!(
+            push.location.as_str(),
+            format!("https://www.example.org/{KEY}.txt")
+        );
+        assert_eq!(
+            push.urls,
+            ["https://www.example.org/a", "https://www.example.org/b?x"]
+        );
+    }
+
+    #[test]
+    fn each_rule_has_its_status() {
+        let base = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut v = serde_json::json!({
+                "host": "a.example:8080",
+                "key": KEY,
+                "keyLocation": "http://a.example:8080/keys/k.txt",
+                "urlList": ["http://a.example:8080/keys/page"],
+            });
+            f(&mut v);
+            status(post(v))
+        };
+        assert_eq!(base(&|_| {}), 200);
+        assert_eq!(status(body_push(b"not json")), 400);
+        assert_eq!(base(&|v| v["urlList"] = serde_json::json!([])), 400);
+        assert_eq!(
+            base(&|v| v["urlList"] = serde_json::json!(["ftp://x/"])),
+            400
+        );
+        assert_eq!(base(&|v| v["host"] = serde_json::json!("a example")), 400);
+        assert_eq!(base(&|v| v["host"] = serde_json::json!("a.example/x")), 400);
+        assert_eq!(
+            base(&|v| {
+                v.as_object_mut().unwrap().remove("key");
+            }),
+            400
+        );
+        let many: Vec<String> = (0..=MAX_URLS)
+            .map(|i| format!("http://a.example:8080/keys/{i}"))
+            .collect();
+        assert_eq!(base(&|v| v["urlList"] = serde_json::json!(many)), 400);
+        // The key's schema, the host, the folder: 422.
+        assert_eq!(base(&|v| v["key"] = serde_json::json!("short")), 422);
+        assert_eq!(
+            base(&|v| v["key"] = serde_json::json!("0123456789_abcdef")),
+            422
+        );
+        assert_eq!(
+            base(&|v| v["key"] = serde_json::json!("a".repeat(129))),
+            422
+        );
+        assert_eq!(
+            base(&|v| v["urlList"] = serde_json::json!(["http://b.example:8080/keys/x"])),
+            422
+        );
+        assert_eq!(
+            base(&|v| v["urlList"] = serde_json::json!(["http://a.example/keys/x"])),
+            422,
+            "another port is another host"
+        );
+        assert_eq!(
+            base(&|v| v["urlList"] = serde_json::json!(["http://a.example:8080/other/x"])),
+            422
+        );
+        assert_eq!(
+            base(&|v| v["keyLocation"] = serde_json::json!("http://b.example/k.txt")),
+            422
+        );
+    }
+
+    #[test]
+    fn the_single_url_form_takes_its_host_from_the_url() {
+        let q = |url: Option<&str>, key: Option<&str>| Query {
+            url: url.map(Into::into),
+            key: key.map(Into::into),
+            key_location: None,
+        };
+        let push = q(Some("https://a.example/x"), Some(KEY)).push().unwrap();
+        assert_eq!(push.host.as_str(), "a.example");
+        assert_eq!(push.urls, ["https://a.example/x"]);
+        assert_eq!(
+            push.location.as_str(),
+            format!("https://a.example/{KEY}.txt")
+        );
+        // An http site's key file is on its own origin.
+        let push = q(Some("http://a.example/x"), Some(KEY)).push().unwrap();
+        assert_eq!(
+            push.location.as_str(),
+            format!("http://a.example/{KEY}.txt")
+        );
+        assert_eq!(status(q(None, Some(KEY)).push()), 400);
+        assert_eq!(status(q(Some("https://a.example/x"), None).push()), 400);
+        assert_eq!(
+            status(q(Some("https://a.example/x"), Some("bad key!")).push()),
+            422
+        );
+    }
+}
