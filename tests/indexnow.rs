@@ -313,3 +313,30 @@ fn the_address_guard_refuses_a_key_file_on_a_private_address() {
     assert_eq!(status, 429, "{v}");
     assert!(v["error"].as_str().unwrap().contains("new hosts"), "{v}");
 }
+
+/// With a list of hosts, only those hosts' pushes are taken.
+#[test]
+fn a_listed_intake_takes_its_hosts_only() {
+    let site = site(Arc::new(AtomicBool::new(false)));
+    let other = TestSite::start();
+    let dir = tempfile::tempdir().unwrap();
+    let listed = host(&site);
+    let d = Daemon::start(
+        dir.path(),
+        &[
+            "--indexnow-listen",
+            "127.0.0.1:0",
+            "--indexnow-hosts",
+            &listed,
+        ],
+    );
+    let addr = intake(&d);
+    let (status, v) = push(addr, &other, KEY, &["/x"]);
+    assert_eq!(status, 403, "{v}");
+    let (status, v) = push(addr, &site, KEY, &["/page/1"]);
+    assert_eq!(status, 202, "{v}");
+    d.wait_for("the push applied", |d| {
+        record(d, &site.url("/page/1")).is_some()
+    });
+    assert_eq!(other.hits(&format!("/{KEY}.txt")), 0);
+}

@@ -215,26 +215,27 @@ impl Intake {
     fn verified_hosts(&self) -> usize {
         self.tables().keys.verified_hosts()
     }
+}
 
-    /// The client of a request: the peer, or for a peer that is a trusted
-    /// proxy the last address of X-Forwarded-For.
-    fn client(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
-        let ip = peer.ip().to_canonical();
-        let forwarded = || {
-            let last = headers
-                .get_all("x-forwarded-for")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .next_back()?;
-            last.trim().parse::<IpAddr>().ok()
-        };
-        let client = match self.trusted_proxies.contains(&ip) {
-            true => forwarded().unwrap_or(ip),
-            false => ip,
-        };
-        super::conns::peer_of(client)
-    }
+/// The client of a request from `peer`: the peer, or for a peer among
+/// `trusted_proxies` the last address of X-Forwarded-For (the one that
+/// proxy added); as the quotas count it (an IPv6 /64 as one).
+fn client_address(peer: SocketAddr, headers: &HeaderMap, trusted_proxies: &[IpAddr]) -> IpAddr {
+    let ip = peer.ip().to_canonical();
+    let forwarded = || {
+        let last = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .next_back()?;
+        last.trim().parse::<IpAddr>().ok()
+    };
+    let client = match trusted_proxies.contains(&ip) {
+        true => forwarded().unwrap_or(ip),
+        false => ip,
+    };
+    super::conns::peer_of(client)
 }
 
 /// The intake's routes.
@@ -287,7 +288,7 @@ fn client_of(intake: &Intake, req: &Request) -> IpAddr {
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
-    intake.client(peer, req.headers())
+    client_address(peer, req.headers(), &intake.trusted_proxies)
 }
 
 /// Counts a request against its client's quota, before it is read.
@@ -590,5 +591,45 @@ async fn read_robots(intake: &Shared, id: &KeyId) {
         tokio::task::spawn_blocking(move || store.set_robots(&host, &rules, clock.now())).await;
     if let Ok(Err(e)) = set {
         tracing::warn!(error = %e, "the robots.txt rules read for a push were not recorded");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_is_the_peer_unless_the_peer_is_a_trusted_proxy() {
+        let proxy: IpAddr = "127.0.0.1".parse().unwrap();
+        let from = |peer: &str, forwarded: &[&str], trusted: &[IpAddr]| {
+            let mut headers = HeaderMap::new();
+            for f in forwarded {
+                headers.append("x-forwarded-for", f.parse().unwrap());
+            }
+            let peer = SocketAddr::new(peer.parse().unwrap(), 1234);
+            client_address(peer, &headers, trusted).to_string()
+        };
+        // The last hop the proxy added counts, not what the client wrote.
+        assert_eq!(
+            from("127.0.0.1", &["6.6.6.6, 203.0.113.9"], &[proxy]),
+            "203.0.113.9"
+        );
+        assert_eq!(
+            from("127.0.0.1", &["6.6.6.6", "203.0.113.9"], &[proxy]),
+            "203.0.113.9"
+        );
+        // From anyone else the header is ignored.
+        assert_eq!(
+            from("198.51.100.7", &["203.0.113.9"], &[proxy]),
+            "198.51.100.7"
+        );
+        assert_eq!(from("127.0.0.1", &["203.0.113.9"], &[]), "127.0.0.1");
+        // A proxy that sent no usable address: the proxy itself.
+        assert_eq!(
+            from("127.0.0.1", &["not an address"], &[proxy]),
+            "127.0.0.1"
+        );
+        // An IPv6 client counts as its /64.
+        assert_eq!(from("2001:db8:0:7:1:2:3:4", &[], &[]), "2001:db8:0:7::");
     }
 }
