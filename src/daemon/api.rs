@@ -138,17 +138,21 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The status of a store error: a damaged store or a failed write is the
+/// service being unavailable (503, as `/healthz` then says), anything else
+/// an internal error.
+pub(super) fn store_error_status(e: &StoreError) -> StatusCode {
+    if e.is_damage() || e.is_write_failure() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    }
+}
+
 impl From<StoreError> for ApiError {
-    /// A damaged store or a failed write is the service being unavailable
-    /// (503, as `/healthz` then says), anything else an internal error.
     fn from(e: StoreError) -> Self {
         tracing::error!(error = %e, "store error");
-        let status = if e.is_damage() || e.is_write_failure() {
-            StatusCode::SERVICE_UNAVAILABLE
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
-        };
-        Self::new(status, e.to_string())
+        Self::new(store_error_status(&e), e.to_string())
     }
 }
 

@@ -107,12 +107,10 @@ impl IntoResponse for Answer {
 impl From<StoreError> for Answer {
     fn from(e: StoreError) -> Self {
         tracing::error!(error = %e, "store error (IndexNow)");
-        let status = if e.is_damage() || e.is_write_failure() {
-            StatusCode::SERVICE_UNAVAILABLE
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
-        };
-        Answer::new(status, "the push could not be stored: try again later")
+        Answer::new(
+            super::api::store_error_status(&e),
+            "the push could not be stored: try again later",
+        )
     }
 }
 
