@@ -20,6 +20,12 @@ const FOLDER_KEY: &str = "folder-key-0001";
 const MISSING_KEY: &str = "missing-key-0001";
 /// A key whose file holds another key.
 const WRONG_KEY: &str = "wrong-key-000001";
+/// A key whose file is served gzipped.
+const GZIP_KEY: &str = "gzip-key-0000001";
+/// A key whose file redirects to the root key file.
+const MOVED_KEY: &str = "moved-key-000001";
+/// A key whose file answers 503.
+const DOWN_KEY: &str = "down-key-0000001";
 
 /// The intake's address, from the daemon's log.
 fn intake(d: &Daemon) -> SocketAddr {
@@ -83,6 +89,15 @@ fn site(revoked: Arc<AtomicBool>) -> TestSite {
     });
     site.route(&format!("/news/{FOLDER_KEY}.txt"), Reply::ok(FOLDER_KEY));
     site.route(&format!("/{WRONG_KEY}.txt"), Reply::ok("some-other-key-1"));
+    site.route(
+        &format!("/{GZIP_KEY}.txt"),
+        Reply::ok(sitemapd_testsite::gzip(GZIP_KEY.as_bytes())),
+    );
+    site.route(
+        &format!("/{MOVED_KEY}.txt"),
+        Reply::redirect(301, &format!("/{KEY}.txt")),
+    );
+    site.route(&format!("/{DOWN_KEY}.txt"), Reply::status(503));
     site
 }
 
@@ -176,6 +191,24 @@ fn pushes_are_verified_applied_and_refused_as_the_protocol_says() {
             push(addr, &site, key, &["/page/5"]).0 == 403
         });
     }
+    // A key file served where it is named only: a redirect refuses it.
+    let (status, _) = push(addr, &site, MOVED_KEY, &["/page/5"]);
+    assert_eq!(status, 202);
+    d.wait_for("the moved key refused", |_| {
+        push(addr, &site, MOVED_KEY, &["/page/5"]).0 == 403
+    });
+    // A gzipped key file verifies.
+    let (status, _) = push(addr, &site, GZIP_KEY, &["/page/6"]);
+    assert_eq!(status, 202);
+    d.wait_for("the gzipped key verified", |_| {
+        push(addr, &site, GZIP_KEY, &["/page/9"]).0 == 200
+    });
+    // A key file that cannot be read now is not a refusal: 429, later.
+    let (status, _) = push(addr, &site, DOWN_KEY, &["/page/5"]);
+    assert_eq!(status, 202);
+    d.wait_for("the key file found down", |_| {
+        push(addr, &site, DOWN_KEY, &["/page/5"]).0 == 429
+    });
     let (_, v) = push(addr, &site, WRONG_KEY, &["/page/5"]);
     assert!(
         v["error"]
@@ -287,8 +320,6 @@ fn the_address_guard_refuses_a_key_file_on_a_private_address() {
             "127.0.0.1:0",
             "--indexnow-hosts",
             "any",
-            "--indexnow-new-hosts-per-day",
-            "1",
         ],
     );
     let addr = intake(&d);
@@ -307,11 +338,35 @@ fn the_address_guard_refuses_a_key_file_on_a_private_address() {
     );
     assert!(site.requests().is_empty(), "{:?}", site.requests());
     assert!(record(&d, &site.url("/page/1")).is_none());
-    // An open intake takes one new host a day here: the next waits.
+}
+
+/// An open intake adds the hosts whose keys verify, so many a day.
+#[test]
+fn an_open_intake_adds_new_hosts_up_to_its_daily_cap() {
+    let site = site(Arc::new(AtomicBool::new(false)));
     let second = TestSite::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(
+        dir.path(),
+        &[
+            "--indexnow-listen",
+            "127.0.0.1:0",
+            "--indexnow-hosts",
+            "any",
+            "--indexnow-new-hosts-per-day",
+            "1",
+        ],
+    );
+    let addr = intake(&d);
+    let (status, v) = push(addr, &site, KEY, &["/page/1"]);
+    assert_eq!(status, 202, "{v}");
+    d.wait_for("the push applied", |d| {
+        record(d, &site.url("/page/1")).is_some()
+    });
     let (status, v) = push(addr, &second, KEY, &["/x"]);
     assert_eq!(status, 429, "{v}");
     assert!(v["error"].as_str().unwrap().contains("new hosts"), "{v}");
+    assert_eq!(second.hits(&format!("/{KEY}.txt")), 0);
 }
 
 /// With a list of hosts, only those hosts' pushes are taken.

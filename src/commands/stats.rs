@@ -168,12 +168,15 @@ fn write_pushes(out: &mut impl Write, pushes: &[sitemapd_scheduler::PushView]) -
     if pushes.is_empty() {
         return Ok(());
     }
-    let verified = pushes.iter().filter(|p| p.key_verified.is_some()).count();
+    let mut totals = sitemapd_scheduler::PushTotals::default();
+    for p in pushes {
+        totals.add(p);
+    }
     writeln!(
         out,
         "pushes: {}, {} with an IndexNow key verified",
-        words::count(pushes.len() as u64, "host"),
-        verified
+        words::count(totals.hosts, "host"),
+        totals.verified_keys
     )?;
     for p in pushes {
         let key = match p.key_verified {

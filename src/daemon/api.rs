@@ -777,24 +777,18 @@ async fn stats(
         // Per host only on request, a page at a time: a store of many
         // hosts would answer megabytes.
         let all_hosts = std::mem::take(&mut stats.hosts);
-        let (mut hosts, mut pushes, mut urls, mut verified) = (0u64, 0u64, 0u64, 0u64);
+        // One record per host that pushed (one that does not decode is
+        // named by `stats --check`).
+        let mut pushes = sitemapd_scheduler::PushTotals::default();
         for p in store.pushes().filter_map(Result::ok) {
-            hosts += 1;
-            pushes += p.pushes;
-            urls += p.urls;
-            verified += u64::from(p.key_verified.is_some());
+            pushes.add(&p);
         }
         let mut body = json!({
             "policy": store.policy().name(),
             "sites": sites,
             "hosts": all_hosts.len(),
             "stats": stats,
-            "pushes": {
-                "hosts": hosts,
-                "pushes": pushes,
-                "urls": urls,
-                "verified_keys": verified,
-            },
+            "pushes": pushes,
         });
         if let Some(fields) = body["stats"].as_object_mut() {
             fields.remove("hosts");

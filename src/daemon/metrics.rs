@@ -88,7 +88,8 @@ pub(super) struct Metrics {
     /// `duplicate`: pushed again within the window; `dropped`: their key
     /// did not verify).
     pub indexnow_urls: Family<Status, Counter>,
-    /// Key verifications by result (`verified`, `rejected`, `revoked`).
+    /// Key verifications by result (`verified`, `rejected`, `revoked`,
+    /// `unreachable`).
     pub indexnow_verifications: Family<Status, Counter>,
     /// Hosts with an IndexNow key verified now.
     pub indexnow_hosts: Gauge,
@@ -210,7 +211,7 @@ impl Metrics {
         );
         r.register(
             "indexnow_verifications",
-            "IndexNow key verifications by result (verified, rejected, revoked)",
+            "IndexNow key verifications by result (verified, rejected, revoked, unreachable)",
             m.indexnow_verifications.clone(),
         );
         r.register(

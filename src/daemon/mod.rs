@@ -248,7 +248,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             clock.clone(),
             metrics.clone(),
             request_secs,
-        ));
+        )?);
         let app = indexnow::router(intake, settings.api.max_request_bytes);
         info!(
             hosts = settings.indexnow.indexnow_hosts.join(","),

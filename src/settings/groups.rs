@@ -878,9 +878,7 @@ impl IndexNowSettings {
             "`followed`, `any`, or a list of hosts",
         )?;
         for host in hosts.iter().filter(|h| !special(h)) {
-            NormUrl::parse(&format!("https://{host}/"))
-                .ok()
-                .filter(|u| u.path() == "/" && u.host_key().as_str() == host.to_ascii_lowercase())
+            super::host_key(host)
                 .with_context(|| format!("indexnow.indexnow_hosts: {host:?} is not a host"))?;
         }
         for (key, value) in [

@@ -308,6 +308,19 @@ fn comment(out: &mut String, text: &str) {
     }
 }
 
+/// A host as the store keys hosts (`host[:port]`, lower case, an IDN as its
+/// punycode), from a host name with a port if not the default one; `None`
+/// for anything else (a path, a user, a scheme).
+pub(crate) fn host_key(host: &str) -> Option<sitemapd_parser::HostKey> {
+    let plain = !host.is_empty()
+        && host.len() <= 255
+        && !host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "/?#@\\%".contains(c));
+    let url = sitemapd_parser::NormUrl::parse(&format!("https://{host}/")).ok()?;
+    (plain && url.path() == "/").then(|| url.host_key())
+}
+
 /// The store key of a site: its seed, normalised.
 pub(crate) fn site_key(input: &str) -> Result<String> {
     Ok(Seed::parse(input)

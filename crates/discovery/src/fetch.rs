@@ -340,6 +340,25 @@ impl Body {
     }
 }
 
+impl Body {
+    /// The whole of a small document (robots.txt, a key file): at most
+    /// `cap` bytes read, and when they start with the gzip magic (servers
+    /// gzip small text files whatever was asked) inflated, at most `cap`
+    /// bytes of that too. A result of `cap` bytes may have been cut.
+    pub async fn read_small(self, cap: u64) -> io::Result<Vec<u8>> {
+        use tokio::io::AsyncReadExt;
+        let mut raw = Vec::new();
+        self.take(cap).read_to_end(&mut raw).await?;
+        if raw.starts_with(&[0x1f, 0x8b]) {
+            let mut inflated = Vec::new();
+            let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
+            io::Read::read_to_end(&mut io::Read::take(decoder, cap), &mut inflated)?;
+            return Ok(inflated);
+        }
+        Ok(raw)
+    }
+}
+
 impl AsyncRead for Body {
     fn poll_read(
         mut self: Pin<&mut Self>,

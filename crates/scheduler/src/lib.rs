@@ -58,7 +58,7 @@ pub use ingest::{IngestStats, SitemapFetch};
 pub use kv::StoreHealth;
 pub use notify::Notified;
 pub use options::StoreOptions;
-pub use pushes::{PushView, Pushed};
+pub use pushes::{PushTotals, PushView, Pushed};
 pub use queue::{Completion, LeaseRequest, Leased, Outcome, Politeness};
 pub use refresh::RefreshParams;
 pub use robots::RobotsUpdate;

@@ -70,6 +70,31 @@ pub struct PushView {
     pub key_verified: Option<Timestamp>,
 }
 
+/// [`PushView`]s summed: what `GET /v1/stats` and `sitemapd stats` show
+/// first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PushTotals {
+    /// Hosts with a push record.
+    pub hosts: u64,
+    /// Their pushes.
+    pub pushes: u64,
+    /// The URLs those named.
+    pub urls: u64,
+    /// Hosts with an IndexNow key verified.
+    pub verified_keys: u64,
+}
+
+impl PushTotals {
+    /// Adds one host's record.
+    pub fn add(&mut self, v: &PushView) {
+        self.hosts += 1;
+        self.pushes += v.pushes;
+        self.urls += v.urls;
+        self.verified_keys += u64::from(v.key_verified.is_some());
+    }
+}
+
 impl PushRecord {
     /// Whether the host's pushes make their URLs due at once.
     pub(crate) fn urgent(&self) -> bool {

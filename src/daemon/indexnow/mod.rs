@@ -8,9 +8,9 @@
 //! accepted, then its key looked up ([`keys`]): a key its host's key file
 //! held is applied at once (200), the URLs notified in the store
 //! ([`Store::push`]) and flushed before the answer; a new key is verified in
-//! the background, through the daemon's guarded fetcher, the URLs held
-//! meanwhile (202) and then applied or dropped; a key whose file did not
-//! hold it is refused (403). A verified key is verified again every
+//! the background ([`verify`]), through the daemon's guarded fetcher, the
+//! URLs held meanwhile (202) and then applied or dropped; a key whose file
+//! did not hold it is refused (403). A verified key is verified again every
 //! `indexnow_recheck_secs` (a file that stops holding it revokes it), and
 //! each verification reads the host's robots.txt too, whose rules the
 //! pushed URLs are kept under (a disallowed URL is accepted and stays
@@ -19,6 +19,7 @@
 mod keys;
 mod quotas;
 mod request;
+mod verify;
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -32,11 +33,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
-use sitemapd_discovery::robots::RobotsOutcome;
-use sitemapd_discovery::{Fetcher, Validators};
-use sitemapd_parser::{HostKey, NormUrl, RobotsRules};
+use sitemapd_discovery::Fetcher;
+use sitemapd_parser::{HostKey, NormUrl};
 use sitemapd_scheduler::{Clock, Store, StoreError};
-use tokio::io::AsyncReadExt;
 
 use self::keys::{Admit, KeyId, Keys};
 use self::quotas::{NewHosts, Quotas, Recent, RetryAfter};
@@ -44,8 +43,8 @@ use self::request::Push;
 use super::metrics::{Metrics, label};
 use crate::settings::IndexNowSettings;
 
-/// Keys known at most (each 2.5 KiB at most: a key file URL is 2,048
-/// characters at most).
+/// Keys known at most (each under 3 KiB: a key file URL is 2,048
+/// characters at most, a refusal's reason 300).
 const MAX_KEYS: usize = 20_000;
 /// Bytes of the URLs held for keys being verified, in all.
 const MAX_HELD_BYTES: usize = 32 << 20;
@@ -55,8 +54,6 @@ const MAX_VERIFYING: usize = 64;
 const MAX_TRACKED: usize = 50_000;
 /// URL hashes remembered per generation for the duplicate window.
 const MAX_RECENT: usize = 1 << 19;
-/// The largest key file read: a key is 128 bytes at most.
-const MAX_KEY_FILE: u64 = 1_024;
 
 /// An answer of the intake: a status and a JSON body, with `Retry-After`
 /// for a 429.
@@ -121,9 +118,20 @@ enum Hosts {
     Followed,
     /// Any host; a host new to the store counts against a daily cap.
     Any,
-    /// These hosts (`host[:port]`, lower case).
-    Listed(HashSet<String>),
+    /// These hosts.
+    Listed(HashSet<HostKey>),
 }
+
+/// The hosts of the followed sites, read again from the store when older
+/// than [`FOLLOWED_TTL`].
+#[derive(Default)]
+struct Followed {
+    read: Option<std::time::Instant>,
+    hosts: HashSet<HostKey>,
+}
+
+/// How long the followed sites' hosts are taken as read.
+const FOLLOWED_TTL: Duration = Duration::from_secs(30);
 
 /// The tables a push reads and updates, under one lock (held for
 /// in-memory work only, never across a fetch or a store write).
@@ -138,13 +146,22 @@ struct Tables {
 /// The intake's shared state.
 pub(super) struct Intake {
     store: Arc<Store>,
+    /// The daemon's fetcher (its address guard, its politeness), for the
+    /// hosts' robots.txt.
     fetcher: Fetcher,
+    /// The same, following no redirect: for key files, which must be where
+    /// they are named.
+    key_fetcher: Fetcher,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     hosts: Hosts,
+    followed: Mutex<Followed>,
     trusted_proxies: Vec<IpAddr>,
     body_timeout: Duration,
     tables: Mutex<Tables>,
+    /// Held while a verification's outcome is written to the store, so
+    /// that the last write says what the keys table says.
+    noting: tokio::sync::Mutex<()>,
 }
 
 type Shared = Arc<Intake>;
@@ -157,7 +174,7 @@ impl Intake {
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
         body_timeout: Duration,
-    ) -> Intake {
+    ) -> anyhow::Result<Intake> {
         let hosts = match settings.indexnow_hosts.first().map(String::as_str) {
             Some("followed") => Hosts::Followed,
             Some("any") => Hosts::Any,
@@ -165,18 +182,29 @@ impl Intake {
                 settings
                     .indexnow_hosts
                     .iter()
-                    .map(|h| h.to_ascii_lowercase())
+                    .filter_map(|h| crate::settings::host_key(h))
                     .collect(),
             ),
         };
-        Intake {
+        let key_fetcher = Fetcher::new(sitemapd_discovery::FetchConfig {
+            max_redirects: 0,
+            ..fetcher.config().clone()
+        })?;
+        Ok(Intake {
             store,
             fetcher,
+            key_fetcher,
             clock,
             metrics,
             hosts,
-            trusted_proxies: settings.indexnow_trusted_proxies.clone(),
+            followed: Mutex::new(Followed::default()),
+            trusted_proxies: settings
+                .indexnow_trusted_proxies
+                .iter()
+                .map(IpAddr::to_canonical)
+                .collect(),
             body_timeout,
+            noting: tokio::sync::Mutex::new(()),
             tables: Mutex::new(Tables {
                 keys: Keys::new(
                     MAX_KEYS,
@@ -198,7 +226,7 @@ impl Intake {
                 new_hosts: NewHosts::new(settings.indexnow_new_hosts_per_day),
                 recent: Recent::new(settings.indexnow_dedup_secs, MAX_RECENT),
             }),
-        }
+        })
     }
 
     fn tables(&self) -> MutexGuard<'_, Tables> {
@@ -207,11 +235,6 @@ impl Intake {
 
     fn now(&self) -> i64 {
         self.clock.now().unix()
-    }
-
-    /// Hosts with a key verified now (the `indexnow_hosts` gauge).
-    fn verified_hosts(&self) -> usize {
-        self.tables().keys.verified_hosts()
     }
 }
 
@@ -317,21 +340,12 @@ async fn handle(intake: &Shared, client: IpAddr, push: Result<Push, Answer>) -> 
         Ok(push) => push,
         Err(answer) => return answer,
     };
-    let n = push.urls.len() as u64;
-    let now = intake.now();
-    {
-        let mut tables = intake.tables();
-        if let Err(retry) = tables.by_client.take(&client, 0, n, now) {
-            return Answer::retry(retry, "too many URLs from this address today");
-        }
-        if let Err(retry) = tables.by_host.take(&push.host, 1, n, now) {
-            return Answer::retry(retry, format!("too many pushes for {}", push.host));
-        }
-    }
     let new_host = match accepted(intake, &push.host).await {
         Ok(new) => new,
         Err(answer) => return answer,
     };
+    let n = push.urls.len() as u64;
+    let now = intake.now();
     let id = KeyId {
         host: push.host.clone(),
         key: push.key.clone(),
@@ -339,9 +353,19 @@ async fn handle(intake: &Shared, client: IpAddr, push: Result<Push, Answer>) -> 
     };
     let admitted = {
         let mut tables = intake.tables();
-        let admit = tables.keys.admit(&id, &push.urls, now);
-        // A host new to the store counts against the day's cap when its
-        // first push is let in.
+        // A client's URLs count whatever becomes of them; a host's only
+        // under a key its file holds (nobody else can spend them).
+        if let Err(retry) = tables.by_client.take(&client, 0, n, now) {
+            return Answer::retry(retry, "too many URLs from this address today");
+        }
+        if tables.keys.is_verified(&id)
+            && let Err(retry) = tables.by_host.take(&push.host, 1, n, now)
+        {
+            return Answer::retry(retry, format!("too many pushes for {}", push.host));
+        }
+        let admit = tables.keys.admit(&id, &push.urls, now, new_host);
+        // A host new to the store takes a place of the day's when its first
+        // verification starts (given back if it fails).
         if new_host
             && admit == Admit::Verify
             && let Err(retry) = tables.new_hosts.take(now)
@@ -351,24 +375,29 @@ async fn handle(intake: &Shared, client: IpAddr, push: Result<Push, Answer>) -> 
         }
         admit
     };
-    intake.metrics.indexnow_received.inc_by(match admitted {
-        Admit::Refused(_) | Admit::Busy => 0,
-        _ => n,
-    });
-    match admitted {
+    let answer = match admitted {
         Admit::Apply => apply(intake, &push.host, push.urls).await,
         Admit::ApplyAndRecheck => {
-            tokio::spawn(verify(intake.clone(), id));
+            tokio::spawn(verify::verify(intake.clone(), id));
             apply(intake, &push.host, push.urls).await
         }
         Admit::Verify => {
-            tokio::spawn(verify(intake.clone(), id));
+            intake.update_gauge();
+            tokio::spawn(verify::verify(intake.clone(), id));
             pending(n)
         }
         Admit::Held => pending(n),
         Admit::Refused(why) => Answer::new(StatusCode::FORBIDDEN, why),
+        Admit::Later(secs, why) => Answer::retry(
+            RetryAfter(secs.max(1)),
+            format!("the key file could not be read lately ({why}): try again later"),
+        ),
         Admit::Busy => Answer::retry(RetryAfter(1), "key verifications are busy"),
+    };
+    if answer.status.is_success() {
+        intake.metrics.indexnow_received.inc_by(n);
     }
+    answer
 }
 
 /// 202: received, the key's verification running.
@@ -382,39 +411,72 @@ fn pending(urls: u64) -> Answer {
 /// Whether pushes for `host` are accepted (403 if not), and whether it is
 /// new to the store (no URL of it held).
 async fn accepted(intake: &Shared, host: &HostKey) -> Result<bool, Answer> {
-    if let Hosts::Listed(hosts) = &intake.hosts {
-        return match hosts.contains(host.as_str()) {
-            true => Ok(false),
-            false => Err(Answer::new(
-                StatusCode::FORBIDDEN,
-                format!("pushes for {host} are not accepted here"),
-            )),
-        };
-    }
-    let store = intake.store.clone();
-    let key = host.clone();
-    let known = tokio::task::spawn_blocking(move || -> Result<bool, StoreError> {
-        if store.host(&key)?.urls > 0 {
-            return Ok(true);
-        }
-        for scheme in ["https", "http"] {
-            if store.site(&format!("{scheme}://{key}/"))?.is_some() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    })
-    .await
-    .map_err(|e| Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
-    match (&intake.hosts, known) {
-        (_, true) => Ok(false),
-        (Hosts::Any, false) => Ok(true),
-        _ => Err(Answer::new(
+    let refused = || {
+        Answer::new(
             StatusCode::FORBIDDEN,
             format!(
                 "pushes for {host} are not accepted here: it is not a host this daemon follows"
             ),
-        )),
+        )
+    };
+    if let Hosts::Listed(hosts) = &intake.hosts {
+        return if hosts.contains(host) {
+            Ok(false)
+        } else {
+            Err(refused())
+        };
+    }
+    let store = intake.store.clone();
+    let key = host.clone();
+    let held = tokio::task::spawn_blocking(move || store.host(&key).map(|h| h.urls > 0))
+        .await
+        .map_err(|e| Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+    if held {
+        return Ok(false);
+    }
+    if intake.followed_hosts().await?.contains(host) {
+        return Ok(false);
+    }
+    match intake.hosts {
+        Hosts::Any => Ok(true),
+        _ => Err(refused()),
+    }
+}
+
+impl Intake {
+    /// The hosts of the followed sites (their seeds' hosts), read from the
+    /// store at most every [`FOLLOWED_TTL`].
+    async fn followed_hosts(self: &Arc<Self>) -> Result<HashSet<HostKey>, Answer> {
+        {
+            let followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
+            if followed.read.is_some_and(|at| at.elapsed() < FOLLOWED_TTL) {
+                return Ok(followed.hosts.clone());
+            }
+        }
+        let store = self.store.clone();
+        let hosts = tokio::task::spawn_blocking(move || -> Result<HashSet<HostKey>, StoreError> {
+            let mut hosts = HashSet::new();
+            for site in store.sites() {
+                if let Ok(seed) = NormUrl::parse(&site?.site) {
+                    hosts.insert(seed.host_key());
+                }
+            }
+            Ok(hosts)
+        })
+        .await
+        .map_err(|e| Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
+        let mut followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
+        *followed = Followed {
+            read: Some(std::time::Instant::now()),
+            hosts: hosts.clone(),
+        };
+        Ok(hosts)
+    }
+
+    /// Sets the `indexnow_hosts` gauge.
+    fn update_gauge(&self) {
+        let hosts = self.tables().keys.verified_hosts();
+        self.metrics.indexnow_hosts.set(hosts as i64);
     }
 }
 
@@ -426,7 +488,7 @@ async fn apply(intake: &Shared, host: &HostKey, urls: Vec<String>) -> Answer {
     let fresh: Vec<String> = {
         let mut tables = intake.tables();
         urls.into_iter()
-            .filter(|u| !tables.recent.seen(u, now))
+            .filter(|u| !tables.recent.holds(u, now))
             .collect()
     };
     let duplicates = (n - fresh.len()) as u64;
@@ -440,15 +502,21 @@ async fn apply(intake: &Shared, host: &HostKey, urls: Vec<String>) -> Answer {
         let store = intake.store.clone();
         let host = host.clone();
         let clock = intake.clock.clone();
-        let stored = tokio::task::spawn_blocking(move || -> Result<bool, StoreError> {
+        let stored = tokio::task::spawn_blocking(move || {
             let pushed = store.push(&host, fresh.iter().map(String::as_str), clock.now())?;
             store.flush()?;
-            Ok(pushed.urgent)
+            Ok::<_, StoreError>((pushed.urgent, fresh))
         })
         .await;
         match stored {
-            Ok(Ok(urgent)) => {
+            Ok(Ok((urgent, fresh))) => {
                 tracing::debug!(urls = applied, urgent, "IndexNow push applied");
+                // Counted in the window once stored: a push that failed
+                // may be sent again.
+                let mut tables = intake.tables();
+                for url in &fresh {
+                    tables.recent.insert(url, now);
+                }
             }
             Ok(Err(e)) => return e.into(),
             Err(e) => return Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
@@ -462,134 +530,6 @@ async fn apply(intake: &Shared, host: &HostKey, urls: Vec<String>) -> Answer {
         StatusCode::OK,
         json!({ "urls": n, "applied": applied, "duplicates": duplicates }),
     )
-}
-
-/// Verifies `id`: fetches its key file (and the host's robots.txt when it
-/// holds the key), settles it, and applies or drops the URLs held for it.
-async fn verify(intake: Shared, id: KeyId) {
-    let result = key_file_holds(&intake.fetcher, &id).await;
-    if result.is_ok() {
-        read_robots(&intake, &id).await;
-    }
-    let now = intake.now();
-    let (settled, host_verified) = {
-        let mut tables = intake.tables();
-        let settled = tables.keys.settle(&id, result.clone(), now);
-        (settled, tables.keys.host_verified(&id.host))
-    };
-    let metrics = &intake.metrics;
-    let verdict = match (&result, settled.revoked) {
-        (Ok(()), _) => "verified",
-        (Err(_), true) => "revoked",
-        (Err(_), false) => "rejected",
-    };
-    metrics
-        .indexnow_verifications
-        .get_or_create(&label(verdict))
-        .inc();
-    match &result {
-        Ok(()) => tracing::info!(host = %id.host, location = %id.location, "IndexNow key verified"),
-        Err(why) => {
-            tracing::info!(host = %id.host, location = %id.location, why, "IndexNow key {verdict}")
-        }
-    }
-    // The store keeps whether the host has a key verified: a revoked key
-    // clears it unless another of the host's keys stands.
-    if result.is_ok() || (settled.revoked && !host_verified) {
-        let store = intake.store.clone();
-        let host = id.host.clone();
-        let at = result.is_ok().then(|| intake.clock.now());
-        let noted = tokio::task::spawn_blocking(move || store.key_verified(&host, at)).await;
-        if let Ok(Err(e)) = noted {
-            tracing::warn!(error = %e, "the key's verification was not recorded");
-        }
-    }
-    metrics.indexnow_hosts.set(intake.verified_hosts() as i64);
-    if settled.urls.is_empty() {
-        return;
-    }
-    if result.is_ok() {
-        let answer = apply(&intake, &id.host, settled.urls).await;
-        if !answer.status.is_success() {
-            tracing::warn!(host = %id.host, answer = %answer.body, "URLs held for a verified key were not applied");
-        }
-    } else {
-        metrics
-            .indexnow_urls
-            .get_or_create(&label("dropped"))
-            .inc_by(settled.urls.len() as u64);
-    }
-}
-
-/// Whether the key file at `id.location` holds `id.key`, through the
-/// guarded fetcher (a file on a private address is refused as any fetch
-/// is); else why not.
-async fn key_file_holds(fetcher: &Fetcher, id: &KeyId) -> Result<(), String> {
-    let url = NormUrl::parse(&id.location).map_err(|e| format!("the key file URL: {e}"))?;
-    let fetched = fetcher
-        .get(&url, &Validators::default())
-        .await
-        .map_err(|e| format!("the key file {url} could not be fetched: {e}"))?;
-    if !fetched.is_success() {
-        return Err(format!("the key file {url} answered {}", fetched.status));
-    }
-    if fetched.url.host_key() != id.host {
-        return Err(format!(
-            "the key file {url} redirects to {}, on another host",
-            fetched.url
-        ));
-    }
-    let mut body = Vec::new();
-    fetched
-        .into_body()
-        .take(MAX_KEY_FILE + 1)
-        .read_to_end(&mut body)
-        .await
-        .map_err(|e| format!("the key file {url} could not be read: {e}"))?;
-    if body.len() as u64 > MAX_KEY_FILE {
-        return Err(format!(
-            "the key file {url} is larger than {MAX_KEY_FILE} bytes: it is not a key file"
-        ));
-    }
-    let text =
-        std::str::from_utf8(&body).map_err(|_| format!("the key file {url} is not UTF-8 text"))?;
-    if text.trim_start_matches('\u{feff}').trim() != id.key {
-        return Err(format!("the key file {url} does not hold the key"));
-    }
-    Ok(())
-}
-
-/// Reads the robots.txt of a verified key's host and records its rules
-/// (an unreachable one changes nothing).
-async fn read_robots(intake: &Shared, id: &KeyId) {
-    let Ok(key_file) = NormUrl::parse(&id.location) else {
-        return;
-    };
-    let Ok(url) = key_file.join("/robots.txt") else {
-        return;
-    };
-    let report = sitemapd_discovery::robots::fetch_robots(&intake.fetcher, &url).await;
-    let (outcome, rules) = match &report.outcome {
-        RobotsOutcome::Parsed { robots } => ("parsed", Some(robots.rules())),
-        RobotsOutcome::Unavailable => ("unavailable", Some(RobotsRules::allow_all())),
-        RobotsOutcome::Unreachable { .. } => ("unreachable", None),
-    };
-    intake
-        .metrics
-        .robots_fetches
-        .get_or_create(&label(outcome))
-        .inc();
-    let Some(rules) = rules else {
-        return;
-    };
-    let store = intake.store.clone();
-    let host = id.host.clone();
-    let clock = intake.clock.clone();
-    let set =
-        tokio::task::spawn_blocking(move || store.set_robots(&host, &rules, clock.now())).await;
-    if let Ok(Err(e)) = set {
-        tracing::warn!(error = %e, "the robots.txt rules read for a push were not recorded");
-    }
 }
 
 #[cfg(test)]

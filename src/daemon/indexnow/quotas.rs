@@ -159,6 +159,11 @@ impl NewHosts {
         self.taken += 1;
         Ok(())
     }
+
+    /// Gives back a place taken today (a host that did not verify).
+    pub(super) fn give_back(&mut self) {
+        self.taken = self.taken.saturating_sub(1);
+    }
 }
 
 /// The URLs pushed within the last window, by hash: two generations, each
@@ -186,24 +191,38 @@ impl Recent {
         }
     }
 
-    /// Whether `url` was pushed within the window; it is recorded as
-    /// pushed now either way.
-    pub(super) fn seen(&mut self, url: &str, now: i64) -> bool {
+    /// Whether `url` was pushed (and [`Recent::insert`]ed) within the
+    /// window.
+    pub(super) fn holds(&mut self, url: &str, now: i64) -> bool {
         if self.window == 0 {
             return false;
         }
+        self.roll(now);
+        let h = self.hasher.hash_one(url);
+        self.previous.contains(&h) || self.current.contains(&h)
+    }
+
+    /// Records `url` as pushed at `now`.
+    pub(super) fn insert(&mut self, url: &str, now: i64) {
+        if self.window == 0 {
+            return;
+        }
+        self.roll(now);
+        let h = self.hasher.hash_one(url);
+        self.current.insert(h);
+    }
+
+    /// A new generation when the newer is a window old or full; the older
+    /// dropped with it.
+    fn roll(&mut self, now: i64) {
         if now.saturating_sub(self.started) >= self.window || self.current.len() >= self.cap {
-            // A window since the newer started: the older is past it.
             self.previous = std::mem::take(&mut self.current);
+            // A window since the newer started: the older is past it.
             if now.saturating_sub(self.started) >= self.window.saturating_mul(2) {
                 self.previous.clear();
             }
             self.started = now;
         }
-        let h = self.hasher.hash_one(url);
-        let seen = self.previous.contains(&h) || self.current.contains(&h);
-        self.current.insert(h);
-        seen
     }
 
     /// URL hashes held.
@@ -274,29 +293,41 @@ mod tests {
         n.take(T).unwrap();
         n.take(T).unwrap();
         assert!(n.take(T + 5).is_err());
+        n.give_back();
+        n.take(T + 5).unwrap();
         n.take(T + 86_400).unwrap();
+    }
+
+    /// `holds` then `insert`, as the intake does around a store write.
+    fn seen(r: &mut Recent, url: &str, now: i64) -> bool {
+        let held = r.holds(url, now);
+        r.insert(url, now);
+        held
     }
 
     #[test]
     fn a_url_pushed_again_within_the_window_is_recent() {
         let mut r = Recent::new(600, 1_000);
-        assert!(!r.seen("https://a.example/x", T));
-        assert!(r.seen("https://a.example/x", T + 10));
-        assert!(!r.seen("https://a.example/y", T + 10));
+        assert!(!seen(&mut r, "https://a.example/x", T));
+        assert!(seen(&mut r, "https://a.example/x", T + 10));
+        assert!(!seen(&mut r, "https://a.example/y", T + 10));
         // Still recent after one rotation (it is in the older generation).
-        assert!(r.seen("https://a.example/y", T + 650));
+        assert!(seen(&mut r, "https://a.example/y", T + 650));
         // Two windows without it: forgotten.
-        assert!(!r.seen("https://a.example/x", T + 3_000));
+        assert!(!seen(&mut r, "https://a.example/x", T + 3_000));
+        // Asked about but not inserted (a write that failed): not recent.
+        assert!(!r.holds("https://a.example/z", T + 3_001));
+        assert!(!r.holds("https://a.example/z", T + 3_002));
         // Off: nothing is recent.
         let mut off = Recent::new(0, 10);
-        assert!(!off.seen("u", T) && !off.seen("u", T));
+        assert!(!seen(&mut off, "u", T) && !seen(&mut off, "u", T));
     }
 
     #[test]
     fn recent_urls_stay_within_two_generations() {
         let mut r = Recent::new(600, 1_000);
         for i in 0..100_000 {
-            r.seen(&format!("https://h{i}.example/"), T);
+            seen(&mut r, &format!("https://h{i}.example/"), T);
             assert!(r.len() <= 2_000);
         }
     }

@@ -46,8 +46,43 @@ struct Body {
     key: Option<String>,
     #[serde(rename = "keyLocation")]
     key_location: Option<String>,
-    #[serde(rename = "urlList")]
+    #[serde(rename = "urlList", default, deserialize_with = "bounded_list")]
     url_list: Option<Vec<String>>,
+}
+
+/// `urlList`, refused as soon as it has more than [`MAX_URLS`] items: a
+/// body of many tiny items would otherwise become far more memory than its
+/// bytes before it is counted.
+fn bounded_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    struct Bounded;
+    impl<'de> serde::de::Visitor<'de> for Bounded {
+        type Value = Option<Vec<String>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a list of at most {MAX_URLS} URLs")
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut list = Vec::new();
+            while let Some(url) = seq.next_element::<String>()? {
+                if list.len() == MAX_URLS {
+                    return Err(serde::de::Error::custom(format!(
+                        "urlList has more than {MAX_URLS} URLs: at most {MAX_URLS} per request"
+                    )));
+                }
+                list.push(url);
+            }
+            Ok(Some(list))
+        }
+    }
+    d.deserialize_any(Bounded)
 }
 
 fn bad(message: impl Into<String>) -> Answer {
@@ -88,13 +123,8 @@ pub(super) fn body_push(bytes: &[u8]) -> Result<Push, Answer> {
     if list.is_empty() {
         return Err(bad("urlList is empty"));
     }
-    if list.len() > MAX_URLS {
-        return Err(bad(format!(
-            "urlList has {} URLs: at most {MAX_URLS} per request",
-            list.len()
-        )));
-    }
-    let host = parse_host(&host)?;
+    let host = crate::settings::host_key(&host)
+        .ok_or_else(|| bad(format!("host {:?} is not a host name", shown(&host))))?;
     let urls = list
         .iter()
         .enumerate()
@@ -113,20 +143,17 @@ fn parse_url(url: &str, field: &str) -> Result<NormUrl, Answer> {
     })
 }
 
-/// The `host` field: a host name, with a port if not the default one.
-fn parse_host(host: &str) -> Result<HostKey, Answer> {
-    let valid = !host.is_empty()
-        && host.len() <= 255
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
-    let parsed = valid
-        .then(|| NormUrl::parse(&format!("https://{host}/")).ok())
-        .flatten()
-        .filter(|u| u.path() == "/");
-    parsed
-        .map(|u| u.host_key())
-        .ok_or_else(|| bad(format!("host {:?} is not a host name", shown(host))))
+/// Whether `path` could name another folder than it reads as: a `.` or
+/// `..` segment (or their percent-encoded forms, which clients resolve too),
+/// an encoded slash or a backslash.
+fn escapes_its_folder(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.contains("%2f")
+        || lower.contains("%5c")
+        || lower.contains('\\')
+        || lower
+            .split('/')
+            .any(|segment| matches!(segment.replace("%2e", ".").as_str(), "." | ".."))
 }
 
 /// Whether `key` is a key as the protocol defines them: 8 to 128 of
@@ -169,6 +196,15 @@ impl Push {
                         at.as_str()
                     )));
                 }
+                // A key file is a .txt file named by its path: the daemon
+                // fetches nothing else for a push.
+                let path = at.path_and_query();
+                if !path.ends_with(".txt") || path.contains('?') || escapes_its_folder(path) {
+                    return Err(unprocessable(format!(
+                        "keyLocation {} is not a key file: a .txt file, no query, no dot segment",
+                        at.as_str()
+                    )));
+                }
                 at
             }
             None => {
@@ -186,7 +222,8 @@ impl Push {
                     url.as_str()
                 )));
             }
-            if !url.path().starts_with(folder) {
+            if folder != "/" && (!url.path().starts_with(folder) || escapes_its_folder(url.path()))
+            {
                 return Err(unprocessable(format!(
                     "{} is outside {folder}, the folder of the key file {}",
                     url.as_str(),
@@ -269,6 +306,22 @@ mod tests {
             .map(|i| format!("http://a.example:8080/keys/{i}"))
             .collect();
         assert_eq!(base(&|v| v["urlList"] = serde_json::json!(many)), 400);
+        // Counted as it is read: a body of tiny items stops at the cap.
+        let tiny = format!(
+            "{{\"host\":\"a.example\",\"key\":\"{KEY}\",\"urlList\":[{}\"a\"]}}",
+            "\"a\",".repeat(500_000)
+        );
+        let e = body_push(tiny.as_bytes()).unwrap_err();
+        assert_eq!(e.status.as_u16(), 400);
+        assert!(e.body.to_string().contains("more than 10000"), "{}", e.body);
+        // An IDN host is its punycode.
+        let idn = post(serde_json::json!({
+            "host": "bücher.example",
+            "key": KEY,
+            "urlList": ["https://xn--bcher-kva.example/a"],
+        }))
+        .unwrap();
+        assert_eq!(idn.host.as_str(), "xn--bcher-kva.example");
         // The key's schema, the host, the folder: 422.
         assert_eq!(base(&|v| v["key"] = serde_json::json!("short")), 422);
         assert_eq!(
@@ -296,6 +349,36 @@ mod tests {
             base(&|v| v["keyLocation"] = serde_json::json!("http://b.example/k.txt")),
             422
         );
+        // The folder cannot be left through dot segments, encoded or not.
+        for escape in [
+            "/keys/../admin",
+            "/keys/%2e%2e/admin",
+            "/keys/%2E./admin",
+            "/keys/..%2fadmin",
+            "/keys/.%2E/admin",
+            "/keys/x%5c..%5cadmin",
+        ] {
+            let url = format!("http://a.example:8080{escape}");
+            assert_eq!(
+                base(&|v| v["urlList"] = serde_json::json!([url])),
+                422,
+                "{escape}"
+            );
+        }
+        // A key file is a .txt file, with no query and no dot segment.
+        for location in [
+            "/keys/k.html",
+            "/keys/k.txt?x=1",
+            "/keys/../k.txt",
+            "/admin?k.txt",
+        ] {
+            let at = format!("http://a.example:8080{location}");
+            assert_eq!(
+                base(&|v| v["keyLocation"] = serde_json::json!(at)),
+                422,
+                "{location}"
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use sitemapd_parser::{Diagnostic, NormUrl};
-use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use super::parse::{MAX_ROBOTS_BYTES, RobotsTxt};
@@ -150,16 +149,7 @@ pub(super) fn apply_crawl_delay(fetcher: &Fetcher, report: &RobotsReport) {
 
 /// Reads at most [`MAX_ROBOTS_BYTES`] + 1 of a robots.txt, inflating gzip.
 async fn read_robots(body: Body) -> std::io::Result<Vec<u8>> {
-    let cap = MAX_ROBOTS_BYTES as u64 + 1;
-    let mut raw = Vec::new();
-    body.take(cap).read_to_end(&mut raw).await?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut inflated = Vec::new();
-        let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
-        std::io::Read::read_to_end(&mut std::io::Read::take(decoder, cap), &mut inflated)?;
-        return Ok(inflated);
-    }
-    Ok(raw)
+    body.read_small(MAX_ROBOTS_BYTES as u64 + 1).await
 }
 
 fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
