@@ -32,12 +32,18 @@ pub(super) struct KeyId {
 #[derive(Debug)]
 enum State {
     /// Its first verification runs; the URLs pushed meanwhile wait for it.
-    /// `new_host`: it took a place of the day's new hosts.
-    Pending { urls: Vec<String>, new_host: bool },
-    /// Its file held it at `checked`; last pushed under at `used`;
-    /// `rechecking` while a verification runs again.
+    /// `new_host`: the day whose new-host place it took, if it took one.
+    Pending {
+        urls: Vec<String>,
+        new_host: Option<i64>,
+    },
+    /// Its file held it at `verified`; checked again from `checked` on
+    /// (later than `verified` when a re-check could not read the file);
+    /// last pushed under at `used`; `rechecking` while a verification runs
+    /// again.
     Valid {
         checked: i64,
+        verified: i64,
         used: i64,
         rechecking: bool,
     },
@@ -102,9 +108,9 @@ pub(super) struct Settled {
     /// The key was verified before (a re-check), and its file no longer
     /// holds it.
     pub revoked: bool,
-    /// It took a place of the day's new hosts and did not verify: give the
-    /// place back.
-    pub new_host_unused: bool,
+    /// It took a place of this day's new hosts and did not verify: give
+    /// the place back.
+    pub new_host_unused: Option<i64>,
 }
 
 /// The keys known, within their caps.
@@ -147,9 +153,15 @@ impl Keys {
 
     /// A push of `urls` under `id` at `now`: what to do with it. The URLs
     /// of a push answered [`Admit::Verify`] or [`Admit::Held`] are held.
-    /// `new_host`: a verification started now takes a place of the day's
-    /// new hosts (given back by [`Keys::settle`] if it fails).
-    pub(super) fn admit(&mut self, id: &KeyId, urls: &[String], now: i64, new_host: bool) -> Admit {
+    /// `new_host`: the place of a day's new hosts a verification started
+    /// now holds (handed back by [`Keys::settle`] if it fails).
+    pub(super) fn admit(
+        &mut self,
+        id: &KeyId,
+        urls: &[String],
+        now: i64,
+        new_host: Option<i64>,
+    ) -> Admit {
         let bytes = bytes(urls);
         let room = self.held.saturating_add(bytes) <= self.max_held;
         let (recheck, retry_refused) = (self.recheck, self.retry_refused);
@@ -159,6 +171,7 @@ impl Keys {
                 checked,
                 used,
                 rechecking,
+                ..
             }) => {
                 *used = now;
                 if now.saturating_sub(*checked) < recheck || *rechecking || !can_verify {
@@ -280,14 +293,15 @@ impl Keys {
         Some(state)
     }
 
-    /// Forgets `id`, whose verification was just admitted and will not run:
-    /// its URLs are no longer held.
-    pub(super) fn forget(&mut self, id: &KeyId) {
-        if matches!(self.entries.get(id), Some(State::Pending { .. }))
-            && let Some(State::Pending { urls, .. }) = self.remove(id)
-        {
-            self.held = self.held.saturating_sub(bytes(&urls));
-            self.verifying = self.verifying.saturating_sub(1);
+    /// Whether a push under `id` at `now` would start its verification.
+    pub(super) fn would_verify(&self, id: &KeyId, now: i64) -> bool {
+        match self.entries.get(id) {
+            None => true,
+            Some(State::Refused { checked, .. }) => {
+                now.saturating_sub(*checked) >= self.retry_refused
+            }
+            Some(State::Unreachable { until, .. }) => now >= *until,
+            Some(_) => false,
         }
     }
 
@@ -313,6 +327,7 @@ impl Keys {
                 *state = match verdict {
                     Verdict::Holds => State::Valid {
                         checked: now,
+                        verified: now,
                         used: now,
                         rechecking: false,
                     },
@@ -326,14 +341,28 @@ impl Keys {
                 Settled {
                     urls,
                     revoked: false,
-                    new_host_unused: new_host && *verdict != Verdict::Holds,
+                    new_host_unused: new_host.filter(|_| *verdict != Verdict::Holds),
                 }
             }
-            State::Valid { checked, used, .. } => {
+            State::Valid {
+                checked,
+                verified,
+                used,
+                ..
+            } => {
+                // A file unread for two re-check periods no longer vouches.
+                let lost = now.saturating_sub(verified) >= self.recheck.saturating_mul(2);
+                let verdict = match verdict {
+                    Verdict::Unreachable(why) if lost => &Verdict::Refused(format!(
+                        "{why}, since the key was last verified long ago"
+                    )),
+                    verdict => verdict,
+                };
                 let revoked = matches!(verdict, Verdict::Refused(_));
                 *state = match verdict {
                     Verdict::Holds => State::Valid {
                         checked: now,
+                        verified: now,
                         used,
                         rechecking: false,
                     },
@@ -344,6 +373,7 @@ impl Keys {
                             now.saturating_sub(self.recheck)
                                 .saturating_add(RECHECK_UNREACHABLE),
                         ),
+                        verified,
                         used,
                         rechecking: false,
                     },
@@ -430,43 +460,46 @@ mod tests {
     fn a_key_is_verified_once_then_applied_and_verified_again_when_due() {
         let mut k = Keys::new(10, 10_000, 4, 3_600, 600);
         let a = id("a.example");
-        assert_eq!(k.admit(&a, &urls(2), T, false), Admit::Verify);
-        assert_eq!(k.admit(&a, &urls(3), T + 1, false), Admit::Held);
+        assert_eq!(k.admit(&a, &urls(2), T, None), Admit::Verify);
+        assert_eq!(k.admit(&a, &urls(3), T + 1, None), Admit::Held);
         let settled = k.settle(&a, &Verdict::Holds, T + 2);
         assert_eq!(settled.urls.len(), 5);
         assert_eq!(k.sizes(), (1, 0));
-        assert_eq!(k.admit(&a, &urls(1), T + 10, false), Admit::Apply);
+        assert_eq!(k.admit(&a, &urls(1), T + 10, None), Admit::Apply);
         assert_eq!(k.verified_hosts(), 1);
         // An hour on: applied, and verified again once.
         assert_eq!(
-            k.admit(&a, &urls(1), T + 3_700, false),
+            k.admit(&a, &urls(1), T + 3_700, None),
             Admit::ApplyAndRecheck
         );
-        assert_eq!(k.admit(&a, &urls(1), T + 3_701, false), Admit::Apply);
+        assert_eq!(k.admit(&a, &urls(1), T + 3_701, None), Admit::Apply);
         // The file no longer holds it: revoked.
         let settled = k.settle(&a, &no("gone"), T + 3_702);
         assert!(settled.revoked && settled.urls.is_empty());
         assert!(!k.host_verified(&a.host));
         assert_eq!(
-            k.admit(&a, &urls(1), T + 3_703, false),
+            k.admit(&a, &urls(1), T + 3_703, None),
             Admit::Refused("gone".into())
         );
         assert_eq!(k.verified_hosts(), 0);
         // Tried again once the refusal is old enough.
-        assert_eq!(k.admit(&a, &urls(1), T + 4_400, false), Admit::Verify);
+        assert_eq!(k.admit(&a, &urls(1), T + 4_400, None), Admit::Verify);
     }
 
     #[test]
     fn a_refused_key_drops_its_urls_and_gives_back_its_new_host_place() {
         let mut k = Keys::new(10, 10_000, 4, 3_600, 600);
         let a = id("a.example");
-        assert_eq!(k.admit(&a, &urls(4), T, true), Admit::Verify);
+        assert_eq!(k.admit(&a, &urls(4), T, Some(T)), Admit::Verify);
         let settled = k.settle(&a, &no("404"), T + 1);
         assert_eq!(settled.urls.len(), 4, "handed back, to be dropped");
-        assert!(!settled.revoked && settled.new_host_unused);
+        assert!(!settled.revoked);
+        assert_eq!(settled.new_host_unused, Some(T));
+        assert!(!k.would_verify(&a, T + 2));
+        assert!(k.would_verify(&a, T + 601));
         assert_eq!(k.sizes(), (1, 0));
         assert_eq!(
-            k.admit(&a, &urls(1), T + 2, false),
+            k.admit(&a, &urls(1), T + 2, None),
             Admit::Refused("404".into())
         );
     }
@@ -478,43 +511,45 @@ mod tests {
     fn an_unreachable_key_file_is_tried_again_and_revokes_nothing() {
         let mut k = Keys::new(10, 10_000, 4, 3_600, 600);
         let a = id("a.example");
-        assert_eq!(k.admit(&a, &urls(1), T, false), Admit::Verify);
+        assert_eq!(k.admit(&a, &urls(1), T, None), Admit::Verify);
         let settled = k.settle(&a, &Verdict::Unreachable("503".into()), T);
         assert_eq!(settled.urls.len(), 1);
         assert_eq!(
-            k.admit(&a, &urls(1), T + 10, false),
+            k.admit(&a, &urls(1), T + 10, None),
             Admit::Later((RETRY_UNREACHABLE - 10) as u64, "503".into())
         );
         assert_eq!(
-            k.admit(&a, &urls(1), T + RETRY_UNREACHABLE, false),
+            k.admit(&a, &urls(1), T + RETRY_UNREACHABLE, None),
             Admit::Verify
         );
         k.settle(&a, &Verdict::Holds, T + RETRY_UNREACHABLE);
         let later = T + RETRY_UNREACHABLE + 3_600;
-        assert_eq!(k.admit(&a, &urls(1), later, false), Admit::ApplyAndRecheck);
+        assert_eq!(k.admit(&a, &urls(1), later, None), Admit::ApplyAndRecheck);
         let settled = k.settle(&a, &Verdict::Unreachable("timeout".into()), later);
         assert!(!settled.revoked);
         assert!(k.host_verified(&a.host));
-        assert_eq!(k.admit(&a, &urls(1), later + 1, false), Admit::Apply);
+        assert_eq!(k.admit(&a, &urls(1), later + 1, None), Admit::Apply);
         assert_eq!(
-            k.admit(&a, &urls(1), later + RECHECK_UNREACHABLE, false),
+            k.admit(&a, &urls(1), later + RECHECK_UNREACHABLE, None),
             Admit::ApplyAndRecheck
         );
+        // Unread for two re-check periods since it was verified: revoked.
+        let lost = T + RETRY_UNREACHABLE + 2 * 3_600;
+        let settled = k.settle(&a, &Verdict::Unreachable("timeout".into()), lost);
+        assert!(settled.revoked);
+        assert!(!k.host_verified(&a.host));
     }
 
     #[test]
     fn held_urls_and_verifications_have_caps() {
         let mut k = Keys::new(100, 8 * 22, 2, 3_600, 600);
-        assert_eq!(k.admit(&id("a.example"), &urls(6), T, false), Admit::Verify);
-        assert_eq!(k.admit(&id("a.example"), &urls(6), T, false), Admit::Busy);
-        assert_eq!(k.admit(&id("b.example"), &urls(2), T, false), Admit::Verify);
-        assert_eq!(k.admit(&id("c.example"), &urls(1), T, false), Admit::Busy);
+        assert_eq!(k.admit(&id("a.example"), &urls(6), T, None), Admit::Verify);
+        assert_eq!(k.admit(&id("a.example"), &urls(6), T, None), Admit::Busy);
+        assert_eq!(k.admit(&id("b.example"), &urls(2), T, None), Admit::Verify);
+        assert_eq!(k.admit(&id("c.example"), &urls(1), T, None), Admit::Busy);
         k.settle(&id("a.example"), &Verdict::Holds, T);
-        assert_eq!(k.admit(&id("c.example"), &urls(1), T, false), Admit::Verify);
-        // One admitted that will not run gives its room back.
-        k.forget(&id("c.example"));
-        assert_eq!(k.sizes(), (2, 2 * 22));
-        assert_eq!(k.admit(&id("d.example"), &urls(1), T, false), Admit::Verify);
+        assert_eq!(k.admit(&id("c.example"), &urls(1), T, None), Admit::Verify);
+        assert_eq!(k.sizes(), (3, 3 * 22));
     }
 
     /// Any number of keys: the table stays within its cap, refused keys go
@@ -524,32 +559,32 @@ mod tests {
     fn the_keys_known_stay_within_their_caps() {
         let mut k = Keys::new(50, 100_000, 1_000, 3_600, 600);
         let pending = id("first.example");
-        assert_eq!(k.admit(&pending, &urls(1), T, false), Admit::Verify);
+        assert_eq!(k.admit(&pending, &urls(1), T, None), Admit::Verify);
         let verified = id("verified.example");
-        k.admit(&verified, &urls(1), T, false);
+        k.admit(&verified, &urls(1), T, None);
         k.settle(&verified, &Verdict::Holds, T);
         for i in 0..10_000 {
             let host = id(&format!("h{i}.example"));
-            if k.admit(&host, &urls(1), T, false) == Admit::Verify {
+            if k.admit(&host, &urls(1), T, None) == Admit::Verify {
                 k.settle(&host, &no("no"), T);
             }
             assert!(k.sizes().0 <= 50);
         }
-        assert_eq!(k.admit(&pending, &urls(1), T, false), Admit::Held);
-        assert_eq!(k.admit(&verified, &urls(1), T, false), Admit::Apply);
+        assert_eq!(k.admit(&pending, &urls(1), T, None), Admit::Held);
+        assert_eq!(k.admit(&verified, &urls(1), T, None), Admit::Apply);
         // Random keys of one host: at most a host's worth of key files
         // fetched a refusal period, its verified key and other hosts' kept.
         let mut k = Keys::new(50, 100_000, 1_000, 3_600, 600);
         let other = id("other.example");
-        k.admit(&other, &urls(1), T, false);
+        k.admit(&other, &urls(1), T, None);
         k.settle(&other, &no("no"), T);
         let good = id_with("a.example", "good-key-0000001");
-        k.admit(&good, &urls(1), T, false);
+        k.admit(&good, &urls(1), T, None);
         k.settle(&good, &Verdict::Holds, T);
         let mut fetched = 0;
         for i in 0..1_000 {
             let key = id_with("a.example", &format!("random-key-{i:05}"));
-            match k.admit(&key, &urls(1), T + i, false) {
+            match k.admit(&key, &urls(1), T + i, None) {
                 Admit::Verify => {
                     fetched += 1;
                     k.settle(&key, &no("no"), T + i);
@@ -560,9 +595,9 @@ mod tests {
         // 1,000 s: the first 7 places, and each again after its 600 s.
         assert_eq!(fetched, 2 * (MAX_KEYS_PER_HOST - 1));
         assert!(k.sizes().0 <= MAX_KEYS_PER_HOST + 1);
-        assert_eq!(k.admit(&good, &urls(1), T + 1_000, false), Admit::Apply);
+        assert_eq!(k.admit(&good, &urls(1), T + 1_000, None), Admit::Apply);
         assert_eq!(
-            k.admit(&other, &urls(1), T + 10, false),
+            k.admit(&other, &urls(1), T + 10, None),
             Admit::Refused("no".into())
         );
     }

@@ -52,6 +52,9 @@ const MAX_HELD_BYTES: usize = 32 << 20;
 const MAX_VERIFYING: usize = 64;
 /// Hosts and client addresses whose quotas are tracked, each.
 const MAX_TRACKED: usize = 50_000;
+/// Key files of one host verified a day at most (re-checks of verified
+/// keys aside): made-up keys cannot have a site fetched more.
+const VERIFICATIONS_PER_HOST_PER_DAY: u64 = 24;
 /// URL hashes remembered per generation for the duplicate window.
 const MAX_RECENT: usize = 1 << 19;
 
@@ -138,6 +141,8 @@ const FOLLOWED_TTL: Duration = Duration::from_secs(30);
 struct Tables {
     keys: Keys,
     by_host: Quotas<HostKey>,
+    /// Key verifications started per host (counted as its "URLs").
+    verifications: Quotas<HostKey>,
     by_client: Quotas<IpAddr>,
     new_hosts: NewHosts,
     recent: Recent,
@@ -186,8 +191,11 @@ impl Intake {
                     .collect(),
             ),
         };
+        // One attempt: a file that cannot be read now is tried again by a
+        // later push, not by the fetcher at once.
         let key_fetcher = Fetcher::new(sitemapd_discovery::FetchConfig {
             max_redirects: 0,
+            attempts: 1,
             ..fetcher.config().clone()
         })?;
         Ok(Intake {
@@ -218,6 +226,7 @@ impl Intake {
                     settings.indexnow_host_urls_per_day,
                     MAX_TRACKED,
                 ),
+                verifications: Quotas::new(u32::MAX, VERIFICATIONS_PER_HOST_PER_DAY, MAX_TRACKED),
                 by_client: Quotas::new(
                     settings.indexnow_client_requests_per_minute,
                     settings.indexnow_client_urls_per_day,
@@ -363,15 +372,32 @@ async fn handle(intake: &Shared, client: IpAddr, push: Result<Push, Answer>) -> 
         {
             return Answer::retry(retry, format!("too many pushes for {}", push.host));
         }
-        let admit = tables.keys.admit(&id, &push.urls, now, new_host);
-        // A host new to the store takes a place of the day's when its first
-        // verification starts (given back if it fails).
-        if new_host
-            && admit == Admit::Verify
-            && let Err(retry) = tables.new_hosts.take(now)
+        // A verification about to start: a host new to the store takes a
+        // place of the day's (given back if it does not verify), and the
+        // host one of its verifications of the day.
+        let mut place = None;
+        if tables.keys.would_verify(&id, now) {
+            if new_host {
+                match tables.new_hosts.take(now) {
+                    Ok(day) => place = Some(day),
+                    Err(retry) => return Answer::retry(retry, "no more new hosts today"),
+                }
+            }
+            if let Err(retry) = tables.verifications.take(&push.host, 0, 1, now) {
+                if let Some(day) = place {
+                    tables.new_hosts.give_back(day);
+                }
+                return Answer::retry(
+                    retry,
+                    format!("too many key files of {} verified today", push.host),
+                );
+            }
+        }
+        let admit = tables.keys.admit(&id, &push.urls, now, place);
+        if let Some(day) = place
+            && admit != Admit::Verify
         {
-            tables.keys.forget(&id);
-            return Answer::retry(retry, "no more new hosts today");
+            tables.new_hosts.give_back(day);
         }
         admit
     };
@@ -487,8 +513,9 @@ async fn apply(intake: &Shared, host: &HostKey, urls: Vec<String>) -> Answer {
     let now = intake.now();
     let fresh: Vec<String> = {
         let mut tables = intake.tables();
+        let mut this_push = HashSet::new();
         urls.into_iter()
-            .filter(|u| !tables.recent.holds(u, now))
+            .filter(|u| !tables.recent.holds(u, now) && this_push.insert(u.clone()))
             .collect()
     };
     let duplicates = (n - fresh.len()) as u64;

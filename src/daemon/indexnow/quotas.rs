@@ -146,8 +146,9 @@ impl NewHosts {
         }
     }
 
-    /// Counts one new host, or says when the next day begins.
-    pub(super) fn take(&mut self, now: i64) -> Result<(), RetryAfter> {
+    /// Counts one new host: the day it counts in; or says when the next
+    /// day begins.
+    pub(super) fn take(&mut self, now: i64) -> Result<i64, RetryAfter> {
         let day = now - now.rem_euclid(DAY);
         if day != self.day {
             self.day = day;
@@ -157,12 +158,15 @@ impl NewHosts {
             return Err(RetryAfter((day + DAY - now).max(1) as u64));
         }
         self.taken += 1;
-        Ok(())
+        Ok(day)
     }
 
-    /// Gives back a place taken today (a host that did not verify).
-    pub(super) fn give_back(&mut self) {
-        self.taken = self.taken.saturating_sub(1);
+    /// Gives back a place taken on `day` (a host that did not verify),
+    /// if that day is still the current one.
+    pub(super) fn give_back(&mut self, day: i64) {
+        if day == self.day {
+            self.taken = self.taken.saturating_sub(1);
+        }
     }
 }
 
@@ -290,12 +294,17 @@ mod tests {
     #[test]
     fn new_hosts_per_day() {
         let mut n = NewHosts::new(2);
-        n.take(T).unwrap();
+        let day = n.take(T).unwrap();
         n.take(T).unwrap();
         assert!(n.take(T + 5).is_err());
-        n.give_back();
+        n.give_back(day);
         n.take(T + 5).unwrap();
+        // A place given back a day late leaves the new day's count alone.
+        let next = n.take(T + 86_400).unwrap();
         n.take(T + 86_400).unwrap();
+        n.give_back(day);
+        assert!(n.take(T + 86_401).is_err());
+        assert_ne!(day, next);
     }
 
     /// `holds` then `insert`, as the intake does around a store write.

@@ -144,16 +144,50 @@ fn parse_url(url: &str, field: &str) -> Result<NormUrl, Answer> {
 }
 
 /// Whether `path` could name another folder than it reads as: a `.` or
-/// `..` segment (or their percent-encoded forms, which clients resolve too),
+/// `..` segment once percent-decoded (as often as it decodes: servers that
+/// decode twice exist) and cut at a `;` parameter (which some servers drop),
 /// an encoded slash or a backslash.
 fn escapes_its_folder(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    lower.contains("%2f")
-        || lower.contains("%5c")
-        || lower.contains('\\')
-        || lower
+    let mut decoded = path.to_string();
+    for _ in 0..4 {
+        let next = percent_decode(&decoded);
+        if next == decoded {
+            break;
+        }
+        decoded = next;
+    }
+    decoded.contains('\\')
+        || decoded.split('/').count() != path.split('/').count()
+        || decoded
             .split('/')
-            .any(|segment| matches!(segment.replace("%2e", ".").as_str(), "." | ".."))
+            .map(|segment| segment.split(';').next().unwrap_or(""))
+            .any(|segment| segment == "." || segment == "..")
+}
+
+/// `s` with its `%XX` escapes decoded (as Latin-1 bytes: only `.`, `/`,
+/// `\`, `;` and `%` matter here).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push(char::from((hi * 16 + lo) as u8));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(char::from(b));
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// Whether `key` is a key as the protocol defines them: 8 to 128 of
@@ -199,7 +233,8 @@ impl Push {
                 // A key file is a .txt file named by its path: the daemon
                 // fetches nothing else for a push.
                 let path = at.path_and_query();
-                if !path.ends_with(".txt") || path.contains('?') || escapes_its_folder(path) {
+                if !path.ends_with(".txt") || path.contains(['?', ';']) || escapes_its_folder(path)
+                {
                     return Err(unprocessable(format!(
                         "keyLocation {} is not a key file: a .txt file, no query, no dot segment",
                         at.as_str()
@@ -357,6 +392,10 @@ mod tests {
             "/keys/..%2fadmin",
             "/keys/.%2E/admin",
             "/keys/x%5c..%5cadmin",
+            "/keys/..;/admin",
+            "/keys/%2e%2e;x/admin",
+            "/keys/%252e%252e/admin",
+            "/keys/x%252fadmin",
         ] {
             let url = format!("http://a.example:8080{escape}");
             assert_eq!(
@@ -371,6 +410,7 @@ mod tests {
             "/keys/k.txt?x=1",
             "/keys/../k.txt",
             "/admin?k.txt",
+            "/admin;x.txt",
         ] {
             let at = format!("http://a.example:8080{location}");
             assert_eq!(

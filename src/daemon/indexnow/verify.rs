@@ -4,12 +4,13 @@
 //! the URLs held for it applied or dropped.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sitemapd_discovery::robots::RobotsOutcome;
 use sitemapd_discovery::{FetchError, Fetcher, Validators};
 use sitemapd_parser::{NormUrl, RobotsRules};
 
-use super::keys::{KeyId, Verdict};
+use super::keys::{KeyId, Settled, Verdict};
 use super::{Intake, apply, label};
 
 /// The largest key file read: a key is 128 bytes at most.
@@ -18,22 +19,59 @@ const MAX_KEY_FILE: u64 = 1_024;
 /// 403 until the key is tried again).
 const MAX_REASON: usize = 300;
 
-/// Verifies `id`: fetches its key file (and the host's robots.txt when it
-/// holds the key), settles it, and applies or drops the URLs held for it.
-pub(super) async fn verify(intake: Arc<Intake>, id: KeyId) {
-    let verdict = key_file_verdict(&intake.key_fetcher, &id).await;
-    if verdict == Verdict::Holds {
-        read_robots(&intake, &id).await;
-    }
-    let now = intake.now();
-    let settled = {
-        let mut tables = intake.tables();
-        let settled = tables.keys.settle(&id, &verdict, now);
-        if settled.new_host_unused {
-            tables.new_hosts.give_back();
+/// How long a key file's fetch may take in all (the fetcher's own
+/// timeouts do not count its wait for the host's politeness gate).
+const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A verification's place in the keys table: settled when it ends, as
+/// unreachable if it ends without a verdict (a panic, a task dropped), so
+/// that its slot and its held URLs are never kept for good.
+struct Settling<'a> {
+    intake: &'a Intake,
+    id: &'a KeyId,
+    done: bool,
+}
+
+impl Settling<'_> {
+    fn settle(&mut self, verdict: &Verdict) -> Settled {
+        self.done = true;
+        let now = self.intake.now();
+        let mut tables = self.intake.tables();
+        let settled = tables.keys.settle(self.id, verdict, now);
+        if let Some(day) = settled.new_host_unused {
+            tables.new_hosts.give_back(day);
         }
         settled
+    }
+}
+
+impl Drop for Settling<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.settle(&Verdict::Unreachable("the verification stopped".into()));
+        }
+    }
+}
+
+/// Verifies `id`: fetches its key file, settles it, and when the file
+/// holds the key reads the host's robots.txt and applies the URLs held for
+/// it (else drops them).
+pub(super) async fn verify(intake: Arc<Intake>, id: KeyId) {
+    let mut settling = Settling {
+        intake: &intake,
+        id: &id,
+        done: false,
     };
+    let verdict = tokio::time::timeout(FETCH_TIMEOUT, key_file_verdict(&intake.key_fetcher, &id))
+        .await
+        .unwrap_or_else(|_| {
+            Verdict::Unreachable(format!(
+                "the key file {} did not answer within {} s",
+                id.location,
+                FETCH_TIMEOUT.as_secs()
+            ))
+        });
+    let settled = settling.settle(&verdict);
     let metrics = &intake.metrics;
     let result = match (&verdict, settled.revoked) {
         (Verdict::Holds, _) => "verified",
@@ -54,9 +92,18 @@ pub(super) async fn verify(intake: Arc<Intake>, id: KeyId) {
         }
     }
     if verdict == Verdict::Holds || settled.revoked {
-        note(&intake, &id).await;
+        note(&intake, &id, settled.revoked).await;
     }
     intake.update_gauge();
+    if verdict == Verdict::Holds {
+        // Its rules before its URLs: a URL they disallow is stored blocked.
+        if tokio::time::timeout(FETCH_TIMEOUT, read_robots(&intake, &id))
+            .await
+            .is_err()
+        {
+            tracing::info!(host = %id.host, "robots.txt not read within the time allowed");
+        }
+    }
     if settled.urls.is_empty() {
         return;
     }
@@ -75,10 +122,14 @@ pub(super) async fn verify(intake: Arc<Intake>, id: KeyId) {
 
 /// Writes to the store whether the host of `id` has a key verified now, as
 /// the keys table says when the write is made (one write at a time, so the
-/// last says what the table says).
-async fn note(intake: &Arc<Intake>, id: &KeyId) {
+/// last says what the table says). A revoked key whose host has another
+/// verified one changes nothing there.
+async fn note(intake: &Arc<Intake>, id: &KeyId, revoked: bool) {
     let _one = intake.noting.lock().await;
     let verified = intake.tables().keys.host_verified(&id.host);
+    if revoked && verified {
+        return;
+    }
     let store = intake.store.clone();
     let host = id.host.clone();
     let at = verified.then(|| intake.clock.now());

@@ -7,8 +7,10 @@
 //! sled 0.34 does not give back the space of what it rewrites: a store
 //! being crawled grows without bound. [`Backend::compact`] copies the live
 //! data into a fresh database while reads and writes go on (the writes also
-//! captured, [`super::capture`]), then, writers waiting, applies the
-//! writes captured to the copy and switches to it ([`super::generations`]).
+//! captured, [`super::capture`]), applies the writes captured during the
+//! copy to it while writers still go on (theirs captured apart), then,
+//! writers waiting, applies those made during that catch-up and switches to
+//! the copy ([`super::generations`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -31,6 +33,8 @@ const TREE: &str = "sitemapd";
 /// The file in a copy's directory that captures the writes made while the
 /// copy is made.
 const CAPTURED: &str = "writes-during-copy";
+/// The file of the writes made while those of [`CAPTURED`] go into the copy.
+const CAPTURED_LATE: &str = "writes-during-catch-up";
 
 /// sled's default tree, which the store does not use.
 const DEFAULT_TREE: &[u8] = b"__sled__default";
@@ -336,8 +340,9 @@ impl Sled {
 
 impl Database {
     /// Copies every tree of the generation in use into a fresh one while
-    /// reads and writes go on (the writes captured), then, writers waiting,
-    /// applies the writes captured to it and switches to it.
+    /// reads and writes go on (the writes captured), catches it up with
+    /// them while writers go on, then, writers waiting, with the writes made
+    /// during the catch-up, and switches to it.
     fn compact(&self) -> Result<Compacted, BackendError> {
         let _one = locked(&self.compacting);
         let started = std::time::Instant::now();
@@ -345,19 +350,28 @@ impl Database {
         let mut waited = started.elapsed();
         // The copy, while reads and writes go on (the writes captured).
         let copied = self.copy_into(old.db(), &dir);
-        // Writers wait from here: the writes captured go into the copy,
-        // then the switch.
+        // The writes captured during the copy go into it while writers go
+        // on, theirs captured apart: what writers wait for below is the
+        // writes of this catch-up only, not of the whole copy.
+        let caught_up = copied.and_then(|db| {
+            let swapping = std::time::Instant::now();
+            let during_copy = self.capture_apart(&dir.join(CAPTURED_LATE))?;
+            waited += swapping.elapsed();
+            let replayed = replay_and_remove(&during_copy, &db)?;
+            Ok((db, replayed))
+        });
+        // Writers wait from here: the writes captured since go into the
+        // copy, then the switch.
         let alone = write(&self.writes);
         let switching = std::time::Instant::now();
         self.capturing.store(false, Ordering::SeqCst);
         let capture = locked(&self.capture).take();
-        let caught_up = copied.and_then(|db| {
+        let caught_up = caught_up.and_then(|(db, replayed)| {
             let captured = capture
                 .ok_or_else(|| BackendError::Io("the capture was lost".into()))?
                 .finish()
                 .map_err(io_error)?;
-            let replayed = capture::replay(&captured, &db).map_err(BackendError::Io)?;
-            std::fs::remove_file(&captured).map_err(io_error)?;
+            let replayed = replayed + replay_and_remove(&captured, &db)?;
             db.flush().map_err(|e| BackendError::Io(e.to_string()))?;
             generations::sync_all(&dir).map_err(io_error)?;
             let written = db
@@ -488,6 +502,18 @@ impl Database {
         Ok((old, number, dir, before))
     }
 
+    /// Writers waiting a moment: the writes from now on are captured in a
+    /// new file at `path`; the file of those captured so far, complete.
+    fn capture_apart(&self, path: &Path) -> Result<PathBuf, BackendError> {
+        let _alone = write(&self.writes);
+        let next = Capture::create(path).map_err(io_error)?;
+        locked(&self.capture)
+            .replace(next)
+            .ok_or_else(|| BackendError::Io("the capture was lost".into()))?
+            .finish()
+            .map_err(io_error)
+    }
+
     /// A fresh database in `dir` holding every tree of `from` as the copy
     /// reads it (the writes made meanwhile are captured).
     fn copy_into(&self, from: &sled::Db, dir: &Path) -> Result<sled::Db, BackendError> {
@@ -536,6 +562,14 @@ impl Database {
         }
         Ok(db)
     }
+}
+
+/// Applies the writes captured in `path` to `db`, then removes the file:
+/// how many there were.
+fn replay_and_remove(path: &Path, db: &sled::Db) -> Result<u64, BackendError> {
+    let replayed = capture::replay(path, db).map_err(BackendError::Io)?;
+    std::fs::remove_file(path).map_err(io_error)?;
+    Ok(replayed)
 }
 
 impl Backend for Sled {
