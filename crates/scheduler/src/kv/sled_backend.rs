@@ -338,6 +338,19 @@ impl Sled {
     }
 }
 
+/// A compaction begun: writes are being captured for its copy.
+struct Started {
+    /// The generation in use, the one copied.
+    old: Arc<Generation>,
+    /// The copy's number, and its directory.
+    number: u64,
+    dir: PathBuf,
+    /// The bytes the store's files took.
+    before: u64,
+    /// How long writers waited for it to begin.
+    waited: std::time::Duration,
+}
+
 impl Database {
     /// Copies every tree of the generation in use into a fresh one while
     /// reads and writes go on (the writes captured), catches it up with
@@ -345,9 +358,13 @@ impl Database {
     /// during the catch-up, and switches to it.
     fn compact(&self) -> Result<Compacted, BackendError> {
         let _one = locked(&self.compacting);
-        let started = std::time::Instant::now();
-        let (old, number, dir, before) = self.start_capture()?;
-        let mut waited = started.elapsed();
+        let Started {
+            old,
+            number,
+            dir,
+            before,
+            mut waited,
+        } = self.start_capture()?;
         // The copy, while reads and writes go on (the writes captured).
         let copied = self.copy_into(old.db(), &dir);
         // The writes captured during the copy go into it while writers go
@@ -358,6 +375,9 @@ impl Database {
             let during_copy = self.capture_apart(&dir.join(CAPTURED_LATE))?;
             waited += swapping.elapsed();
             let replayed = replay_and_remove(&during_copy, &db)?;
+            // The copy on disk now: what is flushed while writers wait is
+            // the catch-up's writes only.
+            db.flush().map_err(|e| BackendError::Io(e.to_string()))?;
             Ok((db, replayed))
         });
         // Writers wait from here: the writes captured since go into the
@@ -466,19 +486,22 @@ impl Database {
     }
 
     /// Writers waiting a moment: checks that a copy may be made, and starts
-    /// capturing the writes for it. The generation in use, the copy's
-    /// number and directory, and the bytes the store's files take.
-    fn start_capture(&self) -> Result<(Arc<Generation>, u64, PathBuf, u64), BackendError> {
-        let _alone = write(&self.writes);
+    /// capturing the writes for it.
+    fn start_capture(&self) -> Result<Started, BackendError> {
+        // The generation in use: only a compaction changes it, and they run
+        // one at a time.
+        let old = read(&self.current).clone();
+        // What sled holds unwritten goes to disk before the copy takes
+        // space (a write failing for room later would stop the store);
+        // before writers wait, as the copy reads what is unwritten too.
+        old.db().flush().map_err(error)?;
+        let alone = write(&self.writes);
+        let waiting = std::time::Instant::now();
         if self.unconfirmed.load(Ordering::SeqCst) {
             return Err(BackendError::Io(
                 "a compaction's switch is unconfirmed".into(),
             ));
         }
-        let old = read(&self.current).clone();
-        // What sled holds unwritten goes to disk before the copy takes
-        // space: a write failing for room later would stop the store.
-        old.db().flush().map_err(error)?;
         let before = old.db().size_on_disk().map_err(error)?;
         let free = generations::available(&self.root).map_err(io_error)?;
         if free < before.saturating_add(before / 4) {
@@ -499,7 +522,15 @@ impl Database {
             })?;
         *locked(&self.capture) = Some(capture);
         self.capturing.store(true, Ordering::SeqCst);
-        Ok((old, number, dir, before))
+        let waited = waiting.elapsed();
+        drop(alone);
+        Ok(Started {
+            old,
+            number,
+            dir,
+            before,
+            waited,
+        })
     }
 
     /// Writers waiting a moment: the writes from now on are captured in a
