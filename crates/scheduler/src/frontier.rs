@@ -275,7 +275,7 @@ impl Partition {
         let mut rules = crate::robots::RulesCache::new(self);
         let mut found = Vec::with_capacity(items.len());
         let mut writes = UrlWrites::new(self);
-        let mut pushes = crate::pushes::PushOutcomes::default();
+        let mut pushes = crate::queue::PushOutcomes::default();
         for item in items {
             let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&item.url) else {
                 found.push(Put::Invalid);

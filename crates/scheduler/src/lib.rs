@@ -26,6 +26,8 @@ mod pages_tests;
 mod partition;
 pub mod policy;
 pub mod pushes;
+#[cfg(test)]
+mod pushes_tests;
 pub mod queue;
 pub mod refresh;
 pub mod robots;

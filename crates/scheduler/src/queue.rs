@@ -12,7 +12,10 @@ use crate::hash::FastMap;
 use crate::keys;
 use crate::partition::Partition;
 use crate::policy::{lastmod_is_newer, lastmod_says_changed};
-use crate::record::{HostRecord, Lapse, StoredOutcome, StoredVisit, UrlRecord, VISIT_HISTORY};
+use crate::record::{
+    HostRecord, Lapse, PushRecord, StoredOutcome, StoredReason, StoredVisit, UrlRecord,
+    VISIT_HISTORY, encode,
+};
 use crate::robots::RulesCache;
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
@@ -141,6 +144,49 @@ impl Completion {
     }
 }
 
+/// The push records ([`crate::pushes`]) a batch of completions changes, by
+/// host.
+#[derive(Default)]
+pub(crate) struct PushOutcomes(FastMap<String, PushRecord>);
+
+impl PushOutcomes {
+    /// `completion` of `url`, whose schedule's reason was `reason` before:
+    /// counted on its host's record when a notification made it due and
+    /// the fetch succeeded.
+    pub(crate) fn completed(
+        &mut self,
+        store: &Partition,
+        url: &str,
+        reason: StoredReason,
+        completion: &Completion,
+    ) -> Result<(), StoreError> {
+        if reason != StoredReason::Notified {
+            return Ok(());
+        }
+        let changed = match completion.outcome.stored() {
+            StoredOutcome::Changed => true,
+            StoredOutcome::NotModified => false,
+            _ => return Ok(()),
+        };
+        let host = keys::host_of(url);
+        if !self.0.contains_key(host) {
+            self.0.insert(host.to_string(), store.push_record(host)?);
+        }
+        self.0
+            .get_mut(host)
+            .expect("inserted above")
+            .fetch_found(changed);
+        Ok(())
+    }
+
+    /// Their records into `writes`' batch.
+    pub(crate) fn write(self, writes: &mut UrlWrites<'_>) {
+        for (host, record) in self.0 {
+            writes.batch().insert(keys::pushes(&host), encode(&record));
+        }
+    }
+}
+
 impl Partition {
     /// Records what a fetch of `url` found at `now`, updates the host's
     /// lastmod trust and the URL's estimator history, and reschedules it.
@@ -180,7 +226,7 @@ impl Partition {
         let mut unknown = Vec::new();
         let mut rules = RulesCache::new(self);
         let mut writes = UrlWrites::new(self);
-        let mut pushes = crate::pushes::PushOutcomes::default();
+        let mut pushes = PushOutcomes::default();
         for (given, completion) in completions {
             let Ok(norm) = sitemapd_parser::NormUrl::parse(given) else {
                 unknown.push(given.to_string());
