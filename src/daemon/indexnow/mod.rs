@@ -460,7 +460,7 @@ async fn accepted(intake: &Shared, host: &HostKey) -> Result<bool, Answer> {
     if held {
         return Ok(false);
     }
-    if intake.followed_hosts().await?.contains(host) {
+    if intake.is_followed(host).await? {
         return Ok(false);
     }
     match intake.hosts {
@@ -470,13 +470,13 @@ async fn accepted(intake: &Shared, host: &HostKey) -> Result<bool, Answer> {
 }
 
 impl Intake {
-    /// The hosts of the followed sites (their seeds' hosts), read from the
-    /// store at most every [`FOLLOWED_TTL`].
-    async fn followed_hosts(self: &Arc<Self>) -> Result<HashSet<HostKey>, Answer> {
+    /// Whether `host` is the host of a followed site (a seed's host); the
+    /// hosts are read from the store at most every [`FOLLOWED_TTL`].
+    async fn is_followed(self: &Arc<Self>, host: &HostKey) -> Result<bool, Answer> {
         {
             let followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
             if followed.read.is_some_and(|at| at.elapsed() < FOLLOWED_TTL) {
-                return Ok(followed.hosts.clone());
+                return Ok(followed.hosts.contains(host));
             }
         }
         let store = self.store.clone();
@@ -491,12 +491,12 @@ impl Intake {
         })
         .await
         .map_err(|e| Answer::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))??;
-        let mut followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
-        *followed = Followed {
+        let followed = hosts.contains(host);
+        *self.followed.lock().unwrap_or_else(|e| e.into_inner()) = Followed {
             read: Some(std::time::Instant::now()),
-            hosts: hosts.clone(),
+            hosts,
         };
-        Ok(hosts)
+        Ok(followed)
     }
 
     /// Sets the `indexnow_hosts` gauge.
