@@ -117,6 +117,8 @@ pub(super) struct Settled {
 pub(super) struct Keys {
     entries: HashMap<KeyId, State>,
     per_host: HashMap<HostKey, usize>,
+    /// Keys verified now, per host that has one.
+    verified_per_host: HashMap<HostKey, usize>,
     cap: usize,
     /// Bytes of the URLs held.
     held: usize,
@@ -141,6 +143,7 @@ impl Keys {
         Keys {
             entries: HashMap::new(),
             per_host: HashMap::new(),
+            verified_per_host: HashMap::new(),
             cap: cap.max(1),
             held: 0,
             max_held,
@@ -290,7 +293,27 @@ impl Keys {
                 self.per_host.remove(&id.host);
             }
         }
+        if matches!(state, State::Valid { .. }) {
+            self.count_verified(&id.host, true, false);
+        }
         Some(state)
+    }
+
+    /// Keeps [`Keys::verified_per_host`] as a key of `host` goes from
+    /// verified (`was`) or not to verified (`is`) or not.
+    fn count_verified(&mut self, host: &HostKey, was: bool, is: bool) {
+        match (was, is) {
+            (false, true) => *self.verified_per_host.entry(host.clone()).or_default() += 1,
+            (true, false) => {
+                if let Some(n) = self.verified_per_host.get_mut(host) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.verified_per_host.remove(host);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Whether a push under `id` at `now` would start its verification.
@@ -307,6 +330,15 @@ impl Keys {
 
     /// The verification of `id` ended at `now` with `verdict`.
     pub(super) fn settle(&mut self, id: &KeyId, verdict: &Verdict, now: i64) -> Settled {
+        let was = self.is_verified(id);
+        let settled = self.settle_state(id, verdict, now);
+        let is = self.is_verified(id);
+        self.count_verified(&id.host, was, is);
+        settled
+    }
+
+    /// [`Keys::settle`]'s change of `id`'s state.
+    fn settle_state(&mut self, id: &KeyId, verdict: &Verdict, now: i64) -> Settled {
         self.verifying = self.verifying.saturating_sub(1);
         // Entries being verified are never dropped: it is there.
         let Some(state) = self.entries.get_mut(id) else {
@@ -397,13 +429,18 @@ impl Keys {
 
     /// Whether a key of `host` is verified now.
     pub(super) fn host_verified(&self, host: &HostKey) -> bool {
-        self.entries
-            .iter()
-            .any(|(id, s)| id.host == *host && matches!(s, State::Valid { .. }))
+        self.verified_per_host.contains_key(host)
     }
 
     /// Hosts with a key verified now.
     pub(super) fn verified_hosts(&self) -> usize {
+        self.verified_per_host.len()
+    }
+
+    /// [`Keys::verified_hosts`] counted over every entry, for tests of the
+    /// kept count.
+    #[cfg(test)]
+    fn verified_hosts_counted(&self) -> usize {
         let hosts: std::collections::HashSet<&HostKey> = self
             .entries
             .iter()
@@ -569,7 +606,27 @@ mod tests {
                 k.settle(&host, &no("no"), T);
             }
             assert!(k.sizes().0 <= 50);
+            assert_eq!(k.verified_hosts(), k.verified_hosts_counted());
         }
+        // Verified keys pushing out the least used verified keys, revoked
+        // and re-verified: the count kept is the count of the entries.
+        let mut v = Keys::new(20, 100_000, 1_000, 3_600, 600);
+        for i in 0..500 {
+            let key = id_with(
+                &format!("v{}.example", i % 37),
+                &format!("key-{:08}", i % 53),
+            );
+            let now = T + i64::from(i) * 4_000;
+            if matches!(
+                v.admit(&key, &urls(1), now, None),
+                Admit::Verify | Admit::ApplyAndRecheck
+            ) {
+                let verdict = if i % 3 == 0 { no("no") } else { Verdict::Holds };
+                v.settle(&key, &verdict, now);
+            }
+            assert_eq!(v.verified_hosts(), v.verified_hosts_counted(), "{i}");
+        }
+        assert!(v.verified_hosts() > 0);
         assert_eq!(k.admit(&pending, &urls(1), T, None), Admit::Held);
         assert_eq!(k.admit(&verified, &urls(1), T, None), Admit::Apply);
         // Random keys of one host: at most a host's worth of key files
