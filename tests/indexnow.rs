@@ -166,6 +166,12 @@ fn pushes_are_verified_applied_and_refused_as_the_protocol_says() {
         (status, v["applied"].as_u64(), v["duplicates"].as_u64()),
         (200, Some(0), Some(1))
     );
+    // A URL listed twice in one push is stored once.
+    let (status, v) = push(addr, &site, KEY, &["/news/twice", "/news/twice"]);
+    assert_eq!(
+        (status, v["applied"].as_u64(), v["duplicates"].as_u64()),
+        (200, Some(1), Some(1))
+    );
 
     // A key file in a folder vouches for the URLs under it only.
     let folder = site.url(&format!("/news/{FOLDER_KEY}.txt"));

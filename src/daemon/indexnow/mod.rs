@@ -511,13 +511,15 @@ impl Intake {
 async fn apply(intake: &Shared, host: &HostKey, urls: Vec<String>) -> Answer {
     let n = urls.len();
     let now = intake.now();
-    let fresh: Vec<String> = {
+    let mut fresh: Vec<String> = {
         let mut tables = intake.tables();
-        let mut this_push = HashSet::new();
         urls.into_iter()
-            .filter(|u| !tables.recent.holds(u, now) && this_push.insert(u.clone()))
+            .filter(|u| !tables.recent.holds(u, now))
             .collect()
     };
+    // A URL listed twice in the push is stored once.
+    fresh.sort_unstable();
+    fresh.dedup();
     let duplicates = (n - fresh.len()) as u64;
     let metrics = &intake.metrics;
     metrics
