@@ -126,9 +126,7 @@ impl Tree {
                 self.site(&r.site).robots = Some(line);
             }
             WalkEvent::SitemapFetched(r) => {
-                self.site(&r.site)
-                    .nodes
-                    .push(Node::Read(Box::new(r.clone())));
+                self.site(&r.site).nodes.push(Node::Read(r.clone()));
             }
             WalkEvent::SitemapFailed(f) => {
                 let site = self.site(&f.site);

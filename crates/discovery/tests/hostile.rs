@@ -143,7 +143,7 @@ fn report<'a>(events: &'a [WalkEvent], url: &str) -> &'a SitemapReport {
     events
         .iter()
         .find_map(|e| match e {
-            WalkEvent::SitemapFetched(r) if r.url.as_str() == url => Some(r),
+            WalkEvent::SitemapFetched(r) if r.url.as_str() == url => Some(r.as_ref()),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no report for {url}: {:#?}", brief(events)))

@@ -111,7 +111,7 @@ fn reports(events: &[WalkEvent]) -> Vec<&SitemapReport> {
     events
         .iter()
         .filter_map(|e| match e {
-            WalkEvent::SitemapFetched(r) => Some(r),
+            WalkEvent::SitemapFetched(r) => Some(r.as_ref()),
             _ => None,
         })
         .collect()
@@ -1182,12 +1182,12 @@ async fn an_index_report_lists_its_children() {
         children,
         [site.url("/b.xml"), site.url("/a.xml"), site.url("/c.xml")]
     );
-    let json = serde_json::to_value(WalkEvent::SitemapFetched(idx.clone())).unwrap();
+    let json = serde_json::to_value(WalkEvent::SitemapFetched(Box::new(idx.clone()))).unwrap();
     assert_eq!(json["children"][1], site.url("/a.xml"));
     // A urlset lists none, and its JSON has no such field.
     let leaf = report(&events, &site.url("/a.xml"));
     assert!(leaf.children.is_empty());
-    let json = serde_json::to_value(WalkEvent::SitemapFetched(leaf.clone())).unwrap();
+    let json = serde_json::to_value(WalkEvent::SitemapFetched(Box::new(leaf.clone()))).unwrap();
     assert!(json.get("children").is_none(), "{json}");
 
     // A 304 reads nothing: no children reported (the remembered ones are

@@ -9,7 +9,7 @@ use crate::event::{Event, SitemapRef, UrlEntry};
 use crate::options::{MAX_LOC_CHARS, ParseOptions};
 use crate::scope::Scope;
 use crate::summary::Summary;
-use crate::url::{Base, NormUrl, UrlError, has_scheme, is_reference_byte};
+use crate::url::{Base, NormUrl, UrlError, already_normal, has_scheme, is_reference_byte};
 
 /// Where something is: a byte offset in the decoded document. It becomes a
 /// line and column only when its diagnostic is handed out, because counting
@@ -109,6 +109,17 @@ impl Ctx {
         base: Option<&Base>,
         relative: Relative,
     ) -> Option<NormUrl> {
+        // The common case: an already normal absolute URL with nothing
+        // around it, short enough; every check below would pass it as is.
+        let b = raw.as_bytes();
+        let bare = |c: Option<&u8>| c.is_some_and(|&c| c > b' ' && c.is_ascii());
+        if b.len() <= MAX_LOC_CHARS
+            && bare(b.first())
+            && bare(b.last())
+            && let Some(url) = already_normal(raw)
+        {
+            return Some(url);
+        }
         let trimmed = raw.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             // Resolved, these would name the document itself.

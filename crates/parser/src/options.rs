@@ -65,6 +65,13 @@ pub struct ParseOptions {
     pub max_bytes: u64,
     /// Entry limit (SPEC C4).
     pub max_entries: u64,
+    /// Read the entries of the common shape (plain `<url>`/`<sitemap>`
+    /// elements with text fields, UTF-8) straight from the bytes instead of
+    /// through quick-xml's events: the same events, diagnostics and
+    /// positions, in about half the time. On by default; off reads every
+    /// byte through quick-xml, to rule the fast lane out when reporting a
+    /// difference.
+    pub fast_lane: bool,
 }
 
 impl Default for ParseOptions {
@@ -76,6 +83,7 @@ impl Default for ParseOptions {
             strictness: Strictness::default(),
             max_bytes: DEFAULT_MAX_BYTES,
             max_entries: DEFAULT_MAX_ENTRIES,
+            fast_lane: true,
         }
     }
 }

@@ -167,10 +167,9 @@ impl Parser {
                     self.ctx.warn(Rule::C5, start, message);
                 }
                 io::BufRead::consume(&mut src, skip);
-                return Ok(State::Xml(Box::new(XmlReader::new(
-                    src,
-                    self.ctx.opts.is_strict(),
-                ))));
+                let opts = &self.ctx.opts;
+                let reader = XmlReader::new(src, opts.is_strict(), opts.fast_lane);
+                return Ok(State::Xml(Box::new(reader)));
             }
             Sniffed::Empty => "empty document",
             Sniffed::Binary => "binary data: not a sitemap, sitemap index, feed or text list",

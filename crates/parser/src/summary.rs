@@ -74,6 +74,9 @@ pub struct Summary {
     pub diagnostics: BTreeMap<Rule, u64>,
     /// Entries dropped by the scope rule, per reason (SPEC L6).
     pub out_of_scope: BTreeMap<OutOfScope, u64>,
+    /// Entries read by the fast lane ([`crate::ParseOptions::fast_lane`]),
+    /// yielded or not; the others went through quick-xml's events.
+    pub fast_lane_entries: u64,
 }
 
 impl Summary {

@@ -407,7 +407,7 @@ static NORMAL_HOST_BYTE: [bool; 256] = normal_host_table();
 
 /// The common case, checked in one pass: `http(s)://` + a lowercase ASCII
 /// host + a path of URI bytes. Such a URL is already normal: it is copied as is.
-fn already_normal(s: &str) -> Option<NormUrl> {
+pub(crate) fn already_normal(s: &str) -> Option<NormUrl> {
     let b = s.as_bytes();
     let host_start = if b.starts_with(b"https://") {
         8
@@ -440,7 +440,11 @@ fn already_normal(s: &str) -> Option<NormUrl> {
         return None;
     }
     while i < b.len() {
-        i += kept_as_is(b, i)?;
+        i += match b[i] {
+            b'%' => kept_as_is(b, i)?,
+            c if URI_BYTE[c as usize] => 1,
+            _ => return None,
+        };
     }
     Some(NormUrl {
         s: s.to_string(),

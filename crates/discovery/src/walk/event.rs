@@ -33,7 +33,7 @@ pub enum WalkEvent {
         diagnostic: Diagnostic,
     },
     /// A sitemap was fetched (2xx or 304) and read; its entries came before.
-    SitemapFetched(SitemapReport),
+    SitemapFetched(Box<SitemapReport>),
     /// A sitemap could not be fetched; the walk goes on.
     SitemapFailed(SitemapFailure),
     /// A well-known path probed (SPEC R6) was not a sitemap.

@@ -208,7 +208,8 @@ async fn run(
     };
     if fetched.not_modified() {
         report.duration = started.elapsed().saturating_sub(waited);
-        emit.send(WalkEvent::SitemapFetched(report)).await?;
+        emit.send(WalkEvent::SitemapFetched(Box::new(report)))
+            .await?;
         return Ok(Outcome::Read {
             entries: 0,
             bytes: 0,
@@ -272,7 +273,8 @@ async fn run(
     report.summary = summary;
     report.children = listed(&children);
     let bytes = report.bytes;
-    emit.send(WalkEvent::SitemapFetched(report)).await?;
+    emit.send(WalkEvent::SitemapFetched(Box::new(report)))
+        .await?;
     Ok(Outcome::Read {
         entries,
         bytes,

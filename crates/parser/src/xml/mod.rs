@@ -3,11 +3,13 @@
 //! not well-formed yields everything read before the error (SPEC C8).
 
 mod entry;
+mod fast;
 mod names;
 pub(crate) mod ns;
 mod values;
 
 use std::borrow::Cow;
+use std::io::BufRead;
 
 use quick_xml::XmlVersion;
 use quick_xml::events::{BytesRef, BytesStart, Event as XmlEvent};
@@ -19,6 +21,7 @@ use crate::input::source::Source;
 use crate::url::Base;
 
 use entry::EntryBuilder;
+use fast::{Lane, Scan};
 use names::{MAX_BINDINGS, Namespaces};
 use ns::{Dialect, Elem, Field, Ns, SITEMAP_NS, VideoField, classify};
 
@@ -61,6 +64,11 @@ pub(crate) struct XmlReader {
     /// Junk markup before the root has been flagged (C5).
     junk_reported: bool,
     complete: bool,
+    /// The fast lane for entries of the common shape, unless turned off.
+    lane: Option<Lane>,
+    /// Whether quick-xml's next read starts with text (the last event was
+    /// markup or a reference): the only place the lane may take over.
+    at_text: bool,
 }
 
 /// The rule for a field value too long to keep.
@@ -272,8 +280,9 @@ fn url_attribute<'a>(
 }
 
 impl XmlReader {
-    /// Reads XML from `src`. Strict mode refuses unescaped `&`.
-    pub(crate) fn new(src: Source, strict: bool) -> Self {
+    /// Reads XML from `src`. Strict mode refuses unescaped `&`; `fast_lane`
+    /// reads entries of the common shape without quick-xml.
+    pub(crate) fn new(src: Source, strict: bool, fast_lane: bool) -> Self {
         let mut reader = Reader::from_reader(src);
         let config = reader.config_mut();
         config.allow_dangling_amp = !strict;
@@ -295,6 +304,8 @@ impl XmlReader {
             root_closed: false,
             junk_reported: false,
             complete: false,
+            lane: fast_lane.then(Lane::default),
+            at_text: false,
         }
     }
 
@@ -327,6 +338,9 @@ impl XmlReader {
         } else {
             start
         });
+        if let Some(step) = self.fast_entry(ctx, start) {
+            return step;
+        }
         let mut buf = std::mem::take(&mut self.buf);
         if buf.capacity() > BUF_KEEP {
             buf = Vec::with_capacity(4096);
@@ -343,9 +357,59 @@ impl XmlReader {
         step
     }
 
+    /// Reads the next entry by the fast lane when it has the lane's shape
+    /// (see [`fast`]): built with the same calls and offsets as the event
+    /// path would use. `None` leaves the step to quick-xml, nothing consumed.
+    fn fast_entry(&mut self, ctx: &mut Ctx, base: At) -> Option<Step> {
+        let dialect = self.dialect?;
+        let lane = self.lane.as_mut()?;
+        let under_root = self.stack.len() == 1 && self.stack[0] == Elem::Root;
+        if !self.at_text || self.in_entry || !under_root || !lane.ready() {
+            return None;
+        }
+        let src = self.reader.get_mut();
+        if !src.is_plain_utf8() {
+            return None;
+        }
+        let mut scan = lane.scan(src.buffered(), dialect, &self.names);
+        if scan == Scan::NeedMore && !src.buffered().is_empty() {
+            // Held back, a read error surfaces when quick-xml reaches it.
+            let _ = src.peek(fast::WINDOW);
+            src.set_anchor(base);
+            if src.is_plain_utf8() {
+                scan = lane.scan(src.buffered(), dialect, &self.names);
+            }
+        }
+        let Scan::Entry { start, end } = scan else {
+            lane.miss();
+            return None;
+        };
+        lane.hit();
+        ctx.summary.fast_lane_entries += 1;
+        let window = src.buffered();
+        self.entry.reset(base + start as At);
+        for span in &lane.fields {
+            self.text.clear();
+            // The window is valid UTF-8 and the span ends at ASCII bytes.
+            let raw = std::str::from_utf8(&window[span.text.0..span.text.1]).unwrap_or_default();
+            if span.refs {
+                fast::decode_into(raw, &mut self.text);
+            } else {
+                self.text.push_str(raw);
+            }
+            let pos = base + span.tag as At;
+            self.entry
+                .finish_field(ctx, span.field, &mut self.text, pos);
+        }
+        self.entry.finish(ctx, dialect);
+        src.consume(end);
+        Some(Step::More)
+    }
+
     /// Acts on one event; `start` is its byte offset (positions are computed
     /// only where one is needed, since counting lines costs).
     fn handle(&mut self, ctx: &mut Ctx, event: XmlEvent<'_>, start: At) -> Step {
+        self.at_text = !matches!(event, XmlEvent::Text(_) | XmlEvent::Eof);
         match event {
             XmlEvent::Start(e) => self.start(ctx, &e, false, start),
             XmlEvent::Empty(e) => self.start(ctx, &e, true, start),

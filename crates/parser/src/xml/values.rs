@@ -21,6 +21,10 @@ pub(super) fn changefreq(text: &str, strict: bool) -> Read<ChangeFreq> {
 
 /// `<priority>`: a decimal in [0.0, 1.0] (`1`, `0.5`, `.5`, `1.0000`).
 pub(super) fn priority(text: &str) -> Read<f32> {
+    // The common spelling, `0.D`: the value the general path computes.
+    if let [b'0', b'.', d @ b'0'..=b'9'] = *text.as_bytes() {
+        return Ok((f32::from(d - b'0') / 10.0, None));
+    }
     let t = text.trim();
     let digits_and_point = !t.is_empty()
         && t.bytes().filter(|&b| b == b'.').count() <= 1
