@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 use sitemapd_parser::{Event, UrlEntry};
 
+use super::json_lines;
 use crate::cli::EntryFormat;
 
 const CSV_HEADER: [&str; 10] = [
@@ -23,8 +24,8 @@ const CSV_HEADER: [&str; 10] = [
 
 /// Writes URL entries and child-sitemap references.
 pub(crate) enum EntrySink<W: Write> {
-    /// JSON Lines.
-    Jsonl(io::BufWriter<W>),
+    /// JSON Lines, and the line being written (reused).
+    Jsonl(io::BufWriter<W>, Vec<u8>),
     /// CSV.
     Csv(Box<csv::Writer<W>>),
 }
@@ -33,7 +34,10 @@ impl<W: Write> EntrySink<W> {
     /// A sink writing `format` to `w` (the CSV header at once).
     pub(crate) fn new(w: W, format: EntryFormat) -> Result<Self> {
         Ok(match format {
-            EntryFormat::Jsonl => Self::Jsonl(io::BufWriter::with_capacity(64 * 1024, w)),
+            EntryFormat::Jsonl => Self::Jsonl(
+                io::BufWriter::with_capacity(64 * 1024, w),
+                Vec::with_capacity(512),
+            ),
             EntryFormat::Csv => {
                 let mut c = csv::Writer::from_writer(w);
                 c.write_record(CSV_HEADER)?;
@@ -45,9 +49,14 @@ impl<W: Write> EntrySink<W> {
     /// Writes one entry (diagnostics are not entries and are ignored here).
     pub(crate) fn write(&mut self, event: &Event) -> Result<()> {
         match self {
-            Self::Jsonl(w) => {
-                serde_json::to_writer(&mut *w, event)?;
-                w.write_all(b"\n")?;
+            Self::Jsonl(w, line) => {
+                line.clear();
+                if json_lines::write_entry(line, event) {
+                    w.write_all(line)?;
+                } else {
+                    serde_json::to_writer(&mut *w, event)?;
+                    w.write_all(b"\n")?;
+                }
             }
             Self::Csv(c) => {
                 let opt = |o: Option<String>| o.unwrap_or_default();
@@ -96,7 +105,7 @@ impl<W: Write> EntrySink<W> {
             entry: &'a UrlEntry,
         }
         match self {
-            Self::Jsonl(w) => {
+            Self::Jsonl(w, _) => {
                 serde_json::to_writer(&mut *w, &Sourced { source, entry })?;
                 w.write_all(b"\n")?;
                 Ok(())
@@ -107,7 +116,7 @@ impl<W: Write> EntrySink<W> {
 
     /// Writes any serialisable value as one JSON line (JSON Lines only).
     pub(crate) fn write_json<T: Serialize>(&mut self, value: &T) -> Result<()> {
-        if let Self::Jsonl(w) = self {
+        if let Self::Jsonl(w, _) = self {
             serde_json::to_writer(&mut *w, value)?;
             w.write_all(b"\n")?;
         }
@@ -117,7 +126,7 @@ impl<W: Write> EntrySink<W> {
     /// Flushes.
     pub(crate) fn finish(self) -> Result<()> {
         match self {
-            Self::Jsonl(mut w) => w.flush()?,
+            Self::Jsonl(mut w, _) => w.flush()?,
             Self::Csv(mut c) => c.flush()?,
         }
         Ok(())

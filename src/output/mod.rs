@@ -4,6 +4,7 @@
 
 mod diagnostics;
 mod entries;
+mod json_lines;
 mod leased;
 mod progress;
 mod tree;

@@ -55,6 +55,10 @@ pub struct Lastmod {
 
 impl fmt::Display for Lastmod {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((text, len)) = self.w3c_bytes() {
+            return f.write_str(std::str::from_utf8(&text[..len]).unwrap_or_default());
+        }
+        // Only a Lastmod built by hand: a parsed one is checked to be in 0001-9999.
         let days = self.unix_seconds.div_euclid(86_400);
         let secs = self.unix_seconds.rem_euclid(86_400);
         let (y, m, d) = civil_from_days(days);
@@ -70,6 +74,64 @@ impl fmt::Display for Lastmod {
             write!(f, ".{}", digits.trim_end_matches('0'))?;
         }
         f.write_str("Z")
+    }
+}
+
+/// Longest W3C form written: `YYYY-MM-DDThh:mm:ss.nnnnnnnnnZ`.
+const W3C_MAX: usize = 30;
+
+impl Lastmod {
+    /// Writes the same text as `Display` (W3C Datetime in UTC) to `out`,
+    /// without the formatting machinery: for writers of many entries.
+    ///
+    /// ```
+    /// use sitemapd_parser::date::parse_w3c;
+    /// let lastmod = parse_w3c("2024-05-06T07:08:09.5+02:00").unwrap().value;
+    /// let mut out = Vec::new();
+    /// lastmod.write_w3c(&mut out).unwrap();
+    /// assert_eq!(out, b"2024-05-06T05:08:09.5Z");
+    /// assert_eq!(lastmod.to_string().as_bytes(), out);
+    /// ```
+    pub fn write_w3c<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
+        match self.w3c_bytes() {
+            Some((text, len)) => out.write_all(&text[..len]),
+            None => write!(out, "{self}"),
+        }
+    }
+
+    /// The W3C form, digits written directly, for the years 0000-9999.
+    fn w3c_bytes(&self) -> Option<([u8; W3C_MAX], usize)> {
+        let days = self.unix_seconds.div_euclid(86_400);
+        let secs = self.unix_seconds.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        if !(0..=9999).contains(&y) || self.nanos >= 1_000_000_000 {
+            return None;
+        }
+        let mut text = [0u8; W3C_MAX];
+        text[..19].copy_from_slice(b"0000-00-00T00:00:00");
+        let mut put = |at: usize, width: usize, mut value: u64| {
+            for i in (at..at + width).rev() {
+                text[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, y as u64);
+        put(5, 2, u64::from(m));
+        put(8, 2, u64::from(d));
+        put(11, 2, (secs / 3600) as u64);
+        put(14, 2, (secs / 60 % 60) as u64);
+        put(17, 2, (secs % 60) as u64);
+        let mut len = 19;
+        if self.precision == Precision::Fraction && self.nanos > 0 {
+            put(20, 9, u64::from(self.nanos));
+            text[19] = b'.';
+            len = 29;
+            while text[len - 1] == b'0' {
+                len -= 1;
+            }
+        }
+        text[len] = b'Z';
+        Some((text, len + 1))
     }
 }
 
@@ -572,6 +634,66 @@ fn zone_offset(z: &str) -> Option<(i64, Option<&'static str>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_writes_what_the_format_macro_writes() {
+        let reference = |l: &Lastmod| {
+            let days = l.unix_seconds.div_euclid(86_400);
+            let secs = l.unix_seconds.rem_euclid(86_400);
+            let (y, m, d) = civil_from_days(days);
+            let mut s = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60
+            );
+            if l.precision == Precision::Fraction && l.nanos > 0 {
+                s.push_str(&format!(
+                    ".{}",
+                    format!("{:09}", l.nanos).trim_end_matches('0')
+                ));
+            }
+            s + "Z"
+        };
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut seconds = vec![
+            MIN_UNIX,
+            MAX_UNIX,
+            0,
+            -1,
+            86_399,
+            86_400,
+            MIN_UNIX - 1,
+            MAX_UNIX + 1,
+        ];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let span = (MAX_UNIX - MIN_UNIX + 1) as u64 + 2 * 86_400 * 366;
+            seconds.push(MIN_UNIX - 86_400 * 366 + (x % span) as i64);
+        }
+        for (i, unix_seconds) in seconds.into_iter().enumerate() {
+            let precision = if i % 2 == 0 {
+                Precision::Fraction
+            } else {
+                Precision::Second
+            };
+            let l = Lastmod {
+                unix_seconds,
+                nanos: if i % 101 == 0 {
+                    1_000_000_000 + i as u32
+                } else {
+                    (i as u32 * 7_919) % 1_000_000_000
+                },
+                precision,
+            };
+            assert_eq!(l.to_string(), reference(&l), "{l:?}");
+            let mut written = Vec::new();
+            l.write_w3c(&mut written).unwrap();
+            assert_eq!(written, reference(&l).as_bytes(), "{l:?}");
+        }
+    }
 
     fn w3c(s: &str) -> (String, Precision, bool) {
         let d = parse_w3c(s).unwrap_or_else(|e| panic!("{s}: {e}"));
