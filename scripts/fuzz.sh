@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../fuzz"
 
 secs=${1:-600}
 shift || true
-all=(parse dates url_scope robots robots_match record)
+all=(parse lanes dates url_scope robots robots_match record)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 timeout_s=${TIMEOUT:-10}
@@ -34,7 +34,7 @@ fi
 
 extra_args() {
     case $1 in
-        parse) echo "-dict=dicts/parse.dict -max_len=16384" ;;
+        parse | lanes) echo "-dict=dicts/parse.dict -max_len=16384" ;;
         robots) echo "-dict=dicts/robots.dict -max_len=8192" ;;
         robots_match) echo "-max_len=1100" ;;
         *) echo "-max_len=4096" ;;
@@ -53,7 +53,10 @@ for t in "${targets[@]}"; do
     echo "== $t: ${secs}s" >&2
     start=$(date +%s)
     # shellcheck disable=SC2046
-    cargo +nightly fuzz run -a "$t" "work/$t" "corpus/$t" -- \
+    # lanes reads the parse target's input format: it shares its seeds.
+    seeds="corpus/$t"
+    [ "$t" = lanes ] && seeds=corpus/parse
+    cargo +nightly fuzz run -a "$t" "work/$t" "$seeds" -- \
         -max_total_time="$secs" -timeout="$timeout_s" -rss_limit_mb="$rss_mb" \
         -malloc_limit_mb="$rss_mb" -print_final_stats=1 $(extra_args "$t") >"$log" 2>&1
     rc=$?

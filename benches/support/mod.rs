@@ -14,11 +14,17 @@ pub(crate) struct Run {
     pub stderr: String,
 }
 
+/// Runs the `sitemapd` binary with `args`.
+pub(crate) fn run(args: &[&str]) -> Run {
+    run_program(env!("CARGO_BIN_EXE_sitemapd").as_ref(), args)
+}
+
+/// Runs `program` with `args`, stdout to /dev/null.
 // The child is reaped by wait4(2), which also reports its peak RSS.
 #[allow(clippy::zombie_processes)]
-pub(crate) fn run(args: &[&str]) -> Run {
+pub(crate) fn run_program(program: &std::path::Path, args: &[&str]) -> Run {
     let start = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+    let child = Command::new(program)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
