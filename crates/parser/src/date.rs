@@ -231,6 +231,14 @@ impl Cursor<'_> {
 /// assert_eq!(parse_w3c("2005-01").unwrap().value.precision, Precision::Month);
 /// ```
 pub fn parse_w3c(input: &str) -> Result<ParsedDate, DateError> {
+    match fixed_layout(input.as_bytes()) {
+        Some(date) => Ok(date),
+        None => parse_w3c_general(input),
+    }
+}
+
+/// [`parse_w3c`] for every form.
+fn parse_w3c_general(input: &str) -> Result<ParsedDate, DateError> {
     let s = input.trim();
     match parse_w3c_exact(s) {
         Ok(d) => Ok(d),
@@ -242,6 +250,62 @@ pub fn parse_w3c(input: &str) -> Result<ParsedDate, DateError> {
             Err(_) => Err(e),
         },
     }
+}
+
+/// The layouts nearly every sitemap writes, read at fixed positions:
+/// `YYYY-MM-DD`, and `YYYY-MM-DDThh:mm:ss` followed by `Z` or `±hh:mm`.
+/// `None` for anything else, and for any value the general parser would
+/// refuse or repair: it decides those, with its own message.
+fn fixed_layout(b: &[u8]) -> Option<ParsedDate> {
+    let digits = |from: usize, n: usize| {
+        b[from..from + n].iter().try_fold(0u32, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+        })
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
+    let (time, offset, precision) = match b.len() {
+        10 => ((0, 0, 0), 0, Precision::Day),
+        20 | 25 => {
+            if b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+                return None;
+            }
+            let time = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
+            let offset = match (b.len(), b[19]) {
+                (20, b'Z') => 0,
+                (25, sign @ (b'+' | b'-')) if b[22] == b':' => {
+                    let (h, m) = (digits(20, 2)?, digits(23, 2)?);
+                    if h > 23 || m > 59 {
+                        return None;
+                    }
+                    let off = i64::from(h * 3600 + m * 60);
+                    if sign == b'-' { -off } else { off }
+                }
+                _ => return None,
+            };
+            (time, offset, Precision::Second)
+        }
+        _ => return None,
+    };
+    let (hour, minute, second) = time;
+    if second == 60 {
+        return None;
+    }
+    let date = finish(
+        i64::from(year),
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        0,
+        offset,
+        precision,
+        None,
+    );
+    date.ok()
 }
 
 fn parse_w3c_exact(s: &str) -> Result<ParsedDate, DateError> {
@@ -634,6 +698,54 @@ fn zone_offset(z: &str) -> Option<(i64, Option<&'static str>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_fixed_layouts_read_as_the_general_parser_reads_them(
+            digits in prop::collection::vec(0u8..10, 16),
+            high in prop::collection::vec(0u32..100, 6),
+            layout in 0usize..4,
+            sign in prop::sample::select(vec!['+', '-', 'Z', 'z', ' ']),
+        ) {
+            let d = |i: usize| char::from(b'0' + digits[i]);
+            let year: String = (0..4).map(d).collect();
+            // Values in and out of range: month, day, hour, minute, second, zone hour.
+            let [mo, da, h, mi, se, zh] = [high[0] % 14, high[1] % 33, high[2] % 26, high[3] % 62, high[4] % 62, high[5] % 26];
+            let date = format!("{year}-{mo:02}-{da:02}");
+            let text = match layout {
+                0 => date,
+                1 => format!("{date}T{h:02}:{mi:02}:{se:02}Z"),
+                2 => format!("{date}T{h:02}:{mi:02}:{se:02}{sign}{zh:02}:{:02}", high[3] % 61),
+                _ => format!("{date}T{h:02}:{mi:02}:{se:02}{sign}{zh:02}{:02}", high[3] % 61),
+            };
+            if let Some(fast) = fixed_layout(text.as_bytes()) {
+                prop_assert_eq!(Ok(fast), parse_w3c_exact(&text), "{}", text);
+            }
+            prop_assert_eq!(parse_w3c(&text), parse_w3c_general(&text), "{}", text);
+        }
+    }
+
+    #[test]
+    fn the_fixed_layouts_are_taken() {
+        for text in [
+            "2024-05-06",
+            "2024-05-06T07:08:09Z",
+            "2024-05-06T07:08:09+02:00",
+            "2024-05-06T07:08:09-11:30",
+        ] {
+            assert!(fixed_layout(text.as_bytes()).is_some(), "{text}");
+        }
+        for text in [
+            "2024-05-06T07:08:60Z",
+            "2024-13-06",
+            "2024-05-06T07:08:09+24:00",
+            " 2024-05-06",
+            "2024-05-06t07:08:09Z",
+        ] {
+            assert!(fixed_layout(text.as_bytes()).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn display_writes_what_the_format_macro_writes() {
