@@ -35,7 +35,8 @@ pub(crate) fn generate(n: usize) -> Vec<u8> {
 }
 
 /// The baseline: quick-xml events, the four texts copied out, nothing
-/// checked. Returns the number of `<url>` elements.
+/// checked; it stops at the first error. Returns the number of `<url>`
+/// elements.
 pub(crate) fn bare_loop(input: impl BufRead) -> usize {
     let mut reader = Reader::from_reader(input);
     let mut buf = Vec::with_capacity(4096);
@@ -76,7 +77,7 @@ pub(crate) fn bare_loop(input: impl BufRead) -> usize {
                 }
             }
             Ok(XmlEvent::Eof) => break,
-            Err(e) => panic!("{e}"),
+            Err(_) => break,
             _ => {}
         }
     }
