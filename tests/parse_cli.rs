@@ -288,3 +288,54 @@ fn closed_stdout_is_not_an_error() {
     drop(child.stdout.take());
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// `--no-fast-lane` reads every entry through quick-xml's events: the same
+/// entries, diagnostics (with their lines and columns) and summary as the
+/// default, on a spread of the corpus's files, in both diagnostic formats.
+#[test]
+fn the_fast_lane_changes_nothing_a_user_sees() {
+    let mut files = Vec::new();
+    for kind in ["urlset", "sitemapindex", "gzip"] {
+        let dir = PathBuf::from(fixture("corpus")).join(kind);
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        files.extend(paths.into_iter().step_by(9));
+    }
+    assert!(files.len() >= 15, "{files:?}");
+    let mut lines = 0;
+    for file in &files {
+        let file = file.to_str().unwrap();
+        let url = "https://fixture.invalid/sitemap.xml";
+        let args = [
+            "parse",
+            file,
+            "--url",
+            url,
+            "--scope",
+            "none",
+            "--max-diagnostics-per-rule",
+            "0",
+        ];
+        let fast = run(&args);
+        let full = run(&[&args[..], &["--no-fast-lane"]].concat());
+        assert_eq!(fast.status.code(), full.status.code(), "{file}");
+        assert_eq!(stderr(&fast), stderr(&full), "{file}");
+        assert_eq!(fast.stdout, full.stdout, "{file}");
+        lines += fast.stdout.iter().filter(|&&b| b == b'\n').count();
+        let json = [&args[..], &["--diagnostics", "json"]].concat();
+        let fast = run(&json);
+        let full = run(&[&json[..], &["--no-fast-lane"]].concat());
+        let diagnostics = |o: &Output| {
+            stderr(o)
+                .lines()
+                .filter(|l| !l.contains(r#""type":"summary""#))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(diagnostics(&fast), diagnostics(&full), "{file}");
+    }
+    assert!(lines > 1_000, "{lines} entries compared");
+}

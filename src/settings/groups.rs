@@ -184,6 +184,10 @@ pub(crate) struct ParseSettings {
     /// Entry limit per document.
     #[arg(long, default_value_t = ParseSettings::default().max_entries)]
     pub max_entries: u64,
+    /// Read every entry through quick-xml's events instead of the fast lane
+    /// (the same results, slower: to rule the lane out when reporting a difference).
+    #[arg(long)]
+    pub no_fast_lane: bool,
 }
 
 impl Default for ParseSettings {
@@ -194,6 +198,7 @@ impl Default for ParseSettings {
             strict: d.strictness == Strictness::Strict,
             max_bytes: d.max_bytes,
             max_entries: d.max_entries,
+            no_fast_lane: !d.fast_lane,
         }
     }
 }
@@ -211,6 +216,7 @@ impl ParseSettings {
             },
             max_bytes: self.max_bytes,
             max_entries: self.max_entries,
+            fast_lane: !self.no_fast_lane,
             ..ParseOptions::default()
         }
     }

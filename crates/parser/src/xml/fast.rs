@@ -13,7 +13,7 @@
 //! Anything else (an attribute, a comment, CDATA, a processing instruction,
 //! an entity other than the five predefined ones and valid character
 //! references, nested markup in a field, a prefix bound to an unknown
-//! namespace, an entry longer than the window, text that is not whitespace
+//! namespace, an entry longer than [`WINDOW`], text that is not whitespace
 //! between elements) is a miss: the lane consumes nothing and quick-xml
 //! reads from the entry's first byte, exactly as if the lane did not exist.
 //! A document whose entries keep missing makes the lane rest (for longer at
@@ -25,8 +25,9 @@ use super::names::Namespaces;
 use super::ns::{Dialect, Elem, Field, Ns, classify};
 use super::{MAX_FIELD_BYTES, char_ref, predefined};
 
-/// Most bytes one entry may span to be read by the lane; a longer entry is
-/// read by quick-xml.
+/// Bytes the lane asks the source for when an entry does not end within the
+/// bytes already read ahead; an entry that does not end within them either
+/// is read by quick-xml.
 pub(super) const WINDOW: usize = 16 * 1024;
 /// Most fields one entry may have to be read by the lane.
 const MAX_FIELDS: usize = 64;
