@@ -124,7 +124,7 @@ impl<'a> Cursor<'a> {
     fn eat(&mut self, s: &[u8]) -> Scanned<()> {
         let rest = &self.b[self.i..];
         let n = rest.len().min(s.len());
-        if rest[..n] != s[..n] {
+        if !same(&rest[..n], &s[..n]) {
             return Err(Stop::Miss);
         }
         if n < s.len() {
@@ -286,9 +286,9 @@ impl Lane {
     }
 
     fn entry(&mut self, b: &[u8], dialect: Dialect, names: &Namespaces) -> Scanned<(usize, usize)> {
-        let entry_name: &[u8] = match dialect {
-            Dialect::Urlset => b"url",
-            Dialect::Index => b"sitemap",
+        let (open, close): (&[u8], &[u8]) = match dialect {
+            Dialect::Urlset => (b"<url>", b"</url>"),
+            Dialect::Index => (b"<sitemap>", b"</sitemap>"),
             _ => return Err(Stop::Miss),
         };
         // Unprefixed names are in the default namespace, the root's.
@@ -299,9 +299,7 @@ impl Lane {
         let mut c = Cursor { b, i: 0 };
         c.skip_space()?;
         let start = c.i;
-        c.eat(b"<")?;
-        c.eat(entry_name)?;
-        c.eat(b">")?;
+        c.eat(open)?;
         let mut has_loc = false;
         loop {
             c.skip_space()?;
@@ -310,9 +308,7 @@ impl Lane {
                 return Err(Stop::Miss);
             }
             if c.b.get(tag + 1).ok_or(Stop::NeedMore)? == &b'/' {
-                c.eat(b"</")?;
-                c.eat(entry_name)?;
-                c.eat(b">")?;
+                c.eat(close)?;
                 // An entry without a loc has its own rules (X2): the full path.
                 return if has_loc {
                     Ok((start, c.i))
