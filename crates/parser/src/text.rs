@@ -107,7 +107,11 @@ impl TextReader {
             );
             return Ok(!line.eof);
         }
-        let text = String::from_utf8_lossy(&self.line);
+        // The source hands out valid UTF-8 only; the lossy path is never taken.
+        let text = match std::str::from_utf8(&self.line) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(&self.line),
+        };
         let text = text.trim();
         if text.is_empty() {
             return Ok(!line.eof);

@@ -13,11 +13,13 @@
 //! Anything else (an attribute, a comment, CDATA, a processing instruction,
 //! an entity other than the five predefined ones and valid character
 //! references, nested markup in a field, a prefix bound to an unknown
-//! namespace, an entry longer than [`WINDOW`], text that is not whitespace
-//! between elements) is a miss: the lane consumes nothing and quick-xml
-//! reads from the entry's first byte, exactly as if the lane did not exist.
-//! A document whose entries keep missing makes the lane rest (for longer at
-//! every rest), so the misses cost little.
+//! namespace, an entry that does not end within the bytes the source has
+//! read ahead, text that is not whitespace between elements) is a miss: the
+//! lane consumes nothing and quick-xml reads from the entry's first byte,
+//! exactly as if the lane did not exist. The lane never reads input itself,
+//! so the source refills, compacts and meets invalid bytes where it would
+//! without the lane. A document whose entries keep missing makes the lane
+//! rest (for longer at every rest), so the misses cost little.
 //!
 //! [`EntryBuilder`]: super::entry::EntryBuilder
 
@@ -25,10 +27,6 @@ use super::names::Namespaces;
 use super::ns::{Dialect, Elem, Field, Ns, classify};
 use super::{MAX_FIELD_BYTES, char_ref, predefined};
 
-/// Bytes the lane asks the source for when an entry does not end within the
-/// bytes already read ahead; an entry that does not end within them either
-/// is read by quick-xml.
-pub(super) const WINDOW: usize = 16 * 1024;
 /// Most fields one entry may have to be read by the lane.
 const MAX_FIELDS: usize = 64;
 /// Longest reference name looked at (`&#x10FFFF;` and the predefined ones fit).

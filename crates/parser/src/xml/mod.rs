@@ -371,15 +371,10 @@ impl XmlReader {
         if !src.is_plain_utf8() {
             return None;
         }
-        let mut scan = lane.scan(src.buffered(), dialect, &self.names);
-        if scan == Scan::NeedMore && !src.buffered().is_empty() {
-            // Held back, a read error surfaces when quick-xml reaches it.
-            let _ = src.peek(fast::WINDOW);
-            src.set_anchor(base);
-            if src.is_plain_utf8() {
-                scan = lane.scan(src.buffered(), dialect, &self.names);
-            }
-        }
+        // Only the bytes already read ahead: reading more here would change
+        // when the source refills, compacts and meets invalid bytes, and with
+        // that the positions and the place of C1 that the full path gives.
+        let scan = lane.scan(src.buffered(), dialect, &self.names);
         let Scan::Entry { start, end } = scan else {
             lane.miss();
             return None;
