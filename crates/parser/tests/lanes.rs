@@ -8,21 +8,9 @@
 
 mod common;
 
-use std::io::Read;
-
-use common::{fixtures, gzip};
+use common::{Chunked, fixtures, gzip};
 use proptest::prelude::*;
 use sitemapd_parser::{Event, NormUrl, ParseOptions, Parser, ScopeMode, Strictness, Summary};
-
-/// A reader that hands out at most `.1` bytes per read, as a slow socket does.
-struct Chunked(std::io::Cursor<Vec<u8>>, usize);
-
-impl Read for Chunked {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = buf.len().min(self.1);
-        self.0.read(&mut buf[..n])
-    }
-}
 
 /// Every event and the summary of one parse.
 fn run(bytes: &[u8], options: &ParseOptions, chunk: Option<usize>) -> (Vec<Event>, Summary) {

@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{gzip, parse_at};
-use sitemapd_parser::{Position, Rule};
+use common::{gzip, parse_at, parse_chunked};
+use sitemapd_parser::{NormUrl, ParseOptions, Position, Rule, ScopeMode};
 
 const NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
 
@@ -154,4 +154,80 @@ fn entry_positions_asked_after_field_positions_across_crlf_and_cr() {
     let p = parse_at(doc.clone(), "https://a.com/s.xml");
     assert_eq!(at(&p, Rule::X7), expected_all(doc.as_bytes(), &fields));
     assert_eq!(at(&p, Rule::L6), expected_all(doc.as_bytes(), &entries));
+}
+
+/// A CR read as the last byte of a refill, its LF not read yet, is counted
+/// once: CRLF documents read in small pieces, with entries long enough that
+/// the source drops their start while reading them.
+#[test]
+fn a_crlf_split_by_a_read_is_one_line_end() {
+    let long = |len: usize| {
+        let mut s = String::from("<url><!-- c --><loc>https://example.com/long</loc>\r\n");
+        while s.len() < len {
+            s.push_str("<x>filler</x>\r\n");
+        }
+        s + "</url>\r\n"
+    };
+    let url = "https://example.com/sitemap.xml";
+    for chunk in [Some(7), Some(13), Some(64), Some(1_000), Some(4_093), None] {
+        for (n, len) in [
+            (0, 40_000),
+            (10, 40_000),
+            (1_300, 40_000),
+            (3, 70_000),
+            (3, 99_000),
+        ] {
+            let mut doc = format!("<urlset xmlns=\"{NS}\">\r\n");
+            for i in 0..n {
+                doc.push_str(&format!(
+                    "<url><loc>https://example.com/p/{i}</loc></url>\r\n"
+                ));
+            }
+            doc.push_str(&long(len));
+            doc.push_str(&long(len / 2 + 7));
+            let offset = doc.len() + "<url><loc>".len();
+            doc.push_str("<url><loc>/relative/after</loc></url>\r\n</urlset>\r\n");
+            let mut options = ParseOptions::for_url(NormUrl::parse(url).unwrap());
+            options.scope = ScopeMode::None;
+            let p = parse_chunked(doc.clone(), options, chunk);
+            let want = expected(doc.as_bytes(), offset - "<loc>".len());
+            assert_eq!(
+                at(&p, Rule::X3),
+                [want],
+                "reads of {chunk:?}, n {n}, len {len}"
+            );
+        }
+    }
+}
+
+/// An entry longer than a buffer and a half is placed where it starts, however
+/// many refills it takes to read it.
+#[test]
+fn the_start_of_an_entry_is_kept_across_many_refills() {
+    for chunk in [None, Some(13), Some(4_093)] {
+        for len in [40_000, 100_000, 140_000, 300_000] {
+            for n in [0, 131, 1_700] {
+                let mut doc = format!("<urlset xmlns=\"{NS}\">\n");
+                for i in 0..n {
+                    doc.push_str(&format!(
+                        "<url><loc>https://example.com/p/{i}</loc></url>\n"
+                    ));
+                }
+                let start = doc.len();
+                doc.push_str("<url><!-- c --><loc>https://other.example/x</loc>\n");
+                while doc.len() - start < len {
+                    doc.push_str("<x>filler filler filler</x>\n");
+                }
+                doc.push_str("</url>\n</urlset>\n");
+                let url = NormUrl::parse("https://example.com/sitemap.xml").unwrap();
+                let p = parse_chunked(doc.clone(), ParseOptions::for_url(url), chunk);
+                let want = expected(doc.as_bytes(), start);
+                assert_eq!(
+                    at(&p, Rule::L6),
+                    [want],
+                    "reads of {chunk:?}, len {len}, n {n}"
+                );
+            }
+        }
+    }
 }

@@ -177,11 +177,24 @@ impl Source {
             .saturating_sub(self.buf_offset)
             .min(self.filled as u64) as usize;
         let byte_at = |i: usize| (i < self.filled).then(|| self.buf[i]);
+        // A CR as the last byte read, its next byte not read yet: a lone CR
+        // or half a CRLF. The cursor stops before it, so that it is counted
+        // once its next byte is known; the answer takes it as a line end.
+        let cr_pending =
+            idx == self.filled && idx > self.cursor && !self.eof && self.buf[idx - 1] == b'\r';
         if idx >= self.cursor {
-            let (count, last) = line_breaks(&self.buf[self.cursor..idx], byte_at(idx));
+            let settled = idx - usize::from(cr_pending);
+            let (count, last) = line_breaks(&self.buf[self.cursor..settled], byte_at(settled));
             self.cursor_line += count;
             if let Some(last) = last {
                 self.cursor_line_start = self.buf_offset + (self.cursor + last) as u64;
+            }
+            if cr_pending {
+                self.cursor = settled;
+                return Position {
+                    line: self.cursor_line + 2,
+                    column: 1,
+                };
             }
         } else {
             let (count, _) = line_breaks(&self.buf[idx..self.cursor], byte_at(self.cursor));
@@ -246,15 +259,20 @@ impl Source {
         let consumed = match anchor {
             Some(a) if self.pos - a <= self.buf.len() / 2 => a,
             Some(a) => {
-                // Too far back to keep: remember where it was instead.
-                let at = self.buf_offset + a as u64;
-                self.anchor_position = Some((at, self.position_at(at)));
+                // Too far back to keep: remember where it was instead (once:
+                // an anchor dropped by an earlier refill is remembered already).
+                if self.anchor.is_some_and(|at| at >= self.buf_offset) {
+                    let at = self.buf_offset + a as u64;
+                    self.anchor_position = Some((at, self.position_at(at)));
+                }
                 self.pos
             }
             None => self.pos,
         };
-        // Keep the line count of what leaves the buffer (one pass of memchr per buffer).
+        // Keep the line count of what leaves the buffer (one pass of memchr per
+        // buffer); a CR whose next byte is not read yet stays, to be counted.
         self.position_at(self.buf_offset + consumed as u64);
+        let consumed = consumed.min(self.cursor);
         self.buf_line_start = self.cursor_line_start;
         self.cursor = 0;
         self.buf.copy_within(consumed..self.filled, 0);

@@ -31,8 +31,31 @@ impl Parsed {
     }
 }
 
+/// A reader that hands out at most `.1` bytes per read, as a slow socket does.
+pub(crate) struct Chunked(pub std::io::Cursor<Vec<u8>>, pub usize);
+
+impl std::io::Read for Chunked {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.1);
+        self.0.read(&mut buf[..n])
+    }
+}
+
 pub(crate) fn parse_with(bytes: impl Into<Vec<u8>>, options: ParseOptions) -> Parsed {
-    let mut parser = Parser::new(std::io::Cursor::new(bytes.into()), options);
+    parse_chunked(bytes, options, None)
+}
+
+/// Parses in reads of at most `chunk` bytes, if given.
+pub(crate) fn parse_chunked(
+    bytes: impl Into<Vec<u8>>,
+    options: ParseOptions,
+    chunk: Option<usize>,
+) -> Parsed {
+    let input = std::io::Cursor::new(bytes.into());
+    let mut parser = match chunk {
+        Some(n) => Parser::new(Chunked(input, n), options),
+        None => Parser::new(input, options),
+    };
     let mut out = Parsed::default();
     for event in parser.by_ref() {
         match event {
