@@ -6,8 +6,8 @@
 //!
 //! `cargo bench --bench parse_speed`
 //!
-//! The bench binary also runs one lane alone, for instruction counts that
-//! repeat on a shared machine:
+//! The bench binary also runs one side alone, for instruction counts that
+//! repeat on a shared machine: `--write-input FILE` writes the input, then
 //! `valgrind --tool=callgrind target/release/deps/parse_speed-* --bare-loop FILE`
 //! and the same with `--parse FILE` (the library's parse of the file, all
 //! events collected, no output).
@@ -43,8 +43,12 @@ fn main() {
     if args.iter().any(|a| a == "--list") {
         return; // cargo test --benches asks for a list; nothing to do
     }
-    if let [_, flag, file] = &args[..] {
-        let file = File::open(file).unwrap();
+    if let [_, flag, path] = &args[..] {
+        if flag == "--write-input" {
+            std::fs::write(path, generate(50_000)).unwrap();
+            return;
+        }
+        let file = File::open(path).unwrap();
         let urls = match flag.as_str() {
             "--bare-loop" => bare_loop(BufReader::with_capacity(64 * 1024, file)),
             "--parse" => {
