@@ -1,13 +1,7 @@
 //! The parser on any bytes, every format (XML urlset and sitemapindex, text,
 //! RSS 0.9x/1.0/2.0, Atom), raw or gzip-wrapped.
 //!
-//! Input: two flag bytes, then the document.
-//! - flags[0] bit 0: gzip-wrap the document (bit 4: and cut `flags[1]`
-//!   bytes off the end of the gzip stream: a truncated download);
-//!   bit 1: strict mode; bits 2-3: scope directory / host / none / no
-//!   document URL; bit 5: one authorised origin (R5); bit 6: small limits
-//!   (4 KiB, 8 entries) so that the limit paths run too; bit 7: the
-//!   input arrives in reads of at most `flags[1] % 13 + 1` bytes.
+//! Input: two flag bytes, then the document (`shared/parse_input.rs`).
 //!
 //! Checked beyond "no panic": the summary counts what was yielded and stays
 //! within the limits; every loc is normalised (re-normalises to itself) and
@@ -19,19 +13,14 @@
 //! same document read at once.
 #![no_main]
 
-use std::io::Write;
-
 use libfuzzer_sys::fuzz_target;
 use sitemapd_parser::date::parse_w3c;
-use sitemapd_parser::{
-    Event, Lastmod, NormUrl, ParseOptions, Parser, Scope, ScopeMode, Strictness,
-};
+use sitemapd_parser::{Event, Lastmod, NormUrl, ParseOptions, Parser, Scope};
 
-fn gzip(body: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(body).unwrap();
-    e.finish().unwrap()
-}
+#[path = "shared/parse_input.rs"]
+mod parse_input;
+
+use parse_input::{Chunked, ParseInput, gzip};
 
 fn check_lastmod(l: &Option<Lastmod>) {
     if let Some(l) = l {
@@ -47,16 +36,6 @@ fn check_loc(loc: &NormUrl, scope: Option<&Scope>) {
     assert_eq!(&again, loc);
     if let Some(scope) = scope {
         assert_eq!(scope.check(loc), Ok(()), "{loc} out of scope");
-    }
-}
-
-/// A reader that hands out at most `.1` bytes per read, as a slow socket does.
-struct Chunked(std::io::Cursor<Vec<u8>>, usize);
-
-impl std::io::Read for Chunked {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = buf.len().min(self.1);
-        self.0.read(&mut buf[..n])
     }
 }
 
@@ -105,33 +84,16 @@ fn run(bytes: Vec<u8>, options: ParseOptions, chunk: Option<usize>) -> (Vec<Even
 }
 
 fuzz_target!(|data: &[u8]| {
-    let (flags, body) = match data {
-        [a, b, rest @ ..] => ((*a, *b), rest),
-        _ => ((0, 0), data),
-    };
-    let document = NormUrl::parse("https://example.com/dir/sitemap.xml").unwrap();
-    let mut options = ParseOptions::for_url(document);
-    options.max_bytes = 1 << 20;
-    options.max_entries = 1_000;
-    if flags.0 & 2 != 0 {
-        options.strictness = Strictness::Strict;
-    }
-    match (flags.0 >> 2) & 3 {
-        0 => options.scope = ScopeMode::Directory,
-        1 => options.scope = ScopeMode::Host,
-        2 => options.scope = ScopeMode::None,
-        _ => options.document_url = None,
-    }
-    if flags.0 & 0x20 != 0 {
-        options.authorized_origins = vec![NormUrl::parse("http://other.example:8080/").unwrap()];
-    }
-    if flags.0 & 0x40 != 0 {
-        options.max_bytes = 4096;
-        options.max_entries = 8;
-    }
-    let chunk = (flags.0 & 0x80 != 0).then_some(usize::from(flags.1 % 13) + 1);
+    let input = ParseInput::new(data);
+    let wrap = input.gzip();
+    let ParseInput {
+        flags,
+        body,
+        options,
+        chunk,
+    } = input;
     let gzip_body = body.starts_with(&[0x1f, 0x8b]);
-    if flags.0 & 1 == 0 {
+    if !wrap {
         let (_, events) = run(body.to_vec(), options.clone(), None);
         // Corrupt gzip keeps what a read inflated before the break: how much
         // depends on the read sizes, so gzip input is not compared.

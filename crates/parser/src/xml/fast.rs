@@ -118,6 +118,18 @@ impl<'a> Cursor<'a> {
         Err(Stop::NeedMore)
     }
 
+    /// Skips whitespace to the next tag: where its `<` is, and whether it is
+    /// an end tag.
+    fn next_tag(&mut self) -> Scanned<(usize, bool)> {
+        self.skip_space()?;
+        let tag = self.i;
+        if self.b[tag] != b'<' {
+            return Err(Stop::Miss);
+        }
+        let end = self.b.get(tag + 1).ok_or(Stop::NeedMore)? == &b'/';
+        Ok((tag, end))
+    }
+
     /// Eats `s` exactly (a miss if the bytes differ, more needed if they stop).
     fn eat(&mut self, s: &[u8]) -> Scanned<()> {
         let rest = &self.b[self.i..];
@@ -300,12 +312,8 @@ impl Lane {
         c.eat(open)?;
         let mut has_loc = false;
         loop {
-            c.skip_space()?;
-            let tag = c.i;
-            if c.b[tag] != b'<' {
-                return Err(Stop::Miss);
-            }
-            if c.b.get(tag + 1).ok_or(Stop::NeedMore)? == &b'/' {
+            let (tag, end) = c.next_tag()?;
+            if end {
                 c.eat(close)?;
                 // An entry without a loc has its own rules (X2): the full path.
                 return if has_loc {
@@ -358,15 +366,9 @@ impl Lane {
         names: &Namespaces,
     ) -> Scanned<()> {
         loop {
-            c.skip_space()?;
-            let tag = c.i;
-            if c.b[tag] != b'<' {
-                return Err(Stop::Miss);
-            }
-            if c.b.get(tag + 1).ok_or(Stop::NeedMore)? == &b'/' {
-                c.eat(b"</")?;
-                c.eat(image.as_bytes())?;
-                return c.eat(b">");
+            let (tag, end) = c.next_tag()?;
+            if end {
+                return c.end_tag(image);
             }
             let name = c.start_tag()?;
             match element(dialect, Elem::Image, name, names)?.0 {
