@@ -21,11 +21,8 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, event: &Event) -> bool {
             }
             if let Some(p) = u.priority {
                 out.extend_from_slice(br#","priority":"#);
-                if p.is_finite() {
-                    out.extend_from_slice(ryu::Buffer::new().format_finite(p).as_bytes());
-                } else {
-                    out.extend_from_slice(b"null");
-                }
+                // serde_json's own number writer; writing to a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, &p);
             }
         }
         Event::Sitemap(s) => {
@@ -39,9 +36,20 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, event: &Event) -> bool {
     true
 }
 
-/// Whether the entry has no extension data.
+/// Whether the entry has nothing but what this writer writes (every field
+/// named, so that a field added to `UrlEntry` has to be decided on here).
 fn is_plain(u: &UrlEntry) -> bool {
-    u.images.is_empty() && u.videos.is_empty() && u.news.is_none() && u.alternates.is_empty()
+    let UrlEntry {
+        loc: _,
+        lastmod: _,
+        changefreq: _,
+        priority: _,
+        images,
+        videos,
+        news,
+        alternates,
+    } = u;
+    images.is_empty() && videos.is_empty() && news.is_none() && alternates.is_empty()
 }
 
 fn lastmod(out: &mut Vec<u8>, lastmod: Option<&Lastmod>) {
@@ -118,6 +126,8 @@ mod tests {
             ".75",
             "0.1234567",
             "0.123456789",
+            "0.0000001",
+            "0.00001",
         ];
         let freqs = [
             "always", "hourly", "daily", "weekly", "monthly", "yearly", "never",

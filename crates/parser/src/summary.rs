@@ -75,7 +75,9 @@ pub struct Summary {
     /// Entries dropped by the scope rule, per reason (SPEC L6).
     pub out_of_scope: BTreeMap<OutOfScope, u64>,
     /// Entries read by the fast lane ([`crate::ParseOptions::fast_lane`]),
-    /// yielded or not; the others went through quick-xml's events.
+    /// yielded or not; the others went through quick-xml's events. Not
+    /// serialised: the summary a user sees is the same in both lanes.
+    #[serde(skip)]
     pub fast_lane_entries: u64,
 }
 
