@@ -51,18 +51,6 @@ pub(super) struct Span {
     pub refs: bool,
 }
 
-/// What a scan found at the start of the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scan {
-    /// A whole entry: its start tag's `<`, and the end of its end tag. Its
-    /// fields are in [`Lane::fields`].
-    Entry { start: usize, end: usize },
-    /// The window ends before the entry does.
-    NeedMore,
-    /// Not the lane's shape.
-    Miss,
-}
-
 /// The lane's state for one document.
 pub(super) struct Lane {
     /// The fields of the last entry scanned, in document order.
@@ -93,13 +81,9 @@ fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')
 }
 
-/// Why a scan stopped early.
-enum Stop {
-    NeedMore,
-    Miss,
-}
-
-type Scanned<T> = Result<T, Stop>;
+/// What a scan step found; `None`: not the lane's shape, or not all of it
+/// in the window (the same to the lane: the entry goes the full way).
+type Scanned<T> = Option<T>;
 
 /// The bytes of a window, read from a position.
 struct Cursor<'a> {
@@ -111,11 +95,11 @@ impl<'a> Cursor<'a> {
     fn skip_space(&mut self) -> Scanned<()> {
         while let Some(&c) = self.b.get(self.i) {
             if !is_space(c) {
-                return Ok(());
+                return Some(());
             }
             self.i += 1;
         }
-        Err(Stop::NeedMore)
+        None
     }
 
     /// Skips whitespace to the next tag: where its `<` is, and whether it is
@@ -124,42 +108,35 @@ impl<'a> Cursor<'a> {
         self.skip_space()?;
         let tag = self.i;
         if self.b[tag] != b'<' {
-            return Err(Stop::Miss);
+            return None;
         }
-        let end = self.b.get(tag + 1).ok_or(Stop::NeedMore)? == &b'/';
-        Ok((tag, end))
+        let end = self.b.get(tag + 1)? == &b'/';
+        Some((tag, end))
     }
 
-    /// Eats `s` exactly (a miss if the bytes differ, more needed if they stop).
+    /// Eats `s` exactly.
     fn eat(&mut self, s: &[u8]) -> Scanned<()> {
-        let rest = &self.b[self.i..];
-        let n = rest.len().min(s.len());
-        if !same(&rest[..n], &s[..n]) {
-            return Err(Stop::Miss);
-        }
-        if n < s.len() {
-            return Err(Stop::NeedMore);
+        let rest = self.b.get(self.i..self.i + s.len())?;
+        if !same(rest, s) {
+            return None;
         }
         self.i += s.len();
-        Ok(())
+        Some(())
     }
 
     /// A start tag without attributes, from its `<`: its name.
     fn start_tag(&mut self) -> Scanned<&'a str> {
         let from = self.i + 1;
         let b: &'a [u8] = self.b;
-        let rest = b.get(from..).ok_or(Stop::NeedMore)?;
-        let len = rest
-            .iter()
-            .position(|&c| !is_name_byte(c))
-            .ok_or(Stop::NeedMore)?;
+        let rest = b.get(from..)?;
+        let len = rest.iter().position(|&c| !is_name_byte(c))?;
         let first = rest[0];
         if rest[len] != b'>' || !(first.is_ascii_alphabetic() || first == b'_') {
-            return Err(Stop::Miss);
+            return None;
         }
         self.i = from + len + 1;
         // Name bytes are ASCII.
-        std::str::from_utf8(&rest[..len]).map_err(|_| Stop::Miss)
+        std::str::from_utf8(&rest[..len]).ok()
     }
 
     /// The text of a leaf element up to its end tag `</name>`, eaten; the
@@ -169,8 +146,8 @@ impl<'a> Cursor<'a> {
         let mut at = start;
         let mut refs = false;
         let end = loop {
-            let rest = self.b.get(at..).ok_or(Stop::NeedMore)?;
-            let k = memchr::memchr2(b'<', b'&', rest).ok_or(Stop::NeedMore)?;
+            let rest = self.b.get(at..)?;
+            let k = memchr::memchr2(b'<', b'&', rest)?;
             if rest[k] == b'<' {
                 break at + k;
             }
@@ -178,11 +155,11 @@ impl<'a> Cursor<'a> {
             at += k + 1 + reference(&rest[k + 1..])?;
         };
         if end - start > MAX_FIELD_BYTES {
-            return Err(Stop::Miss);
+            return None;
         }
         self.i = end;
         self.end_tag(name)?;
-        Ok(((start, end), refs))
+        Some(((start, end), refs))
     }
 
     /// Eats the end tag `</name>`.
@@ -194,14 +171,11 @@ impl<'a> Cursor<'a> {
             && rest[1] == b'/'
             && same(&rest[2..2 + name.len()], name)
             && rest[2 + name.len()] == b'>';
-        if whole {
-            self.i += name.len() + 3;
-            return Ok(());
+        if !whole {
+            return None;
         }
-        // Too short to tell, or different: which one decides the outcome.
-        self.eat(b"</")?;
-        self.eat(name)?;
-        self.eat(b">")
+        self.i += name.len() + 3;
+        Some(())
     }
 }
 
@@ -215,16 +189,12 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// character reference to a character XML allows.
 fn reference(text: &[u8]) -> Scanned<usize> {
     let end = text.len().min(MAX_REF_NAME + 1);
-    let semi = memchr::memchr(b';', &text[..end]).ok_or(if end < MAX_REF_NAME + 1 {
-        Stop::NeedMore
-    } else {
-        Stop::Miss
-    })?;
-    let name = std::str::from_utf8(&text[..semi]).map_err(|_| Stop::Miss)?;
+    let semi = memchr::memchr(b';', &text[..end])?;
+    let name = std::str::from_utf8(&text[..semi]).ok()?;
     if predefined(name).is_none() && !(name.starts_with('#') && char_ref(name).is_some()) {
-        return Err(Stop::Miss);
+        return None;
     }
-    Ok(semi + 1)
+    Some(semi + 1)
 }
 
 /// Appends `text` to `out` with its references decoded (the scan checked them).
@@ -286,25 +256,28 @@ impl Lane {
     /// Scans the window `b` (the bytes after the last event) for one whole
     /// entry of the lane's shape, directly under the root of a `dialect`
     /// document, with the namespaces of `names` in scope.
-    pub(super) fn scan(&mut self, b: &[u8], dialect: Dialect, names: &Namespaces) -> Scan {
+    /// Returns the entry's start tag's `<` and the end of its end tag; its
+    /// fields are then in [`Lane::fields`].
+    pub(super) fn scan(
+        &mut self,
+        b: &[u8],
+        dialect: Dialect,
+        names: &Namespaces,
+    ) -> Option<(usize, usize)> {
         self.fields.clear();
-        match self.entry(b, dialect, names) {
-            Ok((start, end)) => Scan::Entry { start, end },
-            Err(Stop::NeedMore) => Scan::NeedMore,
-            Err(Stop::Miss) => Scan::Miss,
-        }
+        self.entry(b, dialect, names)
     }
 
     fn entry(&mut self, b: &[u8], dialect: Dialect, names: &Namespaces) -> Scanned<(usize, usize)> {
         let (open, close): (&[u8], &[u8]) = match dialect {
             Dialect::Urlset => (b"<url>", b"</url>"),
             Dialect::Index => (b"<sitemap>", b"</sitemap>"),
-            _ => return Err(Stop::Miss),
+            _ => return None,
         };
         // Unprefixed names are in the default namespace, the root's.
         let (default_ns, ..) = names.resolve("");
         if !default_ns.is_sitemap() {
-            return Err(Stop::Miss);
+            return None;
         }
         let mut c = Cursor { b, i: 0 };
         c.skip_space()?;
@@ -316,11 +289,7 @@ impl Lane {
             if end {
                 c.eat(close)?;
                 // An entry without a loc has its own rules (X2): the full path.
-                return if has_loc {
-                    Ok((start, c.i))
-                } else {
-                    Err(Stop::Miss)
-                };
+                return has_loc.then_some((start, c.i));
             }
             if let Some((field, name, len)) = known_field(&c.b[tag + 1..]) {
                 c.i = tag + 1 + len;
@@ -338,14 +307,14 @@ impl Lane {
                 // An unknown element's subtree is skipped; a `link` may be an
                 // hreflang alternate, read from attributes by the full path.
                 (Elem::Skip, local) if local != "link" => skipped_leaf(&mut c, name)?,
-                _ => return Err(Stop::Miss),
+                _ => return None,
             }
         }
     }
 
     fn field(&mut self, c: &mut Cursor<'_>, field: Field, tag: usize, name: &str) -> Scanned<()> {
         if self.fields.len() == MAX_FIELDS {
-            return Err(Stop::Miss);
+            return None;
         }
         let (text, refs) = c.leaf_text(name)?;
         self.fields.push(Span {
@@ -354,7 +323,7 @@ impl Lane {
             text,
             refs,
         });
-        Ok(())
+        Some(())
     }
 
     /// `<image:image>`'s children up to its end tag (its start tag eaten).
@@ -374,7 +343,7 @@ impl Lane {
             match element(dialect, Elem::Image, name, names)?.0 {
                 Elem::Field(field) => self.field(c, field, tag, name)?,
                 Elem::Skip => skipped_leaf(c, name)?,
-                _ => return Err(Stop::Miss),
+                _ => return None,
             }
         }
     }
@@ -391,25 +360,25 @@ fn element<'n>(
 ) -> Scanned<(Elem, &'n str)> {
     let (ns, local, _) = names.resolve(name);
     if ns == Ns::Other || local.contains(':') || local.is_empty() {
-        return Err(Stop::Miss);
+        return None;
     }
-    Ok((classify(dialect, parent, ns, local), local))
+    Some((classify(dialect, parent, ns, local), local))
 }
 
 /// A skipped element holding only text (no reference, no markup).
 fn skipped_leaf(c: &mut Cursor<'_>, name: &str) -> Scanned<()> {
     let (_, refs) = c.leaf_text(name)?;
     if refs {
-        return Err(Stop::Miss);
+        return None;
     }
-    Ok(())
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn scan(xml: &str) -> (Scan, Vec<Span>) {
+    fn scan(xml: &str) -> (Option<(usize, usize)>, Vec<Span>) {
         let mut lane = Lane::default();
         let names = Namespaces::default();
         let scan = lane.scan(xml.as_bytes(), Dialect::Urlset, &names);
@@ -421,7 +390,7 @@ mod tests {
         let xml = "\n  <url><loc>https://a/x?b=1&amp;c=2</loc>\n<lastmod>2024-01-01</lastmod><priority>0.5</priority></url>\n<url>";
         let (found, fields) = scan(xml);
         let end = xml.find("\n<url>").unwrap();
-        assert_eq!(found, Scan::Entry { start: 3, end });
+        assert_eq!(found, Some((3, end)));
         let fields: Vec<_> = fields
             .iter()
             .map(|s| (s.field, &xml[s.text.0..s.text.1], s.refs))
@@ -457,17 +426,17 @@ mod tests {
             "<sitemap><loc>x</loc></sitemap>",
             "</urlset>",
         ] {
-            assert_eq!(scan(xml).0, Scan::Miss, "{xml}");
+            assert_eq!(scan(xml).0, None, "{xml}");
         }
     }
 
     #[test]
-    fn asks_for_more_when_the_window_ends_inside_the_entry() {
+    fn leaves_an_entry_the_window_ends_inside() {
         let xml = "<url><loc>https://a/</loc><lastmod>2024-01-01</lastmod></url>";
         for cut in 0..xml.len() {
-            assert_eq!(scan(&xml[..cut]).0, Scan::NeedMore, "{}", &xml[..cut]);
+            assert_eq!(scan(&xml[..cut]).0, None, "{}", &xml[..cut]);
         }
-        assert!(matches!(scan(xml).0, Scan::Entry { .. }));
+        assert!(scan(xml).0.is_some());
     }
 
     #[test]

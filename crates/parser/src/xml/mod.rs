@@ -21,7 +21,7 @@ use crate::input::source::Source;
 use crate::url::Base;
 
 use entry::EntryBuilder;
-use fast::{Lane, Scan};
+use fast::Lane;
 use names::{MAX_BINDINGS, Namespaces};
 use ns::{Dialect, Elem, Field, Ns, SITEMAP_NS, VideoField, classify};
 
@@ -374,8 +374,7 @@ impl XmlReader {
         // Only the bytes already read ahead: reading more here would change
         // when the source refills, compacts and meets invalid bytes, and with
         // that the positions and the place of C1 that the full path gives.
-        let scan = lane.scan(src.buffered(), dialect, &self.names);
-        let Scan::Entry { start, end } = scan else {
+        let Some((start, end)) = lane.scan(src.buffered(), dialect, &self.names) else {
             lane.miss();
             return None;
         };
