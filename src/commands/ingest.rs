@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use sitemapd_discovery::{Seed, WalkEvent, Walker};
-use sitemapd_scheduler::{IngestStats, SitemapFetch, Store};
+use sitemapd_scheduler::{IngestStats, Store};
 use tokio::time::Instant;
 
 use super::{directory_given, is_url};
@@ -191,13 +191,7 @@ fn ingest_file(store: &Store, file: &str, args: &IngestArgs) -> Result<IngestSta
         }
     }
     let summary = parser.summary();
-    let fetch = SitemapFetch {
-        status: if summary.format.is_some() { 200 } else { 0 },
-        complete: summary.complete,
-        feed: walk_store::is_feed(summary.format),
-        ..SitemapFetch::default()
-    };
-    ingest.sitemap_fetched(&key, &fetch)?;
+    ingest.sitemap_fetched(&key, &walk_store::read_whole(summary))?;
     eprintln!("{key}: {} urls", summary.urls);
     Ok(ingest.finish()?)
 }

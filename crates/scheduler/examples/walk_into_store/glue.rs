@@ -115,8 +115,19 @@ fn fetched(r: &SitemapReport) -> SitemapFetch {
 }
 
 /// RSS, RDF and Atom are feeds: refreshed more often than sitemaps.
-pub(crate) fn is_feed(format: Option<Format>) -> bool {
+fn is_feed(format: Option<Format>) -> bool {
     matches!(format, Some(Format::Rss | Format::Rdf | Format::Atom))
+}
+
+/// A sitemap read whole from a file or from memory (no HTTP): read if its
+/// format was recognised, and complete if read to its end.
+pub(crate) fn read_whole(summary: &sitemapd_parser::Summary) -> SitemapFetch {
+    SitemapFetch {
+        status: if summary.format.is_some() { 200 } else { 0 },
+        complete: summary.complete,
+        feed: is_feed(summary.format),
+        ..SitemapFetch::default()
+    }
 }
 
 /// A failed sitemap fetch, as the store records it: a failure even when a

@@ -8,7 +8,8 @@
 //! that private address), so it runs offline; with SITE (`example.com`) it
 //! walks that site on the network.
 
-// The daemon also uses `StoreMemory::scheduled` and `is_feed`.
+// The daemon also uses `StoreMemory::scheduled`; `sitemapd ingest` and the
+// Python package `read_whole`.
 #[allow(dead_code)]
 mod glue;
 
