@@ -6,7 +6,8 @@
 #      needs nothing else;
 #   3. the pinned test packages join it, and pytest runs the tests
 #      (servers on 127.0.0.1 only), stubtest checks the type stubs against
-#      the built module, and mypy --strict checks the examples.
+#      the built module, and mypy --strict checks the package's Python code
+#      and the examples.
 # Needs python3 (3.10 or newer) with venv and pip, and PyPI for step 1 and 3.
 # SITEMAPD_WHEEL_PROFILE picks the cargo profile of the wheel (default dev:
 # the tests do not measure speed; `release` for benchmarks).
@@ -46,5 +47,5 @@ rm -rf "$user"
 # From the tests' directory, so that `import sitemapd` is the installed one.
 (cd crates/python/tests && "../../../$user/bin/python" -m pytest -q -p no:cacheprovider .)
 (cd crates/python && "../../$user/bin/python" -m mypy.stubtest sitemapd._native)
-(cd crates/python && "../../$user/bin/python" -m mypy --strict --no-incremental examples)
+(cd crates/python && "../../$user/bin/python" -m mypy --strict --no-incremental python/sitemapd examples)
 echo "python-tests: stubtest and mypy --strict passed"

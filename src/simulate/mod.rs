@@ -8,11 +8,9 @@ mod output;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use sitemapd_sim::{self as sim, RunReport, SimConfig};
 
@@ -109,62 +107,38 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode> {
         args.out.display()
     );
     let started = Instant::now();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunReport>>>> =
-        Mutex::new((0..runs.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..experiment.jobs.min(runs.len()) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((policy, seed)) = runs.get(i) else {
-                        break;
-                    };
-                    let result = one_run(
-                        &experiment.sim,
-                        policy,
-                        *seed,
-                        work.as_deref(),
-                        bar.as_ref(),
-                        days,
-                    );
-                    let line = match &result {
-                        Ok(r) => format!(
-                            "{policy} seed {seed}: freshness {:.4}, {} fetches in {:.1} s",
-                            r.summary.freshness, r.summary.fetches_total, r.summary.wall_seconds
-                        ),
-                        Err(e) => format!("{policy} seed {seed}: failed: {e:#}"),
-                    };
-                    match &bar {
-                        Some(b) => b.println(line),
-                        None => eprintln!("{line}"),
-                    }
-                    if let Ok(mut slots) = results.lock()
-                        && let Some(slot) = slots.get_mut(i)
-                    {
-                        *slot = Some(result);
-                    }
-                }
-            });
+    let results = sim::run_each(&runs, experiment.jobs, |policy, seed| {
+        let result = one_run(
+            &experiment.sim,
+            policy,
+            seed,
+            work.as_deref(),
+            bar.as_ref(),
+            days,
+        );
+        let line = match &result {
+            Ok(r) => format!(
+                "{policy} seed {seed}: freshness {:.4}, {} fetches in {:.1} s",
+                r.summary.freshness, r.summary.fetches_total, r.summary.wall_seconds
+            ),
+            Err(e) => format!("{policy} seed {seed}: failed: {e:#}"),
+        };
+        match &bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
         }
+        result
     });
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let slots = results
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a run panicked"))?;
-    let mut reports = Vec::with_capacity(slots.len());
-    for (slot, (policy, seed)) in slots.into_iter().zip(&runs) {
-        match slot {
-            Some(Ok(r)) => reports.push(r),
-            Some(Err(e)) => return Err(e.context(format!("{policy}, seed {seed}"))),
-            None => bail!("{policy}, seed {seed}: the run did not finish"),
-        }
+    let mut reports = Vec::with_capacity(results.len());
+    for (result, (policy, seed)) in results.into_iter().zip(&runs) {
+        reports.push(result.with_context(|| format!("{policy}, seed {seed}"))?);
     }
     let out = &args.out;
     output::write_metrics(&out.join("metrics.csv"), &reports)?;
-    let summary = output::summarise(&experiment.policies, &reports);
+    let summary = sim::summarise(&experiment.policies, &reports);
     output::write_summary(&out.join("summary.csv"), &summary)?;
     chart::freshness_chart(&out.join("chart.svg"), &experiment, &reports)?;
     let fetches: u64 = reports.iter().map(|r| r.summary.fetches_total).sum();

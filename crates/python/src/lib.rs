@@ -12,6 +12,7 @@ mod errors;
 mod options;
 mod parse;
 mod robots;
+mod simulate;
 mod source;
 mod store;
 mod table;
@@ -41,11 +42,13 @@ fn _native(py: Python<'_>, module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<store::Lease>()?;
     module.add_class::<discover::Discovered>()?;
     module.add_class::<discover::DiscoverIterator>()?;
+    module.add_class::<simulate::Simulation>()?;
     module.add_function(wrap_pyfunction!(parse::parse, module)?)?;
     module.add_function(wrap_pyfunction!(parse::iter_entries, module)?)?;
     module.add_function(wrap_pyfunction!(parse::iter_batches, module)?)?;
     module.add_function(wrap_pyfunction!(robots::parse_robots, module)?)?;
     module.add_function(wrap_pyfunction!(discover::discover, module)?)?;
     module.add_function(wrap_pyfunction!(discover::iter_discover, module)?)?;
+    module.add_function(wrap_pyfunction!(simulate::simulate, module)?)?;
     Ok(())
 }

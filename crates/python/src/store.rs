@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use pythonize::pythonize;
 use sitemapd_parser::{Event, Parser};
 use sitemapd_scheduler::{
-    Completion, LeaseRequest, Leased, Notified, Outcome, Store as Inner, StoreError as Error,
+    Completion, LeaseRequest, Leased, Notified, Outcome, Put, Store as Inner, StoreError as Error,
     StoreOptions, Timestamp,
 };
 
@@ -333,6 +333,32 @@ impl Store {
         let now = at(now)?;
         py.detach(|| self.write(|store| store.complete(url, &completion, now)))
             .map_err(store_error)
+    }
+
+    /// Adds URLs found while crawling (a link, a redirect target): one the
+    /// store does not hold is added, due now; one it holds is left as it
+    /// is. Returns, in order, `"added"`, `"known"` or `"invalid"` (not an
+    /// absolute http(s) URL) for each.
+    #[pyo3(signature = (urls, *, now = None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        urls: Vec<String>,
+        now: Option<f64>,
+    ) -> PyResult<Vec<&'static str>> {
+        let now = at(now)?;
+        let items = urls.into_iter().map(|url| (url, Vec::new()));
+        let puts = py
+            .detach(|| self.write(|store| store.discover(items, now)))
+            .map_err(store_error)?;
+        Ok(puts
+            .into_iter()
+            .map(|put| match put {
+                Put::Stored => "added",
+                Put::Known => "known",
+                _ => "invalid",
+            })
+            .collect())
     }
 
     /// A push signal that `url` changed: it is due now. Returns whether the

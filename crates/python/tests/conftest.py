@@ -57,7 +57,9 @@ class Site:
     port: int
     routes: dict[str, Reply] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    """The paths requested, in order."""
     conditional: list[str] = field(default_factory=list)
+    """The paths of the requests with If-None-Match or If-Modified-Since."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def url(self, path: str) -> str:
@@ -68,12 +70,8 @@ class Site:
         self.routes[path] = (status, dict(headers), data)
 
 
-@pytest.fixture
-def site() -> Iterator[Site]:
-    """A loopback site; a path it has no route for answers 404, a route
-    whose reply is `HANG` never answers, and a GET whose `If-None-Match`
-    is the route's `ETag` gets a 304 (the path noted in `conditional`)."""
-    state = Site(port=0)
+def _start(state: Site) -> http.server.ThreadingHTTPServer:
+    """Serves `state` on 127.0.0.1 (its port set to the one bound)."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -86,10 +84,11 @@ def site() -> Iterator[Site]:
             if callable(reply):
                 reply = reply()
             status, headers, body = reply if reply else (404, {}, b"not found")
-            etag = headers.get("ETag")
-            if etag is not None and self.headers.get("If-None-Match") == etag:
+            if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
                 with state.lock:
                     state.conditional.append(self.path)
+            etag = headers.get("ETag")
+            if etag is not None and self.headers.get("If-None-Match") == etag:
                 status, body = 304, b""
             self.send_response(status)
             for key, value in headers.items():
@@ -104,11 +103,37 @@ def site() -> Iterator[Site]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A loopback site; a path it has no route for answers 404, a route
+    whose reply is `HANG` never answers, a GET whose `If-None-Match` is the
+    route's `ETag` gets a 304, and the path of every conditional GET is
+    noted in `conditional`."""
+    state = Site(port=0)
+    server = _start(state)
     try:
         yield state
     finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def sites() -> Iterator[Callable[[int], list[Site]]]:
+    """Makes `n` loopback sites (hosts: one port each), as `site` is."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def make(n: int) -> list[Site]:
+        made = [Site(port=0) for _ in range(n)]
+        servers.extend(_start(state) for state in made)
+        return made
+
+    yield make
+    for server in servers:
         server.shutdown()
         server.server_close()
 

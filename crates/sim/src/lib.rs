@@ -3,6 +3,7 @@
 
 mod change;
 pub mod config;
+pub mod experiment;
 pub mod metrics;
 mod oracle;
 mod policy;
@@ -15,6 +16,7 @@ pub use config::{
     ConfigError, CrawlConfig, LastmodPrecision, Process, Scenario, SimConfig, SitemapConfig,
     WorldConfig,
 };
+pub use experiment::{Stat, run_each, summarise};
 pub use metrics::{EstimatorStats, SeriesRow, Summary};
 pub use oracle::ORACLE;
 pub use policy::SimPolicy;

@@ -28,6 +28,7 @@ from sitemapd._native import (
     Parsed,
     Robots,
     SitemapRef,
+    Simulation,
     SitemapdError,
     Store,
     StoreError,
@@ -41,6 +42,7 @@ from sitemapd._native import (
     iter_entries,
     parse,
     parse_robots,
+    simulate,
 )
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "Parsed",
     "Robots",
     "SitemapRef",
+    "Simulation",
     "SitemapdError",
     "Store",
     "StoreError",
@@ -72,4 +75,5 @@ __all__ = [
     "iter_entries",
     "parse",
     "parse_robots",
+    "simulate",
 ]

@@ -2,7 +2,7 @@
 # the built module.
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, final
 
@@ -35,6 +35,8 @@ __all__ = [
     "iter_entries",
     "parse",
     "parse_robots",
+    "Simulation",
+    "simulate",
 ]
 
 class SitemapdError(Exception): ...
@@ -291,7 +293,28 @@ class Store:
         redirect_to: str | None = None,
         now: float | None = None,
     ) -> None: ...
+    def add(
+        self, urls: Sequence[str], *, now: float | None = None
+    ) -> list[Literal["added", "known", "invalid"]]: ...
     def notify(self, url: str, *, now: float | None = None) -> bool: ...
     def url(self, url: str) -> dict[str, Any] | None: ...
     def stats(self, *, now: float | None = None) -> dict[str, Any]: ...
     def flush(self) -> None: ...
+
+@final
+class Simulation:
+    @property
+    def summary(self) -> Table: ...
+    @property
+    def series(self) -> Table: ...
+    @property
+    def estimators(self) -> Table: ...
+
+def simulate(
+    config: Mapping[str, Any] | None = None,
+    *,
+    policies: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    scenario: str | None = None,
+    jobs: int | None = None,
+) -> Simulation: ...

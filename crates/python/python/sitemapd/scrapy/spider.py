@@ -1,0 +1,182 @@
+"""``SitemapSpider``: Scrapy's spider of the same name, with sitemapd's
+parser underneath.
+
+The attributes are Scrapy's (``sitemap_urls``, ``sitemap_rules``,
+``sitemap_follow``, ``sitemap_alternate_links``, ``sitemap_filter``).
+What differs:
+
+- a sitemap is recognised by its content, whatever its Content-Type or
+  suffix, and text sitemaps, RSS and Atom feeds are read too;
+- a broken or truncated document (gzip included) yields the entries
+  before the break;
+- parsing runs in a thread, with the GIL released, so the reactor keeps
+  downloading;
+- each page request carries its sitemap entry in ``meta["sitemap"]``
+  (``loc``, ``lastmod``, ``changefreq``, ``priority``, ``alternate``,
+  ``lastmod_precision``, ``images``), and the parser's diagnostics are
+  counted in the crawl stats as ``sitemapd/diagnostics/<rule>``;
+- with ``sitemap_follow_robots = True``, ``sitemap_follow`` also filters
+  the sitemaps robots.txt lists (Scrapy's spider fetches them all, and so
+  does this one by default).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
+
+from scrapy.http import Request, Response
+from scrapy.spiders import Spider
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+import sitemapd
+
+logger = logging.getLogger(__name__)
+
+Entry = dict[str, Any]
+
+
+def _lastmod_text(entry: sitemapd.UrlEntry | sitemapd.SitemapRef) -> str | None:
+    """The lastmod as W3C text at the precision the sitemap gave:
+    ``2024-05-06`` for a day, the full UTC time for seconds."""
+    value = entry.lastmod
+    if value is None:
+        return None
+    precision = entry.lastmod_precision
+    if precision == "year":
+        return f"{value.year:04}"
+    if precision == "month":
+        return f"{value.year:04}-{value.month:02}"
+    if precision == "day":
+        return f"{value.year:04}-{value.month:02}-{value.day:02}"
+    text = value.isoformat().replace("+00:00", "Z")
+    return text
+
+
+def _as_dict(entry: sitemapd.UrlEntry | sitemapd.SitemapRef) -> Entry:
+    """An entry as Scrapy's ``Sitemap`` gives it: text values, keys only
+    for what the sitemap said."""
+    out: Entry = {"loc": entry.loc}
+    lastmod = _lastmod_text(entry)
+    if lastmod is not None:
+        out["lastmod"] = lastmod
+        out["lastmod_precision"] = entry.lastmod_precision
+    if isinstance(entry, sitemapd.UrlEntry):
+        if entry.changefreq is not None:
+            out["changefreq"] = entry.changefreq
+        if entry.priority is not None:
+            out["priority"] = str(entry.priority)
+        if entry.alternates:
+            out["alternate"] = [href for _, href in entry.alternates]
+        if entry.images:
+            out["images"] = entry.images
+    return out
+
+
+class Sitemap:
+    """Scrapy's ``scrapy.utils.sitemap.Sitemap``: a document's entries as
+    dicts, and its ``type`` (``urlset`` or ``sitemapindex``; text sitemaps
+    and feeds list pages, so they are ``urlset``; ``None`` for what is no
+    sitemap). Unlike Scrapy's, it reads every format, and a broken
+    document yields what came before the break."""
+
+    def __init__(self, xmltext: bytes | str, *, url: str | None = None, max_bytes: int = 52_428_800) -> None:
+        body = xmltext.encode() if isinstance(xmltext, str) else xmltext
+        entries = sitemapd.iter_entries(body, url=url, scope="none", max_bytes=max_bytes)
+        self._entries: list[Entry] = [_as_dict(e) for e in entries if not isinstance(e, sitemapd.Diagnostic)]
+        summary = entries.summary
+        self.summary = summary
+        if summary.format is None:
+            self.type: str | None = None
+        elif summary.format == "sitemapindex":
+            self.type = "sitemapindex"
+        else:
+            self.type = "urlset"
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries)
+
+
+def _regex(x: re.Pattern[str] | str) -> re.Pattern[str]:
+    return re.compile(x) if isinstance(x, str) else x
+
+
+def _iterloc(entries: Iterable[Entry], alternates: bool) -> Iterator[tuple[str, Entry]]:
+    for entry in entries:
+        if entry.get("loc"):
+            yield entry["loc"], entry
+        if alternates:
+            for href in entry.get("alternate", ()):
+                yield href, entry
+
+
+class SitemapSpider(Spider):
+    """Scrapy's ``SitemapSpider`` with sitemapd's parser (see the module)."""
+
+    sitemap_urls: Sequence[str] = ()
+    sitemap_rules: Sequence[tuple[re.Pattern[str] | str, Any]] = [("", "parse")]
+    sitemap_follow: Sequence[re.Pattern[str] | str] = [""]
+    sitemap_alternate_links: bool = False
+    sitemap_follow_robots: bool = False
+    """Apply ``sitemap_follow`` to the sitemaps robots.txt lists too."""
+    sitemap_max_bytes: int = 52_428_800
+    """The byte limit of one sitemap after decompression (the protocol's 50 MiB)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cbs: list[tuple[re.Pattern[str], Any]] = []
+        for rule, callback in self.sitemap_rules:
+            if isinstance(callback, str):
+                callback = getattr(self, callback)
+            self._cbs.append((_regex(rule), callback))
+        self._follow = [_regex(x) for x in self.sitemap_follow]
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.sitemap_urls:
+            yield Request(url, self._parse_sitemap)
+
+    def start_requests(self) -> Iterable[Request]:
+        """For Scrapy before 2.13, which calls this instead of ``start``."""
+        for url in self.sitemap_urls:
+            yield Request(url, self._parse_sitemap)
+
+    def sitemap_filter(self, entries: Iterable[Entry]) -> Iterable[Entry]:
+        """Override to filter entries by their attributes (``lastmod``…)."""
+        yield from entries
+
+    def _count(self, sitemap: Sitemap) -> None:
+        stats = getattr(getattr(self, "crawler", None), "stats", None)
+        if stats is None:
+            return
+        stats.inc_value("sitemapd/sitemaps")
+        stats.inc_value("sitemapd/entries", len(sitemap._entries))
+        for rule, count in sitemap.summary.diagnostics.items():
+            stats.inc_value(f"sitemapd/diagnostics/{rule}", count)
+
+    async def _parse_sitemap(self, response: Response) -> AsyncIterator[Request]:
+        if response.url.endswith("/robots.txt"):
+            robots = sitemapd.parse_robots(response.body, url=response.url)
+            for url in robots.sitemaps:
+                if not self.sitemap_follow_robots or any(x.search(url) for x in self._follow):
+                    yield Request(url, callback=self._parse_sitemap)
+            return
+        sitemap: Sitemap = await maybe_deferred_to_future(
+            deferToThread(Sitemap, response.body, url=response.url, max_bytes=self.sitemap_max_bytes)
+        )
+        self._count(sitemap)
+        if sitemap.type is None:
+            logger.warning("Ignoring invalid sitemap: %(response)s", {"response": response}, extra={"spider": self})
+            return
+        if sitemap.type == "sitemapindex":
+            for loc, _ in _iterloc(self.sitemap_filter(sitemap), self.sitemap_alternate_links):
+                if any(x.search(loc) for x in self._follow):
+                    yield Request(loc, callback=self._parse_sitemap)
+            return
+        for loc, entry in _iterloc(self.sitemap_filter(sitemap), self.sitemap_alternate_links):
+            for rule, callback in self._cbs:
+                if rule.search(loc):
+                    yield Request(loc, callback=callback, meta={"sitemap": entry})
+                    break
