@@ -120,6 +120,9 @@ pub(crate) static FETCH_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("depth", DataType::UInt32, false),
         Field::new("via", DataType::Utf8, false),
         utf8("error"),
+        Field::new("bytes", DataType::UInt64, true),
+        utf8("etag"),
+        utf8("last_modified"),
     ]))
 });
 
@@ -423,6 +426,9 @@ pub(crate) struct FetchColumns {
     depth: UInt32Builder,
     via: StringBuilder,
     error: StringBuilder,
+    bytes: UInt64Builder,
+    etag: StringBuilder,
+    last_modified: StringBuilder,
 }
 
 /// One sitemap's fetch, as a row of [`FetchColumns`].
@@ -436,6 +442,10 @@ pub(crate) struct FetchRow<'a> {
     pub(crate) depth: u32,
     pub(crate) via: &'a str,
     pub(crate) error: Option<&'a str>,
+    /// Bytes of the body as received (compressed or not).
+    pub(crate) bytes: Option<u64>,
+    pub(crate) etag: Option<&'a str>,
+    pub(crate) last_modified: Option<&'a str>,
 }
 
 impl FetchColumns {
@@ -456,6 +466,9 @@ impl FetchColumns {
         self.depth.append_value(row.depth);
         self.via.append_value(row.via);
         self.error.append_option(row.error);
+        self.bytes.append_option(row.bytes);
+        self.etag.append_option(row.etag);
+        self.last_modified.append_option(row.last_modified);
     }
 
     pub(crate) fn finish(&mut self) -> RecordBatch {
@@ -473,6 +486,9 @@ impl FetchColumns {
                 Arc::new(self.depth.finish()),
                 Arc::new(self.via.finish()),
                 Arc::new(self.error.finish()),
+                Arc::new(self.bytes.finish()),
+                Arc::new(self.etag.finish()),
+                Arc::new(self.last_modified.finish()),
             ],
         )
     }

@@ -226,7 +226,8 @@ pub(crate) struct Discovered {
     /// Page URLs with the sitemap that listed each (`sitemap` column).
     urls: Py<Table>,
     /// Every sitemap fetched or failed: url, status, format, urls,
-    /// sitemaps, complete, not_modified, parent, depth, via, error.
+    /// sitemaps, complete, not_modified, parent, depth, via, error, bytes,
+    /// etag, last_modified.
     sitemaps: Py<Table>,
     /// Parse diagnostics, with the sitemap concerned.
     diagnostics: Py<Table>,
@@ -293,6 +294,9 @@ pub(crate) fn discover(
                 depth: r.depth,
                 via: via(r.via),
                 error: None,
+                bytes: Some(r.bytes),
+                etag: r.validators.etag.as_deref(),
+                last_modified: r.validators.last_modified.as_deref(),
             }),
             WalkEvent::SitemapFailed(f) => fetches.push(&FetchRow {
                 url: f.url.as_str(),
@@ -304,6 +308,9 @@ pub(crate) fn discover(
                 depth: f.depth,
                 via: via(f.via),
                 error: Some(&f.error),
+                bytes: None,
+                etag: None,
+                last_modified: None,
             }),
             _ => {}
         }
