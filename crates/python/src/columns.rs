@@ -4,13 +4,16 @@
 use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
-    ArrayBuilder, BooleanBuilder, Float64Builder, ListBuilder, StringBuilder, StructBuilder,
-    TimestampMicrosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder,
+    ArrayBuilder, BooleanBuilder, Float64Builder, ListBuilder, StringBuilder,
+    StringDictionaryBuilder, StructBuilder, TimestampMicrosecondBuilder, UInt16Builder,
+    UInt32Builder, UInt64Builder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::types::{Int8Type, Int32Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use sitemapd_parser::{Diagnostic, Lastmod, SitemapRef, UrlEntry};
 
+use crate::entries::decimal;
 use crate::time::micros;
 
 /// Rows per batch of a table built in one go.
@@ -22,6 +25,34 @@ fn timestamp() -> DataType {
 
 fn utf8(name: &str) -> Field {
     Field::new(name, DataType::Utf8, true)
+}
+
+/// A column of a few distinct strings (a precision, a changefreq): one
+/// byte per row, each batch's values once.
+fn keyword(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+        true,
+    )
+}
+
+/// The `sitemap` column of a discovery: one sitemap's URL for many rows.
+fn sitemap_field() -> Field {
+    Field::new(
+        "sitemap",
+        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+        false,
+    )
+}
+
+fn news_fields() -> Fields {
+    Fields::from(vec![
+        utf8("title"),
+        utf8("publication_name"),
+        utf8("language"),
+        Field::new("publication_date", timestamp(), true),
+    ])
 }
 
 fn item(data_type: DataType) -> FieldRef {
@@ -49,8 +80,8 @@ pub(crate) static URL_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         Field::new("loc", DataType::Utf8, false),
         Field::new("lastmod", timestamp(), true),
-        utf8("lastmod_precision"),
-        utf8("changefreq"),
+        keyword("lastmod_precision"),
+        keyword("changefreq"),
         Field::new("priority", DataType::Float64, true),
         Field::new("images", DataType::List(item(DataType::Utf8)), false),
         Field::new(
@@ -63,10 +94,13 @@ pub(crate) static URL_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
             DataType::List(item(DataType::Struct(video_fields()))),
             false,
         ),
-        utf8("news_title"),
-        utf8("news_publication_name"),
-        utf8("news_language"),
-        Field::new("news_publication_date", timestamp(), true),
+        // A list of at most one: four bytes a row, where a struct column
+        // would cost its four columns' offsets on every row without news.
+        Field::new(
+            "news",
+            DataType::List(item(DataType::Struct(news_fields()))),
+            false,
+        ),
     ]))
 });
 
@@ -78,7 +112,7 @@ pub(crate) static DISCOVERED_URL_SCHEMA: LazyLock<SchemaRef> =
 /// `schema` with a last column, `sitemap`: the document a row came from.
 fn with_sitemap(schema: &Schema) -> SchemaRef {
     let mut fields: Vec<FieldRef> = schema.fields().iter().cloned().collect();
-    fields.push(Arc::new(Field::new("sitemap", DataType::Utf8, false)));
+    fields.push(Arc::new(sitemap_field()));
     Arc::new(Schema::new(fields))
 }
 
@@ -87,7 +121,7 @@ pub(crate) static SITEMAP_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         Field::new("loc", DataType::Utf8, false),
         Field::new("lastmod", timestamp(), true),
-        utf8("lastmod_precision"),
+        keyword("lastmod_precision"),
     ]))
 });
 
@@ -126,33 +160,9 @@ pub(crate) static FETCH_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// A priority as the decimal the sitemap wrote: `0.8`, not the `f32`'s
-/// 0.800000011920929 (priorities repeat, so the last one is remembered).
-struct Priorities {
-    last: Option<(u32, f64)>,
-}
-
-impl Priorities {
-    fn decimal(&mut self, priority: f32) -> f64 {
-        let bits = priority.to_bits();
-        match self.last {
-            Some((b, value)) if b == bits => value,
-            _ => {
-                // f32's Display is its shortest round-trip decimal.
-                let value = priority
-                    .to_string()
-                    .parse::<f64>()
-                    .unwrap_or(f64::from(priority));
-                self.last = Some((bits, value));
-                value
-            }
-        }
-    }
-}
-
 fn push_lastmod(
     values: &mut TimestampMicrosecondBuilder,
-    precisions: &mut StringBuilder,
+    precisions: &mut StringDictionaryBuilder<Int8Type>,
     lastmod: Option<&Lastmod>,
 ) {
     values.append_option(lastmod.map(micros));
@@ -163,19 +173,15 @@ fn push_lastmod(
 pub(crate) struct UrlColumns {
     loc: StringBuilder,
     lastmod: TimestampMicrosecondBuilder,
-    precision: StringBuilder,
-    changefreq: StringBuilder,
+    precision: StringDictionaryBuilder<Int8Type>,
+    changefreq: StringDictionaryBuilder<Int8Type>,
     priority: Float64Builder,
-    priorities: Priorities,
     images: ListBuilder<StringBuilder>,
     alternates: ListBuilder<StructBuilder>,
     videos: ListBuilder<StructBuilder>,
-    news_title: StringBuilder,
-    news_name: StringBuilder,
-    news_language: StringBuilder,
-    news_date: TimestampMicrosecondBuilder,
+    news: ListBuilder<StructBuilder>,
     /// The `sitemap` column of a discovery's table.
-    sitemap: Option<StringBuilder>,
+    sitemap: Option<StringDictionaryBuilder<Int32Type>>,
 }
 
 impl Default for UrlColumns {
@@ -190,19 +196,16 @@ impl UrlColumns {
         Self {
             loc: StringBuilder::new(),
             lastmod: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-            precision: StringBuilder::new(),
-            changefreq: StringBuilder::new(),
+            precision: StringDictionaryBuilder::new(),
+            changefreq: StringDictionaryBuilder::new(),
             priority: Float64Builder::new(),
-            priorities: Priorities { last: None },
             images: ListBuilder::new(StringBuilder::new()).with_field(item(DataType::Utf8)),
             alternates: ListBuilder::new(struct_builder(alternate_fields()))
                 .with_field(item(DataType::Struct(alternate_fields()))),
             videos: ListBuilder::new(struct_builder(video_fields()))
                 .with_field(item(DataType::Struct(video_fields()))),
-            news_title: StringBuilder::new(),
-            news_name: StringBuilder::new(),
-            news_language: StringBuilder::new(),
-            news_date: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
+            news: ListBuilder::new(struct_builder(news_fields()))
+                .with_field(item(DataType::Struct(news_fields()))),
             sitemap: None,
         }
     }
@@ -211,7 +214,7 @@ impl UrlColumns {
     /// ([`DISCOVERED_URL_SCHEMA`]); rows go in with [`Self::push_from`].
     pub(crate) fn with_sitemap() -> Self {
         Self {
-            sitemap: Some(StringBuilder::new()),
+            sitemap: Some(StringDictionaryBuilder::new()),
             ..Self::new()
         }
     }
@@ -239,8 +242,7 @@ impl UrlColumns {
         );
         self.changefreq
             .append_option(entry.changefreq.map(|c| c.as_str()));
-        self.priority
-            .append_option(entry.priority.map(|p| self.priorities.decimal(p)));
+        self.priority.append_option(entry.priority.map(decimal));
         for image in &entry.images {
             self.images.values().append_value(image.loc.as_str());
         }
@@ -265,15 +267,16 @@ impl UrlColumns {
             videos.append(true);
         }
         self.videos.append(true);
-        let news = entry.news.as_deref();
-        self.news_title
-            .append_option(news.and_then(|n| n.title.as_deref()));
-        self.news_name
-            .append_option(news.and_then(|n| n.publication_name.as_deref()));
-        self.news_language
-            .append_option(news.and_then(|n| n.publication_language.as_deref()));
-        self.news_date
-            .append_option(news.and_then(|n| n.publication_date.as_ref()).map(micros));
+        if let Some(news) = entry.news.as_deref() {
+            let fields = self.news.values();
+            string_field(fields, 0).append_option(news.title.as_deref());
+            string_field(fields, 1).append_option(news.publication_name.as_deref());
+            string_field(fields, 2).append_option(news.publication_language.as_deref());
+            field::<TimestampMicrosecondBuilder>(fields, 3)
+                .append_option(news.publication_date.as_ref().map(micros));
+            fields.append(true);
+        }
+        self.news.append(true);
     }
 
     /// The rows appended so far as one batch; the builder starts empty again.
@@ -287,10 +290,7 @@ impl UrlColumns {
             Arc::new(self.images.finish()),
             Arc::new(self.alternates.finish()),
             Arc::new(self.videos.finish()),
-            Arc::new(self.news_title.finish()),
-            Arc::new(self.news_name.finish()),
-            Arc::new(self.news_language.finish()),
-            Arc::new(self.news_date.finish()),
+            Arc::new(self.news.finish()),
         ];
         match &mut self.sitemap {
             Some(sitemap) => {
@@ -312,7 +312,12 @@ fn string_field(builder: &mut StructBuilder, i: usize) -> &mut StringBuilder {
     field::<StringBuilder>(builder, i)
 }
 
-fn batch(schema: &SchemaRef, columns: Vec<ArrayRef>) -> RecordBatch {
+fn batch(schema: &SchemaRef, mut columns: Vec<ArrayRef>) -> RecordBatch {
+    // A builder's buffers grow by doubling: a table of millions of rows
+    // keeps only what its rows fill.
+    for column in &mut columns {
+        <ArrayRef as Array>::shrink_to_fit(column);
+    }
     RecordBatch::try_new(schema.clone(), columns)
         .expect("the builders' types are the schema's, and every column has one value per row")
 }
@@ -322,7 +327,7 @@ fn batch(schema: &SchemaRef, columns: Vec<ArrayRef>) -> RecordBatch {
 pub(crate) struct SitemapColumns {
     loc: StringBuilder,
     lastmod: TimestampMicrosecondBuilder,
-    precision: StringBuilder,
+    precision: StringDictionaryBuilder<Int8Type>,
 }
 
 impl SitemapColumns {
@@ -361,14 +366,14 @@ pub(crate) struct DiagnosticColumns {
     column: UInt64Builder,
     message: StringBuilder,
     /// The `sitemap` column of a discovery's table.
-    sitemap: Option<StringBuilder>,
+    sitemap: Option<StringDictionaryBuilder<Int32Type>>,
 }
 
 impl DiagnosticColumns {
     /// A table with the `sitemap` column of a discovery.
     pub(crate) fn with_sitemap() -> Self {
         Self {
-            sitemap: Some(StringBuilder::new()),
+            sitemap: Some(StringDictionaryBuilder::new()),
             ..Self::default()
         }
     }

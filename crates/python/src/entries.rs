@@ -11,13 +11,20 @@ use sitemapd_parser::{self as parser, Lastmod};
 
 use crate::time::datetime;
 
-/// A priority as the decimal the sitemap wrote (`0.8`, not the `f32`'s
-/// 0.800000011920929): `f32`'s `Display` is its shortest round-trip form.
-pub(crate) fn decimal(priority: f32) -> f64 {
-    priority
-        .to_string()
-        .parse::<f64>()
-        .unwrap_or(f64::from(priority))
+/// A priority (or rating) as the decimal the sitemap wrote: `0.8`, not the
+/// `f32`'s 0.800000011920929. The value with the fewest decimals that is
+/// this `f32` again (the sitemap's digits, which an `f32` keeps up to 7).
+pub(crate) fn decimal(value: f32) -> f64 {
+    let wide = f64::from(value);
+    let mut scale = 1.0;
+    for _ in 0..=9 {
+        let candidate = (wide * scale).round() / scale;
+        if candidate as f32 == value {
+            return candidate;
+        }
+        scale *= 10.0;
+    }
+    wide
 }
 
 fn optional_datetime<'py>(

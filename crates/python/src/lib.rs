@@ -12,6 +12,7 @@ mod errors;
 mod options;
 mod parse;
 mod robots;
+mod scrapy_sitemap;
 mod simulate;
 mod source;
 mod store;
@@ -23,6 +24,11 @@ mod time;
 mod glue;
 
 use pyo3::prelude::*;
+
+// The binary's allocator: the store's writes (sled copies a tree node per
+// write) run at the binary's speed.
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// `sitemapd._native`: what the `sitemapd` package re-exports.
 #[pymodule]
@@ -43,6 +49,8 @@ fn _native(py: Python<'_>, module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<discover::Discovered>()?;
     module.add_class::<discover::DiscoverIterator>()?;
     module.add_class::<simulate::Simulation>()?;
+    module.add_class::<scrapy_sitemap::ReadSitemap>()?;
+    module.add_class::<scrapy_sitemap::SitemapDicts>()?;
     module.add_function(wrap_pyfunction!(parse::parse, module)?)?;
     module.add_function(wrap_pyfunction!(parse::iter_entries, module)?)?;
     module.add_function(wrap_pyfunction!(parse::iter_batches, module)?)?;
@@ -50,5 +58,6 @@ fn _native(py: Python<'_>, module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(discover::discover, module)?)?;
     module.add_function(wrap_pyfunction!(discover::iter_discover, module)?)?;
     module.add_function(wrap_pyfunction!(simulate::simulate, module)?)?;
+    module.add_function(wrap_pyfunction!(scrapy_sitemap::read_sitemap, module)?)?;
     Ok(())
 }

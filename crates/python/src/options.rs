@@ -3,7 +3,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use sitemapd_parser::options::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES};
-use sitemapd_parser::{NormUrl, ParseOptions, ScopeMode, Strictness};
+use sitemapd_parser::{NormUrl, ParseOptions, Parser, ScopeMode, Strictness};
 
 // The Python signatures spell the defaults out (a text signature shows
 // literals only): they must stay the parser's and the store's.
@@ -22,18 +22,40 @@ pub(crate) struct ParseArgs<'a> {
 
 impl Default for ParseArgs<'_> {
     fn default() -> Self {
-        Self {
-            url: None,
-            scope: "directory",
-            strict: false,
-            max_bytes: DEFAULT_MAX_BYTES,
-            max_entries: DEFAULT_MAX_ENTRIES,
-            fast_lane: true,
-        }
+        Self::new(
+            None,
+            "directory",
+            false,
+            DEFAULT_MAX_BYTES,
+            DEFAULT_MAX_ENTRIES,
+        )
     }
 }
 
-impl ParseArgs<'_> {
+impl<'a> ParseArgs<'a> {
+    /// The keywords every parsing call takes (the fast lane on).
+    pub(crate) fn new(
+        url: Option<&'a str>,
+        scope: &'a str,
+        strict: bool,
+        max_bytes: u64,
+        max_entries: u64,
+    ) -> Self {
+        Self {
+            url,
+            scope,
+            strict,
+            max_bytes,
+            max_entries,
+            fast_lane: true,
+        }
+    }
+
+    /// A parser of `src` (see [`crate::source::open`]) with these options.
+    pub(crate) fn parser(&self, src: &Bound<'_, PyAny>) -> PyResult<Parser> {
+        Ok(Parser::new(crate::source::open(src)?, self.options()?))
+    }
+
     /// The parser's options, or a `ValueError` naming the bad argument.
     pub(crate) fn options(&self) -> PyResult<ParseOptions> {
         let document_url = self

@@ -16,7 +16,6 @@ use crate::columns::{
 };
 use crate::entries::{Diagnostic, SitemapRef, Summary, UrlEntry};
 use crate::options::ParseArgs;
-use crate::source;
 use crate::table::{BatchReader, Table};
 
 /// The three tables of one document and its summary.
@@ -114,14 +113,10 @@ pub(crate) fn parse(
     fast_lane: bool,
 ) -> PyResult<Parsed> {
     let args = ParseArgs {
-        url,
-        scope,
-        strict,
-        max_bytes,
-        max_entries,
         fast_lane,
+        ..ParseArgs::new(url, scope, strict, max_bytes, max_entries)
     };
-    let parser = Parser::new(source::open(src)?, args.options()?);
+    let parser = args.parser(src)?;
     let (tables, summary) = py.detach(move || {
         let mut parser = parser;
         let mut tables = Tables::default();
@@ -221,17 +216,10 @@ pub(crate) fn iter_entries(
     max_entries: u64,
     diagnostics: bool,
 ) -> PyResult<EntryIterator> {
-    let args = ParseArgs {
-        url,
-        scope,
-        strict,
-        max_bytes,
-        max_entries,
-        ..ParseArgs::default()
-    };
+    let args = ParseArgs::new(url, scope, strict, max_bytes, max_entries);
     Ok(EntryIterator {
         state: Mutex::new(EntryState {
-            parser: Parser::new(source::open(src)?, args.options()?),
+            parser: args.parser(src)?,
             pending: VecDeque::with_capacity(EVENTS_PER_PULL),
             done: false,
         }),
@@ -294,16 +282,9 @@ pub(crate) fn iter_batches(
             "rows must be at least 1",
         ));
     }
-    let args = ParseArgs {
-        url,
-        scope,
-        strict,
-        max_bytes,
-        max_entries,
-        ..ParseArgs::default()
-    };
+    let args = ParseArgs::new(url, scope, strict, max_bytes, max_entries);
     let batches = UrlBatches {
-        parser: Parser::new(source::open(src)?, args.options()?),
+        parser: args.parser(src)?,
         rows,
         columns: UrlColumns::new(),
         done: false,

@@ -9,7 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pythonize::pythonize;
-use sitemapd_parser::{Event, Parser};
+use sitemapd_parser::Event;
 use sitemapd_scheduler::{
     Completion, LeaseRequest, Leased, Notified, Outcome, Put, Store as Inner, StoreError as Error,
     StoreOptions, Timestamp,
@@ -19,7 +19,6 @@ use crate::discover::{WalkArgs, WalkRun};
 use crate::errors::StoreError;
 use crate::glue;
 use crate::options::ParseArgs;
-use crate::source;
 
 pub(crate) fn store_error(e: Error) -> PyErr {
     match e {
@@ -211,14 +210,7 @@ impl Store {
             Some(u) => u.to_owned(),
             None => file_key(src)?,
         };
-        let args = ParseArgs {
-            url,
-            scope,
-            max_bytes,
-            max_entries,
-            ..ParseArgs::default()
-        };
-        let mut parser = Parser::new(source::open(src)?, args.options()?);
+        let mut parser = ParseArgs::new(url, scope, false, max_bytes, max_entries).parser(src)?;
         let now = at(now)?;
         let stats = py.detach(|| {
             self.write(|store| {

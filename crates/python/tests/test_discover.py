@@ -70,7 +70,10 @@ def test_ctrl_c_raises_keyboard_interrupt(site: Site) -> None:
     site.routes["/slow.xml"] = HANG
     script = textwrap.dedent(
         f"""
-        import sitemapd, sys
+        import signal, sitemapd, sys
+        # As in a terminal: a process started in the background by a shell
+        # inherits SIGINT ignored, and Python then leaves it so.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         print("walking", flush=True)
         try:
             sitemapd.discover({site.url("/")!r}, allow_addresses=["127.0.0.1"], total_timeout_s=600)

@@ -145,12 +145,27 @@ def test_the_contract_document_fills_every_column() -> None:
     assert second["images"] == ["http://cdn.example.com/merger.jpg"]
     assert second["videos"][0]["title"] == "Merger"
     assert second["videos"][0]["duration"] == 600
-    assert second["news_title"] == "Companies A, B in Merger Talks"
-    assert second["news_language"] == "en"
+    assert second["news"] == [
+        {
+            "title": "Companies A, B in Merger Talks",
+            "publication_name": "The Example Times",
+            "language": "en",
+            "publication_date": datetime(2008, 12, 23, tzinfo=timezone.utc),
+        }
+    ]
+    assert first["news"] == [] and first["videos"] == []
     assert second["alternates"] == [{"hreflang": "de", "href": "http://www.example.com/de/news/merger.html"}]
     entry = next(e for e in sitemapd.iter_entries(FIXTURES / "parse" / "contract.xml") if isinstance(e, sitemapd.UrlEntry) and e.videos)
     assert entry.news is not None and entry.news["title"] == "Companies A, B in Merger Talks"
     assert entry.alternates == [("de", "http://www.example.com/de/news/merger.html")]
+
+
+@pytest.mark.parametrize("text", ["0", "0.0", "0.5", "0.8", "0.33", "0.123", "0.1234567", "1", "1.0", "0.05"])
+def test_a_priority_is_the_decimal_written(text: str) -> None:
+    doc = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://e.example/a</loc><priority>{text}</priority></url></urlset>'
+    assert pa.table(sitemapd.parse(doc.encode()).urls).column("priority").to_pylist() == [float(text)]
+    entry = next(iter(sitemapd.iter_entries(doc.encode())))
+    assert isinstance(entry, sitemapd.UrlEntry) and entry.priority == float(text)
 
 
 def test_absent_values_stay_null() -> None:

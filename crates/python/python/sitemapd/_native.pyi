@@ -37,6 +37,9 @@ __all__ = [
     "parse_robots",
     "Simulation",
     "simulate",
+    "ReadSitemap",
+    "SitemapDicts",
+    "read_sitemap",
 ]
 
 class SitemapdError(Exception): ...
@@ -318,3 +321,19 @@ def simulate(
     scenario: str | None = None,
     jobs: int | None = None,
 ) -> Simulation: ...
+
+@final
+class ReadSitemap:
+    @property
+    def kind(self) -> Literal["urlset", "sitemapindex"] | None: ...
+    @property
+    def summary(self) -> Summary: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> SitemapDicts: ...
+
+@final
+class SitemapDicts:
+    def __iter__(self) -> SitemapDicts: ...
+    def __next__(self) -> dict[str, Any]: ...
+
+def read_sitemap(body: bytes, *, url: str | None = None, max_bytes: int = 52_428_800) -> ReadSitemap: ...

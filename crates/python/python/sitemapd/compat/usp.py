@@ -58,12 +58,12 @@ def _page(row: dict[str, Any]) -> SitemapPage:
     priority = row.get("priority")
     changefreq = row.get("changefreq")
     news = None
-    if row.get("news_title") is not None:
+    for block in row.get("news") or []:
         news = {
-            "title": row["news_title"],
-            "publication_name": row.get("news_publication_name"),
-            "publication_language": row.get("news_language"),
-            "publish_date": row.get("news_publication_date"),
+            "title": block["title"],
+            "publication_name": block["publication_name"],
+            "publication_language": block["language"],
+            "publish_date": block["publication_date"],
         }
     images = list(row.get("images") or [])
     alternates = [(a["hreflang"], a["href"]) for a in row.get("alternates") or []]

@@ -30,74 +30,39 @@ from typing import Any
 from scrapy.http import Request, Response
 from scrapy.spiders import Spider
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import DeferredSemaphore
 from twisted.internet.threads import deferToThread
 
 import sitemapd
+from sitemapd import _native
 
 logger = logging.getLogger(__name__)
 
 Entry = dict[str, Any]
 
 
-def _lastmod_text(entry: sitemapd.UrlEntry | sitemapd.SitemapRef) -> str | None:
-    """The lastmod as W3C text at the precision the sitemap gave:
-    ``2024-05-06`` for a day, the full UTC time for seconds."""
-    value = entry.lastmod
-    if value is None:
-        return None
-    precision = entry.lastmod_precision
-    if precision == "year":
-        return f"{value.year:04}"
-    if precision == "month":
-        return f"{value.year:04}-{value.month:02}"
-    if precision == "day":
-        return f"{value.year:04}-{value.month:02}-{value.day:02}"
-    text = value.isoformat().replace("+00:00", "Z")
-    return text
-
-
-def _as_dict(entry: sitemapd.UrlEntry | sitemapd.SitemapRef) -> Entry:
-    """An entry as Scrapy's ``Sitemap`` gives it: text values, keys only
-    for what the sitemap said."""
-    out: Entry = {"loc": entry.loc}
-    lastmod = _lastmod_text(entry)
-    if lastmod is not None:
-        out["lastmod"] = lastmod
-        out["lastmod_precision"] = entry.lastmod_precision
-    if isinstance(entry, sitemapd.UrlEntry):
-        if entry.changefreq is not None:
-            out["changefreq"] = entry.changefreq
-        if entry.priority is not None:
-            out["priority"] = str(entry.priority)
-        if entry.alternates:
-            out["alternate"] = [href for _, href in entry.alternates]
-        if entry.images:
-            out["images"] = entry.images
-    return out
-
-
 class Sitemap:
     """Scrapy's ``scrapy.utils.sitemap.Sitemap``: a document's entries as
-    dicts, and its ``type`` (``urlset`` or ``sitemapindex``; text sitemaps
-    and feeds list pages, so they are ``urlset``; ``None`` for what is no
-    sitemap). Unlike Scrapy's, it reads every format, and a broken
-    document yields what came before the break."""
+    dicts of text (``loc``, ``lastmod`` at the precision the sitemap gave,
+    ``lastmod_precision``, ``changefreq``, ``priority``, ``alternate``,
+    ``images``: what the sitemap said), and its ``type`` (``urlset`` or
+    ``sitemapindex``; text sitemaps and feeds list pages, so they are
+    ``urlset``; ``None`` for what is no sitemap). Unlike Scrapy's, it reads
+    every format, and a broken document yields what came before the break.
+    The document is read with the GIL released, and each dict is made when
+    it is iterated."""
 
     def __init__(self, xmltext: bytes | str, *, url: str | None = None, max_bytes: int = 52_428_800) -> None:
         body = xmltext.encode() if isinstance(xmltext, str) else xmltext
-        entries = sitemapd.iter_entries(body, url=url, scope="none", max_bytes=max_bytes)
-        self._entries: list[Entry] = [_as_dict(e) for e in entries if not isinstance(e, sitemapd.Diagnostic)]
-        summary = entries.summary
-        self.summary = summary
-        if summary.format is None:
-            self.type: str | None = None
-        elif summary.format == "sitemapindex":
-            self.type = "sitemapindex"
-        else:
-            self.type = "urlset"
+        self._read = _native.read_sitemap(body, url=url, max_bytes=max_bytes)
+        self.type: str | None = self._read.kind
+        self.summary: sitemapd.Summary = self._read.summary
+
+    def __len__(self) -> int:
+        return len(self._read)
 
     def __iter__(self) -> Iterator[Entry]:
-        return iter(self._entries)
+        return iter(self._read)
 
 
 def _regex(x: re.Pattern[str] | str) -> re.Pattern[str]:
@@ -133,6 +98,9 @@ class SitemapSpider(Spider):
                 callback = getattr(self, callback)
             self._cbs.append((_regex(rule), callback))
         self._follow = [_regex(x) for x in self.sitemap_follow]
+        # Sitemaps parsed at once: each holds its entries until Scrapy has
+        # taken them, and two keep two cores busy.
+        self._parsing = DeferredSemaphore(2)
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.sitemap_urls:
@@ -152,7 +120,7 @@ class SitemapSpider(Spider):
         if stats is None:
             return
         stats.inc_value("sitemapd/sitemaps")
-        stats.inc_value("sitemapd/entries", len(sitemap._entries))
+        stats.inc_value("sitemapd/entries", len(sitemap))
         for rule, count in sitemap.summary.diagnostics.items():
             stats.inc_value(f"sitemapd/diagnostics/{rule}", count)
 
@@ -164,7 +132,7 @@ class SitemapSpider(Spider):
                     yield Request(url, callback=self._parse_sitemap)
             return
         sitemap: Sitemap = await maybe_deferred_to_future(
-            deferToThread(Sitemap, response.body, url=response.url, max_bytes=self.sitemap_max_bytes)
+            self._parsing.run(deferToThread, Sitemap, response.body, url=response.url, max_bytes=self.sitemap_max_bytes)
         )
         self._count(sitemap)
         if sitemap.type is None:
