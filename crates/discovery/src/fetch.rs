@@ -462,9 +462,7 @@ fn classify(e: &reqwest::Error, idle: Duration) -> FetchError {
 
 /// `now + d`, or a year from now when that overflows.
 fn later(d: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(d)
-        .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400))
+    crate::politeness::after(Instant::now(), d)
 }
 
 /// Every `Content-Encoding` value must be gzip (the parser inflates it,

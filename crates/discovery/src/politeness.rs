@@ -107,7 +107,7 @@ impl Politeness {
         let start = {
             let mut schedule = host.schedule.lock().unwrap_or_else(|e| e.into_inner());
             let start = schedule.0.max(Instant::now());
-            schedule.0 = start + schedule.1;
+            schedule.0 = after(start, schedule.1);
             schedule.2 = Some(start);
             start
         };
@@ -131,7 +131,7 @@ impl Politeness {
         // brought this one): the next start is that start plus the new
         // delay, not the old.
         let (next, _, last) = *schedule;
-        *schedule = (last.map_or(next, |l| l + delay), delay, last);
+        *schedule = (last.map_or(next, |l| after(l, delay)), delay, last);
     }
 
     /// Forgets the hosts idle for more than `idle`: no request in flight or
@@ -174,6 +174,14 @@ fn prune(
         !(unused && now.saturating_duration_since(next) > idle)
     });
     before - map.len()
+}
+
+/// `d` after `t`, or a year after it when `t + d` is past what an
+/// `Instant` holds: a delay or deadline given as "forever" waits, and
+/// never overflows.
+pub(crate) fn after(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| t + Duration::from_secs(365 * 86_400))
 }
 
 #[cfg(test)]
@@ -248,6 +256,18 @@ mod tests {
         gate.set_crawl_delay(&k("fresh"), 5.0);
         drop(gate.acquire(&k("fresh")).await);
         assert_eq!(t1.elapsed(), Duration::ZERO);
+    }
+
+    /// A minimum delay past what an `Instant` holds ("forever") makes the
+    /// next start a year away, not an overflow.
+    #[tokio::test(start_paused = true)]
+    async fn a_delay_of_forever_waits_a_year() {
+        let gate = Politeness::new(1, Duration::MAX, Duration::MAX);
+        let t0 = Instant::now();
+        drop(gate.acquire(&k("h")).await);
+        gate.set_crawl_delay(&k("h"), f64::MAX);
+        drop(gate.acquire(&k("h")).await);
+        assert_eq!(t0.elapsed(), Duration::from_secs(365 * 86_400));
     }
 
     fn hosts(gate: &Politeness) -> usize {
