@@ -142,7 +142,8 @@ impl WalkArgs {
 /// A walk in progress: its events, pulled a slice at a time.
 pub(crate) struct WalkRun {
     stream: Option<WalkStream>,
-    deadline: Instant,
+    /// `None`: a budget past what an `Instant` can hold, so none.
+    deadline: Option<Instant>,
     timed_out: bool,
 }
 
@@ -162,7 +163,7 @@ impl WalkRun {
         let _entered = runtime.enter();
         Ok(Self {
             stream: Some(walker.walk(args.seeds)),
-            deadline: Instant::now() + args.total_timeout,
+            deadline: Instant::now().checked_add(args.total_timeout),
             timed_out: false,
         })
     }
@@ -176,7 +177,9 @@ impl WalkRun {
             let Some(stream) = self.stream.as_mut() else {
                 return Ok(None);
             };
-            let left = self.deadline.saturating_duration_since(Instant::now());
+            let left = self
+                .deadline
+                .map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
             if left.is_zero() {
                 // Dropping the stream aborts the walk's tasks.
                 self.stream = None;

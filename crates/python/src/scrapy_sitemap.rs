@@ -117,20 +117,23 @@ impl SitemapDicts {
     }
 }
 
-/// Reads `body` whole, with the GIL released: every entry (no scope rule,
-/// as Scrapy applies none), the kind of document and its summary.
+/// Reads `body` whole, with the GIL released: its entries up to
+/// `max_entries` (no scope rule, as Scrapy applies none), the kind of
+/// document and its summary. The entries are held until iterated, so the
+/// entry limit bounds the memory a small, dense document can take.
 #[pyfunction]
-#[pyo3(signature = (body, *, url = None, max_bytes = 52_428_800))]
+#[pyo3(signature = (body, *, url = None, max_bytes = 52_428_800, max_entries = 50_000))]
 pub(crate) fn read_sitemap(
     py: Python<'_>,
     body: PyBackedBytes,
     url: Option<&str>,
     max_bytes: u64,
+    max_entries: u64,
 ) -> PyResult<ReadSitemap> {
     let mut options = ParseArgs {
         url,
         max_bytes,
-        max_entries: u64::MAX,
+        max_entries,
         ..ParseArgs::default()
     }
     .options()?;

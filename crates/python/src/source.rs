@@ -79,8 +79,17 @@ impl Read for PyFileReader {
                     "the file's read() returned text, not bytes: open it in binary mode ('rb')",
                 )
             })?;
-            let n = bytes.len().min(buf.len());
-            buf[..n].copy_from_slice(&bytes[..n]);
+            // More than asked for would have to be kept for the next read;
+            // a file that does it is broken, and dropping the rest would
+            // corrupt the document silently.
+            let n = bytes.len();
+            if n > buf.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("the file's read({}) returned {n} bytes", buf.len()),
+                ));
+            }
+            buf[..n].copy_from_slice(&bytes);
             Ok(n)
         })
     }

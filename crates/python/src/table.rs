@@ -26,6 +26,11 @@ impl Table {
     }
 }
 
+/// The names of `schema`'s columns, in order.
+fn names(schema: &SchemaRef) -> Vec<String> {
+    schema.fields().iter().map(|f| f.name().clone()).collect()
+}
+
 /// Imports an optional package, or says how to install it.
 pub(crate) fn import_optional<'py>(
     py: Python<'py>,
@@ -65,11 +70,7 @@ impl Table {
     /// The columns' names, in order.
     #[getter]
     fn column_names(&self) -> Vec<String> {
-        self.schema
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect()
+        names(&self.schema)
     }
 
     fn __len__(&self) -> usize {
@@ -164,11 +165,7 @@ impl BatchReader {
     /// The columns' names, in order.
     #[getter]
     fn column_names(&self) -> Vec<String> {
-        self.schema
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect()
+        names(&self.schema)
     }
 
     /// The Arrow PyCapsule stream interface; the stream moves to the caller.

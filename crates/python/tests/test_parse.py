@@ -237,6 +237,17 @@ def test_bad_arguments_are_python_errors() -> None:
         sitemapd.parse(io.StringIO("text, not bytes"))  # type: ignore[arg-type]
 
 
+def test_a_file_that_reads_more_than_asked_ends_the_document() -> None:
+    class Overflowing(io.RawIOBase):
+        def read(self, n: int = -1) -> bytes:
+            return b"<urlset>" + b" " * max(n, 0)
+
+    parsed = sitemapd.parse(Overflowing())
+    assert not parsed.summary.complete
+    assert parsed.urls.num_rows == 0
+    assert any("returned" in m for m in pa.table(parsed.diagnostics).column("message").to_pylist())
+
+
 def test_the_scope_rule_follows_the_url_given() -> None:
     doc = urlset_bytes("https://e.example/blog/a", "https://e.example/shop/b", "https://other.example/c")
     directory = sitemapd.parse(doc, url="https://e.example/blog/sitemap.xml")

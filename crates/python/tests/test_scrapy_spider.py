@@ -162,3 +162,13 @@ def test_the_drop_in_sitemap_class_reads_what_scrapys_reads() -> None:
     assert Sitemap(body).type == ScrapySitemap(body).type == "urlset"
     for mine, scrapys in zip(ours, theirs, strict=True):
         assert {k: v for k, v in mine.items() if k in scrapys} == scrapys
+
+
+def test_the_drop_in_sitemap_class_holds_at_most_its_entry_limit() -> None:
+    from sitemapd.scrapy import Sitemap
+
+    body = urlset(*(f"https://e.example/{i}" for i in range(60_000))).encode()
+    sitemap = Sitemap(body)
+    assert len(sitemap) == len(list(sitemap)) == 50_000
+    assert sitemap.summary.diagnostics.get("C4") == 1
+    assert len(Sitemap(body, max_entries=60_000)) == 60_000

@@ -52,7 +52,6 @@ def sitemap_to_df(
     download_date = datetime.now(timezone.utc)
     urls = pa.table(found.urls).select(["loc", "lastmod", "changefreq", "priority", "sitemap"]).to_pandas()
     fetches = pa.table(found.sitemaps).to_pandas()
-    fetches = fetches[fetches["url"] != sitemap_url.split("#")[0]] if len(fetches) > 1 else fetches
     per_sitemap = pd.DataFrame(
         {
             "sitemap": fetches["url"],

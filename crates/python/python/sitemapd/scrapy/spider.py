@@ -50,11 +50,14 @@ class Sitemap:
     ``urlset``; ``None`` for what is no sitemap). Unlike Scrapy's, it reads
     every format, and a broken document yields what came before the break.
     The document is read with the GIL released, and each dict is made when
-    it is iterated."""
+    it is iterated; its entries are held until then, up to `max_entries`
+    (the protocol's 50,000 by default)."""
 
-    def __init__(self, xmltext: bytes | str, *, url: str | None = None, max_bytes: int = 52_428_800) -> None:
+    def __init__(
+        self, xmltext: bytes | str, *, url: str | None = None, max_bytes: int = 52_428_800, max_entries: int = 50_000
+    ) -> None:
         body = xmltext.encode() if isinstance(xmltext, str) else xmltext
-        self._read = _native.read_sitemap(body, url=url, max_bytes=max_bytes)
+        self._read = _native.read_sitemap(body, url=url, max_bytes=max_bytes, max_entries=max_entries)
         self.type: str | None = self._read.kind
         self.summary: sitemapd.Summary = self._read.summary
 
@@ -89,6 +92,9 @@ class SitemapSpider(Spider):
     """Apply ``sitemap_follow`` to the sitemaps robots.txt lists too."""
     sitemap_max_bytes: int = 52_428_800
     """The byte limit of one sitemap after decompression (the protocol's 50 MiB)."""
+    sitemap_max_entries: int = 50_000
+    """The entries read of one sitemap (the protocol's 50,000; the rest are
+    counted in the stats as ``sitemapd/diagnostics/C4``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -103,11 +109,6 @@ class SitemapSpider(Spider):
         self._parsing = DeferredSemaphore(2)
 
     async def start(self) -> AsyncIterator[Any]:
-        for url in self.sitemap_urls:
-            yield Request(url, self._parse_sitemap)
-
-    def start_requests(self) -> Iterable[Request]:
-        """For Scrapy before 2.13, which calls this instead of ``start``."""
         for url in self.sitemap_urls:
             yield Request(url, self._parse_sitemap)
 
@@ -132,7 +133,14 @@ class SitemapSpider(Spider):
                     yield Request(url, callback=self._parse_sitemap)
             return
         sitemap: Sitemap = await maybe_deferred_to_future(
-            self._parsing.run(deferToThread, Sitemap, response.body, url=response.url, max_bytes=self.sitemap_max_bytes)
+            self._parsing.run(
+                deferToThread,
+                Sitemap,
+                response.body,
+                url=response.url,
+                max_bytes=self.sitemap_max_bytes,
+                max_entries=self.sitemap_max_entries,
+            )
         )
         self._count(sitemap)
         if sitemap.type is None:
