@@ -9,4 +9,4 @@ pub mod walk;
 
 pub use fetch::{Body, BodyProgress, FetchConfig, FetchError, Fetched, Fetcher, Hop, Validators};
 pub use robots::{DeclaredSitemap, RobotsTxt};
-pub use walk::{Seed, SitemapMemory, WalkConfig, WalkEvent, WalkStream, Walker};
+pub use walk::{FollowRule, Seed, SitemapMemory, WalkConfig, WalkEvent, WalkStream, Walker};

@@ -16,7 +16,8 @@ use sitemapd_discovery::walk::{
     DEFAULT_PROBE_PATHS, Remembered, RobotsOutcome, RobotsReport, SitemapReport, SkipReason, Via,
 };
 use sitemapd_discovery::{
-    FetchConfig, Fetcher, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent, Walker,
+    FetchConfig, Fetcher, FollowRule, Seed, SitemapMemory, Validators, WalkConfig, WalkEvent,
+    Walker,
 };
 use sitemapd_parser::{NormUrl, ParseOptions, Rule};
 use sitemapd_testsite::{Body, Reply, Request, TestSite, gzip};
@@ -447,6 +448,52 @@ async fn index_cycles_and_depth_are_bounded() {
     site.route("/alias.xml", Reply::redirect(301, "/a.xml"));
     let events = walk(&w, &site.url("/a.xml")).await;
     assert!(skipped(&events).contains(&(SkipReason::Seen, 1)));
+}
+
+#[tokio::test]
+async fn the_follow_rule_takes_an_index_children_and_not_robots_sitemaps() {
+    let site = TestSite::start();
+    site.route("/robots.txt", Reply::ok("Sitemap: /news-index.xml\n"));
+    site.route(
+        "/news-index.xml",
+        Reply::ok(index(&[
+            (site.url("/news-1.xml"), None),
+            (site.url("/shop-1.xml"), None),
+            (site.url("/news-2.xml"), None),
+        ])),
+    );
+    for name in ["news-1", "shop-1", "news-2"] {
+        site.route(
+            &format!("/{name}.xml"),
+            Reply::ok(urlset(&[site.url(&format!("/{name}"))])),
+        );
+    }
+    let follow: FollowRule = Arc::new(|url| url.as_str().contains("/news-"));
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            follow: Some(follow),
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/")).await;
+    assert_eq!(skipped(&events), [(SkipReason::NotFollowed, 1)]);
+    let mut pages = entries(&events);
+    pages.sort();
+    assert_eq!(pages, [site.url("/news-1"), site.url("/news-2")]);
+    assert_eq!(site.hits("/shop-1.xml"), 0);
+    // A rule that takes nothing still reads what robots.txt lists.
+    let none: FollowRule = Arc::new(|_| false);
+    let w = walker(
+        fetch_config(),
+        WalkConfig {
+            follow: Some(none),
+            ..WalkConfig::default()
+        },
+    );
+    let events = walk(&w, &site.url("/")).await;
+    assert_eq!(skipped(&events), [(SkipReason::NotFollowed, 3)]);
+    assert_eq!(site.hits("/news-index.xml"), 2);
 }
 
 #[tokio::test]

@@ -107,6 +107,9 @@ pub enum SkipReason {
     Cap,
     /// Its index lastmod is not newer than our last fetch (I3).
     NotChanged,
+    /// The walk's follow rule ([`WalkConfig::follow`](super::WalkConfig::follow))
+    /// does not take it.
+    NotFollowed,
 }
 
 impl SkipReason {
@@ -117,6 +120,7 @@ impl SkipReason {
             SkipReason::Seen => "already walked: cycle or duplicate (I6)",
             SkipReason::Cap => "over the per-site sitemap cap",
             SkipReason::NotChanged => "index lastmod not newer than the last fetch (I3)",
+            SkipReason::NotFollowed => "not taken by the follow rule",
         }
     }
 }

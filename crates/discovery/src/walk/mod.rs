@@ -43,6 +43,9 @@ pub const DEFAULT_PROBE_PATHS: [&str; 8] = [
     "/atom.xml",
 ];
 
+/// Which children of an index a walk fetches ([`WalkConfig::follow`]).
+pub type FollowRule = Arc<dyn Fn(&NormUrl) -> bool + Send + Sync>;
+
 /// Walk settings. `Default` gives the values documented on each field.
 #[derive(Clone)]
 pub struct WalkConfig {
@@ -56,6 +59,10 @@ pub struct WalkConfig {
     pub probe: bool,
     /// The paths probed; default [`DEFAULT_PROBE_PATHS`].
     pub probe_paths: Vec<String>,
+    /// Which children of an index are fetched: those whose URL it returns
+    /// true for; default `None`, every child. The sitemaps robots.txt
+    /// lists, and the walk's seeds, are fetched whatever it says.
+    pub follow: Option<FollowRule>,
     /// Sitemaps of one site fetched at once; default 2 (the per-host limit).
     pub sitemap_concurrency: usize,
     /// Sites walked at once; default 16.
@@ -88,6 +95,7 @@ impl Default for WalkConfig {
             max_sitemaps_per_site: 5_000,
             probe: true,
             probe_paths: DEFAULT_PROBE_PATHS.iter().map(|p| p.to_string()).collect(),
+            follow: None,
             sitemap_concurrency: 2,
             site_concurrency: 16,
             parse: ParseOptions::default(),
@@ -103,6 +111,7 @@ impl std::fmt::Debug for WalkConfig {
             .field("max_depth", &self.max_depth)
             .field("max_sitemaps_per_site", &self.max_sitemaps_per_site)
             .field("probe", &self.probe)
+            .field("follow", &self.follow.is_some())
             .field("sitemap_concurrency", &self.sitemap_concurrency)
             .field("site_concurrency", &self.site_concurrency)
             .field("memory", &self.memory.is_some())

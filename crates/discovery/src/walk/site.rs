@@ -136,7 +136,7 @@ async fn run(walker: Walker, seed: Seed, emit: Emit) -> Result<(), Closed> {
     emit.send(WalkEvent::SiteDone(totals)).await
 }
 
-/// Filters an index's children (depth, seen, cap, I3) into tasks; reports
+/// Filters an index's children (depth, follow rule, seen, cap, I3) into tasks; reports
 /// what was skipped, one event per reason. A child the memory marks not due
 /// is admitted whatever I3 says: it will not be fetched, only descended
 /// through.
@@ -155,6 +155,12 @@ async fn admit_children(
         for child in children {
             let reason = if parent.depth + 1 > config.max_depth {
                 Some(SkipReason::Depth)
+            } else if config
+                .follow
+                .as_ref()
+                .is_some_and(|follow| !follow(&child.loc))
+            {
+                Some(SkipReason::NotFollowed)
             } else if visited.contains(&child.loc) {
                 Some(SkipReason::Seen)
             } else if visited.len() >= config.max_sitemaps_per_site {
