@@ -133,6 +133,18 @@ pub enum UrlStatus {
 }
 
 impl UrlStatus {
+    /// The name shown to users (`"queued"`, `"retired"` …), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UrlStatus::Queued => "queued",
+            UrlStatus::Blocked => "blocked",
+            UrlStatus::Retired => "retired",
+            UrlStatus::Gone => "gone",
+            UrlStatus::Moved => "moved",
+            UrlStatus::Completed => "completed",
+        }
+    }
+
     pub(crate) fn of(r: &UrlRecord) -> UrlStatus {
         // A client's "completed" is final: it stands over a retirement.
         match (r.retired, r.blocked, r.lapsed) {
@@ -388,5 +400,36 @@ fn changefreq_name<S: serde::Serializer>(c: &Option<ChangeFreq>, s: S) -> Result
     match c {
         Some(c) => s.serialize_some(c.as_str()),
         None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UrlStatus;
+    use crate::policy::FetchOutcome;
+
+    #[test]
+    fn status_and_outcome_names_are_their_serialised_names() {
+        for status in [
+            UrlStatus::Queued,
+            UrlStatus::Blocked,
+            UrlStatus::Retired,
+            UrlStatus::Gone,
+            UrlStatus::Moved,
+            UrlStatus::Completed,
+        ] {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+        for outcome in [
+            FetchOutcome::Changed,
+            FetchOutcome::NotModified,
+            FetchOutcome::Gone,
+            FetchOutcome::Error,
+            FetchOutcome::Redirected,
+        ] {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(json, format!("\"{}\"", outcome.as_str()));
+        }
     }
 }

@@ -173,6 +173,20 @@ pub enum FetchOutcome {
     Redirected,
 }
 
+impl FetchOutcome {
+    /// The name shown to users (`"changed"`, `"not-modified"` …), as
+    /// serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FetchOutcome::Changed => "changed",
+            FetchOutcome::NotModified => "not-modified",
+            FetchOutcome::Gone => "gone",
+            FetchOutcome::Error => "error",
+            FetchOutcome::Redirected => "redirected",
+        }
+    }
+}
+
 /// What a policy may know of the URL's host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostState {
