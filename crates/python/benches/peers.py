@@ -1,10 +1,12 @@
 """The Python package against its peers, side by side in one run, each on
-the same bytes: medians of 5, every case in a process of its own (its
+the same bytes: medians of 5, the cases interleaved, every case in a process of its own (its
 seconds and peak RSS measured inside it; "added" is the peak over the
 process with sitemapd imported). A case on the 50k document runs once to
 warm up and then three times in its process (the median); the Rust binary
-is a fresh process each time, as a command is. Prints a Markdown table; asserts
-nothing.
+is a fresh process each time, as a command is. The Scrapy spiders and
+ultimate-sitemap-parser's walk of the 2.5M-URL site run 3 times and once.
+Two parses at once, in threads and in processes, are measured in
+interleaved rounds. Prints a Markdown table; asserts nothing.
 
     scripts/python-bench.sh            # builds the release wheel, installs the peers, runs this
     scripts/python-bench.sh --quick    # the in-memory cases only (no 2.5M-URL site)
@@ -26,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -91,24 +92,6 @@ def c_sitemapd_parse(data: bytes, work: Path) -> int:
     import sitemapd
 
     return sitemapd.parse(data).urls.num_rows
-
-
-def c_sitemapd_parse_two_threads(data: bytes, work: Path) -> int:
-    import sitemapd
-
-    counts: list[int] = []
-    threads = [threading.Thread(target=lambda: counts.append(sitemapd.parse(data).urls.num_rows)) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sum(counts)
-
-
-def c_sitemapd_parse_twice(data: bytes, work: Path) -> int:
-    import sitemapd
-
-    return sitemapd.parse(data).urls.num_rows + sitemapd.parse(data).urls.num_rows
 
 
 def c_sitemapd_iter_entries(data: bytes, work: Path) -> int:
@@ -265,13 +248,80 @@ def c_simulate_cli(data: bytes, work: Path) -> int:
     return 1
 
 
+# --- two parses at once against two in a row: in a pool of two threads,
+# and in two processes (what the machine's two cores give with no shared
+# interpreter at all). The two are measured in interleaved rounds, as this
+# machine's speed drifts from one second to the next.
+
+ROUNDS = 25
+
+
+def _worker(data: bytes, conn: Any) -> None:
+    import sitemapd
+
+    while conn.recv():
+        sitemapd.parse(data)
+        conn.send(True)
+
+
+def parallel_ratios(data: bytes) -> dict[str, list[float]]:
+    """Per round, the time of two parses at once over the time of two in a
+    row: with threads, and with processes."""
+    import multiprocessing
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sitemapd
+
+    def one(_: object = None) -> None:
+        sitemapd.parse(data)
+
+    context = multiprocessing.get_context("fork")
+    pipes = [context.Pipe() for _ in range(2)]
+    workers = [context.Process(target=_worker, args=(data, child)) for _, child in pipes]
+    for w in workers:
+        w.start()
+    ends = [parent for parent, _ in pipes]
+
+    def processes_at_once() -> None:
+        for end in ends:
+            end.send(True)
+        for end in ends:
+            end.recv()
+
+    def processes_in_a_row() -> None:
+        for _ in range(2):
+            ends[0].send(True)
+            ends[0].recv()
+
+    def timed(fn: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        fn()
+        return time.perf_counter() - started
+
+    ratios: dict[str, list[float]] = {"threads": [], "processes": []}
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            for i in range(ROUNDS + 2):
+                threads = timed(lambda: list(pool.map(one, range(2)))) / timed(lambda: (one(), one()))
+                procs = timed(processes_at_once) / timed(processes_in_a_row)
+                if i >= 2:  # two rounds to warm up
+                    ratios["threads"].append(threads)
+                    ratios["processes"].append(procs)
+    finally:
+        for end in ends:
+            end.send(False)
+        for w in workers:
+            w.join()
+    return ratios
+
+
 CASES: dict[str, Callable[[bytes, Path], int]] = {
     name.removeprefix("c_"): fn for name, fn in globals().items() if name.startswith("c_") and callable(fn)
 }
 
 
 ON_50K = {
-    "sitemapd_parse", "sitemapd_parse_two_threads", "sitemapd_parse_twice", "sitemapd_iter_entries",
+    "sitemapd_parse", "sitemapd_iter_entries",
     "usp", "advertools", "lxml_iterparse", "scrapy_sitemap", "rust_cli",
 }
 
@@ -279,14 +329,21 @@ ON_50K = {
 # --- the driver
 
 
-def run(name: str, work: Path) -> dict[str, float]:
-    runs = []
-    for _ in range(REPEAT):
-        out = subprocess.run([sys.executable, str(HERE), "--case", name, str(work)], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise SystemExit(f"{name} failed:\n{out.stderr[-2000:]}")
-        runs.append(json.loads(out.stdout.splitlines()[-1]))
-    return {key: statistics.median(r[key] for r in runs) for key in ("seconds", "count", "rss_mib", "added_mib")}
+def run(names: tuple[str, ...], work: Path, repeat: int = REPEAT) -> dict[str, dict[str, float]]:
+    """Medians of `repeat` runs of each case, the cases interleaved (this
+    machine's speed drifts: a peer measured minutes later would compare
+    against another machine)."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for _ in range(repeat):
+        for name in names:
+            out = subprocess.run([sys.executable, str(HERE), "--case", name, str(work)], capture_output=True, text=True)
+            if out.returncode != 0:
+                raise SystemExit(f"{name} failed:\n{out.stderr[-2000:]}")
+            runs[name].append(json.loads(out.stdout.splitlines()[-1]))
+    return {
+        name: {key: statistics.median(r[key] for r in results) for key in ("seconds", "count", "rss_mib", "added_mib")}
+        for name, results in runs.items()
+    }
 
 
 def serve(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -305,16 +362,18 @@ def main() -> None:
     if sys.argv[1:2] == ["--case"]:
         print(json.dumps(case(sys.argv[2], Path(sys.argv[3]))))
         return
+    if sys.argv[1:2] == ["--parallel"]:
+        print(json.dumps(parallel_ratios((Path(sys.argv[2]) / "50k.xml").read_bytes())))
+        return
     quick = "--quick" in sys.argv
     with tempfile.TemporaryDirectory(prefix="sitemapd-peers-") as tmp:
         work = Path(tmp)
         (work / "50k.xml").write_bytes(urlset(50_000))
         rows: list[tuple[str, str]] = []
         size = (work / "50k.xml").stat().st_size / 1e6
-        r = {name: run(name, work) for name in (
+        r = run((
             "sitemapd_parse", "usp", "advertools", "lxml_iterparse", "rust_cli", "sitemapd_iter_entries",
-            "scrapy_sitemap", "sitemapd_parse_twice", "sitemapd_parse_two_threads", "import",
-            "simulate_python", "simulate_cli")}
+            "scrapy_sitemap", "import", "simulate_python", "simulate_cli"), work)
         for name in ("sitemapd_parse", "usp", "advertools", "lxml_iterparse", "rust_cli", "sitemapd_iter_entries", "scrapy_sitemap"):
             assert r[name]["count"] == 50_000, (name, r[name]["count"])
         ours = r["sitemapd_parse"]["seconds"]
@@ -324,7 +383,13 @@ def main() -> None:
         rows.append(("  against `sitemapd parse FILE > /dev/null` (the Rust binary, whole process)", f"{r['rust_cli']['seconds'] * 1000:.0f} ms: **{r['rust_cli']['seconds'] / ours:.2f}×** the binary's rate"))
         it = r["sitemapd_iter_entries"]["seconds"]
         rows.append(("`iter_entries` against Scrapy's `Sitemap`", f"{it * 1000:.0f} ms against {r['scrapy_sitemap']['seconds'] * 1000:.0f} ms: **{r['scrapy_sitemap']['seconds'] / it:.1f}×**"))
-        rows.append(("two threads, one parse each, against two parses in a row", f"**{r['sitemapd_parse_two_threads']['seconds'] / r['sitemapd_parse_twice']['seconds']:.2f}×** the time"))
+        out = subprocess.run([sys.executable, str(HERE), "--parallel", str(work)], capture_output=True, text=True, check=True)
+        ratios = json.loads(out.stdout.splitlines()[-1])
+        for kind, label in (("threads", "two threads (a pool of two), one parse each, against two parses in a row"), ("processes", "  the machine's own ceiling: two processes, one parse each, against two in a row")):
+            values = sorted(ratios[kind])
+            rows.append((f"{label} ({ROUNDS} interleaved rounds)", f"**{statistics.median(values):.2f}×** the time (quartiles {values[len(values) // 4]:.2f}-{values[3 * len(values) // 4]:.2f})"))
+        per_round = statistics.median(t / p for t, p in zip(ratios["threads"], ratios["processes"]))
+        rows.append(("  threads over processes, round by round (median)", f"**{per_round:.2f}**"))
         rows.append(("`import sitemapd`", f"{r['import']['seconds'] * 1000:.1f} ms"))
         rows.append(("`simulate()` against `sitemapd simulate` (2 policies × 2 seeds, 2,000 pages, 10 days)", f"{r['simulate_python']['seconds']:.2f} s against {r['simulate_cli']['seconds']:.2f} s: **{r['simulate_cli']['seconds'] / r['simulate_python']['seconds']:.2f}×** its rate"))
         with open(work / "47mb.xml", "wb") as f:
@@ -345,7 +410,7 @@ def main() -> None:
             for _ in range(1024):
                 f.write(block)
         for name, label in (("iter_47mb", f"`iter_entries` over a {os.path.getsize(work / '47mb.xml') / 1e6:.0f} MB urlset"), ("iter_bomb", "`iter_entries` over a gzip bomb (1 GiB inflated)")):
-            m = run(name, work)
+            m = run((name,), work)[name]
             rows.append((label, f"+{m['added_mib']:.1f} MiB RSS ({m['rss_mib']:.0f} MiB peak), {m['seconds']:.2f} s, {m['count']:,.0f} {'entries' if name == 'iter_47mb' else 'bytes read'}"))
         if not quick:
             site = work / "site"
@@ -360,18 +425,15 @@ def main() -> None:
                 index.append("</sitemapindex>\n")
                 (site / "index.xml").write_text("".join(index))
                 (site / "robots.txt").write_text(f"User-agent: *\nSitemap: {url}index.xml\n")
-                table = run("discover_table", work)
-                stream = run("discover_stream", work)
+                walked = run(("discover_table", "discover_stream"), work)
+                table, stream = walked["discover_table"], walked["discover_stream"]
                 rows.append(("`discover()` of 50 × 50,000 URLs (loopback), the full table", f"{table['seconds']:.1f} s, {table['count']:,.0f} URLs, {table['rss_mib']:.0f} MiB peak RSS"))
                 rows.append(("`iter_discover()` of the same site", f"{stream['seconds']:.1f} s, {stream['rss_mib']:.0f} MiB peak RSS"))
-                global REPEAT
-                repeat, REPEAT = REPEAT, 1
-                usp_site = run("usp_site", work)
-                spider_scrapy = run("spider_scrapy", work)
-                spider_ours = run("spider_sitemapd", work)
-                REPEAT = repeat
+                usp_site = run(("usp_site",), work, repeat=1)["usp_site"]
+                spiders = run(("spider_scrapy", "spider_sitemapd"), work, repeat=3)
+                spider_scrapy, spider_ours = spiders["spider_scrapy"], spiders["spider_sitemapd"]
                 rows.append(("  against ultimate-sitemap-parser's `sitemap_tree_for_homepage` (one run)", f"{usp_site['seconds']:.1f} s, {usp_site['rss_mib']:.0f} MiB: **{usp_site['seconds'] / table['seconds']:.1f}×**"))
-                rows.append(("`sitemapd.scrapy.SitemapSpider` against Scrapy's, same site, entries counted in `sitemap_filter` (one run each)", f"{spider_ours['seconds']:.1f} s, {spider_ours['rss_mib']:.0f} MiB, {spider_ours['count']:,.0f} entries against {spider_scrapy['seconds']:.1f} s, {spider_scrapy['rss_mib']:.0f} MiB, {spider_scrapy['count']:,.0f}: **{spider_scrapy['seconds'] / spider_ours['seconds']:.1f}×**"))
+                rows.append(("`sitemapd.scrapy.SitemapSpider` against Scrapy's, same site, entries counted in `sitemap_filter` (medians of 3)", f"{spider_ours['seconds']:.1f} s, {spider_ours['rss_mib']:.0f} MiB, {spider_ours['count']:,.0f} entries against {spider_scrapy['seconds']:.1f} s, {spider_scrapy['rss_mib']:.0f} MiB, {spider_scrapy['count']:,.0f}: **{spider_scrapy['seconds'] / spider_ours['seconds']:.1f}×**"))
             finally:
                 server.terminate()
         print("| case | figure |\n|---|---|")

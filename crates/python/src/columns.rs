@@ -19,17 +19,17 @@ use crate::time::micros;
 /// Rows per batch of a table built in one go.
 pub(crate) const BATCH_ROWS: usize = 65_536;
 
-fn timestamp() -> DataType {
+pub(crate) fn timestamp() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
-fn utf8(name: &str) -> Field {
+pub(crate) fn utf8(name: &str) -> Field {
     Field::new(name, DataType::Utf8, true)
 }
 
 /// A column of a few distinct strings (a precision, a changefreq): one
 /// byte per row, each batch's values once.
-fn keyword(name: &str) -> Field {
+pub(crate) fn keyword(name: &str) -> Field {
     Field::new(
         name,
         DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
@@ -312,7 +312,7 @@ fn string_field(builder: &mut StructBuilder, i: usize) -> &mut StringBuilder {
     field::<StringBuilder>(builder, i)
 }
 
-fn batch(schema: &SchemaRef, mut columns: Vec<ArrayRef>) -> RecordBatch {
+pub(crate) fn batch(schema: &SchemaRef, mut columns: Vec<ArrayRef>) -> RecordBatch {
     // A builder's buffers grow by doubling: a table of millions of rows
     // keeps only what its rows fill.
     for column in &mut columns {

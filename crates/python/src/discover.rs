@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use sitemapd_discovery::walk::Via;
 use sitemapd_discovery::{
-    FetchConfig, Fetcher, Seed, SitemapMemory, WalkConfig, WalkEvent, WalkStream, Walker,
+    FetchConfig, Fetcher, FollowRule, Seed, SitemapMemory, WalkConfig, WalkEvent, WalkStream,
+    Walker,
 };
 use tokio::runtime::Runtime;
 
@@ -74,6 +75,38 @@ fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     })
 }
 
+/// `follow`: `None`, a pattern, or a list of patterns (`str` or a compiled
+/// `re.Pattern`, whose text is taken), searched in each child URL of an
+/// index as `re.search` does. Rust's regex syntax, without look-around or
+/// backreferences; a pattern it cannot compile is a `ValueError`.
+fn follow_rule(value: &Bound<'_, PyAny>) -> PyResult<Option<FollowRule>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    let pattern_text = |item: &Bound<'_, PyAny>| -> PyResult<String> {
+        if let Ok(text) = item.extract::<String>() {
+            return Ok(text);
+        }
+        item.getattr("pattern")
+            .and_then(|p| p.extract::<String>())
+            .map_err(|_| PyTypeError::new_err("follow takes str patterns or re.Pattern objects"))
+    };
+    let patterns: Vec<String> = if value.is_instance_of::<PyString>() || value.hasattr("pattern")? {
+        vec![pattern_text(value)?]
+    } else {
+        value
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err("follow takes a pattern or a list of patterns"))?
+            .map(|item| pattern_text(&item?))
+            .collect::<PyResult<_>>()?
+    };
+    let set = regex::RegexSet::new(&patterns)
+        .map_err(|e| PyValueError::new_err(format!("follow: {e}")))?;
+    Ok(Some(Arc::new(move |url: &sitemapd_parser::NormUrl| {
+        set.is_match(url.as_str())
+    })))
+}
+
 impl WalkArgs {
     /// Reads the keywords; an unknown one is a `TypeError`, as for any
     /// Python function.
@@ -115,6 +148,7 @@ impl WalkArgs {
                             })
                             .collect::<PyResult<_>>()?;
                     }
+                    "follow" => walk.follow = follow_rule(&value)?,
                     "scope" => scope = value.extract()?,
                     "strict" => strict = value.extract()?,
                     "max_bytes" => parse.max_bytes = value.extract()?,

@@ -16,6 +16,7 @@ mod scrapy_sitemap;
 mod simulate;
 mod source;
 mod store;
+mod store_tables;
 mod table;
 mod time;
 // The walk-to-store glue the `sitemapd` binary runs too.

@@ -6,9 +6,10 @@
 use std::sync::Mutex;
 
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 use sitemapd_parser::{Event, Format, Lastmod, Precision, ScopeMode};
 
 use crate::entries::{Summary, decimal};
@@ -33,31 +34,36 @@ fn lastmod_text(lastmod: &Lastmod) -> String {
     full[..keep.min(full.len())].to_owned()
 }
 
+/// Keys, precisions and change frequencies are interned: a crawl can hold
+/// millions of these dicts in its requests' meta.
 fn entry_dict<'py>(py: Python<'py>, item: &Item) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     let (loc, lastmod) = match item {
         Item::Url(u) => (u.loc.as_str(), u.lastmod.as_ref()),
         Item::Sitemap(s) => (s.loc.as_str(), s.lastmod.as_ref()),
     };
-    dict.set_item("loc", loc)?;
+    dict.set_item(intern!(py, "loc"), loc)?;
     if let Some(lastmod) = lastmod {
-        dict.set_item("lastmod", lastmod_text(lastmod))?;
-        dict.set_item("lastmod_precision", lastmod.precision.as_str())?;
+        dict.set_item(intern!(py, "lastmod"), lastmod_text(lastmod))?;
+        dict.set_item(
+            intern!(py, "lastmod_precision"),
+            PyString::intern(py, lastmod.precision.as_str()),
+        )?;
     }
     if let Item::Url(u) = item {
         if let Some(c) = u.changefreq {
-            dict.set_item("changefreq", c.as_str())?;
+            dict.set_item(intern!(py, "changefreq"), PyString::intern(py, c.as_str()))?;
         }
         if let Some(p) = u.priority {
-            dict.set_item("priority", decimal(p).to_string())?;
+            dict.set_item(intern!(py, "priority"), decimal(p).to_string())?;
         }
         if !u.alternates.is_empty() {
             let hrefs: Vec<&str> = u.alternates.iter().map(|a| a.href.as_str()).collect();
-            dict.set_item("alternate", PyList::new(py, hrefs)?)?;
+            dict.set_item(intern!(py, "alternate"), PyList::new(py, hrefs)?)?;
         }
         if !u.images.is_empty() {
             let locs: Vec<&str> = u.images.iter().map(|i| i.loc.as_str()).collect();
-            dict.set_item("images", PyList::new(py, locs)?)?;
+            dict.set_item(intern!(py, "images"), PyList::new(py, locs)?)?;
         }
     }
     Ok(dict)

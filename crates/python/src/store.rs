@@ -19,6 +19,8 @@ use crate::discover::{WalkArgs, WalkRun};
 use crate::errors::StoreError;
 use crate::glue;
 use crate::options::ParseArgs;
+use crate::store_tables;
+use crate::table::Table;
 
 pub(crate) fn store_error(e: Error) -> PyErr {
     match e {
@@ -378,6 +380,23 @@ impl Store {
         let now = at(now)?;
         let stats = py.detach(|| self.store.stats(now)).map_err(store_error)?;
         Ok(pythonize(py, &stats)?)
+    }
+
+    /// Every URL the store holds, retired ones included, as a table with
+    /// the columns of `sitemapd export` (times as UTC timestamps).
+    fn urls(&self, py: Python<'_>) -> PyResult<Table> {
+        py.detach(|| store_tables::urls(&self.store))
+            .map_err(store_error)
+    }
+
+    /// One row per host the store holds URLs of: its counts (`active`,
+    /// `retired`, `blocked`), the spacing of its URLs in a lease, when the
+    /// next may be handed out, and its lastmod trust.
+    #[pyo3(signature = (*, now = None))]
+    fn hosts(&self, py: Python<'_>, now: Option<f64>) -> PyResult<Table> {
+        let now = at(now)?;
+        py.detach(|| store_tables::hosts(&self.store, now))
+            .map_err(store_error)
     }
 
     /// Writes everything the store holds to disk now (a store opened with

@@ -4,11 +4,13 @@ the walk from robots.txt, the time budget, Ctrl-C, and the address guard."""
 from __future__ import annotations
 
 import gzip
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -46,6 +48,17 @@ def test_discover_walks_robots_to_every_sitemap(site: Site) -> None:
     streamed = list(sitemapd.iter_discover(site.url("/"), **LOOPBACK))
     assert {e.loc for e in streamed} == pages
     assert all(e.sitemap in (site.url("/pages.xml.gz"), site.url("/text.txt")) for e in streamed)
+
+
+@pytest.mark.parametrize("follow", ["/pages", re.compile(r"\.gz$"), ["nothing", "pages\\.xml"]])
+def test_follow_takes_only_the_index_children_it_matches(site: Site, follow: Any) -> None:
+    pages = tree(site)
+    found = sitemapd.discover(site.url("/"), follow=follow, **LOOPBACK)
+    assert set(pa.table(found.urls).column("loc").to_pylist()) == {p for p in pages if "/p/" in p}
+    assert "/text.txt" not in site.requests and "/gone.xml" not in site.requests
+    # robots.txt's own sitemaps are read whatever the rule says.
+    assert sitemapd.discover(site.url("/"), follow=[], **LOOPBACK).urls.num_rows == 0
+    assert site.requests.count("/index.xml") == 2
 
 
 def test_the_address_guard_refuses_loopback_unless_allowed(site: Site) -> None:
@@ -123,3 +136,7 @@ def test_bad_walk_arguments() -> None:
         sitemapd.discover("example.com", allow_addresses=["not-an-ip"])
     with pytest.raises(TypeError):
         sitemapd.discover(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="follow"):
+        sitemapd.discover("example.com", follow="(unclosed")
+    with pytest.raises(TypeError, match="follow"):
+        sitemapd.discover("example.com", follow=[3])  # type: ignore[list-item]

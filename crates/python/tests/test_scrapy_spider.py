@@ -8,6 +8,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,55 @@ def test_robots_sitemaps_can_follow_the_follow_rule_and_diagnostics_count(site: 
     seen, stats = run(spider, "Spider", site)
     assert {e["url"] for e in seen} == {site.url("/robots.txt"), site.url("/keep.xml"), site.url("/a")}
     assert stats["sitemapd/diagnostics/X7"] == 1
+
+
+@pytest.mark.parametrize(("slots", "depth_limit"), [(1, 0), (2, 0), (1, 3)])
+def test_sitemap_downloads_stay_within_their_slots_and_nothing_stalls_the_tree(
+    site: Site, tmp_path: Path, slots: int, depth_limit: int
+) -> None:
+    """At most `sitemap_concurrency` sitemaps at the server at once, while a
+    tree nested deeper than that is read whole, and children that fail
+    (404, a refused connection), are listed twice or are cut by Scrapy's
+    DEPTH_LIMIT give their slots back."""
+    in_flight = [0, 0]  # now, most
+
+    def slow(body: str) -> Any:
+        def reply() -> tuple[int, dict[str, str], bytes]:
+            with site.lock:
+                in_flight[0] += 1
+                in_flight[1] = max(in_flight[1], in_flight[0])
+            time.sleep(0.15)
+            with site.lock:
+                in_flight[0] -= 1
+            return 200, {"Content_Type": "application/xml"}, body.encode()
+
+        return reply
+
+    depth = 4
+    pages = []
+    for level in range(depth):
+        children = [site.url(f"/pages-{level}-{part}.xml") for part in "ab"]
+        for child in children:
+            locs = [site.url(f"/page/{level}/{child[-5]}/{i}") for i in range(3)]
+            pages += locs
+            site.routes[child.removeprefix(site.url(""))] = slow(urlset(*locs))
+        listed = children + [children[0], site.url(f"/missing-{level}.xml"), "http://127.0.0.1:1/refused.xml"]
+        if level + 1 < depth:
+            listed.insert(0, site.url(f"/index-{level + 1}.xml"))
+        site.routes[f"/index-{level}.xml"] = slow(sitemapindex(*listed))
+    site.serve("/robots.txt", f"Sitemap: {site.url('/index-0.xml')}\n")
+    for page in pages:
+        site.serve(page.removeprefix(site.url("")), "page")
+    spider = one_spider(tmp_path, "from sitemapd.scrapy import SitemapSpider", [site.url("/robots.txt")])
+    spider.write_text(spider.read_text().replace("    name = 'one'", f"    name = 'one'\n    sitemap_concurrency = {slots}"))
+    seen, _ = run(spider, "Spider", site, {"DEPTH_LIMIT": depth_limit})
+    fetched = {e["url"] for e in seen if "/page/" in e["url"]}
+    if depth_limit:
+        # robots.txt 0, index-0 1, pages-0-* 2, their pages 3: the rest is deeper.
+        assert fetched == {page for page in pages if "/page/0/" in page}
+    else:
+        assert fetched == set(pages)
+        assert in_flight[1] == slots
 
 
 def test_the_drop_in_sitemap_class_reads_what_scrapys_reads() -> None:

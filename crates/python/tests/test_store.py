@@ -7,13 +7,16 @@ import os
 import signal
 import subprocess
 import sys
+import json
 import textwrap
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import sitemapd
-from conftest import CORPUS, urlset
+from conftest import CORPUS, corpus_files, urlset
 
 NOW = 1_800_000_000.0
 
@@ -143,3 +146,43 @@ def test_what_a_call_returned_survives_kill_9(tmp_path: Path) -> None:
     for url in leased:
         view = store.url(url)
         assert view is not None and view["leased_until"] is not None
+
+
+def test_urls_is_the_binarys_export_and_hosts_add_up_to_the_stats(tmp_path: Path, sitemapd_bin: Path) -> None:
+    path = tmp_path / "store"
+    store = sitemapd.Store(path, min_delay_s=2.0)
+    for i, doc in enumerate(corpus_files("urlset")[:12]):
+        store.ingest(doc, url=f"https://corpus.example/{i}/sitemap.xml", scope="none", now=NOW)
+    leased = store.lease(200, per_host=10, now=NOW)
+    outcomes: list[tuple[Any, int]] = [("changed", 200), ("not_modified", 304), ("gone", 410), ("error", 503)]
+    for i, lease in enumerate(leased[:40]):
+        outcome, status = outcomes[i % 4]
+        store.complete(lease.url, outcome, status=status, now=NOW + 1)
+    urls = store.urls().to_pylist()
+    hosts = store.hosts(now=NOW + 2).to_pylist()
+    stats = store.stats(now=NOW + 2)
+    del store  # the binary opens the store next: it must be closed
+
+    out = subprocess.run([str(sitemapd_bin), "export", "--store", str(path), "--format", "jsonl"],
+                         capture_output=True, text=True, check=True)
+    exported = {row["url"]: row for row in map(json.loads, out.stdout.splitlines())}
+    assert len(urls) == len(exported) >= 300
+    assert {row["status"] for row in urls} >= {"queued", "gone"}
+    for row in urls:
+        theirs = exported[row["url"]]
+        assert list(row) == list(theirs)
+        for column, value in row.items():
+            if isinstance(value, datetime):
+                assert int(value.timestamp()) == theirs[column], (row["url"], column)
+            elif column == "priority" and value is not None:
+                assert abs(value - theirs[column]) < 1e-6
+            else:
+                assert value == theirs[column], (row["url"], column)
+
+    assert sorted(h["host"] for h in hosts) == sorted(stats["hosts"])
+    for host in hosts:
+        counts = stats["hosts"][host["host"]]
+        assert (host["active"], host["retired"], host["blocked"]) == (counts["active"], counts["retired"], counts["blocked"])
+        assert host["lease_delay_s"] == 2.0 and host["lastmod_trusted"] == counts["lastmod_trusted"]
+    assert sum(h["active"] for h in hosts) == stats["active"]
+    assert len(hosts) >= 5

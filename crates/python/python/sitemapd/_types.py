@@ -4,6 +4,7 @@ readers alike."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import IO, Literal, TypedDict, Union
 
@@ -25,6 +26,10 @@ class WalkOptions(TypedDict, total=False):
     """Index nesting followed at most (default 3)."""
     max_sitemaps: int
     """Sitemaps fetched per site at most (default 5,000)."""
+    follow: str | re.Pattern[str] | Sequence[str | re.Pattern[str]] | None
+    """The children of an index fetched: those whose URL a pattern is found in
+    (as ``re.search``; Rust's regex syntax, no look-around). Default all. The
+    sitemaps robots.txt lists are fetched whatever it says."""
     probe: bool
     """Probe well-known paths when robots.txt declares none (default True)."""
     total_timeout_s: float

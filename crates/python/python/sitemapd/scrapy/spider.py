@@ -11,6 +11,13 @@ What differs:
   before the break;
 - parsing runs in a thread, with the GIL released, so the reactor keeps
   downloading;
+- at most ``sitemap_concurrency`` sitemaps are downloaded or wait to be
+  read at once, and two are read at once, so the memory a sitemap tree
+  takes stays bounded whatever ``CONCURRENT_REQUESTS`` says (Scrapy's
+  spider reads each in the reactor, which slows its downloads instead).
+  The spider adds its downloader middleware, ``SitemapDownloadSlots``
+  (at 950, after Retry and Redirect), to enforce this; page requests
+  pass through it untouched;
 - each page request carries its sitemap entry in ``meta["sitemap"]``
   (``loc``, ``lastmod``, ``changefreq``, ``priority``, ``alternate``,
   ``lastmod_precision``, ``images``), and the parser's diagnostics are
@@ -22,19 +29,27 @@ What differs:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.http import Request, Response
 from scrapy.spiders import Spider
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import DeferredSemaphore
 from twisted.internet.threads import deferToThread
+from twisted.python.failure import Failure
 
 import sitemapd
 from sitemapd import _native
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +83,32 @@ class Sitemap:
         return iter(self._read)
 
 
+SLOT_KEY = "sitemapd_sitemap"
+"""The meta key of a sitemap request: its download slot's number, which a
+redirect or a retry of it keeps."""
+
+
+class SitemapDownloadSlots:
+    """The downloader middleware of ``SitemapSpider``: a sitemap request
+    waits here for one of the spider's ``sitemap_concurrency`` slots, and
+    holds it until its body is read, its download fails, or the scheduler
+    drops its redirect as a duplicate. A request the spider middlewares
+    filter out never reaches it, so never holds a slot."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        spider = self.crawler.spider
+        slot = request.meta.get(SLOT_KEY)
+        if isinstance(spider, SitemapSpider) and slot is not None:
+            await spider._take_slot(slot)
+
+
 def _regex(x: re.Pattern[str] | str) -> re.Pattern[str]:
     return re.compile(x) if isinstance(x, str) else x
 
@@ -95,6 +136,24 @@ class SitemapSpider(Spider):
     sitemap_max_entries: int = 50_000
     """The entries read of one sitemap (the protocol's 50,000; the rest are
     counted in the stats as ``sitemapd/diagnostics/C4``)."""
+    sitemap_concurrency: int = 2
+    """Sitemaps downloaded or waiting to be read at once (each holds its
+    body, up to ``sitemap_max_bytes``, until it is read). Page requests are
+    not counted."""
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        if not any(str(name).endswith("SitemapDownloadSlots") for name in middlewares):
+            middlewares[f"{__name__}.SitemapDownloadSlots"] = 950
+            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider._dropped, signal=signals.request_dropped)
+        return spider
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -104,13 +163,42 @@ class SitemapSpider(Spider):
                 callback = getattr(self, callback)
             self._cbs.append((_regex(rule), callback))
         self._follow = [_regex(x) for x in self.sitemap_follow]
-        # Sitemaps parsed at once: each holds its entries until Scrapy has
-        # taken them, and two keep two cores busy.
+        # Sitemaps read at once: each holds its slot until Scrapy has taken
+        # its entries, and two keep two cores busy.
         self._parsing = DeferredSemaphore(2)
+        self._downloads = DeferredSemaphore(max(1, self.sitemap_concurrency))
+        self._held: set[int] = set()
+        self._slot_numbers = itertools.count()
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.sitemap_urls:
-            yield Request(url, self._parse_sitemap)
+            yield self._sitemap_request(url)
+
+    def _sitemap_request(self, url: str) -> Request:
+        return Request(
+            url, callback=self._parse_sitemap, errback=self._sitemap_failed, meta={SLOT_KEY: next(self._slot_numbers)}
+        )
+
+    async def _take_slot(self, slot: int) -> None:
+        """Waits for a download slot, unless `slot` (a redirect or retry of
+        a request that has one) holds one already."""
+        if slot not in self._held:
+            await maybe_deferred_to_future(self._downloads.acquire())
+            self._held.add(slot)
+
+    def _give_slot(self, request: Request | None) -> None:
+        slot = request.meta.get(SLOT_KEY) if request is not None else None
+        if slot in self._held:
+            self._held.remove(slot)
+            self._downloads.release()
+
+    def _dropped(self, request: Request) -> None:
+        self._give_slot(request)
+
+    def _sitemap_failed(self, failure: Failure) -> Failure:
+        # The failure goes on: Scrapy logs it as it would without an errback.
+        self._give_slot(getattr(failure, "request", None))
+        return failure
 
     def sitemap_filter(self, entries: Iterable[Entry]) -> Iterable[Entry]:
         """Override to filter entries by their attributes (``lastmod``…)."""
@@ -127,32 +215,39 @@ class SitemapSpider(Spider):
 
     async def _parse_sitemap(self, response: Response) -> AsyncIterator[Request]:
         if response.url.endswith("/robots.txt"):
+            self._give_slot(response.request)
             robots = sitemapd.parse_robots(response.body, url=response.url)
             for url in robots.sitemaps:
                 if not self.sitemap_follow_robots or any(x.search(url) for x in self._follow):
-                    yield Request(url, callback=self._parse_sitemap)
+                    yield self._sitemap_request(url)
             return
-        sitemap: Sitemap = await maybe_deferred_to_future(
-            self._parsing.run(
-                deferToThread,
-                Sitemap,
-                response.body,
-                url=response.url,
-                max_bytes=self.sitemap_max_bytes,
-                max_entries=self.sitemap_max_entries,
-            )
-        )
-        self._count(sitemap)
-        if sitemap.type is None:
-            logger.warning("Ignoring invalid sitemap: %(response)s", {"response": response}, extra={"spider": self})
-            return
-        if sitemap.type == "sitemapindex":
-            for loc, _ in _iterloc(self.sitemap_filter(sitemap), self.sitemap_alternate_links):
-                if any(x.search(loc) for x in self._follow):
-                    yield Request(loc, callback=self._parse_sitemap)
-            return
-        for loc, entry in _iterloc(self.sitemap_filter(sitemap), self.sitemap_alternate_links):
-            for rule, callback in self._cbs:
-                if rule.search(loc):
-                    yield Request(loc, callback=callback, meta={"sitemap": entry})
-                    break
+        await maybe_deferred_to_future(self._parsing.acquire())
+        try:
+            try:
+                sitemap: Sitemap = await maybe_deferred_to_future(
+                    deferToThread(
+                        Sitemap,
+                        response.body,
+                        url=response.url,
+                        max_bytes=self.sitemap_max_bytes,
+                        max_entries=self.sitemap_max_entries,
+                    )
+                )
+            finally:
+                self._give_slot(response.request)
+            self._count(sitemap)
+            if sitemap.type is None:
+                logger.warning("Ignoring invalid sitemap: %(response)s", {"response": response}, extra={"spider": self})
+                return
+            if sitemap.type == "sitemapindex":
+                for loc, _ in _iterloc(self.sitemap_filter(sitemap), self.sitemap_alternate_links):
+                    if any(x.search(loc) for x in self._follow):
+                        yield self._sitemap_request(loc)
+                return
+            for loc, entry in _iterloc(self.sitemap_filter(sitemap), self.sitemap_alternate_links):
+                for rule, callback in self._cbs:
+                    if rule.search(loc):
+                        yield Request(loc, callback=callback, meta={"sitemap": entry})
+                        break
+        finally:
+            self._parsing.release()
