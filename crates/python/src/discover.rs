@@ -75,22 +75,50 @@ fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     })
 }
 
-/// `follow`: `None`, a pattern, or a list of patterns (`str` or a compiled
-/// `re.Pattern`, whose text is taken), searched in each child URL of an
-/// index as `re.search` does. Rust's regex syntax, without look-around or
-/// backreferences; a pattern it cannot compile is a `ValueError`.
+/// The text of one `follow` pattern: a `str`, or a compiled `re.Pattern`
+/// whose flags `re.I`, `re.M`, `re.S` and `re.X` become Rust's inline
+/// flags (`re.U` is Rust's default; any other flag is refused).
+fn pattern_text(item: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(text) = item.extract::<String>() {
+        return Ok(text);
+    }
+    let (Ok(text), Ok(flags)) = (
+        item.getattr("pattern").and_then(|p| p.extract::<String>()),
+        item.getattr("flags").and_then(|f| f.extract::<u32>()),
+    ) else {
+        return Err(PyTypeError::new_err(
+            "follow takes str patterns or re.Pattern objects of str",
+        ));
+    };
+    const UNICODE: u32 = 32;
+    const INLINE: [(u32, char); 4] = [(2, 'i'), (8, 'm'), (16, 's'), (64, 'x')];
+    let known = INLINE.iter().fold(UNICODE, |all, (bit, _)| all | bit);
+    if flags & !known != 0 {
+        return Err(PyValueError::new_err(format!(
+            "follow: the flags of {text:?} are not all re.I, re.M, re.S, re.X or re.U"
+        )));
+    }
+    let inline: String = INLINE
+        .iter()
+        .filter(|(bit, _)| flags & bit != 0)
+        .map(|(_, c)| *c)
+        .collect();
+    Ok(if inline.is_empty() {
+        text
+    } else {
+        format!("(?{inline}){text}")
+    })
+}
+
+/// `follow`: `None`, a pattern, or a list of patterns (see
+/// [`pattern_text`]), searched in each child URL of an index, normalised
+/// as the store keeps it, as `re.search` does. Rust's regex syntax,
+/// without look-around or backreferences; a pattern it cannot compile is
+/// a `ValueError`.
 fn follow_rule(value: &Bound<'_, PyAny>) -> PyResult<Option<FollowRule>> {
     if value.is_none() {
         return Ok(None);
     }
-    let pattern_text = |item: &Bound<'_, PyAny>| -> PyResult<String> {
-        if let Ok(text) = item.extract::<String>() {
-            return Ok(text);
-        }
-        item.getattr("pattern")
-            .and_then(|p| p.extract::<String>())
-            .map_err(|_| PyTypeError::new_err("follow takes str patterns or re.Pattern objects"))
-    };
     let patterns: Vec<String> = if value.is_instance_of::<PyString>() || value.hasattr("pattern")? {
         vec![pattern_text(value)?]
     } else {

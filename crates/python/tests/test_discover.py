@@ -50,7 +50,7 @@ def test_discover_walks_robots_to_every_sitemap(site: Site) -> None:
     assert all(e.sitemap in (site.url("/pages.xml.gz"), site.url("/text.txt")) for e in streamed)
 
 
-@pytest.mark.parametrize("follow", ["/pages", re.compile(r"\.gz$"), ["nothing", "pages\\.xml"]])
+@pytest.mark.parametrize("follow", ["/pages", re.compile(r"\.gz$"), ["nothing", "pages\\.xml"], re.compile("/PAGES", re.I)])
 def test_follow_takes_only_the_index_children_it_matches(site: Site, follow: Any) -> None:
     pages = tree(site)
     found = sitemapd.discover(site.url("/"), follow=follow, **LOOPBACK)
@@ -140,3 +140,5 @@ def test_bad_walk_arguments() -> None:
         sitemapd.discover("example.com", follow="(unclosed")
     with pytest.raises(TypeError, match="follow"):
         sitemapd.discover("example.com", follow=[3])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="flags"):
+        sitemapd.discover("example.com", follow=re.compile("x", re.ASCII))

@@ -196,6 +196,31 @@ def test_sitemap_downloads_stay_within_their_slots_and_nothing_stalls_the_tree(
         assert in_flight[1] == slots
 
 
+def test_retried_redirected_and_offsite_sitemaps_give_their_slots_back(site: Site, tmp_path: Path) -> None:
+    """One slot, more sitemaps than Scrapy's 16 downloads at once: a sitemap
+    retried after a 503, one redirected onto a sitemap already requested,
+    and one redirected off the allowed domains all let the tree go on."""
+    children = [site.url(f"/pages-{i}.xml") for i in range(20)]
+    pages = {i: [site.url(f"/page/{i}/{j}") for j in range(2)] for i in range(20)}
+    for i, child in enumerate(children):
+        site.serve(child.removeprefix(site.url("")), urlset(*pages[i]))
+    answers = iter([(503, {}, b"busy")])
+    site.routes["/pages-0.xml"] = lambda: next(answers, (200, {}, urlset(*pages[0]).encode()))
+    site.serve("/pages-1.xml", "", status=301, Location=children[2])
+    site.serve("/pages-3.xml", "", status=301, Location=f"http://localhost:{site.port}/offsite.xml")
+    site.serve("/index.xml", sitemapindex(*children))
+    for links in pages.values():
+        for page in links:
+            site.serve(page.removeprefix(site.url("")), "page")
+    spider = one_spider(tmp_path, "from sitemapd.scrapy import SitemapSpider", [site.url("/index.xml")])
+    spider.write_text(spider.read_text().replace(
+        "    name = 'one'", "    name = 'one'\n    sitemap_concurrency = 1\n    allowed_domains = ['127.0.0.1']"))
+    seen, stats = run(spider, "Spider", site, {"RETRY_ENABLED": True})
+    assert {e["url"] for e in seen if "/page/" in e["url"]} == {p for i in pages if i not in (1, 3) for p in pages[i]}
+    assert site.requests.count("/pages-0.xml") == 2 and stats["retry/count"] == 1
+    assert "/offsite.xml" not in site.requests
+
+
 def test_the_drop_in_sitemap_class_reads_what_scrapys_reads() -> None:
     from scrapy.utils.sitemap import Sitemap as ScrapySitemap
 

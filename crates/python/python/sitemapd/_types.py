@@ -27,9 +27,11 @@ class WalkOptions(TypedDict, total=False):
     max_sitemaps: int
     """Sitemaps fetched per site at most (default 5,000)."""
     follow: str | re.Pattern[str] | Sequence[str | re.Pattern[str]] | None
-    """The children of an index fetched: those whose URL a pattern is found in
-    (as ``re.search``; Rust's regex syntax, no look-around). Default all. The
-    sitemaps robots.txt lists are fetched whatever it says."""
+    """The children of an index fetched: those whose URL (normalised: the host
+    in lower case, …) a pattern is found in, as ``re.search`` finds it (Rust's
+    regex syntax, no look-around; a compiled pattern's re.I, re.M, re.S and
+    re.X apply). Default all. The sitemaps robots.txt lists are fetched
+    whatever it says."""
     probe: bool
     """Probe well-known paths when robots.txt declares none (default True)."""
     total_timeout_s: float

@@ -12,9 +12,10 @@ What differs:
 - parsing runs in a thread, with the GIL released, so the reactor keeps
   downloading;
 - at most ``sitemap_concurrency`` sitemaps are downloaded or wait to be
-  read at once, and two are read at once, so the memory a sitemap tree
-  takes stays bounded whatever ``CONCURRENT_REQUESTS`` says (Scrapy's
-  spider reads each in the reactor, which slows its downloads instead).
+  read at once, and two are read at once, so a sitemap tree holds at most
+  ``sitemap_concurrency + 2`` bodies whatever ``CONCURRENT_REQUESTS`` says
+  (Scrapy's spider reads each in the reactor, which slows its downloads
+  instead).
   The spider adds its downloader middleware, ``SitemapDownloadSlots``
   (at 950, after Retry and Redirect), to enforce this; page requests
   pass through it untouched;
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.http import Request, Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spiders import Spider
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import DeferredSemaphore
@@ -91,9 +93,13 @@ redirect or a retry of it keeps."""
 class SitemapDownloadSlots:
     """The downloader middleware of ``SitemapSpider``: a sitemap request
     waits here for one of the spider's ``sitemap_concurrency`` slots, and
-    holds it until its body is read, its download fails, or the scheduler
-    drops its redirect as a duplicate. A request the spider middlewares
-    filter out never reaches it, so never holds a slot."""
+    holds it until its body is read or its download fails. A request that
+    goes back to the scheduler (a retry, a redirect) gives its slot back
+    there, as it holds no body while it waits, and takes one again when it
+    comes back here; one the scheduler or a handler of its signals drops
+    (a duplicate, an offsite redirect) never comes back. A request the
+    spider middlewares filter out never reaches here, so never holds a
+    slot. A request waiting here counts against ``CONCURRENT_REQUESTS``."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -147,12 +153,18 @@ class SitemapSpider(Spider):
         middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
         if not any(str(name).endswith("SitemapDownloadSlots") for name in middlewares):
             middlewares[f"{__name__}.SitemapDownloadSlots"] = 950
-            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+            # At the priority the setting already has, if higher (a
+            # command line's), so that the middleware joins it.
+            priority = max(settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"])
+            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority=priority)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider._dropped, signal=signals.request_dropped)
+        # A request going back to the scheduler (or dropped on its way
+        # there) holds no body: its slot is free for another.
+        crawler.signals.connect(spider._rescheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(spider._rescheduled, signal=signals.request_dropped)
         return spider
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -192,7 +204,7 @@ class SitemapSpider(Spider):
             self._held.remove(slot)
             self._downloads.release()
 
-    def _dropped(self, request: Request) -> None:
+    def _rescheduled(self, request: Request) -> None:
         self._give_slot(request)
 
     def _sitemap_failed(self, failure: Failure) -> Failure:
