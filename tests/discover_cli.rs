@@ -174,6 +174,32 @@ fn discover_entries_streams_the_parse_contract_with_a_source() {
 }
 
 #[test]
+fn follow_takes_only_the_index_children_it_matches() {
+    let site = fixture_site();
+    let root = site.url("/");
+    let o = discover(
+        &root,
+        &["--entries", "--follow", "/posts", "--follow", "(?i)PAGES"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut locs: Vec<String> = json_lines(&stdout(&o))
+        .iter()
+        .map(|l| l["loc"].as_str().unwrap().to_owned())
+        .collect();
+    locs.sort();
+    // /gone.xml is not taken; /relative.xml is robots.txt's own.
+    let mut expected = ["/about", "/post/1", "/post/2", "/r"].map(|p| site.url(p));
+    expected.sort();
+    assert_eq!(locs, expected);
+    assert_eq!(site.hits("/gone.xml"), 0);
+    assert!(
+        stderr(&o).contains("skipped 1 child of") && stderr(&o).contains("not taken by --follow"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn discover_json_events() {
     let site = fixture_site();
     let root = site.url("/");
@@ -333,6 +359,11 @@ fn absurd_limits_and_files_are_refused_with_what_to_do() {
     for (flag, value, says) in [
         ("--max-depth", "4294967295", "at most 8"),
         ("--max-sitemaps", "0", "between 1 and 250000"),
+        (
+            "--follow",
+            "(unclosed",
+            "walk.follow: expected regular expressions",
+        ),
         (
             "--max-sitemaps",
             "18446744073709551615",

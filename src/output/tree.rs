@@ -156,6 +156,7 @@ impl Tree {
                 let why = match reason {
                     SkipReason::Depth => "deeper than --max-depth",
                     SkipReason::Cap => "over --max-sitemaps",
+                    SkipReason::NotFollowed => "not taken by --follow",
                     other => other.describe(),
                 };
                 self.site(site).notes.push(format!(

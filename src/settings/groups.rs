@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
+use sitemapd_discovery::walk::follow_patterns;
 use sitemapd_discovery::{FetchConfig, Fetcher, SitemapMemory, WalkConfig, Walker};
 use sitemapd_parser::{NormUrl, ParseOptions, ScopeMode, Strictness};
 use sitemapd_scheduler::policy::BuiltinPolicy;
@@ -117,6 +118,10 @@ pub(crate) struct WalkSettings {
     /// Sitemaps fetched per site at most (1 to 250,000).
     #[arg(long, default_value_t = WalkSettings::default().max_sitemaps)]
     pub max_sitemaps: usize,
+    /// Follow only the children of an index whose URL this regular expression is found in
+    /// (repeatable: any of them; robots.txt's sitemaps are read whatever it says).
+    #[arg(long, value_name = "REGEX")]
+    pub follow: Vec<String>,
     /// Sites walked at once.
     #[arg(long, default_value_t = WalkSettings::default().parallel_sites)]
     pub parallel_sites: usize,
@@ -129,6 +134,7 @@ impl Default for WalkSettings {
             no_probe: !d.probe,
             max_depth: d.max_depth,
             max_sitemaps: d.max_sitemaps_per_site,
+            follow: Vec::new(),
             parallel_sites: d.site_concurrency,
         }
     }
@@ -143,6 +149,10 @@ impl WalkSettings {
             probe: !self.no_probe,
             site_concurrency: self.parallel_sites.max(1),
             parse: parse.options(None),
+            // `validate` refused a pattern that does not compile.
+            follow: (!self.follow.is_empty())
+                .then(|| follow_patterns(&self.follow).ok())
+                .flatten(),
             ..WalkConfig::default()
         }
     }
@@ -158,6 +168,9 @@ impl WalkSettings {
             (1..=MAX_SITEMAPS_CAP).contains(&self.max_sitemaps),
             &format!("between 1 and {MAX_SITEMAPS_CAP} (five full indexes of 50,000)"),
         )?;
+        if let Err(e) = follow_patterns(&self.follow) {
+            bail!("walk.follow: expected regular expressions (the regex crate's syntax): {e}");
+        }
         check(
             "walk.max_depth",
             self.max_depth <= MAX_DEPTH_CAP,

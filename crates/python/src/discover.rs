@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use sitemapd_discovery::walk::Via;
+use sitemapd_discovery::walk::{Via, follow_patterns};
 use sitemapd_discovery::{
     FetchConfig, Fetcher, FollowRule, Seed, SitemapMemory, WalkConfig, WalkEvent, WalkStream,
     Walker,
@@ -111,10 +111,8 @@ fn pattern_text(item: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// `follow`: `None`, a pattern, or a list of patterns (see
-/// [`pattern_text`]), searched in each child URL of an index, normalised
-/// as the store keeps it, as `re.search` does. Rust's regex syntax,
-/// without look-around or backreferences; a pattern it cannot compile is
-/// a `ValueError`.
+/// [`pattern_text`]), for [`follow_patterns`]; a pattern it cannot compile
+/// is a `ValueError`.
 fn follow_rule(value: &Bound<'_, PyAny>) -> PyResult<Option<FollowRule>> {
     if value.is_none() {
         return Ok(None);
@@ -128,11 +126,9 @@ fn follow_rule(value: &Bound<'_, PyAny>) -> PyResult<Option<FollowRule>> {
             .map(|item| pattern_text(&item?))
             .collect::<PyResult<_>>()?
     };
-    let set = regex::RegexSet::new(&patterns)
-        .map_err(|e| PyValueError::new_err(format!("follow: {e}")))?;
-    Ok(Some(Arc::new(move |url: &sitemapd_parser::NormUrl| {
-        set.is_match(url.as_str())
-    })))
+    follow_patterns(&patterns)
+        .map(Some)
+        .map_err(|e| PyValueError::new_err(format!("follow: {e}")))
 }
 
 impl WalkArgs {

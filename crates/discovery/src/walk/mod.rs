@@ -8,6 +8,7 @@
 //! dropping the [`WalkStream`] stops it.
 
 mod event;
+mod follow;
 mod site;
 mod sitemap;
 
@@ -24,6 +25,7 @@ use tokio::task::{JoinHandle, JoinSet};
 pub use event::{
     MAX_REPORTED_CHILDREN, SiteTotals, SitemapFailure, SitemapReport, SkipReason, Via, WalkEvent,
 };
+pub use follow::follow_patterns;
 
 use crate::fetch::{Fetcher, Validators};
 use crate::robots::RobotsCache;
@@ -60,8 +62,9 @@ pub struct WalkConfig {
     /// The paths probed; default [`DEFAULT_PROBE_PATHS`].
     pub probe_paths: Vec<String>,
     /// Which children of an index are fetched: those whose URL it returns
-    /// true for; default `None`, every child. The sitemaps robots.txt
-    /// lists, and the walk's seeds, are fetched whatever it says.
+    /// true for ([`follow_patterns`] makes one of regular expressions);
+    /// default `None`, every child. The sitemaps robots.txt lists, and the
+    /// walk's seeds, are fetched whatever it says.
     pub follow: Option<FollowRule>,
     /// Sitemaps of one site fetched at once; default 2 (the per-host limit).
     pub sitemap_concurrency: usize,
