@@ -114,7 +114,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
     // and the IndexNow key files.
     let fetcher = sitemapd_discovery::Fetcher::new(settings.fetch.config())?;
     let walker = {
-        let mut walker_config = settings.walk.config(&settings.parse);
+        let mut walker_config = settings.walk.config(&settings.parse)?;
         walker_config.memory = Some(Arc::new(StoreMemory::scheduled(
             store.clone(),
             clock.clone(),

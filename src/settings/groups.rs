@@ -119,8 +119,8 @@ pub(crate) struct WalkSettings {
     #[arg(long, default_value_t = WalkSettings::default().max_sitemaps)]
     pub max_sitemaps: usize,
     /// Follow only the children of an index whose URL this regular expression is found in
-    /// (repeatable: any of them; robots.txt's sitemaps are read whatever it says).
-    #[arg(long, value_name = "REGEX")]
+    /// (repeatable: any of them; robots.txt's sitemaps are read whatever it says; none: all).
+    #[arg(long, value_name = "REGEX", allow_hyphen_values = true)]
     pub follow: Vec<String>,
     /// Sites walked at once.
     #[arg(long, default_value_t = WalkSettings::default().parallel_sites)]
@@ -142,19 +142,19 @@ impl Default for WalkSettings {
 
 impl WalkSettings {
     /// The walk configuration these settings (and the parse settings) describe.
-    pub(crate) fn config(&self, parse: &ParseSettings) -> WalkConfig {
-        WalkConfig {
+    pub(crate) fn config(&self, parse: &ParseSettings) -> Result<WalkConfig> {
+        Ok(WalkConfig {
             max_depth: self.max_depth,
             max_sitemaps_per_site: self.max_sitemaps,
             probe: !self.no_probe,
             site_concurrency: self.parallel_sites.max(1),
             parse: parse.options(None),
-            // `validate` refused a pattern that does not compile.
-            follow: (!self.follow.is_empty())
-                .then(|| follow_patterns(&self.follow).ok())
-                .flatten(),
+            follow: match self.follow.is_empty() {
+                true => None,
+                false => Some(follow_patterns(&self.follow).map_err(|e| follow_error(&e))?),
+            },
             ..WalkConfig::default()
-        }
+        })
     }
 
     fn validate(&self) -> Result<()> {
@@ -169,7 +169,7 @@ impl WalkSettings {
             &format!("between 1 and {MAX_SITEMAPS_CAP} (five full indexes of 50,000)"),
         )?;
         if let Err(e) = follow_patterns(&self.follow) {
-            bail!("walk.follow: expected regular expressions (the regex crate's syntax): {e}");
+            return Err(follow_error(&e));
         }
         check(
             "walk.max_depth",
@@ -179,6 +179,10 @@ impl WalkSettings {
             ),
         )
     }
+}
+
+fn follow_error(e: impl fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("walk.follow: expected regular expressions (the regex crate's syntax): {e}")
 }
 
 /// `[parse]`: how every fetched document is parsed.
@@ -247,7 +251,7 @@ pub(crate) trait Site {
             Fetcher::new(fetch.config())?,
             WalkConfig {
                 memory,
-                ..walk.config(parse)
+                ..walk.config(parse)?
             },
         ))
     }

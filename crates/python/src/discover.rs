@@ -77,7 +77,8 @@ fn seconds(name: &str, value: f64) -> PyResult<Duration> {
 
 /// The text of one `follow` pattern: a `str`, or a compiled `re.Pattern`
 /// whose flags `re.I`, `re.M`, `re.S` and `re.X` become Rust's inline
-/// flags (`re.U` is Rust's default; any other flag is refused).
+/// flags (`re.U` is Rust's default; any other flag is refused). Rust's `x`
+/// also ignores whitespace inside `[...]`, which Python's keeps.
 fn pattern_text(item: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(text) = item.extract::<String>() {
         return Ok(text);

@@ -204,8 +204,9 @@ def test_retried_redirected_and_offsite_sitemaps_give_their_slots_back(site: Sit
     pages = {i: [site.url(f"/page/{i}/{j}") for j in range(2)] for i in range(20)}
     for i, child in enumerate(children):
         site.serve(child.removeprefix(site.url("")), urlset(*pages[i]))
+    # Scrapy's queue is last in, first out: the last child is fetched first.
     answers = iter([(503, {}, b"busy")])
-    site.routes["/pages-0.xml"] = lambda: next(answers, (200, {}, urlset(*pages[0]).encode()))
+    site.routes["/pages-19.xml"] = lambda: next(answers, (200, {}, urlset(*pages[19]).encode()))
     site.serve("/pages-1.xml", "", status=301, Location=children[2])
     site.serve("/pages-3.xml", "", status=301, Location=f"http://localhost:{site.port}/offsite.xml")
     site.serve("/index.xml", sitemapindex(*children))
@@ -217,8 +218,20 @@ def test_retried_redirected_and_offsite_sitemaps_give_their_slots_back(site: Sit
         "    name = 'one'", "    name = 'one'\n    sitemap_concurrency = 1\n    allowed_domains = ['127.0.0.1']"))
     seen, stats = run(spider, "Spider", site, {"RETRY_ENABLED": True})
     assert {e["url"] for e in seen if "/page/" in e["url"]} == {p for i in pages if i not in (1, 3) for p in pages[i]}
-    assert site.requests.count("/pages-0.xml") == 2 and stats["retry/count"] == 1
+    assert site.requests.count("/pages-19.xml") == 2 and stats["retry/count"] == 1
     assert "/offsite.xml" not in site.requests
+
+
+def test_the_spider_joins_middlewares_given_on_the_command_line() -> None:
+    from scrapy.settings import Settings
+
+    from sitemapd.scrapy import SitemapSpider
+
+    settings = Settings()
+    settings.set("DOWNLOADER_MIDDLEWARES", '{"mine.Middleware": 123}', priority="cmdline")
+    SitemapSpider.update_settings(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares == {"mine.Middleware": 123, "sitemapd.scrapy.spider.SitemapDownloadSlots": 950}
 
 
 def test_the_drop_in_sitemap_class_reads_what_scrapys_reads() -> None:

@@ -30,8 +30,9 @@ class WalkOptions(TypedDict, total=False):
     """The children of an index fetched: those whose URL (normalised: the host
     in lower case, …) a pattern is found in, as ``re.search`` finds it (Rust's
     regex syntax, no look-around; a compiled pattern's re.I, re.M, re.S and
-    re.X apply). Default all. The sitemaps robots.txt lists are fetched
-    whatever it says."""
+    re.X apply, re.X as Rust's, which ignores whitespace in ``[...]`` too).
+    Default (None) all; an empty list none. The sitemaps robots.txt lists are
+    fetched whatever it says."""
     probe: bool
     """Probe well-known paths when robots.txt declares none (default True)."""
     total_timeout_s: float

@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +87,7 @@ class Sitemap:
 
 
 SLOT_KEY = "sitemapd_sitemap"
-"""The meta key of a sitemap request: its download slot's number, which a
+"""The meta key of a sitemap request: the name of its download slot, which a
 redirect or a retry of it keeps."""
 
 
@@ -179,8 +180,11 @@ class SitemapSpider(Spider):
         # its entries, and two keep two cores busy.
         self._parsing = DeferredSemaphore(2)
         self._downloads = DeferredSemaphore(max(1, self.sitemap_concurrency))
-        self._held: set[int] = set()
-        self._slot_numbers = itertools.count()
+        self._held: set[str] = set()
+        # Unique across runs: a JOBDIR or shared queue keeps an earlier
+        # run's requests, numbers and all.
+        run = uuid.uuid4().hex
+        self._slot_names = (f"{run}-{n}" for n in itertools.count())
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.sitemap_urls:
@@ -188,10 +192,10 @@ class SitemapSpider(Spider):
 
     def _sitemap_request(self, url: str) -> Request:
         return Request(
-            url, callback=self._parse_sitemap, errback=self._sitemap_failed, meta={SLOT_KEY: next(self._slot_numbers)}
+            url, callback=self._parse_sitemap, errback=self._sitemap_failed, meta={SLOT_KEY: next(self._slot_names)}
         )
 
-    async def _take_slot(self, slot: int) -> None:
+    async def _take_slot(self, slot: str) -> None:
         """Waits for a download slot, unless `slot` (a redirect or retry of
         a request that has one) holds one already."""
         if slot not in self._held:
