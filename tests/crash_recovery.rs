@@ -149,21 +149,28 @@ struct Phase {
 }
 
 impl Phase {
-    /// Runs `command` to the end on a copy of the store in `source`: the
-    /// copy, and how long the phase took.
+    /// Runs `command` to the end on copies of the store in `source`, three
+    /// times: a copy, and the shortest the phase took (the machine's speed
+    /// drifts; a kill point within the shortest lands in the phase).
     fn time(
         &self,
         source: &Path,
         command: &dyn Fn(&Path) -> std::process::Command,
     ) -> (tempfile::TempDir, Duration) {
-        let clean = tempfile::tempdir().unwrap();
-        copy_dir(source, clean.path());
-        let mut run = IngestRun::spawn(command(clean.path()));
-        let from = run.wait_for("phase start", self.start);
-        let full = run.wait_for("phase end", self.end) - from;
-        let (status, lines) = run.end();
-        assert!(status.success(), "{}", lines.join("\n"));
-        (clean, full)
+        let mut shortest: Option<(tempfile::TempDir, Duration)> = None;
+        for _ in 0..3 {
+            let clean = tempfile::tempdir().unwrap();
+            copy_dir(source, clean.path());
+            let mut run = IngestRun::spawn(command(clean.path()));
+            let from = run.wait_for("phase start", self.start);
+            let full = run.wait_for("phase end", self.end) - from;
+            let (status, lines) = run.end();
+            assert!(status.success(), "{}", lines.join("\n"));
+            if shortest.as_ref().is_none_or(|(_, d)| full < *d) {
+                shortest = Some((clean, full));
+            }
+        }
+        shortest.expect("three runs")
     }
 
     /// `KILLS / 5` runs of `command` on copies of the store in `source`,
