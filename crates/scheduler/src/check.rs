@@ -588,6 +588,7 @@ impl Partition {
             return Ok(None);
         };
         crate::marks::Marks::default().overlay(self, url, &mut rec)?;
+        self.sighted(&mut rec, &mut Default::default())?;
         Ok(Some(UrlView::of(url, &rec, self.options.clock.now())))
     }
 
@@ -596,8 +597,13 @@ impl Partition {
     /// ([`StoreOptions::clock`](crate::StoreOptions::clock)), as [`Store::url`](crate::Store::url) does. A record that does not decode is passed over
     /// and counted in [`Store::health`](crate::Store::health) (`unreadable_records`).
     pub(crate) fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
+        let mut listings = crate::hash::FastMap::default();
         self.with_leases(self.all_url_records().filter(|item| self.intact(item)))
-            .map(|item| item.map(|(url, r)| UrlView::of(&url, &r, self.options.clock.now())))
+            .map(move |item| {
+                let (url, mut r) = item?;
+                self.sighted(&mut r, &mut listings)?;
+                Ok(UrlView::of(&url, &r, self.options.clock.now()))
+            })
     }
 
     /// Every sitemap the partition keeps a record of, by URL, with whether

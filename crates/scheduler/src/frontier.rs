@@ -421,9 +421,11 @@ impl Partition {
         now: Timestamp,
     ) -> impl Iterator<Item = Result<(QueuePlace, UrlView), StoreError>> + 'a {
         let mut marks = Marks::default();
+        let mut listings = crate::hash::FastMap::default();
         self.queue_records(name, from.0).map(move |item| {
             let (at, url, mut rec) = item?;
             marks.overlay(self, &url, &mut rec)?;
+            self.sighted(&mut rec, &mut listings)?;
             Ok((QueuePlace(at.after()), UrlView::of(&url, &rec, now)))
         })
     }

@@ -4,23 +4,26 @@
 //! store's write lock at [`Ingest::commit`](crate::store::Ingest::commit): each URL record is read, merged,
 //! rescheduled if what the policy sees changed, and written together with
 //! its due-index entry in one sled batch. A crash loses at most the batches
-//! not yet flushed, never the pairing of a record and its due entry. The
-//! last batch of a sitemap's read also carries the sitemap's record, its
-//! refresh schedule and its host's lastmod trust ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched)):
-//! one sled write per read of a small sitemap, not two.
+//! not yet flushed, never the pairing of a record and its due entry. A
+//! record the merge would change only in its sighting (the same entry, from
+//! sitemaps that listed it last time) is not written: its stamps stand for
+//! the read ([`Listing`]), which remembers it (8 bytes a URL) until it ends
+//! ([`ReadEnd`]). The sitemap's record, its refresh schedule and its host's
+//! lastmod trust are written when its read ends
+//! ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched)).
 
 use std::collections::{HashMap, HashSet};
 
 use sitemapd_parser::UrlEntry;
 
 use crate::error::StoreError;
-use crate::hash::{FastMap, FastSet};
+use crate::hash::{FastMap, FastSet, fnv1a};
 use crate::keys;
 use crate::partition::Partition;
 use crate::record::RefreshState;
 use crate::record::{
-    Extensions, HostRecord, LASTMOD_HISTORY, MAX_SOURCES, NOT_DATED, RECENT_READS, Schedule,
-    SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
+    ABSENT, Extensions, HostRecord, LASTMOD_HISTORY, Listing, MAX_SOURCES, NOT_DATED, RECENT_READS,
+    Schedule, SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
 use crate::time::Timestamp;
@@ -123,6 +126,71 @@ struct Reading {
     fingerprint: Fingerprint,
     /// The record must be written (new, or its member count grew).
     dirty: bool,
+    /// The URLs (their [`fnv1a`] hashes) this read listed with nothing
+    /// new, whose records it left as they were: stamped by an earlier read,
+    /// which they still stand for ([`Listing`]). At most [`MAX_KEPT`].
+    kept: FastSet<u64>,
+}
+
+/// URLs a read leaves unwritten, at most: past this many (a sitemap over
+/// five times the protocol's 50,000 URLs, which the parser's default limit
+/// stops), it writes the rest as it would write a changed entry, so that
+/// its memory stays bounded (about 4.5 MiB).
+const MAX_KEPT: usize = 1 << 18;
+
+/// A read ending: what tells the URLs it listed from those it left out.
+///
+/// A complete read marks [`ABSENT`] (since the read before, their last
+/// listing) the URLs the read before listed and it did not, and retires
+/// those absent from every sitemap that listed them for `retire_after`
+/// complete reads. Any other read (cut, failed, or whose end was not
+/// reported) writes the last sighting of the URLs it listed and left as
+/// they were: only a complete read's time stands for them
+/// ([`SitemapRecord::last_read`](crate::record::SitemapRecord::last_read)).
+struct ReadEnd {
+    /// The sitemap's id.
+    id: u64,
+    /// The read's sequence.
+    seq: u64,
+    /// The sequence of the read before it.
+    previous: u64,
+    /// How the stamps read before it.
+    before: Listing,
+    /// The URLs it listed and left unwritten ([`Reading::kept`]).
+    kept: FastSet<u64>,
+    /// It was a complete 2xx read.
+    complete: bool,
+    /// Its session's time.
+    now: i64,
+}
+
+impl ReadEnd {
+    /// Whether it listed `url` and left its record as it was.
+    fn kept(&self, url: &str) -> bool {
+        self.kept.contains(&fnv1a(url.as_bytes()))
+    }
+
+    /// The stamp, after this complete read, of `url` stamped `stamp`:
+    /// marked absent since the read before (its last listing) if that
+    /// read listed it and this one did not.
+    fn stamp_after(&self, url: &str, stamp: u64) -> u64 {
+        let listed_now = stamp == self.seq || self.kept(url);
+        if self.before.lists(stamp) && !listed_now {
+            ABSENT | self.previous
+        } else {
+            stamp
+        }
+    }
+
+    /// Whether it changes the record of `url`, stamped `stamp` by it
+    /// (`after`: its sitemap's reads after it).
+    fn changes(&self, url: &str, stamp: u64, after: &Listing, k: usize) -> bool {
+        if !self.complete {
+            return self.kept(url);
+        }
+        let now_stamp = self.stamp_after(url, stamp);
+        now_stamp != stamp || after.absences(now_stamp) >= k
+    }
 }
 
 /// Observations of one URL merged within a batch.
@@ -198,24 +266,40 @@ impl Partition {
         }
         Ok(out)
     }
-
-    /// The recent complete reads of the sitemap with this id.
-    fn recent_reads(&self, id: u64) -> Result<Vec<u64>, StoreError> {
-        let Some(url) = self.kv.get(keys::sitemap_id(id))? else {
-            return Ok(Vec::new());
-        };
-        let url = String::from_utf8_lossy(&url).into_owned();
-        Ok(self
-            .sitemap_record(&url)?
-            .map(|s| s.recent_complete)
-            .unwrap_or_default())
-    }
 }
 
-/// Complete reads (sequence numbers in `recent`) after the read stamped
-/// `stamp`: how many complete reads a URL has been absent from.
-fn absences(recent: &[u64], stamp: u64) -> usize {
-    recent.iter().filter(|s| **s > stamp).count()
+/// Whether `rec` is `original` but for its sighting: its last-seen time
+/// and the stamps of the sitemaps that listed it (the same sitemaps, in
+/// the same order). `original` is changed to compare.
+fn only_stamps_moved(original: &mut UrlRecord, rec: &UrlRecord) -> bool {
+    if original.sources.len() != rec.sources.len()
+        || original
+            .sources
+            .iter()
+            .zip(&rec.sources)
+            .any(|(a, b)| a.0 != b.0)
+    {
+        return false;
+    }
+    original.last_seen = rec.last_seen;
+    for (a, b) in original.sources.iter_mut().zip(&rec.sources) {
+        a.1 = b.1;
+    }
+    *original == *rec
+}
+
+/// The listings of the sitemaps in `ids` missing from `listings`, read.
+fn load_listings(
+    store: &Partition,
+    listings: &mut HashMap<u64, Listing>,
+    ids: impl Iterator<Item = u64>,
+) -> Result<(), StoreError> {
+    for id in ids {
+        if let std::collections::hash_map::Entry::Vacant(slot) = listings.entry(id) {
+            slot.insert(store.listing(id)?);
+        }
+    }
+    Ok(())
 }
 
 impl<'s> PartitionIngest<'s> {
@@ -248,9 +332,31 @@ impl<'s> PartitionIngest<'s> {
         self.stats
     }
 
+    /// Whether a read of this session that has ended (at `now`) listed
+    /// the URL whose record is `rec` (and may have left it unwritten).
+    fn read_this_session(
+        &self,
+        rec: &UrlRecord,
+        now: i64,
+        listings: &mut HashMap<u64, Listing>,
+    ) -> Result<bool, StoreError> {
+        for &(id, stamp) in &rec.sources {
+            if self.readings.values().any(|r| r.record.id == id) {
+                // A read in progress: its kept URLs say.
+                continue;
+            }
+            load_listings(self.store, listings, std::iter::once(id))?;
+            let listing = &listings[&id];
+            if listing.last_read == Some(now) && listing.lists(stamp) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     fn reading(&mut self, sitemap: &str) -> Result<&mut Reading, StoreError> {
         if !self.readings.contains_key(sitemap) {
-            let (record, dirty) = match self.store.sitemap_record(sitemap)? {
+            let (mut record, dirty) = match self.store.sitemap_record(sitemap)? {
                 Some(r) => (r, false),
                 None => {
                     let id = self.store.kv.next_id() + 1;
@@ -264,6 +370,10 @@ impl<'s> PartitionIngest<'s> {
                 }
             };
             let seq = record.seq + 1;
+            // A record written before stamps could stand for later reads:
+            // its stamps from the last read on (that read's) say "listed",
+            // as they do in a record that says nothing.
+            record.present_from.get_or_insert(record.seq);
             self.readings.insert(
                 sitemap.to_string(),
                 Reading {
@@ -277,6 +387,7 @@ impl<'s> PartitionIngest<'s> {
                     lastmods: FastMap::default(),
                     fingerprint: Fingerprint::default(),
                     dirty,
+                    kept: FastSet::default(),
                 },
             );
         }
@@ -385,6 +496,20 @@ impl<'s> PartitionIngest<'s> {
             },
             None => None,
         };
+        // A complete read's URLs are written, and those it left out marked
+        // absent (retired when absent long enough), before its record says
+        // it was read: after a crash between the two, the read is as if it
+        // had not been, and the absences it counted stand.
+        let complete = ok && fetch.complete;
+        self.commit()?;
+        let reading = self.reading(sitemap)?;
+        // Fewer distinct URLs than it has members: some are absent.
+        if complete && reading.distinct < reading.record.members {
+            let members = self.settle(sitemap, true)?;
+            self.reading(sitemap)?.record.members = members;
+        } else if !complete && !reading.kept.is_empty() {
+            self.settle(sitemap, false)?;
+        }
         let reading = self.reading(sitemap)?;
         let mut fingerprint = reading.fingerprint;
         if let Some(children) = fetch.children.as_ref().filter(|_| ok) {
@@ -415,8 +540,8 @@ impl<'s> PartitionIngest<'s> {
         } else {
             None
         };
-        // What is pending and the sitemap's record go in one batch: one
-        // sled write per sitemap read, not two.
+        // Its record with its refresh schedule and its host's trust, in one
+        // batch (what was pending is written above).
         let mut writes = self.stage()?;
         // Its members as the staged URLs left them.
         let reading = self.readings.get(sitemap).expect("read above");
@@ -429,7 +554,6 @@ impl<'s> PartitionIngest<'s> {
         if fetch.authorised_by.is_some() {
             record.authorised_by = fetch.authorised_by.clone();
         }
-        let mut retire_pass = false;
         if ok || (!fetch.failed && fetch.status == 304) {
             record.last_success = Some(now);
             record.errors = 0;
@@ -444,12 +568,11 @@ impl<'s> PartitionIngest<'s> {
             // or not the read turns out complete.
             record.seq = reading.seq;
             if fetch.complete {
+                record.last_read = Some(now);
                 record.recent_complete.push(reading.seq);
                 if record.recent_complete.len() > RECENT_READS {
                     record.recent_complete.remove(0);
                 }
-                // Fewer distinct URLs than it has members: some are absent.
-                retire_pass = reading.distinct < record.members;
             }
         }
         self.readings.remove(sitemap);
@@ -472,9 +595,6 @@ impl<'s> PartitionIngest<'s> {
         }
         writes.apply()?;
         drop(lock);
-        if retire_pass {
-            self.retire_absent(sitemap, &record)?;
-        }
         Ok(())
     }
 
@@ -583,28 +703,50 @@ impl<'s> PartitionIngest<'s> {
         Ok(())
     }
 
-    /// Retires the URLs `sitemap` no longer lists that are absent from
-    /// every sitemap that listed them for at least `retire_after` complete
-    /// reads, and recounts its members. Its URLs are those on its own host
-    /// and those with a member key (listed from another host).
-    fn retire_absent(&mut self, url: &str, sitemap: &SitemapRecord) -> Result<(), StoreError> {
+    /// After a read of `url` that left URLs unwritten or some of its URLs
+    /// out: settles its URLs ([`ReadEnd`]) and counts its members (not
+    /// retired) after it. Its URLs are those on its own host and those with
+    /// a member key (listed from another host).
+    fn settle(&mut self, url: &str, complete: bool) -> Result<u64, StoreError> {
         let k = self
             .store
             .options
             .retire_after
             .clamp(1, RECENT_READS as u64) as usize;
-        let mut recent: HashMap<u64, Vec<u64>> =
-            HashMap::from([(sitemap.id, sitemap.recent_complete.clone())]);
+        let now = self.now;
+        let reading = self.readings.get_mut(url).expect("a read in progress");
+        let read = ReadEnd {
+            id: reading.record.id,
+            seq: reading.seq,
+            previous: reading.record.seq,
+            before: Listing::of(&reading.record),
+            kept: std::mem::take(&mut reading.kept),
+            complete,
+            now,
+        };
+        let mut after = read.before.clone();
+        if complete {
+            after.seq = read.seq;
+            after.last_read = Some(now);
+            after.recent_complete.push(read.seq);
+            if after.recent_complete.len() > RECENT_READS {
+                after.recent_complete.remove(0);
+            }
+        }
+        let mut listings: HashMap<u64, Listing> = HashMap::from([(read.id, after)]);
         let mut candidates = Vec::new();
         let mut members = 0u64;
-        let consider = |url: &str, rec: &UrlRecord, candidates: &mut Vec<String>| {
-            let Some(&(_, stamp)) = rec.sources.iter().find(|(id, _)| *id == sitemap.id) else {
+        let consider = |url: &str,
+                        rec: &UrlRecord,
+                        candidates: &mut Vec<String>,
+                        listings: &HashMap<u64, Listing>| {
+            let Some(&(_, stamp)) = rec.sources.iter().find(|(id, _)| *id == read.id) else {
                 return false;
             };
             if rec.retired {
                 return false;
             }
-            if absences(&sitemap.recent_complete, stamp) >= k {
+            if read.changes(url, stamp, &listings[&read.id], k) {
                 candidates.push(url.to_string());
             }
             true
@@ -612,41 +754,34 @@ impl<'s> PartitionIngest<'s> {
         // Its URLs on its own host.
         for item in self.store.host_urls(keys::host_of(url)) {
             let (u, rec) = item?;
-            members += u64::from(consider(&u, &rec, &mut candidates));
+            members += u64::from(consider(&u, &rec, &mut candidates, &listings));
             if candidates.len() >= self.batch {
-                members -= self.retire_batch(&mut candidates, &mut recent, k)?;
+                members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
             }
         }
-        for item in self.store.kv.scan_prefix(keys::members_of(sitemap.id)) {
+        for item in self.store.kv.scan_prefix(keys::members_of(read.id)) {
             let (key, _) = item?;
             let Some(u) = keys::suffix_url(&key) else {
                 continue;
             };
             if let Ok(Some(rec)) = self.store.url_record(u) {
-                members += u64::from(consider(u, &rec, &mut candidates));
+                members += u64::from(consider(u, &rec, &mut candidates, &listings));
             }
             if candidates.len() >= self.batch {
-                members -= self.retire_batch(&mut candidates, &mut recent, k)?;
+                members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
             }
         }
-        members -= self.retire_batch(&mut candidates, &mut recent, k)?;
-        if members != sitemap.members {
-            let _lock = self.store.lock_background();
-            if let Some(mut current) = self.store.sitemap_record(url)? {
-                current.members = members;
-                let mut batch = crate::kv::Batch::default();
-                batch.insert(keys::sitemap(url), encode(&current));
-                self.store.kv.apply_batch(batch)?;
-            }
-        }
-        Ok(())
+        members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
+        Ok(members)
     }
 
-    /// Retires those of `urls` absent everywhere; how many it retired.
-    fn retire_batch(
+    /// Settles those of `urls` the read changes ([`ReadEnd`]); how many it
+    /// retired.
+    fn settle_batch(
         &mut self,
         urls: &mut Vec<String>,
-        recent: &mut HashMap<u64, Vec<u64>>,
+        read: &ReadEnd,
+        listings: &mut HashMap<u64, Listing>,
         k: usize,
     ) -> Result<u64, StoreError> {
         let mut retired = 0;
@@ -660,24 +795,46 @@ impl<'s> PartitionIngest<'s> {
             if before.retired {
                 continue;
             }
-            let mut absent_everywhere = true;
-            for (id, stamp) in &before.sources {
-                if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(*id) {
-                    slot.insert(store.recent_reads(*id)?);
+            if !read.complete {
+                // Listed, and left as it was, by a read that counts as cut:
+                // seen now.
+                if !read.kept(&url) {
+                    continue;
                 }
-                if absences(&recent[id], *stamp) < k {
-                    absent_everywhere = false;
-                    break;
-                }
-            }
-            if absent_everywhere {
                 let was = writes.before(&url, &mut before)?;
                 let mut rec = before;
-                rec.retired = true;
+                rec.last_seen = rec.last_seen.max(read.now);
                 writes.put(&url, Some(&was), &mut rec)?;
+                continue;
+            }
+            let mut sources = before.sources.clone();
+            let mut marked = false;
+            if let Some(source) = sources.iter_mut().find(|(id, _)| *id == read.id) {
+                let stamp = read.stamp_after(&url, source.1);
+                marked = stamp != source.1;
+                source.1 = stamp;
+            }
+            load_listings(store, listings, sources.iter().map(|(id, _)| *id))?;
+            let absent_everywhere = sources
+                .iter()
+                .all(|(id, stamp)| listings[id].absences(*stamp) >= k);
+            if !marked && !absent_everywhere {
+                continue;
+            }
+            let was = writes.before(&url, &mut before)?;
+            let mut rec = before;
+            rec.sources = sources;
+            if marked {
+                // Its last sighting there: the last complete read, which
+                // may have left its record as it was.
+                rec.last_seen = rec.last_seen.max(read.before.last_read.unwrap_or(i64::MIN));
+            }
+            if absent_everywhere {
+                rec.retired = true;
                 self.stats.retired += 1;
                 retired += 1;
             }
+            writes.put(&url, Some(&was), &mut rec)?;
         }
         writes.apply()?;
         Ok(retired)
@@ -700,10 +857,12 @@ impl<'s> PartitionIngest<'s> {
         let mut writes = UrlWrites::paged(store);
         let mut hosts: FastMap<String, HostRecord> = FastMap::default();
         let mut rules = crate::robots::RulesCache::new(store);
-        let mut recent: HashMap<u64, Vec<u64>> = self
+        // Each source's reads: those of this session as they stood before
+        // it (what a URL's stamp meant when it was read), others as stored.
+        let mut listings: HashMap<u64, Listing> = self
             .readings
             .values()
-            .map(|r| (r.record.id, r.record.recent_complete.clone()))
+            .map(|r| (r.record.id, Listing::of(&r.record)))
             .collect();
         // The reads of this session, by (sitemap id, sequence).
         let session: FastSet<(u64, u64)> = self
@@ -727,13 +886,22 @@ impl<'s> PartitionIngest<'s> {
             // if it may move (below): most of a re-read sitemap's URLs stay
             // where they are, and so does the lease with them.
             let mut before = existing.as_ref().map(|r| writes.before_in_place(&url, r));
+            // The record as read, to tell an entry that brings nothing new
+            // (only its stamps would move): such a record is not written.
+            let mut original = existing.as_ref().filter(|r| !r.retired).cloned();
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
-            let same_session = !new && rec.last_seen == now;
+            let key = fnv1a(url.as_bytes());
+            // A read of this session listed it with nothing new already.
+            let kept_before = self.readings.values().any(|r| r.kept.contains(&key));
+            let same_session = !new
+                && (rec.last_seen == now
+                    || kept_before
+                    || self.read_this_session(&rec, now, &mut listings)?);
             // A read of this session listed it in an earlier batch: this
             // is its entry again (the same sitemap, or another).
-            let seen_before =
-                same_session && rec.sources.iter().any(|source| session.contains(source));
+            let seen_before = same_session
+                && (kept_before || rec.sources.iter().any(|source| session.contains(source)));
             // The last read known to show what the URL's entry showed
             // before: a sitemap of this read whose last body read listed it
             // showed the same in every 304 since. Known only when one
@@ -741,6 +909,9 @@ impl<'s> PartitionIngest<'s> {
             let sole = seen.sources.len() == 1
                 && rec.sources.iter().all(|(id, _)| *id == seen.sources[0].0);
             let mut last_read = sole.then_some(rec.last_seen);
+            // Whether every sitemap listing it now listed it last time too
+            // (then its stamps need not move: they stand for this read).
+            let mut listed_last_time = true;
             for &(id, seq) in &seen.sources {
                 let stamp = rec.sources.iter().find(|(s, _)| *s == id).map(|s| s.1);
                 if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
@@ -752,12 +923,16 @@ impl<'s> PartitionIngest<'s> {
                             writes.batch().insert(keys::member(id, &url), []);
                         }
                     }
-                    if stamp != Some(seq) {
+                    if stamp != Some(seq) && !r.kept.contains(&key) {
                         r.distinct += 1;
                     }
-                    if stamp == Some(r.record.seq) {
+                    let listed = stamp.is_some_and(|s| r.record.lists(s));
+                    if listed {
                         last_read = last_read.max(r.record.last_success.filter(|_| sole));
                     }
+                    listed_last_time &= listed && r.kept.len() < MAX_KEPT;
+                } else {
+                    listed_last_time = false;
                 }
             }
             let hints_changed = rec.apply(&seen, now, same_session, last_read);
@@ -769,13 +944,9 @@ impl<'s> PartitionIngest<'s> {
                     .iter()
                     .any(|(id, _)| !rec.sources.iter().any(|(s, _)| s == id));
             if evicting {
-                for &(id, _) in &rec.sources {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = recent.entry(id) {
-                        slot.insert(store.recent_reads(id)?);
-                    }
-                }
+                load_listings(store, &mut listings, rec.sources.iter().map(|(id, _)| *id))?;
             }
-            rec.add_sources(&seen.sources, &recent);
+            rec.add_sources(&seen.sources, &listings);
             rec.retired = false;
             let was_blocked = rec.blocked;
             rules.mark(&url, &mut rec)?;
@@ -805,7 +976,22 @@ impl<'s> PartitionIngest<'s> {
                     rec.schedule = due;
                 }
             }
-            writes.put(&url, before.as_ref(), &mut rec)?;
+            // Kept as it is, unless it is under a key of its own (a
+            // completion's), which the write folds back into its page.
+            let keep = listed_last_time
+                && original
+                    .as_mut()
+                    .is_some_and(|o| only_stamps_moved(o, &rec))
+                && !writes.foldable(&url)?;
+            if keep {
+                for &(id, _) in &seen.sources {
+                    if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
+                        r.kept.insert(key);
+                    }
+                }
+            } else {
+                writes.put(&url, before.as_ref(), &mut rec)?;
+            }
             match (new, revived, hints_changed) {
                 _ if seen_before => self.stats.duplicates += 1,
                 (true, _, _) => self.stats.new += 1,
@@ -824,10 +1010,29 @@ impl<'s> PartitionIngest<'s> {
         Ok(writes)
     }
 
-    /// Commits what is pending and ends the session.
+    /// Commits what is pending and ends the reads whose outcome was not
+    /// reported ([`PartitionIngest::sitemap_fetched`]) as cut reads: the
+    /// URLs they listed were seen now (those they left as they were
+    /// included, [`ReadEnd`]), and no absence is counted.
+    pub(crate) fn end(&mut self) -> Result<(), StoreError> {
+        self.commit()?;
+        let open: Vec<String> = self
+            .readings
+            .iter()
+            .filter(|(_, r)| !r.kept.is_empty())
+            .map(|(url, _)| url.clone())
+            .collect();
+        for url in open {
+            self.settle(&url, false)?;
+        }
+        self.readings.clear();
+        Ok(())
+    }
+
+    /// Commits what is pending and ends the session ([`PartitionIngest::end`]).
     #[cfg(test)]
     pub(crate) fn finish(mut self) -> Result<IngestStats, StoreError> {
-        self.commit()?;
+        self.end()?;
         Ok(self.stats)
     }
 }
@@ -933,9 +1138,9 @@ impl UrlRecord {
     }
 
     /// Stamps the sources; when full, replaces the one that has gone the
-    /// most complete reads without listing it (`recent`: each source's
-    /// recent complete reads).
-    fn add_sources(&mut self, seen: &[(u64, u64)], recent: &HashMap<u64, Vec<u64>>) {
+    /// most complete reads without listing it (`listings`: each source's
+    /// reads).
+    fn add_sources(&mut self, seen: &[(u64, u64)], listings: &HashMap<u64, Listing>) {
         for &(id, seq) in seen {
             if let Some(entry) = self.sources.iter_mut().find(|(s, _)| *s == id) {
                 entry.1 = seq;
@@ -944,7 +1149,7 @@ impl UrlRecord {
             } else if let Some(stalest) = self
                 .sources
                 .iter_mut()
-                .max_by_key(|(s, stamp)| recent.get(s).map_or(usize::MAX, |r| absences(r, *stamp)))
+                .max_by_key(|(s, stamp)| listings.get(s).map_or(usize::MAX, |l| l.absences(*stamp)))
             {
                 *stalest = (id, seq);
             }

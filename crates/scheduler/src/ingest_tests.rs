@@ -56,8 +56,13 @@ fn a_read_writes_its_hosts_trust_with_the_counts_its_urls_change() {
         assert_eq!(sitemap.seq, n as u64);
         assert_eq!(sitemap.recent_complete.last(), Some(&(n as u64)));
         assert!(s.refresh_state(SITEMAP).unwrap().is_some());
+        // The second read listed it unchanged: its record keeps the first
+        // read's stamp, which stands for both.
         let url = s.url_record("https://a.example/p/7").unwrap().unwrap();
-        assert_eq!(url.sources, vec![(sitemap.id, n as u64)]);
+        assert_eq!(url.sources, vec![(sitemap.id, 1)]);
+        assert!(sitemap.lists(1));
+        let view = s.url("https://a.example/p/7").unwrap().unwrap();
+        assert_eq!(view.last_seen, at, "seen by read {n}");
     }
 }
 
@@ -77,4 +82,75 @@ fn a_child_read_names_a_parent_this_session_has_not_stored_yet() {
         .unwrap();
     session.finish().unwrap();
     assert_eq!(s.children(index).unwrap(), [child]);
+}
+
+/// Every key and value of the partition.
+fn contents(s: &Partition) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    s.kv.scan_prefix([])
+        .map(|item| {
+            let (k, v) = item.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+/// The keys whose values differ between `a` and `b` (or that one lacks).
+fn changed(
+    a: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    b: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+) -> std::collections::BTreeSet<Vec<u8>> {
+    let keys = a.keys().chain(b.keys());
+    keys.filter(|k| a.get(*k) != b.get(*k)).cloned().collect()
+}
+
+#[test]
+fn an_unchanged_read_writes_only_the_sitemaps_own_records() {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
+    let host = keys::host_of(SITEMAP);
+    // The sitemap's record, its refresh schedule and its host's record
+    // (the read's lastmod trust): a read writes these whatever it lists.
+    let own: std::collections::BTreeSet<Vec<u8>> = [
+        keys::sitemap(SITEMAP),
+        keys::refresh(SITEMAP),
+        keys::host(host),
+    ]
+    .into_iter()
+    .collect();
+    read(&s, 2_000);
+    let first = contents(&s);
+    read(&s, 9_000);
+    let second = contents(&s);
+    let moved = changed(&first, &second);
+    assert!(moved.is_subset(&own), "{:?}", moved.difference(&own));
+    assert!(moved.contains(&keys::sitemap(SITEMAP)));
+    // Its URLs were seen by it all the same.
+    for i in [0, 57, 99] {
+        let view = s.url(&format!("https://a.example/p/{i}")).unwrap().unwrap();
+        assert_eq!(view.last_seen, Timestamp::from_unix(9_000));
+    }
+
+    // One URL's entry changes: its page and its due entry move, the rest
+    // stays.
+    let mut session = s.ingest(Timestamp::from_unix(20_000));
+    for i in 0..100 {
+        let mut entry = UrlEntry::new(NormUrl::parse(&format!("https://a.example/p/{i}")).unwrap());
+        entry.lastmod = Some(Lastmod {
+            unix_seconds: if i == 42 { 15_000 } else { 1_000 },
+            nanos: 0,
+            precision: Precision::Second,
+        });
+        session.entry(SITEMAP, &entry).unwrap();
+    }
+    session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+    session.finish().unwrap();
+    let third = contents(&s);
+    let moved = changed(&second, &third);
+    let pages: Vec<_> = moved.iter().filter(|k| k[0] == keys::PAGE).collect();
+    assert_eq!(pages.len(), 1, "the page of the one changed URL");
+    assert!(
+        moved
+            .iter()
+            .all(|k| own.contains(k) || [keys::PAGE, keys::DUE, keys::HEAD].contains(&k[0])),
+        "{moved:?}"
+    );
 }

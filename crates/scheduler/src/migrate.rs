@@ -1,10 +1,12 @@
 //! Bringing a store written by an older build to the current key layout
 //! ([`keys::LAYOUT_VERSION`]) when it is opened.
 //!
-//! A layout-9 store differs from layout 10 only by its id counter, which
-//! opening it adds (`kv`): its layout key is rewritten, nothing else.
+//! A layout-9 store differs from layout 11 only by its id counter, which
+//! opening it adds (`kv`), and a layout-10 store not at all but for its
+//! layout key (its records are read in their format): its layout key is
+//! rewritten, nothing else.
 //!
-//! The due index of layouts 9 and 10 (in lanes of runs, with their heads; a
+//! The due index of layouts 9 to 11 (in lanes of runs, with their heads; a
 //! client's queue per URL, counted by queue) is rebuilt from the URL
 //! records, whatever the older layout: first the leases the due lists of
 //! layouts 7 and 8 held are copied into their records (a record keeps a
@@ -33,9 +35,9 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
     match kv.get(keys::LAYOUT)?.as_deref() {
         Some([v]) if *v == keys::LAYOUT_VERSION => return Ok(()),
         Some([v]) if *v > keys::LAYOUT_VERSION => return Err(StoreError::NewerLayout(*v)),
-        // Its id counter was set when it was opened (`kv`): only the
-        // layout key changes.
-        Some([v]) if *v == keys::LAYOUT_BEFORE_IDS => {
+        // Its id counter was set when it was opened (`kv`), its records
+        // read in their format: only the layout key changes.
+        Some([v]) if keys::LAYOUTS_WITHOUT_REBUILD.contains(v) => {
             let mut batch = Batch::default();
             batch.insert(keys::LAYOUT, [keys::LAYOUT_VERSION]);
             kv.apply_batch(batch)?;

@@ -384,6 +384,16 @@ impl Pages {
             .map(|r| Cow::Borrowed(r.as_slice())))
     }
 
+    /// Whether the record of `url` is under a key of its own that its
+    /// page could take back (a completion wrote it there).
+    pub(crate) fn under_own_key(&mut self, kv: &Kv, url: &str) -> Result<bool, StoreError> {
+        if !pageable(url) {
+            return Ok(false);
+        }
+        let page = self.locate(kv, url)?;
+        Ok(!page.corrupt && page.own.records.contains_key(url))
+    }
+
     /// Sets (or with `None` removes) the record of `url` in its page, or
     /// says where it goes instead.
     pub(crate) fn set(

@@ -10,11 +10,14 @@ use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::estimate::{self, Visit};
+use crate::hash::FastMap;
 use crate::keys;
 use crate::kv::{Batch, Kv};
 use crate::options::{DEFAULT_POLICY, EARLIER_DEFAULT_POLICY, StoreOptions};
 use crate::policy::{self, Calibration, FetchOutcome, HostState, PageSummary, Policy, UrlState};
-use crate::record::{HostRecord, Record, Schedule, SitemapRecord, StoredReason, UrlRecord, decode};
+use crate::record::{
+    HostRecord, Listing, Record, Schedule, SitemapRecord, StoredReason, UrlRecord, decode,
+};
 use crate::routing::Routes;
 use crate::time::Timestamp;
 use crate::view::{HostView, SitemapView};
@@ -381,6 +384,44 @@ impl Partition {
         crate::pages::record(&self.kv, url)?
             .map(|bytes| decode_url_record(url, &bytes))
             .transpose()
+    }
+
+    /// How the reads of the sitemap with this id stand for its URLs' stamps
+    /// (none read: no URL listed, no absence counted).
+    pub(crate) fn listing(&self, id: u64) -> Result<Listing, StoreError> {
+        let Some(url) = self.kv.get(keys::sitemap_id(id))? else {
+            return Ok(Listing::default());
+        };
+        let url = String::from_utf8_lossy(&url).into_owned();
+        Ok(self
+            .sitemap_record(&url)?
+            .map(|s| Listing::of(&s))
+            .unwrap_or_default())
+    }
+
+    /// `rec`'s last sighting brought up to the last read of each sitemap
+    /// that listed it then: a read that lists a URL with nothing new leaves
+    /// its record as it was ([`Listing`]). `listings`: the sitemaps' reads
+    /// as read so far, kept for the next call (at most a few thousand).
+    pub(crate) fn sighted(
+        &self,
+        rec: &mut UrlRecord,
+        listings: &mut FastMap<u64, Listing>,
+    ) -> Result<(), StoreError> {
+        const KEPT: usize = 4_096;
+        for &(id, stamp) in &rec.sources {
+            if !listings.contains_key(&id) {
+                if listings.len() >= KEPT {
+                    listings.clear();
+                }
+                listings.insert(id, self.listing(id)?);
+            }
+            let listing = &listings[&id];
+            if let Some(read) = listing.last_read.filter(|_| listing.lists(stamp)) {
+                rec.last_seen = rec.last_seen.max(read);
+            }
+        }
+        Ok(())
     }
 
     /// The record of the sitemap at `url`, if fetched before.

@@ -28,7 +28,8 @@ pub struct UrlView {
     pub url: String,
     /// When a sitemap first listed it.
     pub first_seen: Timestamp,
-    /// When a sitemap last listed it.
+    /// When a sitemap last listed it: the last read that wrote its record,
+    /// or the last complete read of a sitemap that listed it unchanged.
     pub last_seen: Timestamp,
     /// The newest believable lastmod (the crate docs' merge rule).
     pub lastmod: Option<Timestamp>,

@@ -182,6 +182,15 @@ impl<'s> UrlWrites<'s> {
         }
     }
 
+    /// Whether the record of `url` is under a key of its own that an
+    /// ingest's write would fold back into its page.
+    pub(crate) fn foldable(&mut self, url: &str) -> Result<bool, StoreError> {
+        match self.paged {
+            true => self.pages.under_own_key(&self.store.kv, url),
+            false => Ok(false),
+        }
+    }
+
     /// What `rec` (the record of `url`, as just read) is before this batch
     /// changes it ([`UrlWrites::put`], [`UrlWrites::remove`]), with the
     /// lease its due entry holds put into `rec` ([`Marks::overlay`]).

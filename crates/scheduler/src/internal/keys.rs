@@ -126,13 +126,17 @@ pub const REPARTITION: &[u8] = b"~repartition";
 /// The next id the keyspace hands out (u64, big endian): sitemap and lease
 /// ids, written in the batch that uses them.
 pub const IDS: &[u8] = b"~ids";
-/// The key layout this build writes: 10, the keys of layout 9 with the id
-/// counter ([`IDS`]) in the keyspace (an older build, which takes ids from
-/// sled's generator, must not open it).
-pub const LAYOUT_VERSION: u8 = 10;
-/// The layout whose keys are those of [`LAYOUT_VERSION`] but for the id
-/// counter, which opening the store adds: it needs no rebuild.
-pub const LAYOUT_BEFORE_IDS: u8 = 9;
+/// The key layout this build writes: 11, the keys of layout 10, whose
+/// sitemap records say how their URLs' stamps read (record format 10: an
+/// older build would take a URL listed again unchanged for an absent one,
+/// and must not open it). Layout 10 is layout 9 with the id counter
+/// ([`IDS`]) in the keyspace (an older build, which takes ids from sled's
+/// generator, must not open that either).
+pub const LAYOUT_VERSION: u8 = 11;
+/// The layouts whose keys are those of [`LAYOUT_VERSION`] but for the id
+/// counter, which opening the store adds, and the records' format, which
+/// each record's version byte tells: they need no rebuild.
+pub const LAYOUTS_WITHOUT_REBUILD: std::ops::RangeInclusive<u8> = 9..=10;
 
 /// Due entries a run holds at most.
 pub const RUN_CAP: usize = 32;

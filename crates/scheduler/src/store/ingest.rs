@@ -136,9 +136,15 @@ impl<'s> Ingest<'s> {
             .try_for_each(PartitionIngest::commit)
     }
 
-    /// Commits what is pending and ends the session.
+    /// Commits what is pending and ends the session. A sitemap whose
+    /// outcome was not reported ([`Ingest::sitemap_fetched`]) counts as
+    /// read in part (a cut 2xx read): the URLs it listed were seen now, and
+    /// no absence is counted.
     pub fn finish(mut self) -> Result<IngestStats, StoreError> {
-        self.commit()?;
+        self.parts
+            .iter_mut()
+            .flatten()
+            .try_for_each(PartitionIngest::end)?;
         Ok(self.stats())
     }
 }

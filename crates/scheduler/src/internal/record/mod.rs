@@ -15,6 +15,7 @@
 //! | 7 | [`Listed`] (a due list entry): `reason` and `meta` appended, and its lease kept in front of its list ([`crate::due_list`]), not in its record |
 //! | 8 | [`HostRecord`]: `counts` appended (its URL records counted by state, kept under `t` ‖ host before key layout 8) |
 //! | 9 | [`UrlRecord`]: `listed` gone (every queued URL's entry is in a run of its lane), `queue` appended (a URL frontier client's queue); [`Listed`] (a run's entry): `due` appended; [`StoredReason::LastmodTrusted`] appended |
+//! | 10 | [`SitemapRecord`]: `present_from` and `last_read` appended (a URL listed again unchanged keeps its stamp, [`Listing`]) |
 //!
 //! Every record is written in the current version and read in any known
 //! one ([`Record`]): a version-1 URL record decodes through its legacy
@@ -26,7 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// The record format version written first in every value.
-pub const FORMAT_VERSION: u8 = 9;
+pub const FORMAT_VERSION: u8 = 10;
 
 /// The read time of a [`UrlRecord::lastmod_history`] entry whose move is
 /// not dated.

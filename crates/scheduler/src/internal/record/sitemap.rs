@@ -37,9 +37,130 @@ pub struct SitemapRecord {
     /// URLs it lists (not retired), as of its last retirement pass; a
     /// read with fewer distinct URLs triggers the next pass.
     pub members: u64,
+    /// From which sequence on a URL's stamp for this sitemap says "listed
+    /// by every read since, the last one included" rather than "last
+    /// listed by this read" (see [`Listing`]); `None` in a record written
+    /// before format version 10, whose stamps all say the latter. Set at
+    /// its first read by a build that keeps it, and never moved.
+    pub present_from: Option<u64>,
+    /// When its last complete 2xx read was, if known: the last time the
+    /// URLs it lists were seen, but those a later read wrote.
+    pub last_read: Option<i64>,
 }
 
-impl Record for SitemapRecord {}
+/// [`SitemapRecord`] as format versions 1 to 9 wrote it.
+#[derive(Deserialize)]
+struct SitemapRecordV9 {
+    id: u64,
+    seq: u64,
+    recent_complete: Vec<u64>,
+    etag: Option<String>,
+    last_modified: Option<String>,
+    last_fetch: Option<i64>,
+    last_success: Option<i64>,
+    last_status: u16,
+    entries: u64,
+    errors: u32,
+    parent: Option<String>,
+    authorised_by: Option<String>,
+    members: u64,
+}
+
+impl SitemapRecord {
+    /// Whether the URL stamped `stamp` was listed by its last 2xx read
+    /// ([`Listing::lists`]).
+    pub fn lists(&self, stamp: u64) -> bool {
+        lists(self.seq, self.present_from, stamp)
+    }
+}
+
+/// Whether a URL stamped `stamp` was listed by the last 2xx read of a
+/// sitemap whose last read is `seq`, its stamps standing for later reads
+/// from `present_from` on.
+fn lists(seq: u64, present_from: Option<u64>, stamp: u64) -> bool {
+    match present_from {
+        _ if stamp & ABSENT != 0 => false,
+        Some(from) => stamp >= from,
+        None => stamp == seq,
+    }
+}
+
+impl Record for SitemapRecord {
+    fn from_older(version: u8, body: &[u8]) -> Result<Self, postcard::Error> {
+        let _ = version;
+        let v: SitemapRecordV9 = postcard::from_bytes(body)?;
+        Ok(SitemapRecord {
+            id: v.id,
+            seq: v.seq,
+            recent_complete: v.recent_complete,
+            etag: v.etag,
+            last_modified: v.last_modified,
+            last_fetch: v.last_fetch,
+            last_success: v.last_success,
+            last_status: v.last_status,
+            entries: v.entries,
+            errors: v.errors,
+            parent: v.parent,
+            authorised_by: v.authorised_by,
+            members: v.members,
+            present_from: None,
+            last_read: None,
+        })
+    }
+}
+
+/// The high bit of a URL's stamp for a sitemap ([`UrlRecord::sources`]):
+/// the URL was absent from a complete read after the one stamped in the
+/// other bits, its last listing.
+pub const ABSENT: u64 = 1 << 63;
+
+/// How a sitemap's reads stand for the URLs it stamped: what a URL's
+/// stamp ([`UrlRecord::sources`]) says of it.
+///
+/// A read writes the stamp of a URL whose entry changed (or that is new,
+/// or back); a URL whose entry is what its record holds, and that the
+/// previous read listed, keeps its stamp: a stamp from
+/// [`SitemapRecord::present_from`] on, without [`ABSENT`], means "listed
+/// by every read since". A complete read that leaves such a URL out marks
+/// it [`ABSENT`] with the previous read's sequence, its last listing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listing {
+    /// The sequence of the last 2xx read.
+    pub seq: u64,
+    /// [`SitemapRecord::present_from`].
+    pub present_from: Option<u64>,
+    /// [`SitemapRecord::recent_complete`].
+    pub recent_complete: Vec<u64>,
+    /// [`SitemapRecord::last_read`].
+    pub last_read: Option<i64>,
+}
+
+impl Listing {
+    /// The listing of `record`'s reads.
+    pub fn of(record: &SitemapRecord) -> Listing {
+        Listing {
+            seq: record.seq,
+            present_from: record.present_from,
+            recent_complete: record.recent_complete.clone(),
+            last_read: record.last_read,
+        }
+    }
+
+    /// Whether the URL stamped `stamp` was listed by the last 2xx read.
+    pub fn lists(&self, stamp: u64) -> bool {
+        lists(self.seq, self.present_from, stamp)
+    }
+
+    /// The complete reads the URL stamped `stamp` has been absent from
+    /// (of the recent ones).
+    pub fn absences(&self, stamp: u64) -> usize {
+        if self.lists(stamp) {
+            return 0;
+        }
+        let last = stamp & !ABSENT;
+        self.recent_complete.iter().filter(|s| **s > last).count()
+    }
+}
 
 /// A followed site, keyed by its seed as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
