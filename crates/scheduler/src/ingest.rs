@@ -210,6 +210,8 @@ pub(crate) struct PartitionIngest<'s> {
     store: &'s Partition,
     now: i64,
     batch: usize,
+    /// URLs a read leaves unwritten, at most ([`MAX_KEPT`]).
+    max_kept: usize,
     pending: FastMap<String, Observation>,
     readings: FastMap<String, Reading>,
     stats: IngestStats,
@@ -238,6 +240,7 @@ impl Partition {
             store: self,
             now,
             batch: DEFAULT_BATCH,
+            max_kept: MAX_KEPT,
             pending: FastMap::default(),
             readings: FastMap::default(),
             stats: IngestStats::default(),
@@ -303,6 +306,13 @@ fn load_listings(
 }
 
 impl<'s> PartitionIngest<'s> {
+    /// URLs a read leaves unwritten at most (default [`MAX_KEPT`]).
+    #[cfg(test)]
+    pub(crate) fn with_max_kept(mut self, urls: usize) -> Self {
+        self.max_kept = urls;
+        self
+    }
+
     /// URLs merged per batch (default [`DEFAULT_BATCH`]).
     pub(crate) fn with_batch(mut self, urls: usize) -> Self {
         self.batch = urls.max(1);
@@ -930,7 +940,7 @@ impl<'s> PartitionIngest<'s> {
                     if listed {
                         last_read = last_read.max(r.record.last_success.filter(|_| sole));
                     }
-                    listed_last_time &= listed && r.kept.len() < MAX_KEPT;
+                    listed_last_time &= listed && r.kept.len() < self.max_kept;
                 } else {
                     listed_last_time = false;
                 }

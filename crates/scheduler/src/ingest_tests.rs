@@ -154,3 +154,45 @@ fn an_unchanged_read_writes_only_the_sitemaps_own_records() {
         "{moved:?}"
     );
 }
+
+/// A read of more URLs than it may leave unwritten writes the rest as
+/// changed, and the rules hold the same: each URL seen by every read,
+/// those left out retired after `retire_after` complete reads.
+#[test]
+fn a_read_past_its_kept_limit_writes_the_rest() {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
+    let url = |i: usize| format!("https://a.example/p/{i}");
+    let read = |now: i64, n: usize| {
+        let mut session = s
+            .ingest(Timestamp::from_unix(now))
+            .with_batch(7)
+            .with_max_kept(10);
+        for i in 0..n {
+            let entry = UrlEntry::new(NormUrl::parse(&url(i)).unwrap());
+            session.entry(SITEMAP, &entry).unwrap();
+        }
+        session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+        session.finish().unwrap();
+    };
+    read(1_000, 100);
+    let first = contents(&s);
+    read(2_000, 100);
+    let pages = changed(&first, &contents(&s))
+        .into_iter()
+        .filter(|k| k[0] == keys::PAGE)
+        .count();
+    assert!(pages > 0, "90 URLs past the limit written");
+    for now in [3_000, 4_000, 5_000] {
+        read(now, 95);
+        for i in [0, 11, 94] {
+            let view = s.url(&url(i)).unwrap().unwrap();
+            assert_eq!(view.last_seen, Timestamp::from_unix(now), "{i} at {now}");
+        }
+        for i in 95..100 {
+            let view = s.url(&url(i)).unwrap().unwrap();
+            assert_eq!(view.retired, now == 5_000, "{i} at {now}");
+            assert_eq!(view.last_seen, Timestamp::from_unix(2_000));
+        }
+    }
+    assert!(s.check().unwrap().is_ok());
+}

@@ -11,36 +11,15 @@ use sitemapd_parser::date::Precision;
 use sitemapd_parser::{Lastmod, NormUrl, UrlEntry};
 use sitemapd_scheduler::{SitemapFetch, Store, StoreOptions, Timestamp};
 
+mod model;
+use model::Rng;
+
 const T0: i64 = 1_700_000_000;
 const DAY: i64 = 86_400;
 /// The store's default `retire_after`.
 const K: usize = 3;
 /// Complete reads a sitemap remembers.
 const RECENT: usize = 8;
-
-/// xorshift64*: a small seeded generator.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// Three sitemaps on two hosts; the third lists URLs of the first's host
 /// too (member keys, and with partitions another partition).
@@ -213,7 +192,7 @@ fn mutate(rng: &mut Rng, list: &mut Vec<Listed>, pool: &[String], s: usize) {
 }
 
 fn run(seed: u64, partitions: u16) {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng(seed);
     let pool = pool();
     let s = Store::in_memory(StoreOptions {
         partitions,
