@@ -7,11 +7,11 @@
 //! ([`Store::queue_urls`](crate::Store::queue_urls), [`Store::delete_urls`](crate::Store::delete_urls)).
 //!
 //! A URL is in one queue: the one a client put it in (the key it sent, or
-//! the host it derived), else its host (`host[:port]`, [`keys::host_of`]).
+//! the host it derived), else its host (`host[:port]`, `keys::host_of`).
 //! A queue's counts are the kept ones (`Tally`, in the record of the
 //! queue's name), so reading them costs one key per queue; its URLs are
 //! its host's that no client put elsewhere and those a client put in it
-//! ([`keys::queue_member`]). Politeness stays per host, whatever queues
+//! (`keys::queue_member`). Politeness stays per host, whatever queues
 //! a host's URLs are in.
 //!
 //! The rules, from the protocol's reference service:

@@ -7,8 +7,8 @@
 //! not yet flushed, never the pairing of a record and its due entry. A
 //! record the merge would change only in its sighting (the same entry, from
 //! sitemaps that listed it last time) is not written: its stamps stand for
-//! the read ([`Listing`]), which remembers it (8 bytes a URL) until it ends
-//! ([`ReadEnd`]). The sitemap's record, its refresh schedule and its host's
+//! the read (`Listing`), which remembers it (8 bytes a URL) until it ends
+//! (`ReadEnd`). The sitemap's record, its refresh schedule and its host's
 //! lastmod trust are written when its read ends
 //! ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched)).
 

@@ -1,7 +1,7 @@
 //! Push notifications (IndexNow-style): a site says "this URL changed now".
 //!
 //! [`Store::notify`](crate::Store::notify) records the notification on the URL's record
-//! ([`Notifications`]: how many, the first, the latest) and makes the URL
+//! (`Notifications`: how many, the first, the latest) and makes the URL
 //! due at once with the reason `notified`. A site that pushes is taken to
 //! push every change: once a URL has two notifications or more, its change
 //! rate is the `complete` estimator's (K + 0.5)/(T + 0.5) over the K

@@ -3,7 +3,7 @@
 //!
 //! [`Store::push`](crate::Store::push) notifies the URLs of one host as
 //! [`Store::notify_all`](crate::Store::notify_all) does and counts the push
-//! on the host's [`PushRecord`], in the same atomic batch. Every completion
+//! on the host's `PushRecord`, in the same atomic batch. Every completion
 //! of a URL a notification made due (`reason` `notified`) counts on that
 //! record whether the fetch found a change: a host's pushes earn their
 //! urgency as its lastmods earn trust. Once [`MIN_FETCHES`] such fetches are

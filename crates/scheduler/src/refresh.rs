@@ -1,9 +1,9 @@
 //! When to read each sitemap again: one schedule per sitemap, kept in its
-//! own keyspace (`r` ‖ sitemap URL, see [`crate::keys`]) and advanced by
+//! own keyspace (`r` ‖ sitemap URL, the store's key layout) and advanced by
 //! every read that [`Ingest::sitemap_fetched`](crate::Ingest::sitemap_fetched)
 //! records, in the same batch as the sitemap's record.
 //!
-//! ## The rule ([`next`])
+//! ## The rule (`next`)
 //!
 //! - **First read** (no state, or no successful read yet): the interval is
 //!   the base, [`RefreshParams::sitemap_secs`] (a day) for a sitemap,

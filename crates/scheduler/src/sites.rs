@@ -1,6 +1,6 @@
 //! The followed sites: the seeds a long-running daemon walks again and
 //! again, each with when it is next due and what its last walk found
-//! (`f` ‖ seed, see [`crate::keys`]). The store only keeps the registry;
+//! (`f` ‖ seed, the store's key layout). The store only keeps the registry;
 //! walking is the daemon's.
 //!
 //! [`Store::retire_host`](crate::Store::retire_host) takes a host's URLs out of the queue when its site
