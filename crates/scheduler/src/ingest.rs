@@ -273,7 +273,8 @@ impl Partition {
 
 /// Whether `rec` is `original` but for its sighting: its last-seen time
 /// and the stamps of the sitemaps that listed it (the same sitemaps, in
-/// the same order). `original` is changed to compare.
+/// the same order). `original` takes `rec`'s sighting to compare (what a
+/// write of it changes, its `Before`, depends on neither).
 fn only_stamps_moved(original: &mut UrlRecord, rec: &UrlRecord) -> bool {
     if original.sources.len() != rec.sources.len()
         || original
@@ -895,10 +896,11 @@ impl<'s> PartitionIngest<'s> {
             // Its lease, which a listed record's entry holds, is read only
             // if it may move (below): most of a re-read sitemap's URLs stay
             // where they are, and so does the lease with them.
-            let mut before = existing.as_ref().map(|r| writes.before_in_place(&url, r));
-            // The record as read, to tell an entry that brings nothing new
-            // (only its stamps would move): such a record is not written.
-            let mut original = existing.as_ref().filter(|r| !r.retired).cloned();
+            // The record as read: what tells an entry that brings nothing
+            // new (only its stamps would move), which is not written, and
+            // what a write changes (its `Before`, made only for a write).
+            let mut original = existing.clone();
+            let mut before = None;
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
             let key = fnv1a(url.as_bytes());
@@ -974,7 +976,8 @@ impl<'s> PartitionIngest<'s> {
             let outlived = !changed
                 && rec.lastmod.is_some()
                 && schedule_outlived(rec.schedule.reason, host.trust.is_complete());
-            if let (Some(before), true) = (before.as_mut(), changed || outlived || rec.blocked) {
+            if let (Some(read), true) = (original.as_ref(), changed || outlived || rec.blocked) {
+                let before = before.insert(writes.before_in_place(&url, read));
                 writes.with_lease(&url, &mut rec, before)?;
             }
             let leased = crate::record::lease_holds(rec.schedule.lease, now);
@@ -1000,6 +1003,9 @@ impl<'s> PartitionIngest<'s> {
                     }
                 }
             } else {
+                if before.is_none() {
+                    before = original.map(|read| writes.before_in_place(&url, &read));
+                }
                 writes.put(&url, before.as_ref(), &mut rec)?;
             }
             match (new, revived, hints_changed) {
