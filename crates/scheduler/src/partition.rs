@@ -408,10 +408,10 @@ impl Partition {
         rec: &mut UrlRecord,
         listings: &mut FastMap<u64, Listing>,
     ) -> Result<(), StoreError> {
-        const KEPT: usize = 4_096;
+        const CACHED: usize = 4_096;
         for &(id, stamp) in &rec.sources {
             if !listings.contains_key(&id) {
-                if listings.len() >= KEPT {
+                if listings.len() >= CACHED {
                     listings.clear();
                 }
                 listings.insert(id, self.listing(id)?);
