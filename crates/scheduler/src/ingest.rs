@@ -7,9 +7,9 @@
 //! not yet flushed, never the pairing of a record and its due entry. A
 //! record the merge would change only in its sighting (the same entry, from
 //! sitemaps that listed it last time) is not written: its stamps stand for
-//! the read (`Listing`), which remembers it (8 bytes a URL) until it ends
-//! (`ReadEnd`). The sitemap's record, its refresh schedule and its host's
-//! lastmod trust are written when its read ends
+//! the read (`Listing`), which remembers its URL (a bounded number of them)
+//! until it ends (`ReadEnd`). The sitemap's record, its refresh schedule and
+//! its host's lastmod trust are written when its read ends
 //! ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched)).
 
 use std::collections::{HashMap, HashSet};
@@ -17,12 +17,12 @@ use std::collections::{HashMap, HashSet};
 use sitemapd_parser::UrlEntry;
 
 use crate::error::StoreError;
-use crate::hash::{FastMap, FastSet, fnv1a};
+use crate::hash::{FastMap, FastSet};
 use crate::keys;
 use crate::partition::Partition;
 use crate::record::RefreshState;
 use crate::record::{
-    ABSENT, Extensions, HostRecord, LASTMOD_HISTORY, Listing, MAX_SOURCES, NOT_DATED, RECENT_READS,
+    Extensions, HostRecord, LASTMOD_HISTORY, Listing, MAX_SOURCES, NOT_DATED, RECENT_READS,
     Schedule, SitemapRecord, StoredChangeFreq, StoredLastmod, StoredReason, UrlRecord, encode,
 };
 use crate::refresh::{self, Fingerprint, RefreshOutcome, RefreshRead};
@@ -126,70 +126,43 @@ struct Reading {
     fingerprint: Fingerprint,
     /// The record must be written (new, or its member count grew).
     dirty: bool,
-    /// The URLs (their [`fnv1a`] hashes) this read listed with nothing
-    /// new, whose records it left as they were: stamped by an earlier read,
-    /// which they still stand for ([`Listing`]). At most [`MAX_KEPT`].
-    kept: FastSet<u64>,
+    /// The URLs this read listed with nothing new, whose records it left
+    /// as they were: stamped by an earlier read, which they still stand for
+    /// ([`Listing`]). At most [`MAX_KEPT`].
+    kept: FastSet<Box<str>>,
 }
 
 /// URLs a read leaves unwritten, at most: past this many (a sitemap over
-/// five times the protocol's 50,000 URLs, which the parser's default limit
-/// stops), it writes the rest as it would write a changed entry, so that
-/// its memory stays bounded (about 4.5 MiB).
-const MAX_KEPT: usize = 1 << 18;
+/// the protocol's 50,000 URLs, which the parser's default limit stops), it
+/// writes the rest as it would write a changed entry, so that its memory
+/// stays bounded (about 100 bytes a URL: 6.5 MiB at most).
+const MAX_KEPT: usize = 1 << 16;
 
-/// A read ending: what tells the URLs it listed from those it left out.
-///
-/// A complete read marks [`ABSENT`] (since the read before, their last
-/// listing) the URLs the read before listed and it did not, and retires
-/// those absent from every sitemap that listed them for `retire_after`
-/// complete reads. Any other read (cut, failed, or whose end was not
-/// reported) writes the last sighting of the URLs it listed and left as
-/// they were: only a complete read's time stands for them
-/// ([`SitemapRecord::last_read`](crate::record::SitemapRecord::last_read)).
+/// A complete read ending: what tells the URLs it listed from those it
+/// left out. It marks [`ABSENT`](crate::record::ABSENT) (since the read before, their last
+/// listing) the URLs the read before listed and it did not, retired ones
+/// included, and retires those absent from every sitemap that listed them
+/// for `retire_after` complete reads.
 struct ReadEnd {
     /// The sitemap's id.
     id: u64,
     /// The read's sequence.
     seq: u64,
-    /// The sequence of the read before it.
-    previous: u64,
     /// How the stamps read before it.
     before: Listing,
     /// The URLs it listed and left unwritten ([`Reading::kept`]).
-    kept: FastSet<u64>,
-    /// It was a complete 2xx read.
-    complete: bool,
-    /// Its session's time.
-    now: i64,
+    kept: FastSet<Box<str>>,
 }
 
 impl ReadEnd {
-    /// Whether it listed `url` and left its record as it was.
-    fn kept(&self, url: &str) -> bool {
-        self.kept.contains(&fnv1a(url.as_bytes()))
-    }
-
-    /// The stamp, after this complete read, of `url` stamped `stamp`:
-    /// marked absent since the read before (its last listing) if that
-    /// read listed it and this one did not.
+    /// The stamp, after this read, of `url` stamped `stamp`: marked absent
+    /// since the read before if that read listed it and this one did not.
     fn stamp_after(&self, url: &str, stamp: u64) -> u64 {
-        let listed_now = stamp == self.seq || self.kept(url);
-        if self.before.lists(stamp) && !listed_now {
-            ABSENT | self.previous
-        } else {
+        if stamp == self.seq || self.kept.contains(url) {
             stamp
+        } else {
+            self.before.mark_absent(stamp)
         }
-    }
-
-    /// Whether it changes the record of `url`, stamped `stamp` by it
-    /// (`after`: its sitemap's reads after it).
-    fn changes(&self, url: &str, stamp: u64, after: &Listing, k: usize) -> bool {
-        if !self.complete {
-            return self.kept(url);
-        }
-        let now_stamp = self.stamp_after(url, stamp);
-        now_stamp != stamp || after.absences(now_stamp) >= k
     }
 }
 
@@ -343,8 +316,11 @@ impl<'s> PartitionIngest<'s> {
         self.stats
     }
 
-    /// Whether a read of this session that has ended (at `now`) listed
-    /// the URL whose record is `rec` (and may have left it unwritten).
+    /// Whether a complete read of this session that has ended (at `now`)
+    /// listed the URL whose record is `rec` (and may have left it
+    /// unwritten). `listings` holds the reads in progress as they stood
+    /// before them: an earlier read of the same sitemap in this session
+    /// counts.
     fn read_this_session(
         &self,
         rec: &UrlRecord,
@@ -352,10 +328,6 @@ impl<'s> PartitionIngest<'s> {
         listings: &mut HashMap<u64, Listing>,
     ) -> Result<bool, StoreError> {
         for &(id, stamp) in &rec.sources {
-            if self.readings.values().any(|r| r.record.id == id) {
-                // A read in progress: its kept URLs say.
-                continue;
-            }
             load_listings(self.store, listings, std::iter::once(id))?;
             let listing = &listings[&id];
             if listing.last_read == Some(now) && listing.lists(stamp) {
@@ -516,10 +488,10 @@ impl<'s> PartitionIngest<'s> {
         let reading = self.reading(sitemap)?;
         // Fewer distinct URLs than it has members: some are absent.
         if complete && reading.distinct < reading.record.members {
-            let members = self.settle(sitemap, true)?;
+            let members = self.settle_absent(sitemap)?;
             self.reading(sitemap)?.record.members = members;
-        } else if !complete && !reading.kept.is_empty() {
-            self.settle(sitemap, false)?;
+        } else if !complete {
+            self.sight_kept(sitemap)?;
         }
         let reading = self.reading(sitemap)?;
         let mut fingerprint = reading.fingerprint;
@@ -714,11 +686,11 @@ impl<'s> PartitionIngest<'s> {
         Ok(())
     }
 
-    /// After a read of `url` that left URLs unwritten or some of its URLs
-    /// out: settles its URLs ([`ReadEnd`]) and counts its members (not
-    /// retired) after it. Its URLs are those on its own host and those with
-    /// a member key (listed from another host).
-    fn settle(&mut self, url: &str, complete: bool) -> Result<u64, StoreError> {
+    /// After a complete read of `url` that saw fewer distinct URLs than it
+    /// has members: settles its URLs ([`ReadEnd`]) and counts its members
+    /// (not retired) after it. Its URLs are those on its own host and those
+    /// with a member key (listed from another host).
+    fn settle_absent(&mut self, url: &str) -> Result<u64, StoreError> {
         let k = self
             .store
             .options
@@ -729,24 +701,21 @@ impl<'s> PartitionIngest<'s> {
         let read = ReadEnd {
             id: reading.record.id,
             seq: reading.seq,
-            previous: reading.record.seq,
             before: Listing::of(&reading.record),
             kept: std::mem::take(&mut reading.kept),
-            complete,
-            now,
         };
         let mut after = read.before.clone();
-        if complete {
-            after.seq = read.seq;
-            after.last_read = Some(now);
-            after.recent_complete.push(read.seq);
-            if after.recent_complete.len() > RECENT_READS {
-                after.recent_complete.remove(0);
-            }
+        after.seq = read.seq;
+        after.last_read = Some(now);
+        after.recent_complete.push(read.seq);
+        if after.recent_complete.len() > RECENT_READS {
+            after.recent_complete.remove(0);
         }
         let mut listings: HashMap<u64, Listing> = HashMap::from([(read.id, after)]);
         let mut candidates = Vec::new();
         let mut members = 0u64;
+        // Whether it is a member (listed, not retired); a candidate if the
+        // read marks it or it may retire.
         let consider = |url: &str,
                         rec: &UrlRecord,
                         candidates: &mut Vec<String>,
@@ -754,13 +723,12 @@ impl<'s> PartitionIngest<'s> {
             let Some(&(_, stamp)) = rec.sources.iter().find(|(id, _)| *id == read.id) else {
                 return false;
             };
-            if rec.retired {
-                return false;
-            }
-            if read.changes(url, stamp, &listings[&read.id], k) {
+            let now_stamp = read.stamp_after(url, stamp);
+            let retires = !rec.retired && listings[&read.id].absences(now_stamp) >= k;
+            if now_stamp != stamp || retires {
                 candidates.push(url.to_string());
             }
-            true
+            !rec.retired
         };
         // Its URLs on its own host.
         for item in self.store.host_urls(keys::host_of(url)) {
@@ -786,8 +754,8 @@ impl<'s> PartitionIngest<'s> {
         Ok(members)
     }
 
-    /// Settles those of `urls` the read changes ([`ReadEnd`]); how many it
-    /// retired.
+    /// Marks absent those of `urls` the read left out, and retires those
+    /// absent everywhere long enough; how many it retired.
     fn settle_batch(
         &mut self,
         urls: &mut Vec<String>,
@@ -803,42 +771,31 @@ impl<'s> PartitionIngest<'s> {
             let Ok(Some(mut before)) = writes.read(&url) else {
                 continue;
             };
-            if before.retired {
-                continue;
-            }
-            if !read.complete {
-                // Listed, and left as it was, by a read that counts as cut:
-                // seen now.
-                if !read.kept(&url) {
-                    continue;
-                }
-                let was = writes.before(&url, &mut before)?;
-                let mut rec = before;
-                rec.last_seen = rec.last_seen.max(read.now);
-                writes.put(&url, Some(&was), &mut rec)?;
-                continue;
-            }
             let mut sources = before.sources.clone();
-            let mut marked = false;
+            // Its last sighting there when the read marks it: the last
+            // complete read, which may have left its record as it was.
+            let mut seen = None;
             if let Some(source) = sources.iter_mut().find(|(id, _)| *id == read.id) {
                 let stamp = read.stamp_after(&url, source.1);
-                marked = stamp != source.1;
+                if stamp != source.1 {
+                    seen = Some(read.before.sighting(source.1));
+                }
                 source.1 = stamp;
             }
+            let marked = seen.is_some();
             load_listings(store, listings, sources.iter().map(|(id, _)| *id))?;
-            let absent_everywhere = sources
-                .iter()
-                .all(|(id, stamp)| listings[id].absences(*stamp) >= k);
+            let absent_everywhere = !before.retired
+                && sources
+                    .iter()
+                    .all(|(id, stamp)| listings[id].absences(*stamp) >= k);
             if !marked && !absent_everywhere {
                 continue;
             }
             let was = writes.before(&url, &mut before)?;
             let mut rec = before;
             rec.sources = sources;
-            if marked {
-                // Its last sighting there: the last complete read, which
-                // may have left its record as it was.
-                rec.last_seen = rec.last_seen.max(read.before.last_read.unwrap_or(i64::MIN));
+            if let Some(Some(at)) = seen {
+                rec.last_seen = rec.last_seen.max(at);
             }
             if absent_everywhere {
                 rec.retired = true;
@@ -849,6 +806,39 @@ impl<'s> PartitionIngest<'s> {
         }
         writes.apply()?;
         Ok(retired)
+    }
+
+    /// After a read of `url` that is not complete (cut, failed, or whose
+    /// end was not reported): the URLs it listed and left as they were
+    /// were seen now, which only a complete read's time stands for
+    /// ([`SitemapRecord::last_read`](crate::record::SitemapRecord::last_read)); their
+    /// records take the sighting, in batches.
+    fn sight_kept(&mut self, url: &str) -> Result<(), StoreError> {
+        let Some(reading) = self.readings.get_mut(url) else {
+            return Ok(());
+        };
+        let mut kept: Vec<Box<str>> = std::mem::take(&mut reading.kept).into_iter().collect();
+        // In URL order: each page read once.
+        kept.sort_unstable();
+        let store = self.store;
+        for part in kept.chunks(self.batch) {
+            let _lock = store.lock_background();
+            let mut writes = UrlWrites::paged(store);
+            for url in part {
+                let Ok(Some(mut before)) = writes.read(url) else {
+                    continue;
+                };
+                if before.last_seen >= self.now {
+                    continue;
+                }
+                let was = writes.before(url, &mut before)?;
+                let mut rec = before;
+                rec.last_seen = self.now;
+                writes.put(url, Some(&was), &mut rec)?;
+            }
+            writes.apply()?;
+        }
+        Ok(())
     }
 
     /// Writes the merged observations: one atomic batch.
@@ -903,9 +893,11 @@ impl<'s> PartitionIngest<'s> {
             let mut before = None;
             let mut rec = existing.unwrap_or_else(|| UrlRecord::new(now, &seen.sources));
             let revived = !new && rec.retired;
-            let key = fnv1a(url.as_bytes());
             // A read of this session listed it with nothing new already.
-            let kept_before = self.readings.values().any(|r| r.kept.contains(&key));
+            let kept_before = self
+                .readings
+                .values()
+                .any(|r| r.kept.contains(url.as_str()));
             let same_session = !new
                 && (rec.last_seen == now
                     || kept_before
@@ -935,7 +927,7 @@ impl<'s> PartitionIngest<'s> {
                             writes.batch().insert(keys::member(id, &url), []);
                         }
                     }
-                    if stamp != Some(seq) && !r.kept.contains(&key) {
+                    if stamp != Some(seq) && !r.kept.contains(url.as_str()) {
                         r.distinct += 1;
                     }
                     let listed = stamp.is_some_and(|s| r.record.lists(s));
@@ -997,9 +989,14 @@ impl<'s> PartitionIngest<'s> {
                     .is_some_and(|o| only_stamps_moved(o, &rec))
                 && !writes.foldable(&url)?;
             if keep {
-                for &(id, _) in &seen.sources {
+                // Each reading that listed it keeps it; the last takes the
+                // URL itself.
+                let mut url: Option<Box<str>> = Some(url.into_boxed_str());
+                for (n, &(id, _)) in seen.sources.iter().enumerate() {
                     if let Some(r) = self.readings.values_mut().find(|r| r.record.id == id) {
-                        r.kept.insert(key);
+                        let last = n + 1 == seen.sources.len();
+                        let key = if last { url.take() } else { url.clone() };
+                        r.kept.extend(key);
                     }
                 }
             } else {
@@ -1032,17 +1029,26 @@ impl<'s> PartitionIngest<'s> {
     /// included, [`ReadEnd`]), and no absence is counted.
     pub(crate) fn end(&mut self) -> Result<(), StoreError> {
         self.commit()?;
-        let open: Vec<String> = self
-            .readings
-            .iter()
-            .filter(|(_, r)| !r.kept.is_empty())
-            .map(|(url, _)| url.clone())
-            .collect();
+        let open: Vec<String> = self.readings.keys().cloned().collect();
+        let mut batch = crate::kv::Batch::default();
         for url in open {
-            self.settle(&url, false)?;
+            self.sight_kept(&url)?;
+            let reading = self.readings.remove(&url).expect("listed above");
+            // Its entries were stamped with its sequence: the next read
+            // takes the one after, as after a cut read.
+            if reading.entries > 0 {
+                let mut record = reading.record;
+                record.seq = reading.seq;
+                record.entries = reading.entries;
+                batch.insert(keys::sitemap(&url), encode(&record));
+                batch.insert(keys::sitemap_id(record.id), url.as_bytes());
+            }
         }
-        self.readings.clear();
-        Ok(())
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let _lock = self.store.lock_background();
+        self.store.kv.apply_batch(batch)
     }
 
     /// Commits what is pending and ends the session ([`PartitionIngest::end`]).

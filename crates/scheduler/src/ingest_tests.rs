@@ -196,3 +196,28 @@ fn a_read_past_its_kept_limit_writes_the_rest() {
     }
     assert!(s.check().unwrap().is_ok());
 }
+
+/// A sitemap record that does not decode reads as no reads: the views of
+/// the URLs it listed and an ingest of another sitemap listing them go on.
+#[test]
+fn a_corrupt_sitemap_record_fails_no_view_and_no_other_ingest() {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
+    read(&s, 2_000);
+    let mut batch = crate::kv::Batch::default();
+    batch.insert(keys::sitemap(SITEMAP), [0xff, 1, 2]);
+    s.kv.apply_batch(batch).unwrap();
+    let url = "https://a.example/p/7";
+    let view = s.url(url).unwrap().unwrap();
+    assert_eq!(view.last_seen, Timestamp::from_unix(2_000));
+    assert_eq!(s.export().count(), 100);
+    let other = "https://a.example/other.xml";
+    let mut session = s.ingest(Timestamp::from_unix(9_000));
+    session
+        .entry(other, &UrlEntry::new(NormUrl::parse(url).unwrap()))
+        .unwrap();
+    session.sitemap_fetched(other, &complete(None)).unwrap();
+    session.finish().unwrap();
+    let view = s.url(url).unwrap().unwrap();
+    assert_eq!(view.last_seen, Timestamp::from_unix(9_000));
+    assert!(s.export().all(|v| v.is_ok()));
+}

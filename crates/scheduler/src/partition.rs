@@ -387,16 +387,24 @@ impl Partition {
     }
 
     /// How the reads of the sitemap with this id stand for its URLs' stamps
-    /// (none read: no URL listed, no absence counted).
+    /// (none read: no URL listed, no absence counted). A record that does
+    /// not decode reads as none (logged and counted in
+    /// [`Store::health`](crate::Store::health)): a view or an ingest of
+    /// another sitemap does not fail on it.
     pub(crate) fn listing(&self, id: u64) -> Result<Listing, StoreError> {
         let Some(url) = self.kv.get(keys::sitemap_id(id))? else {
             return Ok(Listing::default());
         };
         let url = String::from_utf8_lossy(&url).into_owned();
-        Ok(self
-            .sitemap_record(&url)?
-            .map(|s| Listing::of(&s))
-            .unwrap_or_default())
+        match self.sitemap_record(&url) {
+            Ok(record) => Ok(record.map(|s| Listing::of(&s)).unwrap_or_default()),
+            Err(StoreError::Record { key, source }) => {
+                tracing::warn!(%key, error = %source, "corrupt sitemap record read as none");
+                self.kv.passed_over(&key);
+                Ok(Listing::default())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// `rec`'s last sighting brought up to the last read of each sitemap
@@ -416,8 +424,7 @@ impl Partition {
                 }
                 listings.insert(id, self.listing(id)?);
             }
-            let listing = &listings[&id];
-            if let Some(read) = listing.last_read.filter(|_| listing.lists(stamp)) {
+            if let Some(read) = listings[&id].sighting(stamp) {
                 rec.last_seen = rec.last_seen.max(read);
             }
         }

@@ -191,6 +191,21 @@ fn mutate(rng: &mut Rng, list: &mut Vec<Listed>, pool: &[String], s: usize) {
     }
 }
 
+/// The end of a read, in the store and the model.
+fn end(
+    ingest: &mut sitemapd_scheduler::Ingest<'_>,
+    model: &mut Model,
+    (i, fetch, list, reported): &(usize, SitemapFetch, Vec<Listed>, bool),
+) {
+    if !reported {
+        return;
+    }
+    ingest.sitemap_fetched(SITEMAPS[*i], fetch).unwrap();
+    if fetch.status == 200 {
+        model.read(*i, list, fetch.complete);
+    }
+}
+
 fn run(seed: u64, partitions: u16) {
     let mut rng = Rng(seed);
     let pool = pool();
@@ -214,8 +229,15 @@ fn run(seed: u64, partitions: u16) {
         if rng.chance(50) {
             order.reverse();
         }
-        // Each read: its sitemap, how it ends, what it lists.
-        let mut reads: Vec<(usize, SitemapFetch, Vec<Listed>)> = Vec::new();
+        // Their entries interleaved, as reads side by side give them, the
+        // ends after; or one read after another, a sitemap sometimes twice.
+        let interleaved = rng.chance(50);
+        if !interleaved && !order.is_empty() && rng.chance(20) {
+            order.push(order[rng.below(order.len() as u64) as usize]);
+        }
+        // Each read: its sitemap, how it ends, what it lists, whether its
+        // end is reported (one that is not ends with the session).
+        let mut reads: Vec<(usize, SitemapFetch, Vec<Listed>, bool)> = Vec::new();
         for &i in &order {
             if rng.chance(25) {
                 let list = &mut model.sitemaps[i].list;
@@ -244,11 +266,10 @@ fn run(seed: u64, partitions: u16) {
                 complete,
                 ..SitemapFetch::default()
             };
-            reads.push((i, fetch, list));
+            let once = order.iter().filter(|&&o| o == i).count() == 1;
+            let reported = !(once && status == 200 && rng.chance(10));
+            reads.push((i, fetch, list, reported));
         }
-        // Their entries interleaved, as reads side by side give them, the
-        // ends after; or one read after another.
-        let interleaved = rng.chance(50);
         let mut next = vec![0; reads.len()];
         for first in 0..reads.len() {
             let from = if interleaved { 0 } else { first };
@@ -259,29 +280,40 @@ fn run(seed: u64, partitions: u16) {
                     .collect();
                 (!open.is_empty()).then(|| open[rng.below(open.len() as u64) as usize])
             } {
-                let (i, _, list) = &reads[r];
+                let (i, _, list, _) = &reads[r];
                 let l = &list[next[r]];
                 next[r] += 1;
                 ingest.entry(SITEMAPS[*i], &entry(l)).unwrap();
                 model.listed(*i, now, l);
             }
             if !interleaved {
-                let (i, fetch, list) = &reads[first];
-                ingest.sitemap_fetched(SITEMAPS[*i], fetch).unwrap();
-                if fetch.status == 200 {
-                    model.read(*i, list, fetch.complete);
-                }
+                end(&mut ingest, &mut model, &reads[first]);
             }
         }
         if interleaved {
-            for (i, fetch, list) in &reads {
-                ingest.sitemap_fetched(SITEMAPS[*i], fetch).unwrap();
-                if fetch.status == 200 {
-                    model.read(*i, list, fetch.complete);
-                }
+            for read in &reads {
+                end(&mut ingest, &mut model, read);
             }
         }
         ingest.finish().unwrap();
+        for (i, _, list, reported) in &reads {
+            // Ended with the session, as a cut read: its entries took the
+            // next sequence.
+            if !reported && !list.is_empty() {
+                model.read(*i, list, false);
+            }
+        }
+        if rng.chance(5) {
+            let host = ["a.example", "b.example", "c.org"][rng.below(3) as usize];
+            let key = NormUrl::parse(&format!("https://{host}/"))
+                .unwrap()
+                .host_key();
+            s.retire_host(&key).unwrap();
+            let prefix = format!("https://{host}/");
+            for (url, m) in &mut model.urls {
+                m.retired |= url.starts_with(&prefix);
+            }
+        }
         let context = format!("seed {seed}, {partitions} partitions, step {step}");
         assert!(s.check().unwrap().is_ok(), "{context}");
         let exported: HashMap<String, i64> = s

@@ -151,6 +151,21 @@ impl Listing {
         lists(self.seq, self.present_from, stamp)
     }
 
+    /// When the URL stamped `stamp` was last seen by these reads, if its
+    /// stamp stands for the last complete one (its record may be older).
+    pub fn sighting(&self, stamp: u64) -> Option<i64> {
+        self.last_read.filter(|_| self.lists(stamp))
+    }
+
+    /// `stamp` marked [`ABSENT`] since the last read, if that read listed
+    /// the URL: what a URL's stamp becomes when it is found absent.
+    pub fn mark_absent(&self, stamp: u64) -> u64 {
+        match self.lists(stamp) {
+            true => ABSENT | self.seq,
+            false => stamp,
+        }
+    }
+
     /// The complete reads the URL stamped `stamp` has been absent from
     /// (of the recent ones).
     pub fn absences(&self, stamp: u64) -> usize {
