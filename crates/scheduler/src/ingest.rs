@@ -508,8 +508,8 @@ impl<'s> PartitionIngest<'s> {
         );
         let store = self.store;
         let lock = store.lock_background();
-        // What can fail is read before what is pending is staged: an error
-        // leaves it pending, not dropped.
+        // What can fail is read before the records are staged: an error
+        // leaves the read in progress, not half recorded.
         let refresh = match home {
             true => Some(self.refresh_after(sitemap, fetch, fingerprint)?),
             false => None,
