@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# The project's test command (README, "Run the tests"; CI runs it after fmt
-# and clippy): every Rust test of the workspace, then the Python package,
-# built into a wheel and tested as a user installs it
-# (scripts/python-tests.sh). Arguments go to `cargo test`.
+# The project's test command (README, "Tests"; CI runs it after fmt and
+# clippy): every Rust test of the workspace, then the Python package, built
+# into a wheel and tested as a user installs it (scripts/python-tests.sh,
+# which sets up its own venvs with the pinned maturin and pytest). Arguments
+# go to `cargo test`. Ends with one line counting every test that ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace --locked "$@"
-scripts/python-tests.sh
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+scripts/python-tests.sh 2>&1 | tee -a "$log"
+
+# cargo prints one result line per test binary, pytest one for its run.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;/) p += $i; if ($(i+1) ~ /^failed;/) f += $i } }
+     /^(=+ )?[0-9]+ (passed|failed).* in [0-9.]+s/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed,?$/) p += $i; if ($(i+1) ~ /^failed,?$/) f += $i } }
+     END { printf "total: %d passed, %d failed\n", p, f }' "$log"
