@@ -329,8 +329,7 @@ impl<'s> PartitionIngest<'s> {
     ) -> Result<bool, StoreError> {
         for &(id, stamp) in &rec.sources {
             load_listings(self.store, listings, std::iter::once(id))?;
-            let listing = &listings[&id];
-            if listing.last_read == Some(now) && listing.lists(stamp) {
+            if listings[&id].sighting(stamp) == Some(now) {
                 return Ok(true);
             }
         }
@@ -551,11 +550,7 @@ impl<'s> PartitionIngest<'s> {
             // or not the read turns out complete.
             record.seq = reading.seq;
             if fetch.complete {
-                record.last_read = Some(now);
-                record.recent_complete.push(reading.seq);
-                if record.recent_complete.len() > RECENT_READS {
-                    record.recent_complete.remove(0);
-                }
+                record.read_completely(reading.seq, now);
             }
         }
         self.readings.remove(sitemap);
@@ -704,14 +699,9 @@ impl<'s> PartitionIngest<'s> {
             before: Listing::of(&reading.record),
             kept: std::mem::take(&mut reading.kept),
         };
-        let mut after = read.before.clone();
-        after.seq = read.seq;
-        after.last_read = Some(now);
-        after.recent_complete.push(read.seq);
-        if after.recent_complete.len() > RECENT_READS {
-            after.recent_complete.remove(0);
-        }
-        let mut listings: HashMap<u64, Listing> = HashMap::from([(read.id, after)]);
+        let mut after = reading.record.clone();
+        after.read_completely(read.seq, now);
+        let mut listings: HashMap<u64, Listing> = HashMap::from([(read.id, Listing::of(&after))]);
         let mut candidates = Vec::new();
         let mut members = 0u64;
         // Whether it is a member (listed, not retired); a candidate if the
@@ -930,7 +920,7 @@ impl<'s> PartitionIngest<'s> {
                     if stamp != Some(seq) && !r.kept.contains(url.as_str()) {
                         r.distinct += 1;
                     }
-                    let listed = stamp.is_some_and(|s| r.record.lists(s));
+                    let listed = stamp.is_some_and(|s| listings[&id].lists(s));
                     if listed {
                         last_read = last_read.max(r.record.last_success.filter(|_| sole));
                     }

@@ -60,7 +60,7 @@ fn a_read_writes_its_hosts_trust_with_the_counts_its_urls_change() {
         // read's stamp, which stands for both.
         let url = s.url_record("https://a.example/p/7").unwrap().unwrap();
         assert_eq!(url.sources, vec![(sitemap.id, 1)]);
-        assert!(sitemap.lists(1));
+        assert!(crate::record::Listing::of(&sitemap).lists(1));
         let view = s.url("https://a.example/p/7").unwrap().unwrap();
         assert_eq!(view.last_seen, at, "seen by read {n}");
     }

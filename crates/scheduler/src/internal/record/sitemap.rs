@@ -67,21 +67,15 @@ struct SitemapRecordV9 {
 }
 
 impl SitemapRecord {
-    /// Whether the URL stamped `stamp` was listed by its last 2xx read
-    /// ([`Listing::lists`]).
-    pub fn lists(&self, stamp: u64) -> bool {
-        lists(self.seq, self.present_from, stamp)
-    }
-}
-
-/// Whether a URL stamped `stamp` was listed by the last 2xx read of a
-/// sitemap whose last read is `seq`, its stamps standing for later reads
-/// from `present_from` on.
-fn lists(seq: u64, present_from: Option<u64>, stamp: u64) -> bool {
-    match present_from {
-        _ if stamp & ABSENT != 0 => false,
-        Some(from) => stamp >= from,
-        None => stamp == seq,
+    /// Records a complete 2xx read, stamped `seq`, at `at`: absences count
+    /// against it, and it is the last sighting of the URLs its stamps list.
+    pub fn read_completely(&mut self, seq: u64, at: i64) {
+        self.seq = seq;
+        self.last_read = Some(at);
+        self.recent_complete.push(seq);
+        if self.recent_complete.len() > RECENT_READS {
+            self.recent_complete.remove(0);
+        }
     }
 }
 
@@ -148,7 +142,11 @@ impl Listing {
 
     /// Whether the URL stamped `stamp` was listed by the last 2xx read.
     pub fn lists(&self, stamp: u64) -> bool {
-        lists(self.seq, self.present_from, stamp)
+        match self.present_from {
+            _ if stamp & ABSENT != 0 => false,
+            Some(from) => stamp >= from,
+            None => stamp == self.seq,
+        }
     }
 
     /// When the URL stamped `stamp` was last seen by these reads, if its
