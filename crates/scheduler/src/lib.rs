@@ -23,6 +23,9 @@ mod options;
 mod pages;
 #[cfg(test)]
 mod pages_tests;
+mod parallel;
+#[cfg(test)]
+mod parallel_tests;
 mod partition;
 pub mod policy;
 pub mod pushes;

@@ -432,25 +432,42 @@ impl Pages {
     /// grown too big cut into pages keyed by their last URLs (the last
     /// keeps the page's key).
     pub(crate) fn write(self, batch: &mut Batch) {
-        for page in self.loaded {
-            if !page.dirty || page.corrupt {
-                continue;
-            }
+        let dirty: Vec<Loaded> = self
+            .loaded
+            .into_iter()
+            .filter(|page| page.dirty && !page.corrupt)
+            .collect();
+        // Encoding (zstd) is the work, spread over the cores; an emptied
+        // page comes back with no parts.
+        let written = crate::parallel::map(dirty, |page| {
             let key = page.key;
             if page.entries.is_empty() {
-                batch.remove(key);
-                continue;
+                // Emptied: removed.
+                return (key, Vec::new());
             }
             let entries: Vec<Entry> = page.entries.into_iter().collect();
             let parts = page::split(&entries);
             let n = parts.len();
-            for (i, part) in parts.into_iter().enumerate() {
-                let at = if i + 1 == n {
-                    key.clone()
-                } else {
-                    keys::page(&part[part.len() - 1].0)
-                };
-                batch.insert(at, page::encode(part));
+            let parts: Vec<(Vec<u8>, Vec<u8>)> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, part)| {
+                    let at = if i + 1 == n {
+                        key.clone()
+                    } else {
+                        keys::page(&part[part.len() - 1].0)
+                    };
+                    (at, page::encode(part))
+                })
+                .collect();
+            (key, parts)
+        });
+        for (key, parts) in written {
+            if parts.is_empty() {
+                batch.remove(key);
+            }
+            for (at, value) in parts {
+                batch.insert(at, value);
             }
         }
     }

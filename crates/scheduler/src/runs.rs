@@ -112,23 +112,68 @@ impl RunEdits {
         marked.marks.push((index, lease));
     }
 
-    /// Adds the changed runs and heads to `batch`.
+    /// Adds the changed runs and heads to `batch`. The runs are read lane
+    /// by lane; decoding them and encoding what replaces them is spread
+    /// over the cores ([`crate::parallel`]), every lane's at once.
     pub(crate) fn apply(self, kv: &Kv, batch: &mut Batch) -> Result<(), StoreError> {
+        let mut lanes: Vec<Located> = Vec::with_capacity(self.lanes.len());
         for (lane, edit) in self.lanes {
-            apply_lane(kv, batch, &lane, edit)?;
+            if edit.removed.is_empty() && edit.added.is_empty() {
+                // Leases only: each run's front rewritten, its entries'
+                // bytes kept.
+                for (run, m) in edit.marked {
+                    remark(batch, run, &m);
+                }
+            } else {
+                lanes.push(locate(kv, lane, edit)?);
+            }
+        }
+        let read: Vec<&crate::kv::Bytes> = lanes
+            .iter()
+            .flat_map(|l| l.runs.iter().map(|(_, value)| value))
+            .collect();
+        let mut decoded =
+            crate::parallel::map(read, |value| crate::due_list::decode(value)).into_iter();
+        let mut jobs = Vec::new();
+        for (at, lane) in lanes.iter_mut().enumerate() {
+            let runs: Vec<_> = decoded.by_ref().take(lane.runs.len()).collect();
+            jobs.extend(lane.jobs(at, runs, batch));
+        }
+        let written = crate::parallel::map(jobs, |job| {
+            let lane = &lanes[job.lane].lane;
+            job.run(lane)
+        });
+        let mut written = written.into_iter().peekable();
+        for (at, lane) in lanes.iter().enumerate() {
+            let mut deleted: FastSet<Vec<u8>> = FastSet::default();
+            let mut inserted: Vec<Vec<u8>> = Vec::new();
+            while let Some(out) = written.next_if(|w| w.lane == at) {
+                let old_kept = out
+                    .parts
+                    .iter()
+                    .any(|(key, _)| out.old.as_ref() == Some(key));
+                for (key, value) in out.parts {
+                    inserted.push(key.clone());
+                    batch.insert(key, value);
+                }
+                if let (Some(old), false) = (out.old, old_kept) {
+                    batch.remove(old.clone());
+                    deleted.insert(old);
+                }
+            }
+            move_head(kv, batch, &lane.lane, &lane.edit, &deleted, &inserted)?;
         }
         Ok(())
     }
 }
 
-/// A run read for changing: its entries (with their leases) and the key
-/// it was stored under (`None`: a run new to this batch).
-struct Loaded {
-    key: Option<Vec<u8>>,
-    entries: Vec<Listed>,
-    /// It did not decode: left as it is for `stats --repair` (its
-    /// entries cannot be read), and nothing joins it.
-    corrupt: bool,
+/// Rewrites the front of the run at `run` (as a lease read it) with the
+/// leases `m` marks, its entries' bytes kept.
+fn remark(batch: &mut Batch, run: Vec<u8>, m: &Marked) {
+    match crate::due_list::remark(&m.value, Some(m.len), &m.marks) {
+        Ok(value) => batch.insert(run, value),
+        Err(e) => tracing::warn!(error = %e, "corrupt run not marked (stats --check names it)"),
+    }
 }
 
 /// `lane ‖ position ‖ 0`: the first key after the run key `lane ‖ position`.
@@ -138,71 +183,55 @@ fn just_after(lane: &[u8], position: &[u8]) -> Vec<u8> {
     k
 }
 
-fn apply_lane(
-    kv: &Kv,
-    batch: &mut Batch,
-    lane: &[u8],
-    mut edit: LaneEdit,
-) -> Result<(), StoreError> {
-    if edit.removed.is_empty() && edit.added.is_empty() {
-        // Leases only: each run's front rewritten, its entries' bytes kept.
-        for (run, m) in std::mem::take(&mut edit.marked) {
-            match crate::due_list::remark(&m.value, Some(m.len), &m.marks) {
-                Ok(value) => batch.insert(run, value),
-                Err(e) => {
-                    tracing::warn!(error = %e, "corrupt run not marked (stats --check names it)")
-                }
-            }
-        }
-        return Ok(());
-    }
-    let end = keys::lane_end(lane);
-    // Every place the batch changes, in order (an entry that changes in
-    // place is both removed and added there), each with the run that holds
-    // it: the last run keyed at or before it; before the lane's first run,
-    // that first run; none in an empty lane.
-    let added_places: Vec<Vec<u8>> = edit.added.iter().map(Listed::position).collect();
-    let mut places: Vec<(&[u8], Change)> = edit
+/// One lane's edit with the runs it changes, read (not yet decoded).
+struct Located {
+    lane: Vec<u8>,
+    edit: LaneEdit,
+    /// Every place the batch changes, in order (an entry that changes in
+    /// place is both removed and added there).
+    places: Vec<(Vec<u8>, Change)>,
+    /// The run (index into `runs`) holding each place: the last run keyed
+    /// at or before it; before the lane's first run, that first run; none
+    /// in an empty lane.
+    owner: Vec<Option<usize>>,
+    /// The runs the places fall in, by key, as stored.
+    runs: Vec<(Vec<u8>, crate::kv::Bytes)>,
+}
+
+/// Reads the runs `edit` changes in `lane`.
+fn locate(kv: &Kv, lane: Vec<u8>, edit: LaneEdit) -> Result<Located, StoreError> {
+    let end = keys::lane_end(&lane);
+    let mut places: Vec<(Vec<u8>, Change)> = edit
         .removed
         .iter()
         .enumerate()
-        .map(|(i, (p, _))| (p.as_slice(), Change::Remove(i)))
+        .map(|(i, (p, _))| (p.clone(), Change::Remove(i)))
         .chain(
-            added_places
+            edit.added
                 .iter()
                 .enumerate()
-                .map(|(i, p)| (p.as_slice(), Change::Add(i))),
+                .map(|(i, e)| (e.position(), Change::Add(i))),
         )
         .collect();
-    places.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut runs: Vec<Loaded> = Vec::new();
+    places.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut runs: Vec<(Vec<u8>, crate::kv::Bytes)> = Vec::new();
     let mut owner: Vec<Option<usize>> = vec![None; places.len()];
     let mut i = 0;
     while i < places.len() {
-        let place = places[i].0;
-        let holder = kv.last_in(lane.to_vec()..just_after(lane, place))?;
+        let place = &places[i].0;
+        let holder = kv.last_in(lane.clone()..just_after(&lane, place))?;
         let next = kv
-            .range(just_after(lane, place)..end.clone())
+            .range(just_after(&lane, place)..end.clone())
             .next()
             .transpose()?;
         let limit = next.as_ref().map(|(k, _)| k.to_vec());
         let run = match (holder, next) {
             (Some((key, value)), _) | (None, Some((key, value))) => {
-                match runs.iter().position(|r| r.key.as_deref() == Some(&key[..])) {
-                    Some(at) => Some(at),
-                    None => {
-                        let (entries, corrupt) = match crate::due_list::decode(&value) {
-                            Ok(list) => (list.entries, false),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "corrupt run left for stats --repair");
-                                (Vec::new(), true)
-                            }
-                        };
-                        runs.push(Loaded {
-                            key: Some(key.to_vec()),
-                            entries,
-                            corrupt,
-                        });
+                // The places go in order, so a run read before is the last.
+                match runs.last() {
+                    Some((last, _)) if last[..] == key[..] => Some(runs.len() - 1),
+                    _ => {
+                        runs.push((key.to_vec(), value));
                         Some(runs.len() - 1)
                     }
                 }
@@ -214,96 +243,149 @@ fn apply_lane(
         while j < places.len()
             && limit
                 .as_ref()
-                .is_none_or(|limit| keys::run(lane, places[j].0) < *limit)
+                .is_none_or(|limit| keys::run(&lane, &places[j].0) < *limit)
         {
             owner[j] = run;
             j += 1;
         }
         i = j.max(i + 1);
     }
-    // The marks first: their places are in the runs as the lease read them.
-    for (run, m) in std::mem::take(&mut edit.marked) {
-        match runs.iter_mut().find(|r| r.key.as_ref() == Some(&run)) {
-            Some(loaded) if !loaded.corrupt => {
-                for (index, lease) in m.marks {
-                    if let Some(entry) = loaded.entries.get_mut(index) {
-                        entry.lease = Some(lease);
+    Ok(Located {
+        lane,
+        edit,
+        places,
+        owner,
+        runs,
+    })
+}
+
+impl Located {
+    /// The runs to write (lane number `at`), from the runs as decoded
+    /// (`decoded`, in the order of `runs`): the leases marked first (their
+    /// places are in the runs as the lease read them), then what leaves
+    /// and what joins each run; what joins no run (an empty lane, or a run
+    /// that does not decode) makes runs of its own. A run that does not
+    /// decode is left as it is for `stats --repair` (its entries cannot be
+    /// read), and nothing joins it.
+    fn jobs(
+        &mut self,
+        at: usize,
+        decoded: Vec<Result<DueList, crate::record::RecordError>>,
+        batch: &mut Batch,
+    ) -> Vec<RunWrite> {
+        let mut runs: Vec<Option<Vec<Listed>>> = decoded
+            .into_iter()
+            .map(|d| match d {
+                Ok(list) => Some(list.entries),
+                Err(e) => {
+                    tracing::warn!(error = %e, "corrupt run left for stats --repair");
+                    None
+                }
+            })
+            .collect();
+        for (run, m) in std::mem::take(&mut self.edit.marked) {
+            match self.runs.iter().position(|(key, _)| *key == run) {
+                Some(r) => {
+                    if let Some(entries) = runs[r].as_mut() {
+                        for &(index, lease) in &m.marks {
+                            if let Some(entry) = entries.get_mut(index) {
+                                entry.lease = Some(lease);
+                            }
+                        }
                     }
                 }
+                None => remark(batch, run, &m),
             }
-            Some(_) => {}
-            None => match crate::due_list::remark(&m.value, Some(m.len), &m.marks) {
-                Ok(value) => batch.insert(run, value),
-                Err(e) => {
-                    tracing::warn!(error = %e, "corrupt run not marked (stats --check names it)")
+        }
+        let mut gone: Vec<FastSet<String>> = vec![FastSet::default(); runs.len()];
+        let mut joining: Vec<Vec<usize>> = vec![Vec::new(); runs.len()];
+        let mut fresh: Vec<usize> = Vec::new();
+        for ((_, change), run) in self.places.iter().zip(&self.owner) {
+            let run = run.filter(|&r| runs[r].is_some());
+            match (*change, run) {
+                (Change::Remove(i), Some(r)) => {
+                    gone[r].insert(std::mem::take(&mut self.edit.removed[i].1));
                 }
-            },
-        }
-    }
-    // What leaves and what joins each run; what joins no run (an empty
-    // lane, or a run that does not decode) makes runs of its own.
-    let mut gone: Vec<FastSet<&str>> = vec![FastSet::default(); runs.len()];
-    let mut joining: Vec<Vec<usize>> = vec![Vec::new(); runs.len()];
-    let mut fresh: Vec<usize> = Vec::new();
-    for ((_, change), run) in places.iter().zip(&owner) {
-        let run = run.filter(|&r| !runs[r].corrupt);
-        match (*change, run) {
-            (Change::Remove(i), Some(r)) => {
-                gone[r].insert(edit.removed[i].1.as_str());
+                (Change::Remove(i), None) => tracing::warn!(
+                    url = self.edit.removed[i].1,
+                    "a due entry to remove was not found (stats --check names it)"
+                ),
+                (Change::Add(i), Some(r)) => joining[r].push(i),
+                (Change::Add(i), None) => fresh.push(i),
             }
-            (Change::Remove(i), None) => tracing::warn!(
-                url = edit.removed[i].1,
-                "a due entry to remove was not found (stats --check names it)"
-            ),
-            (Change::Add(i), Some(r)) => joining[r].push(i),
-            (Change::Add(i), None) => fresh.push(i),
         }
-    }
-    let mut added: Vec<Option<Listed>> = std::mem::take(&mut edit.added)
-        .into_iter()
-        .map(Some)
-        .collect();
-    let mut take = |indices: &[usize]| -> Vec<Listed> {
-        indices.iter().filter_map(|&i| added[i].take()).collect()
-    };
-    let mut deleted: FastSet<Vec<u8>> = FastSet::default();
-    let mut inserted: Vec<Vec<u8>> = Vec::new();
-    let mut write = |entries: Vec<Listed>, old: Option<Vec<u8>>, batch: &mut Batch| {
-        let parts = cut(entries);
-        let mut old_kept = false;
-        for part in parts {
-            let key = keys::run(lane, &part[0].position());
-            old_kept |= old.as_ref() == Some(&key);
-            batch.insert(
-                key.clone(),
-                crate::due_list::encode(&DueList { entries: part }),
-            );
-            inserted.push(key);
-        }
-        if let (Some(old), false) = (old, old_kept) {
-            batch.remove(old.clone());
-            deleted.insert(old);
-        }
-    };
-    for (r, run) in runs.into_iter().enumerate() {
-        if run.corrupt {
-            continue;
-        }
-        let mut entries: Vec<Listed> = run
-            .entries
+        let mut added: Vec<Option<Listed>> = std::mem::take(&mut self.edit.added)
             .into_iter()
-            .filter(|e| !gone[r].contains(e.url.as_str()))
+            .map(Some)
             .collect();
-        let joins = take(&joining[r]);
-        merge(&mut entries, joins);
-        write(entries, run.key, batch);
+        let mut take = |indices: &[usize]| -> Vec<Listed> {
+            indices.iter().filter_map(|&i| added[i].take()).collect()
+        };
+        let mut jobs = Vec::new();
+        for (r, entries) in runs.into_iter().enumerate() {
+            let Some(entries) = entries else { continue };
+            jobs.push(RunWrite {
+                lane: at,
+                old: Some(self.runs[r].0.clone()),
+                entries,
+                gone: std::mem::take(&mut gone[r]),
+                joining: take(&joining[r]),
+            });
+        }
+        if !fresh.is_empty() {
+            jobs.push(RunWrite {
+                lane: at,
+                old: None,
+                entries: Vec::new(),
+                gone: FastSet::default(),
+                joining: take(&fresh),
+            });
+        }
+        jobs
     }
-    if !fresh.is_empty() {
-        let mut entries = Vec::new();
-        merge(&mut entries, take(&fresh));
-        write(entries, None, batch);
+}
+
+/// One run rewritten: its entries as stored, those that leave, those that
+/// join.
+struct RunWrite {
+    /// Its lane's number in the batch.
+    lane: usize,
+    /// The key it was stored under (`None`: a run new to this batch).
+    old: Option<Vec<u8>>,
+    entries: Vec<Listed>,
+    gone: FastSet<String>,
+    joining: Vec<Listed>,
+}
+
+/// A run rewritten: the parts to write, each with its key.
+struct Written {
+    lane: usize,
+    old: Option<Vec<u8>>,
+    parts: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl RunWrite {
+    /// The entries kept and joined, sorted, cut into runs of at most
+    /// [`RUN_CAP`] and encoded, each keyed by its first entry in `lane`.
+    fn run(self, lane: &[u8]) -> Written {
+        let mut entries = self.entries;
+        if !self.gone.is_empty() {
+            entries.retain(|e| !self.gone.contains(e.url.as_str()));
+        }
+        merge(&mut entries, self.joining);
+        let parts = cut(entries)
+            .into_iter()
+            .map(|part| {
+                let key = keys::run(lane, &part[0].position());
+                (key, crate::due_list::encode(&DueList { entries: part }))
+            })
+            .collect();
+        Written {
+            lane: self.lane,
+            old: self.old,
+            parts,
+        }
     }
-    move_head(kv, batch, lane, &edit, &deleted, &inserted)
 }
 
 /// A change a batch makes at a place: an entry removed, or one added (by

@@ -1,0 +1,115 @@
+//! The CPU work of one batch spread over the machine's cores: decoding and
+//! encoding the runs and pages a batch rewrites (zstd, postcard) is pure
+//! and independent value by value, while reading and writing the store is
+//! not. A batch that rewrites thousands of runs (a large sitemap of one big
+//! host, whose new URLs land all over its lane) encodes them on every core
+//! instead of one; a small batch stays on the calling thread.
+
+use std::sync::OnceLock;
+use std::thread;
+
+/// Items a thread is given at least: below this, starting a thread (tens of
+/// microseconds) costs more than the work it takes over (a run decodes or
+/// encodes in a few microseconds).
+pub(crate) const MIN_PER_THREAD: usize = 64;
+
+/// The threads a batch's work is spread over: the cores this process may
+/// use, read once.
+fn threads() -> usize {
+    #[cfg(test)]
+    if let Some(n) = tests::THREADS.get() {
+        return n;
+    }
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `f` of every item, in the items' order: on the calling thread when there
+/// are fewer than two threads' worth ([`MIN_PER_THREAD`] each), otherwise
+/// in contiguous chunks, one per thread (the calling thread takes the
+/// first). A panic in `f` is a panic of the caller.
+pub(crate) fn map<T, U, F>(items: Vec<T>, f: F) -> Vec<U>
+where
+    T: Send,
+    U: Send,
+    F: Fn(T) -> U + Sync,
+{
+    let workers = threads().min(items.len() / MIN_PER_THREAD).max(1);
+    if workers == 1 {
+        return items.into_iter().map(f).collect();
+    }
+    #[cfg(test)]
+    tests::SPREAD.set(tests::SPREAD.get() + 1);
+    let size = items.len().div_ceil(workers);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(workers);
+    let mut rest = items.into_iter().peekable();
+    while rest.peek().is_some() {
+        chunks.push(rest.by_ref().take(size).collect());
+    }
+    let f = &f;
+    thread::scope(|scope| {
+        let mut chunks = chunks.into_iter();
+        let first = chunks.next().unwrap_or_default();
+        let others: Vec<_> = chunks
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Vec<U>>()))
+            .collect();
+        let mut out: Vec<U> = first.into_iter().map(f).collect();
+        for handle in others {
+            match handle.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The threads [`map`] may use when called on this thread (`None`:
+        /// the machine's cores).
+        pub(crate) static THREADS: Cell<Option<usize>> = const { Cell::new(None) };
+        /// Calls of [`map`] on this thread that spread their work.
+        pub(crate) static SPREAD: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// `f` with [`map`] called on this thread using `n` threads at most;
+    /// and how many of its calls spread their work.
+    pub(crate) fn with_threads<R>(n: usize, f: impl FnOnce() -> R) -> (R, usize) {
+        THREADS.set(Some(n));
+        SPREAD.set(0);
+        let out = f();
+        THREADS.set(None);
+        (out, SPREAD.get())
+    }
+
+    #[test]
+    fn keeps_the_order_whatever_the_split() {
+        for threads in [1, 2, 3, 8] {
+            for n in [0, 1, 63, 64, 127, 128, 129, 1000, 4097] {
+                let items: Vec<usize> = (0..n).collect();
+                let (out, spread) = with_threads(threads, || map(items, |i| i * 3));
+                assert_eq!(out, (0..n).map(|i| i * 3).collect::<Vec<_>>(), "n = {n}");
+                let expected = threads > 1 && n >= 2 * MIN_PER_THREAD;
+                assert_eq!(spread == 1, expected, "{threads} threads, n = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_worker_is_the_callers() {
+        let caught = std::panic::catch_unwind(|| {
+            with_threads(4, || {
+                map((0..10_000).collect::<Vec<u32>>(), |i| {
+                    assert!(i != 9_999, "the last item, in the last worker");
+                    i
+                })
+            })
+        });
+        assert!(caught.is_err());
+    }
+}
