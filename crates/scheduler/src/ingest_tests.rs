@@ -221,3 +221,75 @@ fn a_corrupt_sitemap_record_fails_no_view_and_no_other_ingest() {
     assert_eq!(view.last_seen, Timestamp::from_unix(9_000));
     assert!(s.export().all(|v| v.is_ok()));
 }
+
+/// Calibration sees a URL's last sighting as the views do: a history of
+/// reads that leave their unchanged URLs unwritten summarises as the same
+/// history with every URL written (`with_max_kept(0)`). The host's
+/// lastmods are to the second, its URLs change now and then and are
+/// fetched when due (so the host earns trust and is crawled on change),
+/// and each URL's observed rate counts from its first sighting to its last.
+#[test]
+fn calibration_sees_the_sighting_of_a_read_that_wrote_nothing() {
+    use crate::{Completion, LeaseRequest, Outcome};
+    let summaries = |max_kept: usize| {
+        let s = Partition::in_memory(StoreOptions {
+            policy: Some("freshness-optimal".into()),
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        // Each URL's lastmod as listed, and as its last fetch found it.
+        let mut listed = std::collections::HashMap::new();
+        let mut fetched = std::collections::HashMap::new();
+        for n in 0..16 {
+            let now = 100_000 + n * 86_400;
+            let mut session = s.ingest(Timestamp::from_unix(now)).with_max_kept(max_kept);
+            for i in 0..40 {
+                let url = format!("https://a.example/p/{i}");
+                let mut entry = UrlEntry::new(NormUrl::parse(&url).unwrap());
+                // URL i changes every (i % 5 + 2) reads, the rest of the
+                // time listed as it was.
+                let every = i % 5 + 2;
+                let lastmod = 100_000 + (n - n % every) * 86_400 - 3_600 + i;
+                listed.insert(url.clone(), lastmod);
+                entry.lastmod = Some(Lastmod {
+                    unix_seconds: lastmod,
+                    nanos: 0,
+                    precision: Precision::Second,
+                });
+                session.entry(SITEMAP, &entry).unwrap();
+            }
+            session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+            session.finish().unwrap();
+            // The first days only: later, most URLs are left unfetched
+            // and only sighted.
+            if n < 8 {
+                let at = Timestamp::from_unix(now + 60);
+                let leased = s.lease(&LeaseRequest::new(40).per_host(40), at).unwrap();
+                let done: Vec<(String, Completion)> = leased
+                    .iter()
+                    .map(|l| {
+                        let now = listed[&l.url];
+                        let outcome = match fetched.insert(l.url.clone(), now) {
+                            Some(then) if then == now => Outcome::NotModified,
+                            _ => Outcome::Changed,
+                        };
+                        (l.url.clone(), Completion::from(outcome))
+                    })
+                    .collect();
+                s.complete_all(done.iter().map(|(u, c)| (u.as_str(), c)), at)
+                    .unwrap();
+            }
+        }
+        let host = s.stored_host_record("a.example").unwrap();
+        assert!(host.trust.is_complete(), "{:?}", host.trust);
+        let (pages, complete) = s.page_summaries().unwrap();
+        (
+            format!("{:?}", pages.pages()),
+            format!("{:?}", complete.pages()),
+        )
+    };
+    let kept = summaries(usize::MAX);
+    let written = summaries(0);
+    assert_ne!(written.1, "[]", "no URL is on a complete host");
+    assert_eq!(kept, written);
+}

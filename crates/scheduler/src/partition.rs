@@ -600,9 +600,13 @@ impl Partition {
         // host, so one host record at a time.
         let mut complete = PageSummary::new();
         let mut host: Option<(String, HostState)> = None;
+        // Its last sighting is its record's or a later read's that still
+        // lists it unchanged (`sighted`).
+        let mut listings = FastMap::default();
         for item in self.all_url_records().filter(|item| self.intact(item)) {
-            let (url, r) = item?;
+            let (url, mut r) = item?;
             if r.queued() {
+                self.sighted(&mut r, &mut listings)?;
                 let name = keys::host_of(&url);
                 let state_of_host = match &host {
                     Some((h, state)) if h == name => *state,
