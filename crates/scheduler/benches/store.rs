@@ -241,7 +241,8 @@ fn main() {
             .unwrap();
         cpu.push(thread_cpu_ms() - c);
         times.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert_eq!(leased.len(), 1000);
+        // Ten per host: fewer than 1,000 from fewer than 100 hosts.
+        assert_eq!(leased.len(), (10 * hosts).min(1000));
     }
     times.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);

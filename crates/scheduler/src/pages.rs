@@ -197,6 +197,10 @@ impl Iterator for UrlEntries<'_> {
     }
 }
 
+/// Pages a thread encodes at least ([`crate::parallel::map`]): a page of up
+/// to 64 records takes tens of microseconds.
+const PAGES_PER_THREAD: usize = 16;
+
 /// A page read for writing.
 #[derive(Debug)]
 struct Loaded {
@@ -439,7 +443,7 @@ impl Pages {
             .collect();
         // Encoding (zstd) is the work, spread over the cores; an emptied
         // page comes back with no parts.
-        let written = crate::parallel::map(dirty, |page| {
+        let written = crate::parallel::map(dirty, PAGES_PER_THREAD, |page| {
             let key = page.key;
             if page.entries.is_empty() {
                 // Emptied: removed.

@@ -3,15 +3,12 @@
 //! and independent value by value, while reading and writing the store is
 //! not. A batch that rewrites thousands of runs (a large sitemap of one big
 //! host, whose new URLs land all over its lane) encodes them on every core
-//! instead of one; a small batch stays on the calling thread.
+//! instead of one; a small batch stays on the calling thread, and so does
+//! one whose work is too little to pay for a thread (a completion of a
+//! hundred URLs on a daemon whose cores its clients keep busy).
 
 use std::sync::OnceLock;
 use std::thread;
-
-/// Items a thread is given at least: below this, starting a thread (tens of
-/// microseconds) costs more than the work it takes over (a run decodes or
-/// encodes in a few microseconds).
-pub(crate) const MIN_PER_THREAD: usize = 64;
 
 /// The threads a batch's work is spread over: the cores this process may
 /// use, read once.
@@ -25,21 +22,22 @@ fn threads() -> usize {
 }
 
 /// `f` of every item, in the items' order: on the calling thread when there
-/// are fewer than two threads' worth ([`MIN_PER_THREAD`] each), otherwise
-/// in contiguous chunks, one per thread (the calling thread takes the
-/// first). A panic in `f` is a panic of the caller.
-pub(crate) fn map<T, U, F>(items: Vec<T>, f: F) -> Vec<U>
+/// are fewer than two threads' worth (`per_thread` items each: enough work
+/// that starting a thread, tens of microseconds, is worth it), otherwise in
+/// contiguous chunks, one per thread (the calling thread takes the first).
+/// A panic in `f` is a panic of the caller.
+pub(crate) fn map<T, U, F>(items: Vec<T>, per_thread: usize, f: F) -> Vec<U>
 where
     T: Send,
     U: Send,
     F: Fn(T) -> U + Sync,
 {
-    let workers = threads().min(items.len() / MIN_PER_THREAD).max(1);
+    let workers = threads().min(items.len() / per_thread.max(1)).max(1);
     if workers == 1 {
         return items.into_iter().map(f).collect();
     }
     #[cfg(test)]
-    tests::SPREAD.set(tests::SPREAD.get() + 1);
+    tests::SPREAD.with_borrow_mut(|s| s.push(std::any::type_name::<T>()));
     let size = items.len().div_ceil(workers);
     let mut chunks: Vec<Vec<T>> = Vec::with_capacity(workers);
     let mut rest = items.into_iter().peekable();
@@ -67,24 +65,25 @@ where
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::cell::Cell;
+    use std::cell::{Cell, RefCell};
 
     thread_local! {
         /// The threads [`map`] may use when called on this thread (`None`:
         /// the machine's cores).
         pub(crate) static THREADS: Cell<Option<usize>> = const { Cell::new(None) };
-        /// Calls of [`map`] on this thread that spread their work.
-        pub(crate) static SPREAD: Cell<usize> = const { Cell::new(0) };
+        /// The item type of each call of [`map`] on this thread that
+        /// spread its work.
+        pub(crate) static SPREAD: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
     }
 
     /// `f` with [`map`] called on this thread using `n` threads at most;
-    /// and how many of its calls spread their work.
-    pub(crate) fn with_threads<R>(n: usize, f: impl FnOnce() -> R) -> (R, usize) {
+    /// and the item types of its calls that spread their work.
+    pub(crate) fn with_threads<R>(n: usize, f: impl FnOnce() -> R) -> (R, Vec<&'static str>) {
         THREADS.set(Some(n));
-        SPREAD.set(0);
+        SPREAD.take();
         let out = f();
         THREADS.set(None);
-        (out, SPREAD.get())
+        (out, SPREAD.take())
     }
 
     #[test]
@@ -92,10 +91,10 @@ pub(crate) mod tests {
         for threads in [1, 2, 3, 8] {
             for n in [0, 1, 63, 64, 127, 128, 129, 1000, 4097] {
                 let items: Vec<usize> = (0..n).collect();
-                let (out, spread) = with_threads(threads, || map(items, |i| i * 3));
+                let (out, spread) = with_threads(threads, || map(items, 64, |i| i * 3));
                 assert_eq!(out, (0..n).map(|i| i * 3).collect::<Vec<_>>(), "n = {n}");
-                let expected = threads > 1 && n >= 2 * MIN_PER_THREAD;
-                assert_eq!(spread == 1, expected, "{threads} threads, n = {n}");
+                let expected = threads > 1 && n >= 2 * 64;
+                assert_eq!(spread.len() == 1, expected, "{threads} threads, n = {n}");
             }
         }
     }
@@ -104,7 +103,7 @@ pub(crate) mod tests {
     fn a_panic_in_a_worker_is_the_callers() {
         let caught = std::panic::catch_unwind(|| {
             with_threads(4, || {
-                map((0..10_000).collect::<Vec<u32>>(), |i| {
+                map((0..10_000).collect::<Vec<u32>>(), 64, |i| {
                     assert!(i != 9_999, "the last item, in the last worker");
                     i
                 })

@@ -25,6 +25,11 @@ use crate::keys::{self, RUN_CAP};
 use crate::kv::{Batch, Kv};
 use crate::record::{DueList, Listed};
 
+/// Runs a thread decodes or encodes at least ([`crate::parallel::map`]): a
+/// run takes a few microseconds, so a batch spreads its runs once it has a
+/// few hundred (an ingest's), not for a completion of a hundred URLs.
+const RUNS_PER_THREAD: usize = 128;
+
 /// What one batch does to one lane.
 #[derive(Default)]
 struct LaneEdit {
@@ -132,31 +137,41 @@ impl RunEdits {
             .iter()
             .flat_map(|l| l.runs.iter().map(|(_, value)| value))
             .collect();
-        let mut decoded =
-            crate::parallel::map(read, |value| crate::due_list::decode(value)).into_iter();
+        let mut decoded = crate::parallel::map(read, RUNS_PER_THREAD, |value| {
+            crate::due_list::decode(value)
+        })
+        .into_iter();
         let mut jobs = Vec::new();
         for (at, lane) in lanes.iter_mut().enumerate() {
             let runs: Vec<_> = decoded.by_ref().take(lane.runs.len()).collect();
             jobs.extend(lane.jobs(at, runs, batch));
         }
-        let written = crate::parallel::map(jobs, |job| {
-            let lane = &lanes[job.lane].lane;
-            job.run(lane)
+        // Each rewritten run merged and cut, then every part encoded: a lane
+        // new to the store is one job of many parts.
+        let cut = crate::parallel::map(jobs, RUNS_PER_THREAD, RunWrite::cut);
+        let mut olds: Vec<(usize, Option<Vec<u8>>)> = Vec::with_capacity(cut.len());
+        let mut parts: Vec<(usize, Vec<Listed>)> = Vec::new();
+        for (j, run) in cut.into_iter().enumerate() {
+            olds.push((run.lane, run.old));
+            parts.extend(run.parts.into_iter().map(|part| (j, part)));
+        }
+        let encoded = crate::parallel::map(parts, RUNS_PER_THREAD, |(j, part)| {
+            let key = keys::run(&lanes[olds[j].0].lane, &part[0].position());
+            (j, key, crate::due_list::encode(&DueList { entries: part }))
         });
-        let mut written = written.into_iter().peekable();
+        let mut encoded = encoded.into_iter().peekable();
+        let mut olds = olds.into_iter().enumerate().peekable();
         for (at, lane) in lanes.iter().enumerate() {
             let mut deleted: FastSet<Vec<u8>> = FastSet::default();
             let mut inserted: Vec<Vec<u8>> = Vec::new();
-            while let Some(out) = written.next_if(|w| w.lane == at) {
-                let old_kept = out
-                    .parts
-                    .iter()
-                    .any(|(key, _)| out.old.as_ref() == Some(key));
-                for (key, value) in out.parts {
+            while let Some((j, (_, old))) = olds.next_if(|(_, (l, _))| *l == at) {
+                let mut old_kept = false;
+                while let Some((_, key, value)) = encoded.next_if(|(k, _, _)| *k == j) {
+                    old_kept |= old.as_ref() == Some(&key);
                     inserted.push(key.clone());
                     batch.insert(key, value);
                 }
-                if let (Some(old), false) = (out.old, old_kept) {
+                if let (Some(old), false) = (old, old_kept) {
                     batch.remove(old.clone());
                     deleted.insert(old);
                 }
@@ -357,33 +372,26 @@ struct RunWrite {
     joining: Vec<Listed>,
 }
 
-/// A run rewritten: the parts to write, each with its key.
-struct Written {
+/// A run rewritten, not yet encoded: its parts, in order.
+struct Cut {
     lane: usize,
     old: Option<Vec<u8>>,
-    parts: Vec<(Vec<u8>, Vec<u8>)>,
+    parts: Vec<Vec<Listed>>,
 }
 
 impl RunWrite {
     /// The entries kept and joined, sorted, cut into runs of at most
-    /// [`RUN_CAP`] and encoded, each keyed by its first entry in `lane`.
-    fn run(self, lane: &[u8]) -> Written {
+    /// [`RUN_CAP`].
+    fn cut(self) -> Cut {
         let mut entries = self.entries;
         if !self.gone.is_empty() {
             entries.retain(|e| !self.gone.contains(e.url.as_str()));
         }
         merge(&mut entries, self.joining);
-        let parts = cut(entries)
-            .into_iter()
-            .map(|part| {
-                let key = keys::run(lane, &part[0].position());
-                (key, crate::due_list::encode(&DueList { entries: part }))
-            })
-            .collect();
-        Written {
+        Cut {
             lane: self.lane,
             old: self.old,
-            parts,
+            parts: cut(entries),
         }
     }
 }
