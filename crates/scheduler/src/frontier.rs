@@ -40,6 +40,7 @@ use crate::marks::Marks;
 use crate::partition::Partition;
 use crate::queue::Completion;
 use crate::record::{HostRecord, Schedule, StoredReason, UrlRecord};
+use crate::revive::Revivals;
 use crate::tally::Tally;
 use crate::time::Timestamp;
 use crate::view::UrlView;
@@ -276,6 +277,7 @@ impl Partition {
         let mut found = Vec::with_capacity(items.len());
         let mut writes = UrlWrites::new(self);
         let mut pushes = crate::queue::PushOutcomes::default();
+        let mut revivals = Revivals::default();
         for item in items {
             let Ok(norm) = sitemapd_parser::NormUrl::parse_limited(&item.url) else {
                 found.push(Put::Invalid);
@@ -330,6 +332,9 @@ impl Partition {
                     // (a completion, the absence from its sitemaps; not
                     // its host's robots.txt, which still holds).
                     rec.completed = false;
+                    if rec.retired {
+                        revivals.revive(self, &mut rec)?;
+                    }
                     rec.retired = false;
                     let score = rec.schedule.score;
                     rec.schedule = Schedule {
@@ -352,6 +357,7 @@ impl Partition {
             }
         }
         pushes.write(&mut writes);
+        revivals.write(writes.batch());
         writes.apply()?;
         Ok(found)
     }

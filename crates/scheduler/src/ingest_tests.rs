@@ -293,3 +293,68 @@ fn calibration_sees_the_sighting_of_a_read_that_wrote_nothing() {
     assert_ne!(written.1, "[]", "no URL is on a complete host");
     assert_eq!(kept, written);
 }
+
+/// A URL retired by its sitemap's absence and brought back by a push
+/// notification, or by a frontier client's refetch, counts among the
+/// sitemap's members again and its absence counts again from the sitemap's
+/// last read: the next complete reads that leave it out retire it once
+/// there are as many as retired it the first time (three), not sooner, and
+/// its last sighting is its own, not the sitemap's reads'.
+#[test]
+fn a_url_revived_otherwise_than_by_a_read_is_retired_again_by_its_absence() {
+    use crate::KnownUrl;
+    let gone = "https://a.example/p/0";
+    // Complete reads of SITEMAP listing p/0 to p/9, or p/1 to p/9.
+    let read = |s: &Partition, now: i64, with_gone: bool| {
+        let mut session = s.ingest(Timestamp::from_unix(now));
+        for i in (if with_gone { 0 } else { 1 })..10 {
+            let url = format!("https://a.example/p/{i}");
+            session
+                .entry(SITEMAP, &UrlEntry::new(NormUrl::parse(&url).unwrap()))
+                .unwrap();
+        }
+        session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+        session.finish().unwrap();
+    };
+    let retired = |s: &Partition| s.url(gone).unwrap().unwrap().retired;
+    for how in ["notification", "frontier refetch"] {
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
+        read(&s, 1_000, true);
+        for now in [2_000, 3_000, 4_000] {
+            read(&s, now, false);
+        }
+        assert!(retired(&s), "{how}: retired by three absences");
+        let revived_at = Timestamp::from_unix(4_500);
+        match how {
+            "notification" => {
+                s.notify(gone, revived_at).unwrap();
+            }
+            _ => {
+                let refetch = KnownUrl {
+                    url: gone.to_string(),
+                    refetch: Some(revived_at),
+                    metadata: Vec::new(),
+                    queue: None,
+                };
+                s.put_known(vec![refetch], revived_at, |_, _| None).unwrap();
+            }
+        }
+        assert!(!retired(&s), "{how}: revived");
+        let record = s.sitemap_record(SITEMAP).unwrap().unwrap();
+        assert_eq!(record.members, 10, "{how}: a member again");
+        for (n, now) in [5_000, 6_000, 7_000].into_iter().enumerate() {
+            assert!(!retired(&s), "{how}: active before read {n}");
+            read(&s, now, false);
+            let view = s.url(gone).unwrap().unwrap();
+            assert_eq!(view.last_seen, Timestamp::from_unix(1_000), "{how}");
+        }
+        assert!(retired(&s), "{how}: retired again by three more absences");
+        assert!(s.check().unwrap().is_ok(), "{how}");
+        // Listed again: back, and seen by that read.
+        read(&s, 8_000, true);
+        assert!(!retired(&s), "{how}: listed again");
+        let view = s.url(gone).unwrap().unwrap();
+        assert_eq!(view.last_seen, Timestamp::from_unix(8_000), "{how}");
+        assert_eq!(s.sitemap_record(SITEMAP).unwrap().unwrap().members, 10);
+    }
+}

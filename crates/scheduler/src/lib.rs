@@ -33,6 +33,7 @@ pub mod pushes;
 mod pushes_tests;
 pub mod queue;
 pub mod refresh;
+mod revive;
 pub mod robots;
 mod routing;
 mod runs;

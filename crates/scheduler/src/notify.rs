@@ -10,7 +10,8 @@
 //! count once.
 //!
 //! A URL the store does not hold is added (first source 0, no sitemap: no
-//! sitemap's absence ever retires it); a retired one is revived. A leased
+//! sitemap's absence ever retires it); a retired one is revived (its
+//! sitemaps count its absence again from their last reads, `revive.rs`). A leased
 //! URL is made due now too: its lease is dropped (the fetch in flight may
 //! predate the change).
 
@@ -20,6 +21,7 @@ use crate::error::StoreError;
 use crate::keys;
 use crate::partition::Partition;
 use crate::record::{HostRecord, Notifications, Schedule, StoredReason, UrlRecord};
+use crate::revive::Revivals;
 use crate::time::Timestamp;
 use crate::writes::{Before, UrlWrites};
 
@@ -106,6 +108,7 @@ impl Partition {
         let mut records: HashMap<String, (UrlRecord, Option<Before>)> = HashMap::new();
         let mut hosts: HashMap<String, HostRecord> = HashMap::new();
         let mut rules = crate::robots::RulesCache::new(self);
+        let mut revivals = Revivals::default();
         let mut found = Vec::with_capacity(norms.len());
         for url in norms {
             let (existing, stored) = match records.remove(url) {
@@ -135,6 +138,9 @@ impl Partition {
                 },
                 Some(n) => n,
             });
+            if revived {
+                revivals.revive(self, &mut rec)?;
+            }
             rec.retired = false;
             // A URL its host's robots.txt disallows stays out of the queue.
             rules.mark(url, &mut rec)?;
@@ -165,6 +171,7 @@ impl Partition {
         for (url, (rec, stored)) in &mut records {
             writes.put(url, stored.as_ref(), rec)?;
         }
+        revivals.write(writes.batch());
         writes.apply()?;
         Ok(found)
     }
