@@ -392,16 +392,29 @@ impl Partition {
     /// [`Store::health`](crate::Store::health)): a view or an ingest of
     /// another sitemap does not fail on it.
     pub(crate) fn listing(&self, id: u64) -> Result<Listing, StoreError> {
+        Ok(self
+            .sitemap_of_id(id)?
+            .map(|(_, record)| Listing::of(&record))
+            .unwrap_or_default())
+    }
+
+    /// The URL and record of the sitemap with id `id` in this partition, if
+    /// it has one; a record that does not decode reads as none (logged and
+    /// counted in [`Store::health`](crate::Store::health)).
+    pub(crate) fn sitemap_of_id(
+        &self,
+        id: u64,
+    ) -> Result<Option<(String, SitemapRecord)>, StoreError> {
         let Some(url) = self.kv.get(keys::sitemap_id(id))? else {
-            return Ok(Listing::default());
+            return Ok(None);
         };
         let url = String::from_utf8_lossy(&url).into_owned();
         match self.sitemap_record(&url) {
-            Ok(record) => Ok(record.map(|s| Listing::of(&s)).unwrap_or_default()),
+            Ok(record) => Ok(record.map(|r| (url, r))),
             Err(StoreError::Record { key, source }) => {
                 tracing::warn!(%key, error = %source, "corrupt sitemap record read as none");
                 self.kv.passed_over(&key);
-                Ok(Listing::default())
+                Ok(None)
             }
             Err(e) => Err(e),
         }

@@ -43,7 +43,7 @@ impl Revivals {
     ) -> Result<(), StoreError> {
         for (id, stamp) in &mut rec.sources {
             if !self.sitemaps.contains_key(id) {
-                let found = Self::load(part, *id)?;
+                let found = part.sitemap_of_id(*id)?;
                 self.sitemaps.insert(*id, found);
             }
             let Some((_, sitemap)) = self.sitemaps.get_mut(id).and_then(Option::as_mut) else {
@@ -55,22 +55,6 @@ impl Revivals {
             sitemap.members += 1;
         }
         Ok(())
-    }
-
-    /// The sitemap `id`'s URL and record in `part`, if it has one that
-    /// decodes.
-    fn load(part: &Partition, id: u64) -> Result<Option<(String, SitemapRecord)>, StoreError> {
-        let Some(url) = part.kv.get(keys::sitemap_id(id))? else {
-            return Ok(None);
-        };
-        let url = String::from_utf8_lossy(&url).into_owned();
-        match part.sitemap_record(&url) {
-            Ok(record) => Ok(record.map(|r| (url, r))),
-            // Left as it is (`stats --check` names it); the URL is revived
-            // all the same.
-            Err(StoreError::Record { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 
     /// Adds the changed sitemap records to `batch`.
