@@ -7,7 +7,7 @@
 //! one whose work is too little to pay for a thread (a completion of a
 //! hundred URLs on a daemon whose cores its clients keep busy).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::thread;
 
 /// The threads a batch's work is spread over: the cores this process may
@@ -24,8 +24,9 @@ fn threads() -> usize {
 /// `f` of every item, in the items' order: on the calling thread when there
 /// are fewer than two threads' worth (`per_thread` items each: enough work
 /// that starting a thread, tens of microseconds, is worth it), otherwise in
-/// contiguous chunks, one per thread (the calling thread takes the first).
-/// A panic in `f` is a panic of the caller.
+/// contiguous chunks, one per thread (the calling thread takes the first,
+/// and any whose thread cannot be started). A panic in `f` is a panic of
+/// the caller.
 pub(crate) fn map<T, U, F>(items: Vec<T>, per_thread: usize, f: F) -> Vec<U>
 where
     T: Send,
@@ -39,23 +40,40 @@ where
     #[cfg(test)]
     tests::SPREAD.with_borrow_mut(|s| s.push(std::any::type_name::<T>()));
     let size = items.len().div_ceil(workers);
-    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(workers);
+    // Each chunk in a slot its thread takes it from; a chunk whose thread
+    // could not be started (the process's limit on threads) is taken back
+    // and done on the calling thread.
+    let mut slots: Vec<Mutex<Option<Vec<T>>>> = Vec::with_capacity(workers);
     let mut rest = items.into_iter().peekable();
     while rest.peek().is_some() {
-        chunks.push(rest.by_ref().take(size).collect());
+        slots.push(Mutex::new(Some(rest.by_ref().take(size).collect())));
     }
+    let take = |slot: &Mutex<Option<Vec<T>>>| -> Vec<T> {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        slot.take().unwrap_or_default()
+    };
     let f = &f;
     thread::scope(|scope| {
-        let mut chunks = chunks.into_iter();
-        let first = chunks.next().unwrap_or_default();
-        let others: Vec<_> = chunks
-            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Vec<U>>()))
+        let handles: Vec<_> = slots[1..]
+            .iter()
+            .map(|slot| {
+                #[cfg(test)]
+                if tests::NO_THREADS.get() {
+                    return None;
+                }
+                thread::Builder::new()
+                    .spawn_scoped(scope, move || {
+                        take(slot).into_iter().map(f).collect::<Vec<U>>()
+                    })
+                    .ok()
+            })
             .collect();
-        let mut out: Vec<U> = first.into_iter().map(f).collect();
-        for handle in others {
-            match handle.join() {
-                Ok(part) => out.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
+        let mut out: Vec<U> = take(&slots[0]).into_iter().map(f).collect();
+        for (slot, handle) in slots[1..].iter().zip(handles) {
+            match handle.map(thread::ScopedJoinHandle::join) {
+                Some(Ok(part)) => out.extend(part),
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => out.extend(take(slot).into_iter().map(f)),
             }
         }
         out
@@ -74,6 +92,9 @@ pub(crate) mod tests {
         /// The item type of each call of [`map`] on this thread that
         /// spread its work.
         pub(crate) static SPREAD: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+        /// Whether [`map`] called on this thread finds no thread can be
+        /// started.
+        pub(crate) static NO_THREADS: Cell<bool> = const { Cell::new(false) };
     }
 
     /// `f` with [`map`] called on this thread using `n` threads at most;
@@ -97,6 +118,15 @@ pub(crate) mod tests {
                 assert_eq!(spread.len() == 1, expected, "{threads} threads, n = {n}");
             }
         }
+    }
+
+    #[test]
+    fn a_chunk_without_a_thread_is_done_by_the_caller() {
+        NO_THREADS.set(true);
+        let (out, spread) = with_threads(4, || map((0..1000).collect::<Vec<u32>>(), 64, |i| i + 1));
+        NO_THREADS.set(false);
+        assert_eq!(out, (1..=1000).collect::<Vec<_>>());
+        assert_eq!(spread.len(), 1);
     }
 
     #[test]
