@@ -332,10 +332,7 @@ impl Partition {
                     // (a completion, the absence from its sitemaps; not
                     // its host's robots.txt, which still holds).
                     rec.completed = false;
-                    if rec.retired {
-                        revivals.revive(self, &mut rec)?;
-                    }
-                    rec.retired = false;
+                    revivals.revive(self, &mut rec)?;
                     let score = rec.schedule.score;
                     rec.schedule = Schedule {
                         due: at.unix(),

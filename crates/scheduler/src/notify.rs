@@ -138,10 +138,7 @@ impl Partition {
                 },
                 Some(n) => n,
             });
-            if revived {
-                revivals.revive(self, &mut rec)?;
-            }
-            rec.retired = false;
+            revivals.revive(self, &mut rec)?;
             // A URL its host's robots.txt disallows stays out of the queue.
             rules.mark(url, &mut rec)?;
             let host_name = keys::host_of(url);

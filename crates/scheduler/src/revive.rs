@@ -34,13 +34,18 @@ pub(crate) struct Revivals {
 }
 
 impl Revivals {
-    /// `rec` (retired, about to be revived in `part`): its stamps and its
-    /// sitemaps' member counts as the module docs say.
+    /// Brings `rec` (a URL record of `part`) back into the queue if it is
+    /// retired, its stamps and its sitemaps' member counts as the module
+    /// docs say; a record that is not retired is left as it is.
     pub(crate) fn revive(
         &mut self,
         part: &Partition,
         rec: &mut UrlRecord,
     ) -> Result<(), StoreError> {
+        if !rec.retired {
+            return Ok(());
+        }
+        rec.retired = false;
         for (id, stamp) in &mut rec.sources {
             if !self.sitemaps.contains_key(id) {
                 let found = part.sitemap_of_id(*id)?;
