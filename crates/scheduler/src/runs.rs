@@ -214,13 +214,14 @@ struct Located {
 }
 
 /// Reads the runs `edit` changes in `lane`.
-fn locate(kv: &Kv, lane: Vec<u8>, edit: LaneEdit) -> Result<Located, StoreError> {
+fn locate(kv: &Kv, lane: Vec<u8>, mut edit: LaneEdit) -> Result<Located, StoreError> {
     let end = keys::lane_end(&lane);
+    // The removed entries' places move here (their URLs stay).
     let mut places: Vec<(Vec<u8>, Change)> = edit
         .removed
-        .iter()
+        .iter_mut()
         .enumerate()
-        .map(|(i, (p, _))| (p.clone(), Change::Remove(i)))
+        .map(|(i, (p, _))| (std::mem::take(p), Change::Remove(i)))
         .chain(
             edit.added
                 .iter()
