@@ -28,7 +28,7 @@ fn read(s: &Partition, now: i64) {
 }
 
 /// A complete 200 read, listed by `parent` if given.
-fn complete(parent: Option<&str>) -> SitemapFetch {
+pub(crate) fn complete(parent: Option<&str>) -> SitemapFetch {
     SitemapFetch {
         status: 200,
         complete: true,

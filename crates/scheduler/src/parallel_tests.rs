@@ -3,9 +3,10 @@
 //! leases and completions on two partitions, one on one thread and one on
 //! four, leave every key and value the same, and both pass `check`.
 
+use crate::ingest_tests::complete;
 use crate::parallel::tests::with_threads;
 use crate::partition::Partition;
-use crate::{Completion, LeaseRequest, Outcome, SitemapFetch, StoreOptions, Timestamp};
+use crate::{Completion, LeaseRequest, Outcome, StoreOptions, Timestamp};
 use sitemapd_parser::date::Precision;
 use sitemapd_parser::{Lastmod, NormUrl, UrlEntry};
 
@@ -30,12 +31,7 @@ fn read(s: &Partition, now: i64, salt: u64) {
         entry.priority = Some((i % 10) as f32 / 10.0);
         session.entry(SITEMAP, &entry).unwrap();
     }
-    let complete = SitemapFetch {
-        status: 200,
-        complete: true,
-        ..SitemapFetch::default()
-    };
-    session.sitemap_fetched(SITEMAP, &complete).unwrap();
+    session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
     session.finish().unwrap();
 }
 
