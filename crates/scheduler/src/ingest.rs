@@ -126,10 +126,28 @@ struct Reading {
     fingerprint: Fingerprint,
     /// The record must be written (new, or its member count grew).
     dirty: bool,
+    /// The stored record holds this read's sequence as used: written with
+    /// the first batch of its entries, so that a read cut short (the
+    /// process killed, the fetch failed) leaves no stamp the next read
+    /// would take for its own.
+    reserved: bool,
     /// The URLs this read listed with nothing new, whose records it left
     /// as they were: stamped by an earlier read, which they still stand for
     /// ([`Listing`]). At most [`MAX_KEPT`].
     kept: FastSet<Box<str>>,
+}
+
+impl Reading {
+    /// Its record as a batch of this read stores it: as it stood before
+    /// the read (what this session reads stamps by), with the read's
+    /// sequence once it is [`reserved`](Reading::reserved).
+    fn stored(&self) -> SitemapRecord {
+        let mut record = self.record.clone();
+        if self.reserved {
+            record.seq = self.seq;
+        }
+        record
+    }
 }
 
 /// URLs a read leaves unwritten, at most: past this many (a sitemap over
@@ -369,6 +387,7 @@ impl<'s> PartitionIngest<'s> {
                     lastmods: FastMap::default(),
                     fingerprint: Fingerprint::default(),
                     dirty,
+                    reserved: false,
                     kept: FastSet::default(),
                 },
             );
@@ -443,7 +462,8 @@ impl<'s> PartitionIngest<'s> {
     }
 
     /// Records how the fetch of `sitemap` ended. Every 2xx read advances its
-    /// sequence; a complete one is remembered as such, and retires the URLs
+    /// sequence, and so does a read whose entries were stored before it
+    /// failed; a complete one is remembered as such, and retires the URLs
     /// absent from enough complete reads. The sitemap's refresh schedule
     /// ([`crate::refresh`]) advances in the same batch as its record: a 2xx
     /// read is changed or unchanged by its fingerprint, a 304 unchanged,
@@ -543,6 +563,11 @@ impl<'s> PartitionIngest<'s> {
             record.last_modified = fetch.last_modified.clone();
         } else {
             record.errors = record.errors.saturating_add(1);
+        }
+        if reading.reserved {
+            // Its entries were stamped with its sequence, whether or not
+            // the read ends well: the next read takes the one after.
+            record.seq = reading.seq;
         }
         if ok {
             record.entries = reading.entries;
@@ -1004,9 +1029,11 @@ impl<'s> PartitionIngest<'s> {
             }
         }
         for (url, reading) in &mut self.readings {
-            if std::mem::take(&mut reading.dirty) {
+            let reserve = !reading.reserved && reading.entries > 0;
+            if std::mem::take(&mut reading.dirty) || reserve {
+                reading.reserved |= reserve;
                 let batch = writes.batch();
-                batch.insert(keys::sitemap(url), encode(&reading.record));
+                batch.insert(keys::sitemap(url), encode(&reading.stored()));
                 batch.insert(keys::sitemap_id(reading.record.id), url.as_bytes());
             }
         }

@@ -358,3 +358,66 @@ fn a_url_revived_otherwise_than_by_a_read_is_retired_again_by_its_absence() {
         assert_eq!(s.sitemap_record(SITEMAP).unwrap().unwrap().members, 10);
     }
 }
+
+#[test]
+fn a_read_cut_short_by_a_crash_leaves_its_sequence_used() {
+    use crate::record::ABSENT;
+    let url = |i: usize| format!("https://a.example/p/{i}");
+    // A read of SITEMAP at `now` listing p/`from` to p/9, each with the
+    // lastmod `lastmod` (so that a read with a new one writes them all).
+    let entries = |session: &mut crate::ingest::PartitionIngest<'_>, from: usize, lastmod: i64| {
+        for i in from..10 {
+            let mut entry = UrlEntry::new(NormUrl::parse(&url(i)).unwrap());
+            entry.lastmod = Some(Lastmod {
+                unix_seconds: lastmod,
+                nanos: 0,
+                precision: Precision::Second,
+            });
+            session.entry(SITEMAP, &entry).unwrap();
+        }
+    };
+    for failed in [false, true] {
+        let s = Partition::in_memory(StoreOptions::default()).unwrap();
+        let mut first = s.ingest(Timestamp::from_unix(1_000));
+        entries(&mut first, 0, 500);
+        first.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+        first.finish().unwrap();
+        let id = s.sitemap_record(SITEMAP).unwrap().unwrap().id;
+        // A second read with new lastmods writes its URLs in batches of
+        // five and is lost before its record: the process dies (the
+        // session's memory is gone), or the fetch fails after its entries.
+        let mut cut = s.ingest(Timestamp::from_unix(2_000)).with_batch(5);
+        entries(&mut cut, 0, 1_500);
+        if failed {
+            let fetch = SitemapFetch {
+                status: 200,
+                failed: true,
+                ..SitemapFetch::default()
+            };
+            cut.sitemap_fetched(SITEMAP, &fetch).unwrap();
+            cut.finish().unwrap();
+        } else {
+            drop(cut);
+        }
+        let stamp = |i: usize| {
+            let record = s.url_record(&url(i)).unwrap().unwrap();
+            record.sources.iter().find(|(s, _)| *s == id).unwrap().1
+        };
+        let cut_seq = stamp(0);
+        assert_eq!(cut_seq & ABSENT, 0);
+        // The next read, complete, leaves out p/0: its stamp is the cut
+        // read's, which the read must not take for its own.
+        let mut next = s.ingest(Timestamp::from_unix(3_000));
+        entries(&mut next, 1, 2_500);
+        next.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+        next.finish().unwrap();
+        let seq = s.sitemap_record(SITEMAP).unwrap().unwrap().seq;
+        assert!(
+            seq > cut_seq,
+            "failed {failed}: the next read took a new sequence"
+        );
+        assert_eq!(stamp(1), seq, "failed {failed}");
+        assert_eq!(stamp(0), cut_seq | ABSENT, "failed {failed}: p/0 absent");
+        assert!(s.check().unwrap().is_ok(), "failed {failed}");
+    }
+}
