@@ -117,8 +117,11 @@ struct Reading {
     entries: u64,
     /// Distinct URLs stamped by this read.
     distinct: u64,
-    /// The sitemap's host: URLs elsewhere get a member key.
+    /// The sitemap's host: the other hosts it lists URLs of get a member
+    /// key ([`keys::member`]).
     host: String,
+    /// The other hosts whose member key this read found or wrote.
+    member_hosts: FastSet<Box<str>>,
     with_lastmod: u64,
     in_future: u64,
     lastmods: FastMap<i64, u64>,
@@ -254,7 +257,7 @@ impl Partition {
             .take(MAX_CHILDREN)
         {
             let (key, _) = item?;
-            if let Some(child) = keys::suffix_url(&key) {
+            if let Some(child) = keys::suffix(&key) {
                 out.push(child.to_string());
             }
         }
@@ -388,6 +391,7 @@ impl<'s> PartitionIngest<'s> {
                     fingerprint: Fingerprint::default(),
                     dirty,
                     reserved: false,
+                    member_hosts: FastSet::default(),
                     kept: FastSet::default(),
                 },
             );
@@ -678,7 +682,7 @@ impl<'s> PartitionIngest<'s> {
         if complete {
             for item in store.kv.scan_prefix(keys::children_of(id)) {
                 let (key, _) = item?;
-                if keys::suffix_url(&key).is_some_and(|u| listed.contains(u)) {
+                if keys::suffix(&key).is_some_and(|u| listed.contains(u)) {
                     continue;
                 }
                 batch.remove(key);
@@ -753,16 +757,21 @@ impl<'s> PartitionIngest<'s> {
                 members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
             }
         }
+        // Its URLs on the other hosts it lists URLs of.
+        let mut hosts = Vec::new();
         for item in self.store.kv.scan_prefix(keys::members_of(read.id)) {
             let (key, _) = item?;
-            let Some(u) = keys::suffix_url(&key) else {
-                continue;
-            };
-            if let Ok(Some(rec)) = self.store.url_record(u) {
-                members += u64::from(consider(u, &rec, &mut candidates, &listings));
+            if let Some(host) = keys::suffix(&key) {
+                hosts.push(host.to_string());
             }
-            if candidates.len() >= self.batch {
-                members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
+        }
+        for host in hosts {
+            for item in self.store.host_urls(&host) {
+                let (u, rec) = item?;
+                members += u64::from(consider(&u, &rec, &mut candidates, &listings));
+                if candidates.len() >= self.batch {
+                    members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
+                }
             }
         }
         members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
@@ -938,8 +947,15 @@ impl<'s> PartitionIngest<'s> {
                         // A new (or returning) member of this sitemap.
                         r.record.members += 1;
                         r.dirty = true;
-                        if stamp.is_none() && host_name != r.host {
-                            writes.batch().insert(keys::member(id, &url), []);
+                        if stamp.is_none()
+                            && host_name != r.host
+                            && !r.member_hosts.contains(host_name)
+                        {
+                            let key = keys::member(id, host_name);
+                            if !store.kv.contains_key(&key)? {
+                                writes.batch().insert(key, []);
+                            }
+                            r.member_hosts.insert(host_name.into());
                         }
                     }
                     if stamp != Some(seq) && !r.kept.contains(url.as_str()) {

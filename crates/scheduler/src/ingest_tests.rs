@@ -421,3 +421,43 @@ fn a_read_cut_short_by_a_crash_leaves_its_sequence_used() {
         assert!(s.check().unwrap().is_ok(), "failed {failed}");
     }
 }
+
+#[test]
+fn a_sitemap_keeps_one_member_key_per_other_host_it_lists() {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
+    let members = |s: &Partition| -> Vec<String> {
+        s.kv.scan_prefix([keys::MEMBER])
+            .map(|i| keys::suffix(&i.unwrap().0).unwrap().to_string())
+            .collect()
+    };
+    // 300 URLs on its own host and two others, in batches of 50; then a
+    // read that adds a third host.
+    for (now, hosts) in [
+        (1_000, &["a.example", "b.example", "c.example"][..]),
+        (
+            2_000,
+            &["a.example", "b.example", "c.example", "d.example"][..],
+        ),
+    ] {
+        let mut session = s.ingest(Timestamp::from_unix(now)).with_batch(50);
+        for i in 0..300 {
+            let host = hosts[i % hosts.len()];
+            let url = NormUrl::parse(&format!("https://{host}/p/{i}")).unwrap();
+            session.entry(SITEMAP, &UrlEntry::new(url)).unwrap();
+        }
+        session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+        session.finish().unwrap();
+        let expected: Vec<&str> = hosts[1..].to_vec();
+        assert_eq!(members(&s), expected, "read at {now}");
+    }
+    let record = s.sitemap_record(SITEMAP).unwrap().unwrap();
+    // The URLs of both reads (75 are listed by both: those whose host is
+    // the same in both): those only the first listed are absent from the
+    // second, and members until they retire.
+    assert_eq!(record.members, 300 + 300 - 75);
+    let absent = s.url_record("https://b.example/p/4").unwrap().unwrap();
+    assert_ne!(absent.sources[0].1 & crate::record::ABSENT, 0);
+    let listed = s.url_record("https://d.example/p/3").unwrap().unwrap();
+    assert_eq!(listed.sources[0].1 & crate::record::ABSENT, 0);
+    assert!(s.check().unwrap().is_ok());
+}

@@ -1,12 +1,13 @@
 //! Bringing a store written by an older build to the current key layout
 //! ([`keys::LAYOUT_VERSION`]) when it is opened.
 //!
-//! A layout-9 store differs from layout 11 only by its id counter, which
-//! opening it adds (`kv`), and a layout-10 store not at all but for its
-//! layout key (its records are read in their format): its layout key is
-//! rewritten, nothing else.
+//! A layout-9 store differs from layout 12 by its id counter, which
+//! opening it adds (`kv`), and its member keys; a layout-10 or 11 store by
+//! its member keys only (its records are read in their format): each
+//! sitemap's member keys, one per URL on another host, become one per such
+//! host, then its layout key is rewritten.
 //!
-//! The due index of layouts 9 to 11 (in lanes of runs, with their heads; a
+//! The due index of layouts 9 to 12 (in lanes of runs, with their heads; a
 //! client's queue per URL, counted by queue) is rebuilt from the URL
 //! records, whatever the older layout: first the leases the due lists of
 //! layouts 7 and 8 held are copied into their records (a record keeps a
@@ -38,6 +39,7 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         // Its id counter was set when it was opened (`kv`), its records
         // read in their format: only the layout key changes.
         Some([v]) if keys::LAYOUTS_WITHOUT_REBUILD.contains(v) => {
+            member_hosts(kv)?;
             let mut batch = Batch::default();
             batch.insert(keys::LAYOUT, [keys::LAYOUT_VERSION]);
             kv.apply_batch(batch)?;
@@ -58,11 +60,38 @@ pub(crate) fn to_current_layout(kv: &Kv) -> Result<(), StoreError> {
         count_tallies(kv)?;
     }
     clear(kv, keys::TALLY)?;
+    member_hosts(kv)?;
     let mut batch = Batch::default();
     batch.insert(keys::LAYOUT, [keys::LAYOUT_VERSION]);
     kv.apply_batch(batch)?;
     kv.flush()?;
     Ok(())
+}
+
+/// Turns the member keys of layouts up to 11, one per URL a sitemap lists
+/// on another host (`m` ‖ id ‖ URL), into those of layout 12, one per such
+/// host ([`keys::member`]), in batches. Idempotent: a key that names a
+/// host is left as it is.
+fn member_hosts(kv: &Kv) -> Result<(), StoreError> {
+    let mut writes = Batched::new(kv);
+    let mut last = Vec::new();
+    for item in kv.scan_prefix([keys::MEMBER]) {
+        let (key, _) = item?;
+        let (Some(id), Some(url)) = (key.get(1..9), keys::suffix(&key)) else {
+            continue;
+        };
+        if keys::scheme_end(url).is_none() {
+            continue;
+        }
+        let id = u64::from_be_bytes(id.try_into().expect("eight bytes"));
+        let host = keys::member(id, keys::host_of(url));
+        if host != last {
+            writes.insert(host.clone(), [])?;
+            last = host;
+        }
+        writes.remove(key.to_vec())?;
+    }
+    writes.finish()
 }
 
 /// Every URL record that decodes, with its URL, in URL order (pages and

@@ -356,3 +356,77 @@ fn a_layout_9_store_gets_its_id_counter_and_nothing_else() {
     assert_eq!(s.stats(ts(T0)).unwrap().active, queued);
     assert!(s.check().unwrap().is_ok());
 }
+
+/// The member keys of a sitemap on `a.example` listing `urls` on other
+/// hosts, by their suffix (a host, or a URL in a layout-11 store).
+fn member_keys(s: &Partition) -> Vec<String> {
+    s.kv.scan_prefix([keys::MEMBER])
+        .map(|i| keys::suffix(&i.unwrap().0).unwrap().to_string())
+        .collect()
+}
+
+/// A layout-11 store kept one member key per URL a sitemap lists on
+/// another host: opened, it keeps one per host, its layout key says 12,
+/// and a complete read that leaves out a URL on another host marks it
+/// absent from there.
+#[test]
+fn a_layout_11_stores_member_keys_become_one_per_host() {
+    const SITEMAP: &str = "https://a.example/sitemap.xml";
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
+    let read = |now: i64, from: usize| {
+        let mut ingest = s.ingest(ts(now));
+        for i in from..6 {
+            let host = ["b.example", "c.example:8080"][i % 2];
+            let url = format!("https://{host}/item-{i}");
+            ingest
+                .entry(SITEMAP, &UrlEntry::new(NormUrl::parse(&url).unwrap()))
+                .unwrap();
+        }
+        let done = crate::SitemapFetch {
+            status: 200,
+            complete: true,
+            ..crate::SitemapFetch::default()
+        };
+        ingest.sitemap_fetched(SITEMAP, &done).unwrap();
+        ingest.finish().unwrap();
+    };
+    read(T0, 0);
+    assert_eq!(member_keys(&s), ["b.example", "c.example:8080"]);
+    // As layout 11 wrote them: one per URL.
+    let id = s.sitemap_record(SITEMAP).unwrap().unwrap().id;
+    let mut batch = crate::kv::Batch::default();
+    for host in member_keys(&s) {
+        batch.remove(keys::member(id, &host));
+    }
+    for i in 0..6 {
+        let host = ["b.example", "c.example:8080"][i % 2];
+        batch.insert(keys::member(id, &format!("https://{host}/item-{i}")), []);
+    }
+    batch.insert(keys::LAYOUT, [11]);
+    s.kv.apply_batch(batch).unwrap();
+    assert_eq!(member_keys(&s).len(), 6);
+
+    crate::migrate::to_current_layout(&s.kv).unwrap();
+    assert_eq!(member_keys(&s), ["b.example", "c.example:8080"]);
+    assert_eq!(
+        s.kv.get(keys::LAYOUT).unwrap().unwrap().as_ref(),
+        [keys::LAYOUT_VERSION]
+    );
+    assert!(s.check().unwrap().is_ok());
+    // Opened again: nothing left to do.
+    let keys_now: Vec<_> = s.kv.scan_prefix([]).map(|i| i.unwrap().0).collect();
+    crate::migrate::to_current_layout(&s.kv).unwrap();
+    let again: Vec<_> = s.kv.scan_prefix([]).map(|i| i.unwrap().0).collect();
+    assert_eq!(again, keys_now);
+    // item-0 (on b.example) left out of the next complete read: absent.
+    read(T0 + 100, 1);
+    let gone = s.url_record("https://b.example/item-0").unwrap().unwrap();
+    assert_ne!(gone.sources[0].1 & crate::record::ABSENT, 0);
+    let kept = s
+        .url_record("https://c.example:8080/item-1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.sources[0].1 & crate::record::ABSENT, 0);
+    // Absent, not retired yet (after three absences): still a member.
+    assert_eq!(s.sitemap_record(SITEMAP).unwrap().unwrap().members, 6);
+}

@@ -11,7 +11,7 @@
 //! | `n` | queue ‖ NUL ‖ URL | empty: a URL in a URL frontier client's queue that is not its host's ([`queue_member`]) |
 //! | `s` | sitemap URL | [`SitemapRecord`](crate::record::SitemapRecord) |
 //! | `i` | sitemap id (8 bytes) | sitemap URL |
-//! | `m` | sitemap id (8 bytes) ‖ URL | empty: a URL it lists on another host |
+//! | `m` | sitemap id (8 bytes) ‖ host | empty: a host other than its own with URLs it lists |
 //! | `c` | sitemap id (8 bytes) ‖ child URL | empty: a child of the index |
 //! | `h` | host or queue name | [`HostRecord`](crate::record::HostRecord): the politeness and lastmod trust of the host of that name, and the URL records of the queue of that name counted by state (`Tally`): what `stats` reads |
 //! | `b` | host | [`RobotsRecord`](crate::record::RobotsRecord): the robots.txt rules its URLs are leased under |
@@ -51,6 +51,9 @@
 //! | 7 | leases of listed URLs kept in their due list entries, not in their records |
 //! | 8 | no `t` keys: each host's counts are in its host record (`h`), so that a lease or a completion writes one key per host, not two |
 //! | 9 | the due index in lanes (queue, host, class) of runs in queue order, with a head per lane (`e`): one order for every lease, whatever its size; a URL frontier client's queue is the key it put a URL with (`n`), counted under that name (`h`); the hosts filed under a key (`q`, `k`) are gone |
+//! | 10 | the id counter (`~ids`) in the keyspace, written in the batch that uses an id |
+//! | 11 | a URL's stamp for a sitemap stands for later reads (the sitemap's record says from which read on) |
+//! | 12 | a sitemap's member keys (`m`) name the other hosts it lists URLs of, one key per host, not one per URL |
 //!
 //! A store of an older layout is migrated when it is opened: its due
 //! index is rebuilt from the URL records (their leases kept), and its
@@ -126,17 +129,20 @@ pub const REPARTITION: &[u8] = b"~repartition";
 /// The next id the keyspace hands out (u64, big endian): sitemap and lease
 /// ids, written in the batch that uses them.
 pub const IDS: &[u8] = b"~ids";
-/// The key layout this build writes: 11, the keys of layout 10, whose
-/// sitemap records say how their URLs' stamps read (record format 10: an
-/// older build would take a URL listed again unchanged for an absent one,
-/// and must not open it). Layout 10 is layout 9 with the id counter
+/// The key layout this build writes: 12, the keys of layout 11 with one
+/// member key per host a sitemap lists URLs of instead of one per URL (an
+/// older build would find no member URL there, and must not open it).
+/// Layout 11 is layout 10 whose sitemap records say how their URLs' stamps
+/// read (record format 10: an older build would take a URL listed again
+/// unchanged for an absent one). Layout 10 is layout 9 with the id counter
 /// ([`IDS`]) in the keyspace (an older build, which takes ids from sled's
 /// generator, must not open that either).
-pub const LAYOUT_VERSION: u8 = 11;
+pub const LAYOUT_VERSION: u8 = 12;
 /// The layouts whose keys are those of [`LAYOUT_VERSION`] but for the id
-/// counter, which opening the store adds, and the records' format, which
-/// each record's version byte tells: they need no rebuild.
-pub const LAYOUTS_WITHOUT_REBUILD: std::ops::RangeInclusive<u8> = 9..=10;
+/// counter, which opening the store adds, the records' format, which each
+/// record's version byte tells, and the member keys, which opening the
+/// store turns into one per host: they need no rebuild.
+pub const LAYOUTS_WITHOUT_REBUILD: std::ops::RangeInclusive<u8> = 9..=11;
 
 /// Due entries a run holds at most.
 pub const RUN_CAP: usize = 32;
@@ -505,7 +511,7 @@ pub mod legacy {
     }
 }
 
-fn id_and_url(prefix: u8, id: u64, url: &str) -> Vec<u8> {
+fn id_and_suffix(prefix: u8, id: u64, url: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(9 + url.len());
     k.push(prefix);
     k.extend_from_slice(&id.to_be_bytes());
@@ -513,9 +519,11 @@ fn id_and_url(prefix: u8, id: u64, url: &str) -> Vec<u8> {
     k
 }
 
-/// `m` ‖ sitemap id ‖ url.
-pub fn member(sitemap: u64, url: &str) -> Vec<u8> {
-    id_and_url(MEMBER, sitemap, url)
+/// `m` ‖ sitemap id ‖ host: a host other than the sitemap's own with URLs
+/// it lists (`host[:port]`, as [`host_of`] gives it). A complete read's
+/// absence pass reads the URL records of these hosts and of its own.
+pub fn member(sitemap: u64, host: &str) -> Vec<u8> {
+    id_and_suffix(MEMBER, sitemap, host)
 }
 
 /// The prefix of a sitemap's member keys.
@@ -525,7 +533,7 @@ pub fn members_of(sitemap: u64) -> Vec<u8> {
 
 /// `c` ‖ index id ‖ child url.
 pub fn child(index: u64, url: &str) -> Vec<u8> {
-    id_and_url(CHILD, index, url)
+    id_and_suffix(CHILD, index, url)
 }
 
 /// The prefix of an index's child keys.
@@ -533,8 +541,9 @@ pub fn children_of(index: u64) -> Vec<u8> {
     with_prefix(CHILD, &index.to_be_bytes())
 }
 
-/// The URL after the 9-byte prefix of a member or child key.
-pub fn suffix_url(key: &[u8]) -> Option<&str> {
+/// What follows the 9-byte prefix of a member key (a host) or a child key
+/// (a URL).
+pub fn suffix(key: &[u8]) -> Option<&str> {
     std::str::from_utf8(key.get(9..)?).ok()
 }
 

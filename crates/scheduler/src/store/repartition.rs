@@ -181,8 +181,8 @@ fn home_of(key: &[u8], routes: Routes, kv: &Kv) -> Result<Home, StoreError> {
             Some(at) => keys::host_of(&text(&rest[at + 1..])).to_string(),
             None => return Ok(Home::Stays),
         },
-        keys::MEMBER => match keys::suffix_url(key) {
-            Some(url) => keys::host_of(url).to_string(),
+        keys::MEMBER => match keys::suffix(key) {
+            Some(host) => host.to_string(),
             None => return Ok(Home::Stays),
         },
         keys::SITEMAP_ID | keys::CHILD => {
