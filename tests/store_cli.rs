@@ -384,3 +384,44 @@ fn stats_pluralise_and_show_the_size_in_binary_units() {
     let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(json["disk_bytes"].as_u64().unwrap() > 0, "{json}");
 }
+
+#[test]
+fn ingest_compacts_a_store_grown_past_the_settings() {
+    let site = indexed_site(4, 10_000);
+    let root = site.url("/");
+    // Past the floor (1 MiB here: sled's files for 40,000 URLs take more)
+    // a store never compacted is compacted as the ingest ends; with
+    // `--compact-growth 0`, never.
+    for (growth, compacts) in [("2", true), ("0", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = run(&with_store(
+            dir.path(),
+            &[
+                "ingest",
+                "--allow-private",
+                "--min-delay",
+                "0",
+                "--compact-floor-mib",
+                "1",
+                "--compact-growth",
+                growth,
+                &root,
+            ],
+        ));
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let err = stderr(&o);
+        let line = err.lines().find(|l| l.starts_with("store compacted: "));
+        assert_eq!(line.is_some(), compacts, "growth {growth}: {err}");
+        if let Some(line) = line {
+            assert!(line.contains(" on disk in "), "{line}");
+        }
+        assert!(err.contains("40000 entries, 40000 new"), "{err}");
+        let o = run(&with_store(dir.path(), &["stats", "--check"]));
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("check: 40000 records, 40000 due entries: ok"),
+            "{}",
+            stdout(&o)
+        );
+    }
+}

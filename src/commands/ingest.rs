@@ -90,6 +90,16 @@ pub(crate) fn run(args: &IngestArgs) -> Result<ExitCode> {
             store.policy().name()
         ));
     }
+    // What the ingest's rewrites left behind in sled's files is given back
+    // as the daemon gives it back (`scheduler.compact_growth`).
+    if let Some(done) = store.compact_if_grown()? {
+        progress.line(&format!(
+            "store compacted: {} → {} on disk in {:.1} s",
+            words::bytes(done.bytes_before),
+            words::bytes(done.bytes_after),
+            done.took.as_secs_f64()
+        ));
+    }
     store.flush()?;
     progress.finish();
     let path = &args.settings.store.store;

@@ -463,9 +463,10 @@ pub(crate) struct SchedulerSettings {
     /// it opens; a store of several keeps its number.
     #[arg(long, default_value_t = SchedulerSettings::default().partitions)]
     pub partitions: u16,
-    /// The daemon compacts the store (gives back the disk space sled keeps of rewritten
-    /// records) when its files have grown to this many times what the last compaction left;
-    /// 0: never (`sitemapd stats --compact` still does).
+    /// The store is compacted (the disk space sled keeps of rewritten records given back;
+    /// by the daemon as it runs, by `ingest` as it ends) when its files have grown to this
+    /// many times what the last compaction left; 0: never (`sitemapd stats --compact` still
+    /// does).
     #[arg(long, default_value_t = SchedulerSettings::default().compact_growth)]
     pub compact_growth: f64,
     /// ... and are past this many MiB (a store never compacted: once past it).
