@@ -10,7 +10,9 @@
 //! the read (`Listing`), which remembers its URL (a bounded number of them)
 //! until it ends (`ReadEnd`). The sitemap's record, its refresh schedule and
 //! its host's lastmod trust are written when its read ends
-//! ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched)).
+//! ([`Ingest::sitemap_fetched`](crate::store::Ingest::sitemap_fetched));
+//! its record also with the read's first batch, which stores the read's
+//! sequence as used (`Reading::reserved`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -712,8 +714,9 @@ impl<'s> PartitionIngest<'s> {
 
     /// After a complete read of `url` that saw fewer distinct URLs than it
     /// has members: settles its URLs ([`ReadEnd`]) and counts its members
-    /// (not retired) after it. Its URLs are those on its own host and those
-    /// with a member key (listed from another host).
+    /// (not retired) after it. Its URLs are those on its own host and on
+    /// the hosts it has a member key for (the other hosts it lists URLs
+    /// of): every record of those hosts is read.
     fn settle_absent(&mut self, url: &str) -> Result<u64, StoreError> {
         let k = self
             .store
@@ -761,10 +764,14 @@ impl<'s> PartitionIngest<'s> {
         let mut hosts = Vec::new();
         for item in self.store.kv.scan_prefix(keys::members_of(read.id)) {
             let (key, _) = item?;
-            if let Some(host) = keys::suffix(&key) {
-                hosts.push(host.to_string());
+            // A host; a URL in a key an older layout wrote that a move into
+            // partitions begun by an older build brought here: its host.
+            if let Some(suffix) = keys::suffix(&key) {
+                hosts.push(keys::host_of(suffix).to_string());
             }
         }
+        hosts.sort_unstable();
+        hosts.dedup();
         for host in hosts {
             for item in self.store.host_urls(&host) {
                 let (u, rec) = item?;
@@ -871,7 +878,30 @@ impl<'s> PartitionIngest<'s> {
             return Ok(());
         }
         let _lock = self.store.lock_background();
-        self.stage()?.apply()
+        // What each read has counted before the batch.
+        let counted: Vec<(String, u64, u64)> = self
+            .readings
+            .iter()
+            .map(|(url, r)| (url.clone(), r.record.members, r.distinct))
+            .collect();
+        let written = self.stage().and_then(UrlWrites::apply);
+        if written.is_err() {
+            // What this batch was to store of the reads (their records,
+            // sequences, member keys) is not taken for stored: the next
+            // batch writes it again; what it counted is taken back.
+            for (url, members, distinct) in counted {
+                if let Some(reading) = self.readings.get_mut(&url) {
+                    reading.record.members = members;
+                    reading.distinct = distinct;
+                }
+            }
+            for reading in self.readings.values_mut() {
+                reading.dirty = true;
+                reading.reserved = false;
+                reading.member_hosts.clear();
+            }
+        }
+        written
     }
 
     /// The merged observations as a batch of writes, not yet applied: the
@@ -1069,9 +1099,8 @@ impl<'s> PartitionIngest<'s> {
             let reading = self.readings.remove(&url).expect("listed above");
             // Its entries were stamped with its sequence: the next read
             // takes the one after, as after a cut read.
-            if reading.entries > 0 {
-                let mut record = reading.record;
-                record.seq = reading.seq;
+            if reading.reserved {
+                let mut record = reading.stored();
                 record.entries = reading.entries;
                 batch.insert(keys::sitemap(&url), encode(&record));
                 batch.insert(keys::sitemap_id(record.id), url.as_bytes());

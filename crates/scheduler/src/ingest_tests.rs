@@ -363,10 +363,12 @@ fn a_url_revived_otherwise_than_by_a_read_is_retired_again_by_its_absence() {
 fn a_read_cut_short_by_a_crash_leaves_its_sequence_used() {
     use crate::record::ABSENT;
     let url = |i: usize| format!("https://a.example/p/{i}");
-    // A read of SITEMAP at `now` listing p/`from` to p/9, each with the
-    // lastmod `lastmod` (so that a read with a new one writes them all).
-    let entries = |session: &mut crate::ingest::PartitionIngest<'_>, from: usize, lastmod: i64| {
-        for i in from..10 {
+    // Entries of SITEMAP for p/`i`, `i` in `range`, each with the lastmod
+    // `lastmod` (so that a read with a new one writes them all).
+    let entries = |session: &mut crate::ingest::PartitionIngest<'_>,
+                   range: std::ops::Range<usize>,
+                   lastmod: i64| {
+        for i in range {
             let mut entry = UrlEntry::new(NormUrl::parse(&url(i)).unwrap());
             entry.lastmod = Some(Lastmod {
                 unix_seconds: lastmod,
@@ -379,15 +381,16 @@ fn a_read_cut_short_by_a_crash_leaves_its_sequence_used() {
     for failed in [false, true] {
         let s = Partition::in_memory(StoreOptions::default()).unwrap();
         let mut first = s.ingest(Timestamp::from_unix(1_000));
-        entries(&mut first, 0, 500);
+        entries(&mut first, 0..10, 500);
         first.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
         first.finish().unwrap();
         let id = s.sitemap_record(SITEMAP).unwrap().unwrap().id;
         // A second read with new lastmods writes its URLs in batches of
-        // five and is lost before its record: the process dies (the
-        // session's memory is gone), or the fetch fails after its entries.
+        // five and is lost before its record: the process dies after its
+        // first batch (the session's memory, and the URLs of the batch it
+        // had begun, are gone), or the fetch fails after its entries.
         let mut cut = s.ingest(Timestamp::from_unix(2_000)).with_batch(5);
-        entries(&mut cut, 0, 1_500);
+        entries(&mut cut, if failed { 0..10 } else { 0..7 }, 1_500);
         if failed {
             let fetch = SitemapFetch {
                 status: 200,
@@ -408,7 +411,7 @@ fn a_read_cut_short_by_a_crash_leaves_its_sequence_used() {
         // The next read, complete, leaves out p/0: its stamp is the cut
         // read's, which the read must not take for its own.
         let mut next = s.ingest(Timestamp::from_unix(3_000));
-        entries(&mut next, 1, 2_500);
+        entries(&mut next, 1..10, 2_500);
         next.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
         next.finish().unwrap();
         let seq = s.sitemap_record(SITEMAP).unwrap().unwrap().seq;
@@ -459,5 +462,37 @@ fn a_sitemap_keeps_one_member_key_per_other_host_it_lists() {
     assert_ne!(absent.sources[0].1 & crate::record::ABSENT, 0);
     let listed = s.url_record("https://d.example/p/3").unwrap().unwrap();
     assert_eq!(listed.sources[0].1 & crate::record::ABSENT, 0);
+    assert!(s.check().unwrap().is_ok());
+}
+
+#[test]
+fn a_batch_that_fails_leaves_its_reads_record_and_member_keys_to_the_next() {
+    let s = Partition::in_memory(StoreOptions::default()).unwrap();
+    let entry =
+        |i: usize| UrlEntry::new(NormUrl::parse(&format!("https://b.example/p/{i}")).unwrap());
+    let mut session = s.ingest(Timestamp::from_unix(1_000)).with_batch(2);
+    // The first batch (two URLs on another host) is refused by the store.
+    s.inject_write_failures(Some(0));
+    session.entry(SITEMAP, &entry(0)).unwrap();
+    assert!(session.entry(SITEMAP, &entry(1)).is_err());
+    s.inject_write_failures(None);
+    assert!(s.kv.scan_prefix([keys::MEMBER]).next().is_none());
+    // The next batch writes what the first was to: the sitemap's record
+    // with the read's sequence, and the member key of b.example.
+    session.entry(SITEMAP, &entry(2)).unwrap();
+    session.entry(SITEMAP, &entry(3)).unwrap();
+    let members: Vec<_> =
+        s.kv.scan_prefix([keys::MEMBER])
+            .map(|i| i.unwrap().0)
+            .collect();
+    let record = s
+        .sitemap_record(SITEMAP)
+        .unwrap()
+        .expect("its record is stored");
+    assert_eq!(record.seq, 1, "the read's sequence is stored as used");
+    assert_eq!(members, [keys::member(record.id, "b.example")]);
+    session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
+    session.finish().unwrap();
+    assert_eq!(s.sitemap_record(SITEMAP).unwrap().unwrap().members, 2);
     assert!(s.check().unwrap().is_ok());
 }

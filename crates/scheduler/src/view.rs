@@ -217,11 +217,12 @@ impl UrlView {
 pub struct SitemapView {
     /// Its URL, as listed.
     pub url: String,
-    /// Successful (2xx) reads so far.
+    /// Reads so far that were successful (2xx) or stored URLs before they
+    /// failed; a read in progress counts from its first batch of URLs.
     pub reads: u64,
-    /// Whether its last successful read was complete: false when that read
-    /// was cut (byte cap, deadline, reset, truncated document), and before
-    /// any read.
+    /// Whether its last read was complete: false when that read was cut
+    /// (byte cap, deadline, reset, truncated document) or failed after it
+    /// stored URLs, while a read is in progress, and before any read.
     pub last_read_complete: bool,
     /// `ETag` of the last response.
     pub etag: Option<String>,

@@ -77,7 +77,7 @@ pub const SITEMAP_ID: u8 = b'i';
 pub const HOST: u8 = b'h';
 /// Robots rules per host.
 pub const ROBOTS: u8 = b'b';
-/// URLs a sitemap lists on another host than its own.
+/// The other hosts a sitemap lists URLs of than its own.
 pub const MEMBER: u8 = b'm';
 /// Children of an index.
 pub const CHILD: u8 = b'c';

@@ -100,7 +100,8 @@ impl<'s> Ingest<'s> {
     }
 
     /// Records how the fetch of `sitemap` ended (see
-    /// [`SitemapFetch`]): every 2xx read advances its sequence; a complete
+    /// [`SitemapFetch`]): every 2xx read advances its sequence, and so does a
+    /// read that stored URLs before it failed; a complete
     /// one is remembered as such, and retires the URLs absent from enough
     /// complete reads. The partitions holding URLs it lists are told first,
     /// its home last (its home writes when it is next to be read: after a

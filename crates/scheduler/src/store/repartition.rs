@@ -6,8 +6,8 @@
 //! (its URL records and pages, its lanes and their heads, its robots rules,
 //! politeness and trust, a client's queue memberships of its URLs, its
 //! followed sites) to the host's partition, a sitemap's keys (its record,
-//! id, schedule, children) to its home, a URL listed from another host's
-//! sitemap (`m`) to the URL's. Then each partition counts what it holds:
+//! id, schedule, children) to its home, a sitemap's member key for another
+//! host (`m`) to that host's. Then each partition counts what it holds:
 //! each queue's URLs (in its host record) and each sitemap's members (in
 //! its record of the sitemap; a partition holding URLs another partition's
 //! sitemap lists gets a record of it of its own, with the same id, as an
@@ -181,8 +181,10 @@ fn home_of(key: &[u8], routes: Routes, kv: &Kv) -> Result<Home, StoreError> {
             Some(at) => keys::host_of(&text(&rest[at + 1..])).to_string(),
             None => return Ok(Home::Stays),
         },
+        // A host, or the URL of a member key an older layout wrote (a
+        // move an older build began, which opening goes on with).
         keys::MEMBER => match keys::suffix(key) {
-            Some(host) => host.to_string(),
+            Some(suffix) => keys::host_of(suffix).to_string(),
             None => return Ok(Home::Stays),
         },
         keys::SITEMAP_ID | keys::CHILD => {

@@ -10,8 +10,9 @@ use super::*;
 pub struct SitemapRecord {
     /// Stable id, from 1 (member and child keys use it).
     pub id: u64,
-    /// Successful (2xx) reads so far: the sequence stamped on the URLs each
-    /// read lists.
+    /// Reads so far that were successful (2xx) or stored URLs: the
+    /// sequence stamped on the URLs each read lists (a read stores its own
+    /// with its first batch of URLs).
     pub seq: u64,
     /// The sequence numbers of its last complete reads, oldest first, at
     /// most [`RECENT_READS`]: absences count against these only.
