@@ -91,9 +91,9 @@ pub(crate) fn run(args: &IngestArgs) -> Result<ExitCode> {
         ));
     }
     // What the ingest's rewrites left behind in sled's files is given back
-    // as the daemon gives it back (`scheduler.compact_growth`).
-    // A compaction that fails (no room for the copy) leaves the store as
-    // it was: the ingest stands, and says so.
+    // as the daemon gives it back (`scheduler.compact_growth`). A
+    // compaction that fails (no room for the copy) leaves the store as it
+    // was: the ingest stands, and says so.
     match store.compact_if_grown() {
         Ok(Some(done)) => progress.line(&format!(
             "store compacted: {} → {} on disk in {:.1} s",

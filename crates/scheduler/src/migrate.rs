@@ -84,10 +84,10 @@ fn member_hosts(kv: &Kv) -> Result<(), StoreError> {
             continue;
         }
         let id = u64::from_be_bytes(id.try_into().expect("eight bytes"));
-        let host = keys::member(id, keys::host_of(url));
-        if host != last {
-            writes.insert(host.clone(), [])?;
-            last = host;
+        let per_host = keys::member(id, keys::host_of(url));
+        if per_host != last {
+            writes.insert(per_host.clone(), [])?;
+            last = per_host;
         }
         writes.remove(key.to_vec())?;
     }
