@@ -760,20 +760,14 @@ impl<'s> PartitionIngest<'s> {
                 members -= self.settle_batch(&mut candidates, &read, &mut listings, k)?;
             }
         }
-        // Its URLs on the other hosts it lists URLs of.
-        let mut hosts = Vec::new();
+        // Its URLs on the other hosts it lists URLs of (one member key each:
+        // opening a store migrates the older per-URL keys).
         for item in self.store.kv.scan_prefix(keys::members_of(read.id)) {
             let (key, _) = item?;
-            // A host; a URL in a key an older layout wrote that a move into
-            // partitions begun by an older build brought here: its host.
-            if let Some(suffix) = keys::suffix(&key) {
-                hosts.push(keys::host_of(suffix).to_string());
-            }
-        }
-        hosts.sort_unstable();
-        hosts.dedup();
-        for host in hosts {
-            for item in self.store.host_urls(&host) {
+            let Some(host) = keys::suffix(&key) else {
+                continue;
+            };
+            for item in self.store.host_urls(host) {
                 let (u, rec) = item?;
                 members += u64::from(consider(&u, &rec, &mut candidates, &listings));
                 if candidates.len() >= self.batch {

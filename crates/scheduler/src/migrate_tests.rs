@@ -382,12 +382,9 @@ fn a_layout_11_stores_member_keys_become_one_per_host() {
                 .entry(SITEMAP, &UrlEntry::new(NormUrl::parse(&url).unwrap()))
                 .unwrap();
         }
-        let done = crate::SitemapFetch {
-            status: 200,
-            complete: true,
-            ..crate::SitemapFetch::default()
-        };
-        ingest.sitemap_fetched(SITEMAP, &done).unwrap();
+        ingest
+            .sitemap_fetched(SITEMAP, &crate::ingest_tests::complete(None))
+            .unwrap();
         ingest.finish().unwrap();
     };
     read(T0, 0);
