@@ -77,7 +77,7 @@ pub const SITEMAP_ID: u8 = b'i';
 pub const HOST: u8 = b'h';
 /// Robots rules per host.
 pub const ROBOTS: u8 = b'b';
-/// The other hosts a sitemap lists URLs of than its own.
+/// Hosts other than its own that a sitemap lists URLs of.
 pub const MEMBER: u8 = b'm';
 /// Children of an index.
 pub const CHILD: u8 = b'c';
@@ -511,11 +511,11 @@ pub mod legacy {
     }
 }
 
-fn id_and_suffix(prefix: u8, id: u64, url: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9 + url.len());
+fn id_and_suffix(prefix: u8, id: u64, suffix: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + suffix.len());
     k.push(prefix);
     k.extend_from_slice(&id.to_be_bytes());
-    k.extend_from_slice(url.as_bytes());
+    k.extend_from_slice(suffix.as_bytes());
     k
 }
 
