@@ -30,6 +30,9 @@ use crate::record::{DueList, Listed};
 /// few hundred (an ingest's), not for a completion of a hundred URLs.
 const RUNS_PER_THREAD: usize = 128;
 
+/// Runs [`locate`] walks past without a place before it seeks instead.
+const WALK: usize = 8;
+
 /// What one batch does to one lane.
 #[derive(Default)]
 struct LaneEdit {
@@ -232,39 +235,45 @@ fn locate(kv: &Kv, lane: Vec<u8>, mut edit: LaneEdit) -> Result<Located, StoreEr
     places.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut runs: Vec<(Vec<u8>, crate::kv::Bytes)> = Vec::new();
     let mut owner: Vec<Option<usize>> = vec![None; places.len()];
+    // The run holding the place found by a seek, then the lane walked from
+    // it run by run while the places stay near (a run the walk passes
+    // costs less than a seek); a gap of more than `WALK` runs without a
+    // place is crossed by seeking again.
     let mut i = 0;
     while i < places.len() {
-        let place = &places[i].0;
-        let holder = kv.last_in(lane.clone()..just_after(&lane, place))?;
-        let next = kv
-            .range(just_after(&lane, place)..end.clone())
-            .next()
-            .transpose()?;
-        let limit = next.as_ref().map(|(k, _)| k.to_vec());
-        let run = match (holder, next) {
-            (Some((key, value)), _) | (None, Some((key, value))) => {
-                // The places go in order, so a run read before is the last.
-                match runs.last() {
-                    Some((last, _)) if last[..] == key[..] => Some(runs.len() - 1),
-                    _ => {
-                        runs.push((key.to_vec(), value));
-                        Some(runs.len() - 1)
-                    }
-                }
-            }
-            (None, None) => None,
-        };
-        // Every place before the next run goes to the same one.
-        let mut j = i;
-        while j < places.len()
-            && limit
-                .as_ref()
-                .is_none_or(|limit| keys::run(&lane, &places[j].0) < *limit)
-        {
-            owner[j] = run;
-            j += 1;
+        let after = just_after(&lane, &places[i].0);
+        let mut current = kv.last_in(lane.clone()..after.clone())?;
+        let mut later = kv.range(after..end.clone());
+        let mut next = later.next().transpose()?;
+        if current.is_none() {
+            // Before the lane's first run: that run holds it.
+            current = next;
+            next = later.next().transpose()?;
         }
-        i = j.max(i + 1);
+        let mut current_at: Option<usize> = None;
+        let mut passed = 0;
+        loop {
+            // Every place before the next run goes to the current one.
+            let limit = next.as_ref().map(|(k, _)| &k[lane.len()..]);
+            while i < places.len() && limit.is_none_or(|limit| places[i].0[..] < *limit) {
+                if current_at.is_none() {
+                    current_at = current.take().map(|(key, value)| {
+                        runs.push((key.to_vec(), value));
+                        runs.len() - 1
+                    });
+                }
+                owner[i] = current_at;
+                i += 1;
+                passed = 0;
+            }
+            if i == places.len() || next.is_none() || passed == WALK {
+                break;
+            }
+            current = next;
+            current_at = None;
+            next = later.next().transpose()?;
+            passed += 1;
+        }
     }
     Ok(Located {
         lane,

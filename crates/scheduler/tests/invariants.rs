@@ -494,6 +494,80 @@ fn peek_orders_new_urls_of_a_host_in_one_second() {
     assert_consistent(&s, T0, "peek order");
 }
 
+/// A batch whose changes fall far apart in a long lane (some in the same
+/// run, some dozens of runs apart, before its first run and after its
+/// last) moves each entry to its place: the lane stays in the queue order
+/// and consistent.
+#[test]
+fn changes_far_apart_in_a_long_lane_land_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mk = |url: &str, hours_old: i64| {
+        let mut e = UrlEntry::new(NormUrl::parse(url).unwrap());
+        e.lastmod = Some(Lastmod {
+            unix_seconds: T0 - hours_old * 3600,
+            nanos: 0,
+            precision: Precision::Second,
+        });
+        e
+    };
+    // 2,000 URLs of one host, u0000 the newest, so first.
+    let mut lastmod: HashMap<String, i64> = HashMap::new();
+    {
+        let s = Store::open(dir.path(), one_partition()).unwrap();
+        let mut ingest = s.ingest(ts(T0));
+        for i in 0..2000 {
+            let url = format!("https://a.example/u{i:04}");
+            ingest.entry(SITEMAPS[0], &mk(&url, 10 * i + 10)).unwrap();
+            lastmod.insert(url, 10 * i + 10);
+        }
+        ingest.finish().unwrap();
+    }
+    let runs = list_urls(dir.path());
+    assert!(runs.len() > 40, "a lane of many runs: {}", runs.len());
+    let first_of = |r: usize| runs[r].1.entries[0].url.clone();
+    let last_of = |r: usize| runs[r].1.entries.last().unwrap().url.clone();
+    // Moved (to a newer lastmod: an older one is not believed): the first
+    // entries of runs far apart (an entry at a run's key), a run's last
+    // entry, two of one run to places far apart; new: one before every
+    // entry, one after, some between.
+    let moved = [
+        (first_of(12), 25),
+        (first_of(30), 3),
+        (last_of(30), 5_005),
+        (runs[38].1.entries[5].url.clone(), 12_005),
+        (runs[38].1.entries[6].url.clone(), 7),
+        (first_of(runs.len() - 1), 15_005),
+    ];
+    let added = [
+        ("https://a.example/n-first".to_string(), 2),
+        ("https://a.example/n-last".to_string(), 30_000),
+        ("https://a.example/n-mid".to_string(), 9_997),
+        ("https://a.example/n-mid2".to_string(), 2_005),
+    ];
+    let s = Store::open(dir.path(), one_partition()).unwrap();
+    let mut ingest = s.ingest(ts(T0));
+    for (url, hours) in moved.iter().chain(&added) {
+        assert!(lastmod.get(url).is_none_or(|h| h > hours), "{url} newer");
+        ingest.entry(SITEMAPS[0], &mk(url, *hours)).unwrap();
+        lastmod.insert(url.clone(), *hours);
+    }
+    ingest.finish().unwrap();
+    assert_consistent(&s, T0, "changes far apart");
+    let got: Vec<String> = s
+        .peek(5000, ts(T0))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url)
+        .collect();
+    let mut want: Vec<String> = lastmod.keys().cloned().collect();
+    want.sort_by_key(|url| lastmod[url]);
+    let first = got.iter().zip(&want).position(|(g, w)| g != w);
+    assert!(
+        got == want,
+        "the newest lastmod first; they differ from {first:?} on"
+    );
+}
+
 /// Leases of one URL per host, many times, across many lists of a host in
 /// one second: each lease gives each host its share, never two of a host.
 #[test]
