@@ -878,11 +878,14 @@ impl<'s> PartitionIngest<'s> {
             .iter()
             .map(|(url, r)| (url.clone(), r.record.members, r.distinct))
             .collect();
+        let stats = self.stats;
         let written = self.stage().and_then(UrlWrites::apply);
         if written.is_err() {
             // What this batch was to store of the reads (their records,
             // sequences, member keys) is not taken for stored: the next
-            // batch writes it again; what it counted is taken back.
+            // batch writes it again; what it counted is taken back (its
+            // URLs' counts too: they were not stored).
+            self.stats = stats;
             for (url, members, distinct) in counted {
                 if let Some(reading) = self.readings.get_mut(&url) {
                     reading.record.members = members;

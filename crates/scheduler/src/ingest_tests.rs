@@ -492,7 +492,10 @@ fn a_batch_that_fails_leaves_its_reads_record_and_member_keys_to_the_next() {
     assert_eq!(record.seq, 1, "the read's sequence is stored as used");
     assert_eq!(members, [keys::member(record.id, "b.example")]);
     session.sitemap_fetched(SITEMAP, &complete(None)).unwrap();
-    session.finish().unwrap();
+    let stats = session.finish().unwrap();
     assert_eq!(s.sitemap_record(SITEMAP).unwrap().unwrap().members, 2);
     assert!(s.check().unwrap().is_ok());
+    // Four entries read; the two the failed batch lost are not counted as
+    // stored.
+    assert_eq!((stats.entries, stats.new), (4, 2));
 }
