@@ -40,8 +40,10 @@ pub struct CheckReport {
     /// another time than their lane's first entry.
     pub misordered: Vec<String>,
     /// Queue memberships (a URL in a client's queue) missing or naming a
-    /// URL not in that queue, and URL records in another partition than
-    /// their host's.
+    /// URL not in that queue, URL records in another partition than their
+    /// host's, and member keys missing (a sitemap's key for a host other
+    /// than its own it lists URLs of: a complete read finds the URLs it
+    /// left out there through it).
     pub misfiled: Vec<String>,
     /// Refresh schedules of sitemaps the store has no record of.
     pub orphan_refresh: Vec<String>,
@@ -184,6 +186,7 @@ impl Partition {
         let mut report = CheckReport::default();
         let mut counted: BTreeMap<String, Tally> = BTreeMap::new();
         let mut runs = crate::due_list::ListCache::default();
+        let mut members = crate::members::MemberKeys::default();
         for item in crate::pages::entries(&self.kv, &[], &[0xff]) {
             let (url, value) = match item {
                 Ok(entry) => entry,
@@ -204,6 +207,14 @@ impl Partition {
                 report.corrupt.push(url);
                 continue;
             };
+            for (key, sitemap) in members.called_for(self, &url, &rec)? {
+                if !self.kv.contains_key(&key)? {
+                    report.misfiled.push(format!(
+                        "{url}: listed by {sitemap} on another host, which has no member key for {}",
+                        keys::host_of(&url)
+                    ));
+                }
+            }
             // Its lease is its entry's (see `marks`).
             rec.schedule.lease = None;
             let placed = if rec.queued() {
@@ -959,6 +970,36 @@ mod tests {
         let r = s.check().unwrap();
         assert_eq!(r.misfiled.len(), 2, "{:?}", r.misfiled);
         assert!(r.misfiled[0].starts_with(B), "{:?}", r.misfiled);
+    }
+
+    /// A sitemap listing URLs of another host keeps one member key for it;
+    /// the check names the key missing once (not per URL), and a repair
+    /// writes it back.
+    #[test]
+    fn a_missing_member_key_is_named_and_repaired() {
+        let s = store();
+        let mut ingest = s.ingest(Timestamp::from_unix(T0));
+        for url in ["https://b.example/1", "https://b.example/2"] {
+            let entry = UrlEntry::new(NormUrl::parse(url).unwrap());
+            ingest.entry(SM, &entry).unwrap();
+        }
+        ingest.finish().unwrap();
+        assert!(s.check().unwrap().is_ok());
+        let id = s.sitemap_record(SM).unwrap().unwrap().id;
+        let key = keys::member(id, "b.example");
+        assert!(s.kv.contains_key(&key).unwrap());
+        s.kv.remove(key.clone()).unwrap();
+        let r = s.check().unwrap();
+        assert_eq!(r.misfiled.len(), 1, "{:?}", r.misfiled);
+        assert!(
+            r.misfiled[0]
+                .starts_with("https://b.example/1: listed by https://a.example/sitemap.xml"),
+            "{:?}",
+            r.misfiled
+        );
+        s.repair().unwrap();
+        assert!(s.kv.contains_key(&key).unwrap());
+        assert!(s.check().unwrap().is_ok());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod lease;
 mod marks;
 #[cfg(test)]
 mod marks_tests;
+mod members;
 mod migrate;
 #[cfg(test)]
 mod migrate_tests;

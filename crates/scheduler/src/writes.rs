@@ -425,7 +425,9 @@ impl Partition {
     /// Rebuilds what [`Store::check`] verifies from the URL records: the
     /// due index (every queued URL's entry in its lane, with the lease its
     /// entry held, if its run could be read; what a corrupt run held is
-    /// back in the queue) and each queue's counts, after removing the
+    /// back in the queue), the member keys of the sitemaps listing URLs of
+    /// other hosts ([`crate::members`]) and each queue's counts, after
+    /// removing the
     /// pages that do not decode
     /// (their records are lost: they could not be read). What to run when
     /// the check names problems (a record that did not decode was replaced,
@@ -437,6 +439,7 @@ impl Partition {
         crate::migrate::keep_leases(&self.kv, true)?;
         crate::migrate::rebuild_due_index(&self.kv)?;
         crate::migrate::clear(&self.kv, keys::SUSPECT)?;
+        crate::members::restore(self)?;
         self.suspects
             .store(false, std::sync::atomic::Ordering::Relaxed);
         crate::migrate::count_tallies(&self.kv)

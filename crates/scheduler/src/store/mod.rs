@@ -392,8 +392,8 @@ impl Store {
     }
 
     /// Reads every record and sets right what is out of step: due entries
-    /// no record names, counts that differ from the records, suspect hosts
-    /// (`stats --check` names what it would do).
+    /// no record names, counts that differ from the records, suspect hosts,
+    /// member keys missing (`stats --check` names what it would do).
     pub fn repair(&self) -> Result<(), StoreError> {
         self.parts.iter().try_for_each(Partition::repair)
     }
