@@ -20,8 +20,9 @@ use crate::walk_store::{self, StoreMemory};
 /// sitemap that lists its URLs out of URL order, or a few at a time of each
 /// of many hosts, touches most of those hosts' record pages and due runs in
 /// every batch, and each batch rewrites what it touches. Against 20,000 it
-/// takes about 0.6 of the time for a 1M-URL site whose URLs are on 1,000
-/// hosts, for about 100 MiB more memory (docs/BENCHMARKS.md, "End to end").
+/// takes 0.4 to 0.6 of the time for a 1M-URL site whose URLs are on 1,000
+/// hosts, for 120 to 170 MiB more memory at the peak (docs/BENCHMARKS.md,
+/// "Discovery").
 const BATCH: usize = 100_000;
 
 /// Runs the command.
