@@ -475,12 +475,7 @@ fn peek_orders_new_urls_of_a_host_in_one_second() {
             .unwrap();
     }
     ingest.finish().unwrap();
-    let got: Vec<String> = s
-        .peek(5, ts(T0))
-        .unwrap()
-        .into_iter()
-        .map(|l| l.url)
-        .collect();
+    let got = peeked(&s, 5, T0);
     assert_eq!(
         got,
         [
@@ -553,12 +548,7 @@ fn changes_far_apart_in_a_long_lane_land_in_order() {
     }
     ingest.finish().unwrap();
     assert_consistent(&s, T0, "changes far apart");
-    let got: Vec<String> = s
-        .peek(5000, ts(T0))
-        .unwrap()
-        .into_iter()
-        .map(|l| l.url)
-        .collect();
+    let got = peeked(&s, 5000, T0);
     let mut want: Vec<String> = lastmod.keys().cloned().collect();
     want.sort_by_key(|url| lastmod[url]);
     let first = got.iter().zip(&want).position(|(g, w)| g != w);
@@ -566,6 +556,15 @@ fn changes_far_apart_in_a_long_lane_land_in_order() {
         got == want,
         "the newest lastmod first; they differ from {first:?} on"
     );
+}
+
+/// The URLs of the first `n` entries a lease would take at `now`.
+fn peeked(s: &Store, n: usize, now: i64) -> Vec<String> {
+    s.peek(n, ts(now))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url)
+        .collect()
 }
 
 /// Leases of one URL per host, many times, across many lists of a host in
@@ -710,13 +709,11 @@ fn a_corrupt_due_list_is_named_and_repair_brings_its_urls_back() {
     s.notify_all([urls[0]], ts(T0 + 5)).unwrap();
     let report = s.check().unwrap();
     assert_eq!(report.missing_due, [urls[1], urls[2]], "{report:?}");
-    let peeked: Vec<String> = s
-        .peek(10, ts(T0 + DAY))
-        .unwrap()
-        .into_iter()
-        .map(|l| l.url)
-        .collect();
-    assert_eq!(peeked, [urls[0]], "b and c are out of the queue");
+    assert_eq!(
+        peeked(&s, 10, T0 + DAY),
+        [urls[0]],
+        "b and c are out of the queue"
+    );
     let (kept, full) = (
         s.stats(ts(T0 + DAY)).unwrap(),
         s.full_stats(ts(T0 + DAY)).unwrap(),
@@ -724,12 +721,7 @@ fn a_corrupt_due_list_is_named_and_repair_brings_its_urls_back() {
     assert_eq!((kept.due_now, full.due_now), (1, 3));
     s.repair().unwrap();
     assert_consistent(&s, T0 + DAY, "repaired");
-    let mut peeked: Vec<String> = s
-        .peek(10, ts(T0 + DAY))
-        .unwrap()
-        .into_iter()
-        .map(|l| l.url)
-        .collect();
-    peeked.sort();
-    assert_eq!(peeked, urls, "back in the queue");
+    let mut back = peeked(&s, 10, T0 + DAY);
+    back.sort();
+    assert_eq!(back, urls, "back in the queue");
 }
