@@ -27,7 +27,9 @@ use sitemapd_scheduler::{Clock, SiteWalk, Timestamp};
 /// URLs merged per ingest batch. Smaller than the store's default: a
 /// batch holds the store's write lock, which leases and completions wait
 /// for, so it is kept to a few milliseconds (`cargo bench --bench
-/// daemon_api` measures the trade).
+/// daemon_api` measures the trade: with 2,000 its sites were ingested in
+/// 0.87 of the time, but leases and completions made meanwhile ran at a
+/// third of the rate; docs/BENCHMARKS.md, "The daemon").
 const INGEST_BATCH: usize = 500;
 
 /// What the refresh loop needs.
