@@ -1,6 +1,7 @@
 //! The docs describe the product: no development history in them or in
-//! the code's comments, and every `sitemapd` command they quote in a code
-//! block still parses (the binary takes its subcommand and flags).
+//! the code's comments, every `sitemapd` command they quote in a code
+//! block still parses (the binary takes its subcommand and flags), and CI
+//! runs the test command the README gives.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -257,4 +258,39 @@ fn quoted_commands_are_found_and_split() {
         ]
     );
     assert_eq!(split_words(r#"a "b c" 'd'"#), ["a", "b c", "d"]);
+}
+
+/// The command of the first `sh` code block of the README's section
+/// `heading`, or `None`.
+fn section_command(readme: &str, heading: &str) -> Option<String> {
+    let section = readme.split("\n## ").find(|s| s.starts_with(heading))?;
+    let block = section.split("```sh\n").nth(1)?.split("```").next()?;
+    Some(block.trim().to_string())
+}
+
+/// `.ci/run` stops at the first failure and ends with the README's test
+/// command, so CI's verdict is that command's.
+#[test]
+fn ci_runs_the_readmes_test_command() {
+    let root = Path::new(ROOT);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = section_command(&readme, "Tests\n").expect("a sh block in the README's Tests");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let lines: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(lines.contains(&"set -euo pipefail"), "{ci}");
+    assert_eq!(lines.last(), Some(&command.as_str()), ".ci/run:\n{ci}");
+}
+
+#[test]
+fn a_sections_command_is_found() {
+    let text = "# T\n\n## Tests\n\nRun:\n\n```sh\nscripts/x.sh\n```\n\n## Next\n\n```sh\nno\n```\n";
+    assert_eq!(
+        section_command(text, "Tests\n").as_deref(),
+        Some("scripts/x.sh")
+    );
+    assert_eq!(section_command(text, "Other\n"), None);
 }
