@@ -2,13 +2,17 @@
 # The project's test command (README, "Tests"; CI runs it after fmt and
 # clippy): every Rust test of the workspace, then the Python package, built
 # into a wheel and tested as a user installs it (scripts/python-tests.sh,
-# which sets up its own venvs with the pinned maturin and pytest). Arguments
+# which sets up its own venvs with the pinned maturin and pytest). The
+# cluster tests start real nats-server processes: the pinned one is
+# installed first (scripts/install-nats-server.sh). Arguments
 # go to `cargo test`. Ends with one line counting every test that ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+NATS_SERVER=${NATS_SERVER:-$(scripts/install-nats-server.sh)}
+export NATS_SERVER
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 scripts/python-tests.sh 2>&1 | tee -a "$log"
 

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod nats;
 mod server;
 
 use std::collections::HashMap;
