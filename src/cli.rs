@@ -93,6 +93,9 @@ pub(crate) enum Command {
     /// complete, notify, sites, stats, metrics). Settings: defaults < --config FILE <
     /// SITEMAPD_* environment < flags; SIGINT/SIGTERM stop it cleanly.
     Daemon(Box<DaemonArgs>),
+    /// Cluster mode (docs/cluster.md): `sitemapd cluster status` prints the cluster's live
+    /// members, the partitions each owns and the free ones, read from its NATS servers.
+    Cluster(ClusterArgs),
     /// The research simulator: runs the scheduler's policies on a simulated web (pages that
     /// change, sitemaps that say so, a fetch budget) for several seeds, and writes
     /// metrics.csv, summary.csv and chart.svg to the output folder. Settings: defaults <
@@ -120,6 +123,40 @@ pub(crate) struct SimulateArgs {
     /// The simulation's settings.
     #[command(flatten)]
     pub settings: SimulateSettings,
+}
+
+/// `sitemapd cluster`.
+#[derive(Debug, Args)]
+pub(crate) struct ClusterArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+}
+
+/// The `cluster` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ClusterCommand {
+    /// The live members (id, advertised address, partitions owned) and the free partitions.
+    /// Exit 1 when the servers cannot be reached or hold no cluster.
+    Status(ClusterStatusArgs),
+}
+
+/// `sitemapd cluster status`.
+#[derive(Debug, Args)]
+pub(crate) struct ClusterStatusArgs {
+    /// NATS servers of the cluster (`nats://host:port`, comma-separated), as the daemons'
+    /// `cluster` setting.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NATS_URL",
+        required = true,
+        env = "SITEMAPD_CLUSTER"
+    )]
+    pub cluster: Vec<String>,
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `sitemapd daemon`.

@@ -79,6 +79,7 @@ fn run(command: cli::Command, sub: &ArgMatches) -> anyhow::Result<ExitCode> {
             }
             daemon::run(&args)
         }
+        cli::Command::Cluster(args) => commands::cluster::run(&args),
         cli::Command::Simulate(args) => layered!(args.settings, simulate::run),
     }
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod cluster;
 pub(crate) mod complete;
 pub(crate) mod discover;
 pub(crate) mod export;

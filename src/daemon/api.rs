@@ -62,6 +62,8 @@ pub(super) struct ApiState {
     pub max_lease: usize,
     /// How long a client may take to send a body.
     pub body_timeout: std::time::Duration,
+    /// In cluster mode, the node's view of the cluster (for `/metrics`).
+    pub cluster: Option<tokio::sync::watch::Receiver<sitemapd_cluster::ClusterView>>,
 }
 
 type Shared = Arc<ApiState>;
@@ -814,6 +816,9 @@ async fn stats(
 
 async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
     let metrics = state.metrics.clone();
+    if let Some(view) = &state.cluster {
+        metrics.cluster(&view.borrow());
+    }
     let clock = state.clock.clone();
     let text = blocking(&state, move |store| {
         metrics
@@ -861,6 +866,7 @@ mod tests {
             per_host: 10,
             max_lease: 100,
             body_timeout: std::time::Duration::from_secs(5),
+            cluster: None,
         });
         runtime.block_on(async {
             let (release, held) = std::sync::mpsc::channel::<()>();

@@ -93,6 +93,13 @@ pub(super) struct Metrics {
     pub indexnow_verifications: Family<Status, Counter>,
     /// Hosts with an IndexNow key verified now.
     pub indexnow_hosts: Gauge,
+    /// In cluster mode (set at each scrape): the live members this node sees.
+    pub cluster_members: Gauge,
+    /// In cluster mode: the partitions this node owns now.
+    pub cluster_partitions_owned: Gauge,
+    /// In cluster mode: the node's heartbeat rounds that failed (NATS
+    /// unreachable …) since it joined.
+    pub cluster_failed_rounds: Gauge,
 }
 
 impl Metrics {
@@ -123,6 +130,9 @@ impl Metrics {
             indexnow_urls: Family::default(),
             indexnow_verifications: Family::default(),
             indexnow_hosts: Gauge::default(),
+            cluster_members: Gauge::default(),
+            cluster_partitions_owned: Gauge::default(),
+            cluster_failed_rounds: Gauge::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -167,6 +177,21 @@ impl Metrics {
             "notified_urls",
             "URLs notified as changed",
             m.notified.clone(),
+        );
+        r.register(
+            "cluster_members",
+            "Live cluster members this node sees (cluster mode)",
+            m.cluster_members.clone(),
+        );
+        r.register(
+            "cluster_partitions_owned",
+            "Partitions this node owns now (cluster mode)",
+            m.cluster_partitions_owned.clone(),
+        );
+        r.register(
+            "cluster_failed_rounds",
+            "The node's cluster heartbeat rounds that failed since it joined (cluster mode)",
+            m.cluster_failed_rounds.clone(),
         );
         r.register(
             "queue_depth",
@@ -238,6 +263,15 @@ impl Metrics {
 
     /// Records an rpc of the URLFrontier service that ended with `code`
     /// after `seconds`.
+    /// The cluster gauges, from the node's latest view.
+    pub(super) fn cluster(&self, view: &sitemapd_cluster::ClusterView) {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.cluster_members.set(count(view.members.len()));
+        self.cluster_partitions_owned.set(count(view.owned().len()));
+        self.cluster_failed_rounds
+            .set(i64::try_from(view.failed_rounds).unwrap_or(i64::MAX));
+    }
+
     pub(super) fn rpc_ended(&self, rpc: &str, code: String, seconds: f64) {
         let rpc = rpc.to_string();
         self.rpc_seconds

@@ -136,6 +136,30 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         )),
         _ => None,
     };
+    // The address the cluster advertises by default: the URLFrontier
+    // service's, as bound (its port known when it asked for port 0).
+    let frontier_address = match &frontier_listener {
+        Some((_, listener)) => Some(listener.local_addr()?),
+        None => None,
+    };
+    let partitions = u16::try_from(store.partitions()).context("the store's partition count")?;
+    let cluster = match settings.cluster.config(frontier_address, partitions)? {
+        Some(config) => {
+            let servers = config.servers.join(",");
+            let node = runtime
+                .block_on(sitemapd_cluster::ClusterNode::join(config))
+                .with_context(|| format!("cannot join the cluster on {servers}"))?;
+            let view = node.view();
+            info!(
+                node = %view.node_id,
+                members = view.members.len(),
+                owned = view.owned().len(),
+                "cluster mode: joined through {servers}"
+            );
+            Some(node)
+        }
+        None => None,
+    };
     let indexnow_listener = match settings.indexnow.indexnow_listen {
         Some(addr) => Some(
             runtime
@@ -225,6 +249,10 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             token.clone().filter(|_| !client_certs),
             log_level,
             metrics.clone(),
+            cluster.as_ref().map(|node| {
+                let view = node.subscribe();
+                Arc::new(move || view.borrow().nodes()) as sitemapd_urlfrontier::service::NodesHook
+            }),
             stop_rx.clone(),
         ));
     }
@@ -273,6 +301,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             per_host: settings.scheduler.per_host,
             max_lease: settings.api.max_lease,
             body_timeout: request_secs,
+            cluster: cluster.as_ref().map(|node| node.subscribe()),
         },
         settings.api.max_request_bytes,
         access,
@@ -314,6 +343,9 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Ok(Ok(())) => {}
         Ok(Err(e)) => warn!(error = %e, "the refresh loop failed"),
         Err(_) => warn!("the refresh loop did not stop within {COMMIT:?}"),
+    }
+    if let Some(node) = cluster {
+        runtime.block_on(node.leave());
     }
     store.flush().context("cannot flush the store")?;
     runtime.shutdown_timeout(Duration::from_millis(500));

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sitemapd_scheduler::{Clock, Store};
 use sitemapd_urlfrontier::Frontier;
-use sitemapd_urlfrontier::service::LogLevelHook;
+use sitemapd_urlfrontier::service::{LogLevelHook, NodesHook};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
@@ -95,6 +95,7 @@ pub(super) async fn serve(
     token: Option<String>,
     log_level: LogLevelHook,
     metrics: Arc<Metrics>,
+    nodes: Option<NodesHook>,
     mut stop: watch::Receiver<bool>,
 ) {
     let node = listener
@@ -102,6 +103,9 @@ pub(super) async fn serve(
         .map_or_else(|_| "localhost:7071".to_string(), |a| a.to_string());
     info!("URLFrontier service listening on {node}");
     let frontier = Frontier::with_clock(store, node, Some(log_level), clock);
+    if let Some(nodes) = nodes {
+        frontier.list_nodes_from(nodes);
+    }
     let check = move |req: Request<()>| -> Result<Request<()>, Status> {
         if let Some(token) = &token {
             let given = req.metadata().get("authorization").map(|v| v.as_bytes());

@@ -826,6 +826,104 @@ impl ApiSettings {
     }
 }
 
+/// `[cluster]`: cluster mode (docs/cluster.md). Off unless `cluster` names NATS servers: then
+/// the daemon joins the cluster on them as `node_id`, and ListNodes answers every live
+/// node's `advertise` address.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct ClusterSettings {
+    /// NATS servers of the cluster (`nats://host:port`, comma-separated; any one reachable is
+    /// enough). Default none: a single node, no NATS.
+    #[arg(long, value_delimiter = ',', value_name = "NATS_URL")]
+    pub cluster: Vec<String>,
+    /// This node's name in the cluster: unique, the same across its restarts; ASCII letters,
+    /// digits, '-' and '_', at most 64.
+    #[arg(long, value_name = "NAME")]
+    pub node_id: Option<String>,
+    /// The address (HOST:PORT) crawlers and other nodes reach this node's URLFrontier service
+    /// at. Default: api.urlfrontier_listen, unless it is a wildcard address (0.0.0.0, ::).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub advertise: Option<String>,
+    /// Replicas of the cluster's JetStream buckets: 3 (or 5) in production, at most the
+    /// number of NATS servers.
+    #[arg(long, default_value_t = ClusterSettings::default().cluster_replicas)]
+    pub cluster_replicas: usize,
+    /// Seconds a node's membership and partitions outlive its last heartbeat (it heartbeats
+    /// every third of it): a dead node's partitions are claimed about this long after it
+    /// died. Keep it above a NATS server's failover (4 to 9 s).
+    #[arg(long, value_name = "SECS", default_value_t = ClusterSettings::default().cluster_lease_secs)]
+    pub cluster_lease_secs: u64,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        Self {
+            cluster: Vec::new(),
+            node_id: None,
+            advertise: None,
+            cluster_replicas: 3,
+            cluster_lease_secs: sitemapd_cluster::DEFAULT_LEASE.as_secs(),
+        }
+    }
+}
+
+impl ClusterSettings {
+    fn validate(&self) -> Result<()> {
+        check(
+            "cluster.cluster_replicas",
+            (1..=5).contains(&self.cluster_replicas),
+            "between 1 and 5",
+        )?;
+        check(
+            "cluster.cluster_lease_secs",
+            (1..=3_600).contains(&self.cluster_lease_secs),
+            "between 1 and 3600",
+        )?;
+        if self.cluster.is_empty() {
+            return Ok(());
+        }
+        check(
+            "cluster.node_id",
+            self.node_id
+                .as_deref()
+                .is_some_and(sitemapd_cluster::valid_node_id),
+            "set in cluster mode: 1 to 64 ASCII letters, digits, '-' and '_'",
+        )
+    }
+
+    /// The node's cluster config, when cluster mode is on: its partitions are
+    /// the store's, its address `advertise` or else `frontier`, the address
+    /// the URLFrontier service listens on.
+    pub(crate) fn config(
+        &self,
+        frontier: Option<SocketAddr>,
+        partitions: u16,
+    ) -> Result<Option<sitemapd_cluster::ClusterConfig>> {
+        if self.cluster.is_empty() {
+            return Ok(None);
+        }
+        let advertise = match (&self.advertise, frontier) {
+            (Some(a), _) => a.clone(),
+            (None, Some(listen)) if !listen.ip().is_unspecified() => listen.to_string(),
+            _ => bail!(
+                "cluster.advertise: set it to the HOST:PORT other nodes and crawlers reach this                  node's URLFrontier service at (api.urlfrontier_listen is not set, or is a                  wildcard address)"
+            ),
+        };
+        let config = sitemapd_cluster::ClusterConfig {
+            replicas: self.cluster_replicas,
+            lease: Duration::from_secs(self.cluster_lease_secs),
+            ..sitemapd_cluster::ClusterConfig::new(
+                self.cluster.clone(),
+                self.node_id.clone().unwrap_or_default(),
+                advertise,
+                partitions,
+            )
+        };
+        config.validate()?;
+        Ok(Some(config))
+    }
+}
+
 /// `[indexnow]`: the IndexNow intake, the protocol sites use to push the URLs
 /// that changed (docs/indexnow.md).
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
@@ -1205,6 +1303,8 @@ pub(crate) struct DaemonSettings {
     pub api: ApiSettings,
     #[command(flatten, next_help_heading = "IndexNow")]
     pub indexnow: IndexNowSettings,
+    #[command(flatten, next_help_heading = "Cluster")]
+    pub cluster: ClusterSettings,
     #[command(flatten, next_help_heading = "Scheduler")]
     pub scheduler: SchedulerSettings,
     #[command(flatten, next_help_heading = "Refresh")]
@@ -1224,6 +1324,7 @@ impl Settings for DaemonSettings {
         self.scheduler.validate()?;
         self.api.validate()?;
         self.indexnow.validate()?;
+        self.cluster.validate()?;
         for site in &self.sites {
             super::site_key(site).with_context(|| format!("sites: {site:?}"))?;
         }

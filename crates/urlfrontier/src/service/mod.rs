@@ -79,6 +79,10 @@ pub struct ConnectionId(pub u64);
 /// … `error`).
 pub type LogLevelHook = Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
 
+/// What ListNodes answers when the service is one node of a cluster: the
+/// live nodes' addresses (`host:port`), sorted.
+pub type NodesHook = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
 /// The URLFrontier service on a store. Cheap to clone.
 #[derive(Clone)]
 pub struct Frontier {
@@ -96,6 +100,8 @@ struct Inner {
     default_delay: AtomicU32,
     active: AtomicBool,
     node: String,
+    /// The cluster's live nodes, when set ([`Frontier::list_nodes_from`]).
+    nodes: std::sync::OnceLock<NodesHook>,
     log_level: Option<LogLevelHook>,
     /// When `rules` was last pruned of what no longer holds anything.
     pruned: AtomicI64,
@@ -134,12 +140,19 @@ impl Frontier {
                 default_delay: AtomicU32::new(DEFAULT_QUEUE_DELAY),
                 active: AtomicBool::new(true),
                 node: node.into(),
+                nodes: std::sync::OnceLock::new(),
                 log_level,
                 pruned: AtomicI64::new(0),
                 list_streams: list::ListCaps::default(),
                 clock,
             }),
         }
+    }
+
+    /// Makes ListNodes answer `nodes()` (a cluster's live nodes) instead of
+    /// this node alone. Set once: a second call is ignored.
+    pub fn list_nodes_from(&self, nodes: NodesHook) {
+        let _ = self.inner.nodes.set(nodes);
     }
 
     /// The tonic service, with the protocol's message size bound.
@@ -188,9 +201,11 @@ impl UrlFrontier for Frontier {
         &self,
         _: Request<proto::Empty>,
     ) -> Result<Response<proto::StringList>, Status> {
-        Ok(Response::new(proto::StringList {
-            values: vec![self.inner.node.clone()],
-        }))
+        let values = match self.inner.nodes.get() {
+            Some(nodes) => nodes(),
+            None => vec![self.inner.node.clone()],
+        };
+        Ok(Response::new(proto::StringList { values }))
     }
 
     async fn list_crawls(
