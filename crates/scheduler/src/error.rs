@@ -37,6 +37,15 @@ pub enum StoreError {
         /// Why.
         detail: String,
     },
+    /// The write log refused a batch (see [`crate::write_log`]): nothing of
+    /// it was applied.
+    #[error("the write log of partition {partition} refused a write: {detail}")]
+    LogRefused {
+        /// The partition.
+        partition: u16,
+        /// Why.
+        detail: String,
+    },
     /// A record does not decode.
     #[error("record {key:?} does not decode")]
     Record {

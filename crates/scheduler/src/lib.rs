@@ -45,6 +45,7 @@ mod tally;
 mod time;
 pub mod trust;
 mod view;
+pub mod write_log;
 mod writes;
 
 #[cfg(feature = "internal")]
@@ -74,3 +75,4 @@ pub use sites::SiteWalk;
 pub use store::{Compaction, Ingest, Store};
 pub use time::Timestamp;
 pub use view::{HostView, RefreshView, SiteView, SitemapView, UrlStatus, UrlView};
+pub use write_log::{LogEntry, WriteLog};

@@ -640,6 +640,27 @@ impl Partition {
         Ok((pages, complete))
     }
 
+    /// Reads again what it keeps in memory of its keys, after write log
+    /// entries were applied under it ([`crate::write_log`]): whether a
+    /// host is suspect, and the policy with its calibration.
+    pub(crate) fn reread_after_replay(&self) -> Result<(), StoreError> {
+        let suspects = self.kv.scan_prefix([keys::SUSPECT]).next().is_some();
+        self.suspects.store(suspects, Ordering::Relaxed);
+        let name = match self.kv.get(keys::POLICY)? {
+            Some(v) => String::from_utf8_lossy(&v).into_owned(),
+            None => self.policy().name().to_string(),
+        };
+        let mut params = self.options.params.clone();
+        if let Some(bytes) = self.kv.get(keys::CALIBRATION)?
+            && let Some(calibration) = decode_calibration(&bytes)
+        {
+            params.calibration = calibration;
+        }
+        let policy = self.options.policies.build(&name, params)?;
+        *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Arc::from(policy);
+        Ok(())
+    }
+
     /// Schedules with `calibration` from now on, and saves it.
     pub(crate) fn set_calibration(&self, calibration: Calibration) -> Result<(), StoreError> {
         let mut batch = Batch::default();

@@ -25,6 +25,8 @@
 //! | `~closed` | | the number of the last clean close ([`CLOSED`]) |
 //! | `~partitions` | | in partition 0: the store's number of partitions ([`PARTITIONS`]) |
 //! | `~psl` | | in partition 0: the Public Suffix List version that routed hosts ([`PSL`]) |
+//! | `~ids` | | the keyspace's id counter ([`IDS`]) |
+//! | `~log-position` | | the position of the last write log entry applied ([`LOG_POSITION`]; [`crate::write_log`]) |
 //! | `~repartition` | | in partition 0 while a store of one partition is brought into several: their count and the phase ([`REPARTITION`]) |
 //!
 //! ## The queue order
@@ -129,6 +131,10 @@ pub const REPARTITION: &[u8] = b"~repartition";
 /// The next id the keyspace hands out (u64, big endian): sitemap and lease
 /// ids, written in the batch that uses them.
 pub const IDS: &[u8] = b"~ids";
+/// The position of the last write log entry applied to the keyspace
+/// ([`crate::write_log`]): 8 bytes, big-endian. Written with every logged
+/// batch, and with every entry replayed.
+pub const LOG_POSITION: &[u8] = b"~log-position";
 /// The key layout this build writes: 12, the keys of layout 11 with one
 /// member key per host a sitemap lists URLs of instead of one per URL (an
 /// older build would find no member URL there, and must not open it).

@@ -113,6 +113,16 @@ pub(crate) struct Kv {
     /// Its name among the store's keyspaces ("" for the store's own).
     keyspace: String,
     ids: Arc<Ids>,
+    /// Where its batches are appended before they are applied, if
+    /// anywhere ([`crate::write_log`]).
+    log: std::sync::OnceLock<LogHook>,
+}
+
+/// A keyspace's write log, and the partition it logs as.
+#[derive(Debug, Clone)]
+pub(crate) struct LogHook {
+    pub(crate) log: Arc<dyn crate::WriteLog>,
+    pub(crate) partition: u16,
 }
 
 impl Kv {
@@ -143,6 +153,7 @@ impl Kv {
                 persisted: AtomicU64::new(0),
                 writing: Mutex::new(()),
             }),
+            log: std::sync::OnceLock::new(),
         }
     }
 
@@ -373,10 +384,20 @@ impl Kv {
         self.backend.batches_side_by_side();
     }
 
+    /// Appends every batch to `hook`'s log before applying it, from now on
+    /// (set once: a second call is ignored).
+    pub(crate) fn log_to(&self, hook: LogHook) {
+        let _ = self.log.set(hook);
+    }
+
     /// Applies `batch` atomically (all of it or, on an error, none of it),
     /// with the id counter when an id was handed out since the last batch
-    /// that wrote it.
+    /// that wrote it. With a write log, the batch is appended first and
+    /// applied only once the log took it, with the position it took.
     pub(crate) fn apply_batch(&self, mut batch: Batch) -> Result<(), StoreError> {
+        if let Some(hook) = self.log.get() {
+            return self.apply_logging(batch, hook);
+        }
         if self.ids.next.load(Ordering::SeqCst) <= self.ids.persisted.load(Ordering::SeqCst) {
             if batch.is_empty() {
                 // Nothing to write (a lease's partition it took nothing
@@ -395,6 +416,89 @@ impl Kv {
         self.write(|b| b.apply(batch.ops))?;
         self.ids.persisted.fetch_max(next, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// [`Kv::apply_batch`] with a write log: appended and applied under the
+    /// keyspace's `writing` lock, so that the log's order is the order the
+    /// keyspace changes in.
+    fn apply_logging(&self, mut batch: Batch, hook: &LogHook) -> Result<(), StoreError> {
+        let _writing = locked(&self.ids.writing);
+        let next = self.ids.next.load(Ordering::SeqCst);
+        let new_ids = next > self.ids.persisted.load(Ordering::SeqCst);
+        if new_ids {
+            batch.insert(keys::IDS, next.to_be_bytes());
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let entry = crate::LogEntry {
+            keyspace: self.keyspace.clone(),
+            ops: batch.ops,
+        };
+        let position = hook
+            .log
+            .append(hook.partition, &entry.to_bytes())
+            .map_err(|detail| StoreError::LogRefused {
+                partition: hook.partition,
+                detail,
+            })?;
+        let mut ops = entry.ops;
+        ops.push((
+            keys::LOG_POSITION.to_vec(),
+            Some(position.to_be_bytes().to_vec()),
+        ));
+        self.write(|b| b.apply(ops))?;
+        if new_ids {
+            self.ids.persisted.fetch_max(next, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// The position of the last write log entry applied to this keyspace
+    /// (0: none).
+    pub(crate) fn log_position(&self) -> Result<u64, StoreError> {
+        match self.get(keys::LOG_POSITION)? {
+            None => Ok(0),
+            Some(v) => <[u8; 8]>::try_from(v.as_ref())
+                .map(u64::from_be_bytes)
+                .map_err(|_| self.damaged(format!("its log position is {} bytes, not 8", v.len()))),
+        }
+    }
+
+    /// Applies the writes of a log entry at `position`, unless an entry at
+    /// or past it was applied already: whether it was applied. Its id
+    /// counter, if it holds one, is this keyspace's from now on.
+    pub(crate) fn apply_logged(
+        &self,
+        position: u64,
+        ops: backend::Ops,
+    ) -> Result<bool, StoreError> {
+        let _writing = locked(&self.ids.writing);
+        if position <= self.log_position()? {
+            return Ok(false);
+        }
+        let ids = ops
+            .iter()
+            .rev()
+            .find(|(key, _)| key.as_slice() == keys::IDS)
+            .and_then(|(_, value)| <[u8; 8]>::try_from(value.as_deref()?).ok())
+            .map(u64::from_be_bytes);
+        let mut ops = ops;
+        ops.push((
+            keys::LOG_POSITION.to_vec(),
+            Some(position.to_be_bytes().to_vec()),
+        ));
+        self.write(|b| b.apply(ops))?;
+        if let Some(counter) = ids {
+            self.ids.next.fetch_max(counter, Ordering::SeqCst);
+            self.ids.persisted.fetch_max(counter, Ordering::SeqCst);
+        }
+        Ok(true)
+    }
+
+    /// Its name among the store's keyspaces.
+    pub(crate) fn keyspace_name(&self) -> &str {
+        &self.keyspace
     }
 
     /// A new id, never handed out before by this keyspace, as long as the

@@ -21,6 +21,9 @@ mod compaction;
 mod ingest;
 mod lease;
 mod repartition;
+mod replication;
+#[cfg(test)]
+mod replication_tests;
 mod split;
 #[cfg(test)]
 mod test_history;
@@ -59,6 +62,8 @@ pub struct Store {
     /// What the leases so far have earned the URLs served ahead of their
     /// turn ([`Store::lease`]), over every partition.
     pub(crate) credits: Mutex<Credits>,
+    /// The write log its batches are appended to ([`Store::log_writes_to`]).
+    log: std::sync::OnceLock<Arc<dyn crate::WriteLog>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -121,6 +126,7 @@ impl Store {
             parts,
             routes,
             credits: Mutex::new(Credits::default()),
+            log: std::sync::OnceLock::new(),
         })
     }
 
@@ -136,7 +142,11 @@ impl Store {
             partitions: self.routes.count() as u16,
             ..self.options().clone()
         };
-        Store::with_kv(kv, base, options)
+        let crawl = Store::with_kv(kv, base, options)?;
+        if let Some(log) = self.write_log() {
+            crawl.log_writes_to(log);
+        }
+        Ok(crawl)
     }
 
     /// The names of the crawls [`Store::crawl`] created, in name order.

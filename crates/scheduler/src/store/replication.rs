@@ -1,0 +1,96 @@
+//! A store's write log ([`crate::write_log`]): appending every batch to it,
+//! and applying the entries of another store's.
+
+use std::sync::Arc;
+
+use super::{CRAWL_TREE, Store, StoreError};
+use crate::keys;
+use crate::kv::LogHook;
+use crate::write_log::{LogEntry, WriteLog};
+
+impl Store {
+    /// Appends every batch this store (and every crawl it opens from now
+    /// on) applies to `log` first, partition by partition, and applies a
+    /// batch only once the log took it ([`crate::write_log`]). Set once: a
+    /// second call is ignored. What the store wrote before is not logged.
+    pub fn log_writes_to(&self, log: Arc<dyn WriteLog>) {
+        if self.log.set(log.clone()).is_err() {
+            return;
+        }
+        for (i, part) in self.parts.iter().enumerate() {
+            part.kv.log_to(LogHook {
+                log: log.clone(),
+                partition: i as u16,
+            });
+        }
+    }
+
+    /// The write log this store appends to, if any.
+    pub(crate) fn write_log(&self) -> Option<Arc<dyn WriteLog>> {
+        self.log.get().cloned()
+    }
+
+    /// The position of the last write log entry applied to `partition`:
+    /// the smallest over its keyspaces (this store's, and every crawl's),
+    /// so that replaying from the next position misses none of them. 0:
+    /// none applied.
+    pub fn log_position(&self, partition: u16) -> Result<u64, StoreError> {
+        let part = self.parts.get(usize::from(partition)).ok_or_else(|| {
+            StoreError::Partitions(format!(
+                "partition {partition} of a store of {}",
+                self.parts.len()
+            ))
+        })?;
+        let mut lowest = part.kv.log_position()?;
+        for name in self.crawl_names() {
+            let crawl = self.crawl(&name)?;
+            lowest = lowest.min(crawl.parts[usize::from(partition)].kv.log_position()?);
+        }
+        Ok(lowest)
+    }
+
+    /// Applies a write log entry (its bytes, as appended) at `position` to
+    /// the keyspace it names, unless that keyspace applied an entry at or
+    /// past `position` already: whether it was applied. Entries of one
+    /// partition must come in the log's order. A store applying entries
+    /// should not also be written by its own calls: they would interleave.
+    pub fn apply_logged(&self, position: u64, entry: &[u8]) -> Result<bool, StoreError> {
+        let entry = LogEntry::from_bytes(entry).map_err(|detail| StoreError::Damaged {
+            path: "the write log".into(),
+            detail,
+        })?;
+        let touches_memory = entry.ops.iter().any(|(key, _)| {
+            key.as_slice() == keys::POLICY
+                || key.as_slice() == keys::CALIBRATION
+                || key.first() == Some(&keys::SUSPECT)
+        });
+        if let Some(part) = self
+            .parts
+            .iter()
+            .find(|p| p.kv.keyspace_name() == entry.keyspace)
+        {
+            let applied = part.kv.apply_logged(position, entry.ops)?;
+            if applied && touches_memory {
+                part.reread_after_replay()?;
+            }
+            return Ok(applied);
+        }
+        if !entry.keyspace.starts_with(CRAWL_TREE) {
+            return Err(StoreError::Damaged {
+                path: "the write log".into(),
+                detail: format!(
+                    "an entry of keyspace {:?}, not one of this store",
+                    entry.keyspace
+                ),
+            });
+        }
+        // A crawl's keyspace: through a store opened on it, so that its
+        // partitions exist as that crawl's would.
+        let name = entry.keyspace[CRAWL_TREE.len()..]
+            .split(super::PARTITION_TREE)
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        self.crawl(&name)?.apply_logged(position, &entry.to_bytes())
+    }
+}
