@@ -31,6 +31,7 @@
 mod buckets;
 mod config;
 mod error;
+mod log;
 mod node;
 mod plan;
 mod rendezvous;
@@ -39,6 +40,7 @@ mod status;
 pub use buckets::Member;
 pub use config::{ClusterConfig, DEFAULT_LEASE, MAX_NODE_ID, valid_node_id};
 pub use error::ClusterError;
+pub use log::{JetStreamLog, TakeOver};
 pub use node::{ClusterNode, ClusterView};
 pub use rendezvous::target;
 pub use status::ClusterStatus;
