@@ -2,7 +2,9 @@
 //! daemons join, every node's ListNodes answers the same live addresses,
 //! `sitemapd cluster status` shows who owns which partition, a node killed
 //! with SIGKILL gives its partitions up within 30 s, and one stopped with
-//! SIGTERM leaves at once.
+//! SIGTERM leaves at once; the partitions' data goes with them: the node
+//! that takes a killed owner's partition over serves its URLs, and the
+//! URLs the dead node had leased stay leased.
 
 mod common;
 
@@ -17,22 +19,34 @@ use sitemapd_urlfrontier::proto;
 const PARTITIONS: &str = "8";
 
 fn node(dir: &tempfile::TempDir, nats: &NatsCluster, id: &str) -> (Daemon, String) {
+    node_with(dir, nats, id, PARTITIONS, &[])
+}
+
+fn node_with(
+    dir: &tempfile::TempDir,
+    nats: &NatsCluster,
+    id: &str,
+    partitions: &str,
+    extra: &[&str],
+) -> (Daemon, String) {
     let urls = nats.urls().join(",");
-    let d = Daemon::start(
-        &dir.path().join(id),
+    let args = [
         &[
             "--urlfrontier-listen",
             "127.0.0.1:0",
             "--partitions",
-            PARTITIONS,
+            partitions,
             "--cluster",
             &urls,
             "--node-id",
             id,
             "--cluster-lease-secs",
             "3",
-        ],
-    );
+        ][..],
+        extra,
+    ]
+    .concat();
+    let d = Daemon::start(&dir.path().join(id), &args);
     let addr = frontier_addr(&d);
     (d, addr)
 }
@@ -175,7 +189,7 @@ fn cluster_mode_needs_a_node_id_and_reachable_servers() {
     assert!(!out.status.success());
     let err = common::stderr(&out);
     assert!(
-        err.contains("cannot join the cluster on nats://127.0.0.1:9"),
+        err.contains("cannot connect to NATS at nats://127.0.0.1:9"),
         "{err}"
     );
 
@@ -186,4 +200,64 @@ fn cluster_mode_needs_a_node_id_and_reachable_servers() {
         "{}",
         common::stderr(&out)
     );
+}
+
+/// The URLs a lease of up to `n` hands out.
+fn lease(d: &Daemon, n: u64) -> Vec<String> {
+    let answer = d.post(
+        "/v1/lease",
+        serde_json::json!({"n": n, "ttl_secs": 3600, "per_host": 1000}),
+    );
+    answer["urls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|u| u["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_killed_owners_urls_and_leases_are_served_by_the_node_that_takes_over() {
+    let nats = NatsCluster::start(3);
+    let site = common::indexed_site(2, 50);
+    let dir = tempfile::tempdir().unwrap();
+    let root = site.url("/");
+    let extra = ["--lease-delay", "0", "--per-host", "1000"];
+    let (a, _) = node_with(
+        &dir,
+        &nats,
+        "a",
+        "1",
+        &[&extra[..], &[root.as_str()]].concat(),
+    );
+    // a owns the only partition, takes it over and walks the site.
+    a.wait_for("a to store the site's 100 URLs", |d| d.active() == 100);
+    let leased = lease(&a, 10);
+    assert_eq!(leased.len(), 10);
+
+    let (b, _) = node_with(&dir, &nats, "b", "1", &extra);
+    // Whichever the partition's target is, its owner serves the 100 URLs.
+    let (s, _) = status_until(&nats, "both members, the partition owned", |s| {
+        member_ids(s) == ["a", "b"] && s["free"].as_array().unwrap().is_empty()
+    });
+    let owner = s["owners"][0].as_str().unwrap().to_string();
+    let (dead, survivor, survivor_id) = if owner == "a" {
+        (a, b, "b")
+    } else {
+        (b, a, "a")
+    };
+    dead.wait_for("the owner to hold the 100 URLs", |d| d.active() == 100);
+
+    let (killed, _) = dead.kill_9();
+    assert!(killed);
+    let (_, took) = status_until(&nats, "the survivor owning the partition", |s| {
+        member_ids(s) == [survivor_id] && s["owners"][0] == survivor_id
+    });
+    assert!(took < Duration::from_secs(30), "failover took {took:?}");
+    // The survivor took the partition over with its data: every URL, and
+    // the ten the first owner leased still leased.
+    survivor.wait_for("the survivor to serve the 100 URLs", |d| d.active() == 100);
+    let rest = lease(&survivor, 200);
+    assert_eq!(rest.len(), 90, "{rest:?}");
+    assert!(leased.iter().all(|u| !rest.contains(u)));
 }

@@ -144,7 +144,7 @@ impl IntoResponse for ApiError {
 /// service being unavailable (503, as `/healthz` then says), anything else
 /// an internal error.
 pub(super) fn store_error_status(e: &StoreError) -> StatusCode {
-    if e.is_damage() || e.is_write_failure() {
+    if e.is_damage() || e.is_write_failure() || e.is_log_refusal() {
         StatusCode::SERVICE_UNAVAILABLE
     } else {
         StatusCode::INTERNAL_SERVER_ERROR

@@ -9,6 +9,7 @@
 
 mod access;
 mod api;
+mod cluster;
 mod compaction;
 mod conns;
 mod indexnow;
@@ -142,24 +143,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some((_, listener)) => Some(listener.local_addr()?),
         None => None,
     };
-    let partitions = u16::try_from(store.partitions()).context("the store's partition count")?;
-    let cluster = match settings.cluster.config(frontier_address, partitions)? {
-        Some(config) => {
-            let servers = config.servers.join(",");
-            let node = runtime
-                .block_on(sitemapd_cluster::ClusterNode::join(config))
-                .with_context(|| format!("cannot join the cluster on {servers}"))?;
-            let view = node.view();
-            info!(
-                node = %view.node_id,
-                members = view.members.len(),
-                owned = view.owned().len(),
-                "cluster mode: joined through {servers}"
-            );
-            Some(node)
-        }
-        None => None,
-    };
+    let cluster = cluster::Cluster::start(&runtime, &settings.cluster, frontier_address, &store)?;
     let indexnow_listener = match settings.indexnow.indexnow_listen {
         Some(addr) => Some(
             runtime
@@ -249,8 +233,8 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             token.clone().filter(|_| !client_certs),
             log_level,
             metrics.clone(),
-            cluster.as_ref().map(|node| {
-                let view = node.subscribe();
+            cluster.as_ref().map(|cluster| {
+                let view = cluster.view();
                 Arc::new(move || view.borrow().nodes()) as sitemapd_urlfrontier::service::NodesHook
             }),
             stop_rx.clone(),
@@ -289,6 +273,9 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         }));
     }
     runtime.spawn(compaction::run(store.clone(), stop_rx.clone()));
+    if let Some(cluster) = &cluster {
+        runtime.spawn(cluster.follow(store.clone(), wake.clone(), stop_rx.clone()));
+    }
     let app = api::router(
         api::ApiState {
             store: store.clone(),
@@ -301,7 +288,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             per_host: settings.scheduler.per_host,
             max_lease: settings.api.max_lease,
             body_timeout: request_secs,
-            cluster: cluster.as_ref().map(|node| node.subscribe()),
+            cluster: cluster.as_ref().map(cluster::Cluster::view),
         },
         settings.api.max_request_bytes,
         access,
@@ -344,8 +331,8 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Ok(Err(e)) => warn!(error = %e, "the refresh loop failed"),
         Err(_) => warn!("the refresh loop did not stop within {COMMIT:?}"),
     }
-    if let Some(node) = cluster {
-        runtime.block_on(node.leave());
+    if let Some(cluster) = cluster {
+        cluster.leave(&runtime, &store);
     }
     store.flush().context("cannot flush the store")?;
     runtime.shutdown_timeout(Duration::from_millis(500));

@@ -187,7 +187,13 @@ impl Refresher {
                     continue;
                 }
             };
-            if running.contains(&site.site) {
+            // In a cluster, the sites of partitions another node owns are
+            // that node's to walk.
+            if running.contains(&site.site)
+                || !self
+                    .store
+                    .serves_partition(self.store.partition_of_site(&site.site))
+            {
                 continue;
             }
             let next_walk = site.next_walk.unix();

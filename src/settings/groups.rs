@@ -827,8 +827,9 @@ impl ApiSettings {
 }
 
 /// `[cluster]`: cluster mode (docs/cluster.md). Off unless `cluster` names NATS servers: then
-/// the daemon joins the cluster on them as `node_id`, and ListNodes answers every live
-/// node's `advertise` address.
+/// the daemon joins the cluster on them as `node_id`, appends every write to the partitions'
+/// replicated log there, serves the partitions it owns, and ListNodes answers every live node's
+/// `advertise` address.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct ClusterSettings {

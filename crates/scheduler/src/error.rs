@@ -96,6 +96,12 @@ impl StoreError {
         matches!(self, StoreError::Damaged { .. })
     }
 
+    /// The write log refused a write ([`StoreError::LogRefused`]): in a
+    /// cluster, the partition is not this node's (now).
+    pub fn is_log_refusal(&self) -> bool {
+        matches!(self, StoreError::LogRefused { .. })
+    }
+
     /// A write failed ([`StoreError::WriteFailed`]).
     pub fn is_write_failure(&self) -> bool {
         matches!(self, StoreError::WriteFailed { .. })

@@ -58,6 +58,8 @@ pub(crate) struct Partition {
     pub(crate) suspects: AtomicBool,
     /// Due lists a scan decoded ([`Store::decoded_list`]).
     decoded: Mutex<crate::due_list::Decoded>,
+    /// Whether leases and peeks hand out its URLs ([`Store::serve_partition`]).
+    serving: AtomicBool,
     /// Its place among the store's partitions, and how the store routes
     /// hosts to them.
     pub(crate) index: usize,
@@ -212,6 +214,7 @@ impl Partition {
             dated_from,
             suspects: AtomicBool::new(suspects),
             decoded: Mutex::default(),
+            serving: AtomicBool::new(true),
             index,
             routes,
             kv,
@@ -638,6 +641,16 @@ impl Partition {
             }
         }
         Ok((pages, complete))
+    }
+
+    /// Whether leases and peeks hand out its URLs.
+    pub(crate) fn serving(&self) -> bool {
+        self.serving.load(Ordering::Relaxed)
+    }
+
+    /// Hands its URLs out in leases and peeks, or not.
+    pub(crate) fn set_serving(&self, serving: bool) {
+        self.serving.store(serving, Ordering::Relaxed);
     }
 
     /// Reads again what it keeps in memory of its keys, after write log

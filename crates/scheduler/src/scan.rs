@@ -139,12 +139,16 @@ impl<'s, 'c> Scan<'s, 'c> {
                     .iter()
                     .flat_map(|&class| {
                         let c = class as u8;
-                        self.parts.iter().enumerate().map(move |(p, part)| {
-                            let it = part
-                                .kv
-                                .range(keys::heads_of(c)..keys::heads_due(c, self.now));
-                            (class, p, it, None)
-                        })
+                        self.parts
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, part)| part.serving())
+                            .map(move |(p, part)| {
+                                let it = part
+                                    .kv
+                                    .range(keys::heads_of(c)..keys::heads_due(c, self.now));
+                                (class, p, it, None)
+                            })
                     })
                     .collect(),
             )),
@@ -165,7 +169,9 @@ impl<'s, 'c> Scan<'s, 'c> {
     fn queue_heads(&self, queue: &str, class: Urgency) -> Result<Vec<LaneOrder>, StoreError> {
         let mut found = Vec::new();
         for partition in 0..self.parts.len() {
-            found.extend(self.queue_heads_in(partition, queue, class)?);
+            if self.parts[partition].serving() {
+                found.extend(self.queue_heads_in(partition, queue, class)?);
+            }
         }
         Ok(found)
     }

@@ -25,6 +25,28 @@ impl Store {
         }
     }
 
+    /// Whether leases and peeks hand out the URLs of `partition` (`serving`,
+    /// the default) or pass over them: a node of a cluster serves the
+    /// partitions it holds only. Other calls are not affected.
+    pub fn serve_partition(&self, partition: u16, serving: bool) {
+        if let Some(part) = self.parts.get(usize::from(partition)) {
+            part.set_serving(serving);
+        }
+    }
+
+    /// Whether leases and peeks hand out the URLs of `partition`.
+    pub fn serves_partition(&self, partition: u16) -> bool {
+        self.parts
+            .get(usize::from(partition))
+            .is_some_and(|p| p.serving())
+    }
+
+    /// The partition the keys of `site` (a followed seed: a host, or a URL)
+    /// live in.
+    pub fn partition_of_site(&self, site: &str) -> u16 {
+        self.routes.of_host(keys::host_of(site)) as u16
+    }
+
     /// The write log this store appends to, if any.
     pub(crate) fn write_log(&self) -> Option<Arc<dyn WriteLog>> {
         self.log.get().cloned()

@@ -245,3 +245,50 @@ fn a_batch_the_log_refuses_changes_nothing() {
     assert_eq!(contents(&s), before);
     assert_eq!(log.entries.lock().unwrap().len(), logged);
 }
+
+#[test]
+fn a_partition_not_served_is_passed_over_by_leases_and_peeks() {
+    let s = store();
+    let hosts: Vec<u8> = (0..5).collect();
+    let ops: Vec<Op> = hosts
+        .iter()
+        .map(|&host| Op::Read {
+            host,
+            sitemap: 0,
+            count: 4,
+            salt: 1,
+        })
+        .collect();
+    run(&s, &ops);
+    let now = Timestamp::from_unix(1_800_000_000);
+    let off = s.partition_of_site("h0.example");
+    assert_eq!(off, s.route_url(&page(0, 0)) as u16);
+    s.serve_partition(off, false);
+    assert!(!s.serves_partition(off));
+    let in_off = |urls: &[String]| urls.iter().filter(|u| s.route_url(u) as u16 == off).count();
+    let peeked: Vec<String> = s
+        .peek(100, now)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url)
+        .collect();
+    assert_eq!(in_off(&peeked), 0);
+    assert!(!peeked.is_empty(), "the other partitions' URLs are served");
+    let request = LeaseRequest::new(100).per_host(100);
+    let leased: Vec<String> = s
+        .lease(&request, now)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url)
+        .collect();
+    assert_eq!(in_off(&leased), 0);
+    s.serve_partition(off, true);
+    let leased: Vec<String> = s
+        .lease(&request, now)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.url)
+        .collect();
+    assert_eq!(in_off(&leased), leased.len());
+    assert!(!leased.is_empty());
+}

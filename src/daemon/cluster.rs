@@ -1,0 +1,150 @@
+//! Cluster mode (docs/cluster.md): the daemon joins the cluster, its store
+//! appends every write to the partitions' replicated log, and it serves the
+//! partitions it owns only: a partition it comes to own is taken over
+//! (the log replayed into the store, the ex-owner fenced out) before its
+//! URLs are leased; one it stops owning is no longer served or written.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sitemapd_cluster::{ClusterNode, ClusterView, JetStreamLog};
+use sitemapd_scheduler::Store;
+use tokio::sync::{Notify, watch};
+use tracing::{info, warn};
+
+use crate::settings::ClusterSettings;
+
+/// How often ownership is looked at besides the node's own changes.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// The daemon's part in a cluster.
+pub(super) struct Cluster {
+    node: ClusterNode,
+    log: Arc<JetStreamLog>,
+}
+
+impl Cluster {
+    /// Joins the cluster the settings name, if any: opens the write log,
+    /// has `store` append to it and serve no partition until it holds one,
+    /// then joins. `frontier` is the URLFrontier service's address, the one
+    /// advertised by default.
+    pub(super) fn start(
+        runtime: &tokio::runtime::Runtime,
+        settings: &ClusterSettings,
+        frontier: Option<SocketAddr>,
+        store: &Arc<Store>,
+    ) -> Result<Option<Cluster>> {
+        let partitions =
+            u16::try_from(store.partitions()).context("the store's partition count")?;
+        let Some(config) = settings.config(frontier, partitions)? else {
+            return Ok(None);
+        };
+        let servers = config.servers.join(",");
+        let log = JetStreamLog::open(
+            &config.servers,
+            &config.node_id,
+            partitions,
+            config.replicas,
+        )
+        .with_context(|| format!("cannot open the cluster's write log on {servers}"))?;
+        let log = Arc::new(log);
+        for p in 0..partitions {
+            store.serve_partition(p, false);
+        }
+        store.log_writes_to(log.clone());
+        let node = runtime
+            .block_on(ClusterNode::join(config))
+            .with_context(|| format!("cannot join the cluster on {servers}"))?;
+        let view = node.view();
+        info!(
+            node = %view.node_id,
+            members = view.members.len(),
+            owned = view.owned().len(),
+            "cluster mode: joined through {servers}"
+        );
+        Ok(Some(Cluster { node, log }))
+    }
+
+    /// The node's view, as it changes.
+    pub(super) fn view(&self) -> watch::Receiver<ClusterView> {
+        self.node.subscribe()
+    }
+
+    /// Takes over the partitions the node comes to own and gives up the
+    /// others, until `stop`.
+    /// `wake` is the refresh loop's: a partition taken over has sites to
+    /// walk.
+    pub(super) fn follow(
+        &self,
+        store: Arc<Store>,
+        wake: Arc<Notify>,
+        stop: watch::Receiver<bool>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        follow(self.view(), self.log.clone(), store, wake, stop)
+    }
+
+    /// Leaves: serves no partition, releases them, leaves the membership.
+    pub(super) fn leave(self, runtime: &tokio::runtime::Runtime, store: &Store) {
+        for p in 0..store.partitions() as u16 {
+            store.serve_partition(p, false);
+            self.log.release(p);
+        }
+        runtime.block_on(self.node.leave());
+    }
+}
+
+/// [`Cluster::follow`].
+async fn follow(
+    mut view: watch::Receiver<ClusterView>,
+    log: Arc<JetStreamLog>,
+    store: Arc<Store>,
+    wake: Arc<Notify>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let partitions = store.partitions() as u16;
+    loop {
+        let owned = view.borrow_and_update().owned();
+        for p in 0..partitions {
+            let own = owned.contains(&p);
+            if own && !log.holds(p) {
+                let (log, store) = (log.clone(), store.clone());
+                let taken = tokio::task::spawn_blocking(move || {
+                    let taken = log.take_over(p, &store);
+                    if taken.is_ok() {
+                        store.serve_partition(p, true);
+                    }
+                    taken
+                })
+                .await;
+                match taken {
+                    Ok(Ok(t)) => {
+                        info!(
+                            partition = p,
+                            replayed = t.applied,
+                            "partition taken over: served"
+                        );
+                        wake.notify_one();
+                    }
+                    Ok(Err(e)) => {
+                        warn!(partition = p, error = %e, "cannot take the partition over; trying again")
+                    }
+                    Err(e) => warn!(partition = p, error = %e, "the takeover stopped"),
+                }
+            } else if !own && (log.holds(p) || store.serves_partition(p)) {
+                store.serve_partition(p, false);
+                log.release(p);
+                info!(partition = p, "partition given up: no longer served");
+            } else if own && !log.holds(p) && store.serves_partition(p) {
+                // Fenced out by another node's takeover.
+                store.serve_partition(p, false);
+            }
+        }
+        tokio::select! {
+            _ = view.changed() => {}
+            _ = tokio::time::sleep(LOOK_EVERY) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
