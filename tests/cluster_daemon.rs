@@ -257,6 +257,10 @@ fn a_killed_owners_urls_and_leases_are_served_by_the_node_that_takes_over() {
     // The survivor took the partition over with its data: every URL, and
     // the ten the first owner leased still leased.
     survivor.wait_for("the survivor to serve the 100 URLs", |d| d.active() == 100);
+    // It follows the site too (a's SITE argument, added by a once it held
+    // the site's partition, replicated with the rest).
+    let sites = survivor.get("/v1/sites");
+    assert_eq!(sites["sites"].as_array().map(Vec::len), Some(1), "{sites}");
     let rest = lease(&survivor, 200);
     assert_eq!(rest.len(), 90, "{rest:?}");
     assert!(leased.iter().all(|u| !rest.contains(u)));

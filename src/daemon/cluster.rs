@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sitemapd_cluster::{ClusterNode, ClusterView, JetStreamLog};
-use sitemapd_scheduler::Store;
+use sitemapd_scheduler::{Clock, Store};
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
@@ -74,15 +74,24 @@ impl Cluster {
 
     /// Takes over the partitions the node comes to own and gives up the
     /// others, until `stop`.
-    /// `wake` is the refresh loop's: a partition taken over has sites to
-    /// walk.
+    /// The `seeds` the settings name are added once their partition is
+    /// taken over (a site's keys are its partition's to write). `wake` is
+    /// the refresh loop's: a partition taken over has sites to walk.
     pub(super) fn follow(
         &self,
         store: Arc<Store>,
+        seeds: Vec<String>,
+        clock: Arc<dyn Clock>,
         wake: Arc<Notify>,
         stop: watch::Receiver<bool>,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        follow(self.view(), self.log.clone(), store, wake, stop)
+        let taking = TakeOvers {
+            log: self.log.clone(),
+            store,
+            seeds: Arc::new(seeds),
+            clock,
+        };
+        follow(self.view(), taking, wake, stop)
     }
 
     /// Leaves: serves no partition, releases them, leaves the membership.
@@ -95,40 +104,62 @@ impl Cluster {
     }
 }
 
+/// What a takeover needs.
+#[derive(Clone)]
+struct TakeOvers {
+    log: Arc<JetStreamLog>,
+    store: Arc<Store>,
+    seeds: Arc<Vec<String>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl TakeOvers {
+    /// Takes `partition` over (blocking): replays its log, adds the
+    /// settings' sites it holds, then serves it.
+    fn take_over(&self, partition: u16) -> Result<u64> {
+        self.store.serve_partition(partition, false);
+        let taken = self.log.take_over(partition, &self.store)?;
+        for seed in self.seeds.iter() {
+            if self.store.partition_of_site(seed) != partition {
+                continue;
+            }
+            if let Err(e) = self.store.add_site(seed, self.clock.now()) {
+                // Not served without it: the next look tries it all again.
+                self.log.release(partition);
+                return Err(e).with_context(|| format!("cannot add the site {seed}"));
+            }
+        }
+        self.store.serve_partition(partition, true);
+        Ok(taken.applied)
+    }
+}
+
 /// [`Cluster::follow`].
 async fn follow(
     mut view: watch::Receiver<ClusterView>,
-    log: Arc<JetStreamLog>,
-    store: Arc<Store>,
+    taking: TakeOvers,
     wake: Arc<Notify>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let (log, store) = (taking.log.clone(), taking.store.clone());
     let partitions = store.partitions() as u16;
     loop {
         let owned = view.borrow_and_update().owned();
         for p in 0..partitions {
             let own = owned.contains(&p);
             if own && !log.holds(p) {
-                let (log, store) = (log.clone(), store.clone());
-                let taken = tokio::task::spawn_blocking(move || {
-                    let taken = log.take_over(p, &store);
-                    if taken.is_ok() {
-                        store.serve_partition(p, true);
-                    }
-                    taken
-                })
-                .await;
-                match taken {
-                    Ok(Ok(t)) => {
+                let taking = taking.clone();
+                match tokio::task::spawn_blocking(move || taking.take_over(p)).await {
+                    Ok(Ok(applied)) => {
                         info!(
                             partition = p,
-                            replayed = t.applied,
+                            replayed = applied,
                             "partition taken over: served"
                         );
                         wake.notify_one();
                     }
                     Ok(Err(e)) => {
-                        warn!(partition = p, error = %e, "cannot take the partition over; trying again")
+                        warn!(partition = p, error = %format!("{e:#}"), "cannot take the partition over; trying again")
                     }
                     Err(e) => warn!(partition = p, error = %e, "the takeover stopped"),
                 }
@@ -136,9 +167,6 @@ async fn follow(
                 store.serve_partition(p, false);
                 log.release(p);
                 info!(partition = p, "partition given up: no longer served");
-            } else if own && !log.holds(p) && store.serves_partition(p) {
-                // Fenced out by another node's takeover.
-                store.serve_partition(p, false);
             }
         }
         tokio::select! {

@@ -108,9 +108,11 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         clock: clock.clone(),
         ..settings.scheduler.store_options()
     })?);
-    for site in &settings.sites {
-        store.add_site(&site_key(site)?, clock.now())?;
-    }
+    let seeds = settings
+        .sites
+        .iter()
+        .map(|site| site_key(site))
+        .collect::<Result<Vec<String>>>()?;
     // One fetcher (its address guard and per-host politeness) for the walks
     // and the IndexNow key files.
     let fetcher = sitemapd_discovery::Fetcher::new(settings.fetch.config())?;
@@ -144,6 +146,13 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         None => None,
     };
     let cluster = cluster::Cluster::start(&runtime, &settings.cluster, frontier_address, &store)?;
+    // In a cluster, a site is added by the owner of its partition, once it
+    // has taken the partition over (`Cluster::follow`).
+    if cluster.is_none() {
+        for seed in &seeds {
+            store.add_site(seed, clock.now())?;
+        }
+    }
     let indexnow_listener = match settings.indexnow.indexnow_listen {
         Some(addr) => Some(
             runtime
@@ -274,7 +283,13 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
     }
     runtime.spawn(compaction::run(store.clone(), stop_rx.clone()));
     if let Some(cluster) = &cluster {
-        runtime.spawn(cluster.follow(store.clone(), wake.clone(), stop_rx.clone()));
+        runtime.spawn(cluster.follow(
+            store.clone(),
+            seeds,
+            clock.clone(),
+            wake.clone(),
+            stop_rx.clone(),
+        ));
     }
     let app = api::router(
         api::ApiState {

@@ -197,8 +197,9 @@ impl JetStreamLog {
         let failed = |e: &dyn std::fmt::Display| {
             ClusterError::jetstream(format!("taking partition {partition} over"), e)
         };
-        let mut fence = self.fence(partition).map_err(|e| failed(&e))?;
-        *fence = None;
+        // Not held while replaying: the store's own writes of the partition
+        // fail meanwhile (they wait for no lock the replay needs).
+        self.release(partition);
         let mut position = store.log_position(partition).map_err(|e| failed(&e))?;
         let mut applied = 0;
         loop {
@@ -216,6 +217,7 @@ impl JetStreamLog {
             let mut headers = HeaderMap::new();
             headers.insert(TAKEOVER_HEADER, self.node_id.as_str());
             let id = format!("{}.{partition}.takeover.{last}", self.node_id);
+            let mut fence = self.fence(partition).map_err(|e| failed(&e))?;
             match self.append_one(&subject, bytes::Bytes::new(), headers, last, id) {
                 Ok(sequence) => {
                     *fence = Some(sequence);
@@ -366,6 +368,14 @@ impl WriteLog for JetStreamLog {
         }
         *fence = Some(last);
         Ok(last)
+    }
+
+    fn unapplied(&self, partition: u16) {
+        self.release(partition);
+        warn!(
+            partition,
+            "an entry the log took was not applied to the store: the partition is taken over again"
+        );
     }
 }
 

@@ -27,6 +27,14 @@ pub trait WriteLog: Send + Sync + std::fmt::Debug {
     /// (the log unreachable, or this store no longer allowed to write the
     /// partition): the batch is not applied, and the error is the write's.
     fn append(&self, partition: u16, entry: &[u8]) -> Result<u64, String>;
+
+    /// The entry the last append of `partition` took could not be applied
+    /// to the store (its write failed after the log took it): the store is
+    /// behind its log. An implementation should refuse the partition's
+    /// appends until the store has replayed that entry.
+    fn unapplied(&self, partition: u16) {
+        let _ = partition;
+    }
 }
 
 /// The first byte of an entry: its format.

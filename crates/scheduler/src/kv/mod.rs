@@ -447,7 +447,12 @@ impl Kv {
             keys::LOG_POSITION.to_vec(),
             Some(position.to_be_bytes().to_vec()),
         ));
-        self.write(|b| b.apply(ops))?;
+        if let Err(e) = self.write(|b| b.apply(ops)) {
+            // The log has it and the store has not: no later entry may
+            // land before the store has replayed this one.
+            hook.log.unapplied(hook.partition);
+            return Err(e);
+        }
         if new_ids {
             self.ids.persisted.fetch_max(next, Ordering::SeqCst);
         }

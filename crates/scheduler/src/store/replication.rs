@@ -91,7 +91,12 @@ impl Store {
             .iter()
             .find(|p| p.kv.keyspace_name() == entry.keyspace)
         {
-            let applied = part.kv.apply_logged(position, entry.ops)?;
+            // Under the partition's write lock, as every write: a call
+            // reading records to merge sees the entry whole or not at all.
+            let applied = {
+                let _lock = part.lock();
+                part.kv.apply_logged(position, entry.ops)?
+            };
             if applied && touches_memory {
                 part.reread_after_replay()?;
             }

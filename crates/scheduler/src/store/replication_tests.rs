@@ -21,6 +21,8 @@ use crate::{
 struct MemoryLog {
     entries: Mutex<Vec<(u16, u64, Vec<u8>)>>,
     refused: Mutex<Vec<u16>>,
+    /// The partitions [`WriteLog::unapplied`] named, in order.
+    unapplied: Mutex<Vec<u16>>,
 }
 
 impl WriteLog for MemoryLog {
@@ -32,6 +34,10 @@ impl WriteLog for MemoryLog {
         let position = entries.iter().filter(|e| e.0 == partition).count() as u64 + 1;
         entries.push((partition, position, entry.to_vec()));
         Ok(position)
+    }
+
+    fn unapplied(&self, partition: u16) {
+        self.unapplied.lock().unwrap().push(partition);
     }
 }
 
@@ -291,4 +297,34 @@ fn a_partition_not_served_is_passed_over_by_leases_and_peeks() {
         .collect();
     assert_eq!(in_off(&leased), leased.len());
     assert!(!leased.is_empty());
+}
+
+/// A batch the log took but the store failed to write is reported to the
+/// log, and a store replaying the log gets it: the store is behind its log,
+/// not apart from it.
+#[test]
+fn a_logged_batch_the_store_failed_to_write_is_reported_and_replayed() {
+    let log = Arc::new(MemoryLog::default());
+    let s = store();
+    s.log_writes_to(log.clone());
+    run(
+        &s,
+        &[Op::Read {
+            host: 2,
+            sitemap: 0,
+            count: 3,
+            salt: 4,
+        }],
+    );
+    let url = page(2, 1);
+    let part = s.route_url(&url);
+    s.parts()[part].inject_write_failures(Some(0));
+    let now = Timestamp::from_unix(1_800_000_000);
+    assert!(s.notify(&url, now).unwrap_err().is_write_failure());
+    assert_eq!(*log.unapplied.lock().unwrap(), [part as u16]);
+    let replica = store();
+    replay(&log, &replica);
+    let notifications = |st: &Store| st.url(&url).unwrap().unwrap().notifications;
+    assert_eq!(notifications(&replica), 1);
+    assert_eq!(notifications(&s), 0);
 }
