@@ -90,6 +90,7 @@ impl Cluster {
             store,
             seeds: Arc::new(seeds),
             clock,
+            view: self.view(),
         };
         follow(self.view(), taking, wake, stop)
     }
@@ -111,6 +112,7 @@ struct TakeOvers {
     store: Arc<Store>,
     seeds: Arc<Vec<String>>,
     clock: Arc<dyn Clock>,
+    view: watch::Receiver<ClusterView>,
 }
 
 impl TakeOvers {
@@ -118,6 +120,8 @@ impl TakeOvers {
     /// settings' sites it holds, then serves it.
     fn take_over(&self, partition: u16) -> Result<u64> {
         self.store.serve_partition(partition, false);
+        let owns = || self.view.borrow().owns(partition);
+        anyhow::ensure!(owns(), "no longer this node's");
         let taken = self.log.take_over(partition, &self.store)?;
         for seed in self.seeds.iter() {
             if self.store.partition_of_site(seed) != partition {
@@ -128,6 +132,12 @@ impl TakeOvers {
                 self.log.release(partition);
                 return Err(e).with_context(|| format!("cannot add the site {seed}"));
             }
+        }
+        // Ownership may have moved during a long replay: then the new
+        // owner takes it over in turn, and this node lets it go.
+        if !owns() {
+            self.log.release(partition);
+            anyhow::bail!("ownership moved during the takeover");
         }
         self.store.serve_partition(partition, true);
         Ok(taken.applied)
@@ -144,9 +154,11 @@ async fn follow(
     let (log, store) = (taking.log.clone(), taking.store.clone());
     let partitions = store.partitions() as u16;
     loop {
-        let owned = view.borrow_and_update().owned();
+        view.mark_unchanged();
         for p in 0..partitions {
-            let own = owned.contains(&p);
+            // Read again for each partition: a takeover before may have
+            // taken long.
+            let own = view.borrow().owns(p);
             if own && !log.holds(p) {
                 let taking = taking.clone();
                 match tokio::task::spawn_blocking(move || taking.take_over(p)).await {

@@ -73,6 +73,8 @@ pub struct JetStreamLog {
     requests: mpsc::UnboundedSender<Request>,
     /// Per partition: the subject's last sequence while this node holds it.
     fences: Vec<Mutex<Option<u64>>>,
+    /// Entries appended in more than one message.
+    chunked: std::sync::atomic::AtomicU64,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -103,7 +105,7 @@ enum Request {
         subject: String,
         from: u64,
         until: u64,
-        items: std::sync::mpsc::SyncSender<Result<Read, String>>,
+        items: mpsc::Sender<Result<Read, String>>,
     },
 }
 
@@ -173,6 +175,7 @@ impl JetStreamLog {
             node_id: node_id.to_string(),
             requests,
             fences: (0..partitions).map(|_| Mutex::new(None)).collect(),
+            chunked: std::sync::atomic::AtomicU64::new(0),
             thread: Some(thread),
         })
     }
@@ -202,6 +205,7 @@ impl JetStreamLog {
         self.release(partition);
         let mut position = store.log_position(partition).map_err(|e| failed(&e))?;
         let mut applied = 0;
+        let mut chunks = Chunks::default();
         loop {
             let last = self
                 .call(|reply| Request::Last {
@@ -211,7 +215,7 @@ impl JetStreamLog {
                 .map_err(|e| failed(&e))?
                 .map_err(|e| failed(&e))?;
             if last > position {
-                applied += self.replay(&subject, position + 1, last, store)?;
+                applied += self.replay(&subject, (position + 1, last), &mut chunks, store)?;
                 position = last;
             }
             let mut headers = HeaderMap::new();
@@ -248,23 +252,30 @@ impl JetStreamLog {
         }
     }
 
+    /// How many entries this log has appended in chunks (entries larger
+    /// than one message).
+    pub fn chunked_entries(&self) -> u64 {
+        self.chunked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether this log appends `partition`'s batches now.
     pub fn holds(&self, partition: u16) -> bool {
         self.fence(partition).is_ok_and(|f| f.is_some())
     }
 
     /// Replays messages `from..=until` of `subject` into `store`: the
-    /// entries applied.
+    /// entries applied. `chunks` holds an entry whose last chunks are yet to
+    /// come (a takeover replays again what landed meanwhile).
     fn replay(
         &self,
         subject: &str,
-        from: u64,
-        until: u64,
+        (from, until): (u64, u64),
+        chunks: &mut Chunks,
         store: &Store,
     ) -> Result<u64, ClusterError> {
         let failed =
             |e: &dyn std::fmt::Display| ClusterError::jetstream(format!("replaying {subject}"), e);
-        let (items, read) = std::sync::mpsc::sync_channel(64);
+        let (items, mut read) = mpsc::channel(64);
         self.requests
             .send(Request::Read {
                 subject: subject.to_string(),
@@ -273,9 +284,8 @@ impl JetStreamLog {
                 items,
             })
             .map_err(|_| failed(&"the log's thread ended"))?;
-        let mut chunks = Chunks::default();
         let mut applied = 0;
-        for item in read {
+        while let Some(item) = read.blocking_recv() {
             let message = item.map_err(|e| failed(&e))?;
             if let Some((sequence, entry)) = chunks.push(message)
                 && store
@@ -359,14 +369,24 @@ impl WriteLog for JetStreamLog {
                     ));
                 }
                 Err(Append::Failed(why)) => {
-                    // The chunks sent stay as a torn entry replays drop;
-                    // the fence moves past them.
-                    *fence = Some(last);
-                    return Err(why);
+                    // Whether it landed is unknown: the partition is not
+                    // written again before a takeover has replayed what
+                    // did (chunks without their end are dropped then).
+                    *fence = None;
+                    warn!(partition, %why, "an append's outcome is unknown: the partition is taken over again");
+                    return Err(format!(
+                        "{why}; whether it was logged is unknown, and node {} stops writing partition \
+                         {partition} until it has replayed the log",
+                        self.node_id
+                    ));
                 }
             }
         }
         *fence = Some(last);
+        if count > 1 {
+            self.chunked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(last)
     }
 
@@ -482,30 +502,35 @@ async fn connect(
     }
 }
 
-/// The log's thread: answers requests until the log is dropped.
+/// The log's thread: answers requests until the log is dropped, each in a
+/// task of its own, so that a long replay never holds up an append (the
+/// appends of one partition come one at a time: its fence is held).
 async fn serve(js: jetstream::Context, mut requests: mpsc::UnboundedReceiver<Request>) {
     while let Some(request) = requests.recv().await {
-        match request {
-            Request::Append {
-                subject,
-                payload,
-                headers,
-                expected,
-                id,
-                reply,
-            } => {
-                let _ = reply.send(append(&js, subject, payload, headers, expected, &id).await);
+        let js = js.clone();
+        tokio::spawn(async move {
+            match request {
+                Request::Append {
+                    subject,
+                    payload,
+                    headers,
+                    expected,
+                    id,
+                    reply,
+                } => {
+                    let _ = reply.send(append(&js, subject, payload, headers, expected, &id).await);
+                }
+                Request::Last { subject, reply } => {
+                    let _ = reply.send(last_sequence(&js, &subject).await);
+                }
+                Request::Read {
+                    subject,
+                    from,
+                    until,
+                    items,
+                } => read(&js, &subject, from, until, &items).await,
             }
-            Request::Last { subject, reply } => {
-                let _ = reply.send(last_sequence(&js, &subject).await);
-            }
-            Request::Read {
-                subject,
-                from,
-                until,
-                items,
-            } => read(&js, &subject, from, until, &items).await,
-        }
+        });
     }
 }
 
@@ -543,8 +568,11 @@ async fn append(
             // answer lost: then the subject's last message is it (a lone
             // server checks the fence before the message id).
             return match landed(js, &subject, id).await {
-                Some(sequence) => Ok(sequence),
-                None => Err(Append::Fenced(text)),
+                Ok(Some(sequence)) => Ok(sequence),
+                Ok(None) => Err(Append::Fenced(text)),
+                Err(e) => Err(Append::Failed(format!(
+                    "appending to {subject}: {text}, and the last message could not be read: {e}"
+                ))),
             };
         }
         match error.kind() {
@@ -563,11 +591,21 @@ async fn append(
 }
 
 /// The sequence of `subject`'s last message if its message id is `id`.
-async fn landed(js: &jetstream::Context, subject: &str, id: &str) -> Option<u64> {
-    let stream = js.get_stream_no_info(STREAM).await.ok()?;
-    let last = stream.get_last_raw_message_by_subject(subject).await.ok()?;
-    let header = last.headers.get(async_nats::header::NATS_MESSAGE_ID)?;
-    (header.as_str() == id).then_some(last.sequence)
+async fn landed(js: &jetstream::Context, subject: &str, id: &str) -> Result<Option<u64>, String> {
+    let stream = js
+        .get_stream_no_info(STREAM)
+        .await
+        .map_err(|e| e.to_string())?;
+    let last = match stream.get_last_raw_message_by_subject(subject).await {
+        Ok(last) => last,
+        Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let ours = last
+        .headers
+        .get(async_nats::header::NATS_MESSAGE_ID)
+        .is_some_and(|h| h.as_str() == id);
+    Ok(ours.then_some(last.sequence))
 }
 
 /// The sequence of `subject`'s last message (0: none).
@@ -589,7 +627,7 @@ async fn read(
     subject: &str,
     from: u64,
     until: u64,
-    items: &std::sync::mpsc::SyncSender<Result<Read, String>>,
+    items: &mpsc::Sender<Result<Read, String>>,
 ) {
     let result = async {
         let stream = js
@@ -618,7 +656,7 @@ async fn read(
                 headers: message.headers.clone(),
                 payload: message.payload.clone(),
             };
-            if items.send(Ok(read)).is_err() || sequence == until {
+            if items.send(Ok(read)).await.is_err() || sequence == until {
                 break;
             }
         }
@@ -626,7 +664,7 @@ async fn read(
     }
     .await;
     if let Err(e) = result {
-        let _ = items.send(Err(e));
+        let _ = items.send(Err(e)).await;
     }
 }
 

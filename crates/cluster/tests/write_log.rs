@@ -106,7 +106,7 @@ fn partitions_move_with_their_log_and_the_old_owner_is_fenced_out() {
         other => panic!("{other:?}"),
     }
     assert_eq!(urls(&a), before);
-    assert!(!log_a.holds(0) || !log_a.holds(1));
+    assert!(!log_a.holds(a.partition_of_site("b.example")));
 
     // b writes on, including an entry larger than a NATS message: URLs
     // whose paths do not compress.
@@ -125,6 +125,7 @@ fn partitions_move_with_their_log_and_the_old_owner_is_fenced_out() {
         })
         .collect();
     read(&b, T0 + 2_000, "https://a.example/big.xml", &big);
+    assert!(log_b.chunked_entries() > 0, "no entry needed chunks");
 
     // c, on disk, takes over from b and reads the same.
     let dir = tempfile::tempdir().unwrap();
@@ -136,4 +137,87 @@ fn partitions_move_with_their_log_and_the_old_owner_is_fenced_out() {
     for p in 0..PARTITIONS {
         assert_eq!(c.log_position(p).unwrap(), b.log_position(p).unwrap());
     }
+}
+
+/// A node replaying a long log of one partition while a crawler leases from
+/// another: the lease holds every partition's write lock while its append
+/// is on its way, and the replay needs the first partition's lock for each
+/// entry. Both finish (appends never wait behind a replay).
+#[test]
+fn a_long_replay_and_leases_of_another_partition_both_finish() {
+    let nats = NatsCluster::start(1);
+    let open = |id: &str| {
+        let log = Arc::new(JetStreamLog::open(&nats.urls(), id, PARTITIONS, 1).unwrap());
+        let store = Store::in_memory(options()).unwrap();
+        store.log_writes_to(log.clone());
+        (store, log)
+    };
+    let (a, log_a) = open("a");
+    take_over_all(&a, &log_a);
+    // Two hosts in different partitions.
+    let hosts: Vec<String> = (0..20).map(|i| format!("h{i}.example")).collect();
+    let replayed = hosts[0].clone();
+    let leased = hosts
+        .iter()
+        .find(|h| a.partition_of_site(h) != a.partition_of_site(&replayed))
+        .unwrap()
+        .clone();
+    let (q, p) = (a.partition_of_site(&replayed), a.partition_of_site(&leased));
+    for host in [&replayed, &leased] {
+        let list: Vec<String> = (0..200).map(|i| format!("https://{host}/p{i}")).collect();
+        read(&a, T0, &format!("https://{host}/sitemap.xml"), &list);
+    }
+    // Many entries in q's log: one per notification.
+    for i in 0..300 {
+        a.notify(
+            &format!("https://{replayed}/p{}", i % 200),
+            Timestamp::from_unix(T0 + i),
+        )
+        .unwrap();
+    }
+
+    // b serves p, and takes q over while it leases p's URLs (as the
+    // daemon does: a partition is served once taken over).
+    let (b, log_b) = open("b");
+    b.serve_partition(q, false);
+    log_b.take_over(p, &b).unwrap();
+    let b = Arc::new(b);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let leasing = {
+        let (b, stop) = (b.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut leases = 0;
+            let mut now = T0 + 10_000;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                now += 1;
+                let request = LeaseRequest::new(1)
+                    .per_host(1)
+                    .ttl(std::time::Duration::from_secs(1));
+                b.lease(&request, Timestamp::from_unix(now)).unwrap();
+                leases += 1;
+            }
+            leases
+        })
+    };
+    let (done, finished) = std::sync::mpsc::channel();
+    {
+        let (b, log_b) = (b.clone(), log_b.clone());
+        std::thread::spawn(move || {
+            let _ = done.send(log_b.take_over(q, &b).map(|t| t.applied));
+        });
+    }
+    let applied = finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the replay finishes")
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(leasing.join().unwrap() > 0);
+    assert!(applied >= 300, "{applied}");
+    let replayed_urls = |s: &Store| {
+        urls(s)
+            .into_iter()
+            .filter(|u| u.url.contains(&replayed))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(replayed_urls(&b), replayed_urls(&a));
 }

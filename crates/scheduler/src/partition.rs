@@ -58,8 +58,9 @@ pub(crate) struct Partition {
     pub(crate) suspects: AtomicBool,
     /// Due lists a scan decoded ([`Store::decoded_list`]).
     decoded: Mutex<crate::due_list::Decoded>,
-    /// Whether leases and peeks hand out its URLs ([`Store::serve_partition`]).
-    serving: AtomicBool,
+    /// Whether leases and peeks hand out its URLs ([`Store::serve_partition`]);
+    /// shared with the same partition of the store's crawls.
+    pub(crate) serving: Arc<AtomicBool>,
     /// Its place among the store's partitions, and how the store routes
     /// hosts to them.
     pub(crate) index: usize,
@@ -214,7 +215,7 @@ impl Partition {
             dated_from,
             suspects: AtomicBool::new(suspects),
             decoded: Mutex::default(),
-            serving: AtomicBool::new(true),
+            serving: Arc::new(AtomicBool::new(true)),
             index,
             routes,
             kv,

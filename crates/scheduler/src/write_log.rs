@@ -11,9 +11,12 @@
 //! position, recording in each keyspace the position it has applied
 //! ([`crate::Store::log_position`]).
 //!
-//! What a store writes as it opens (its layout, its first settings) is not
-//! logged: every node opening a store with the same options writes the
-//! same.
+//! What a store writes as it opens is not logged: its layout and id
+//! counter, the policy its options name, and for a store made by an older
+//! build the date its lastmod moves are dated from. Nodes sharing a log
+//! open their stores with the same settings. Deleting a URLFrontier crawl
+//! drops keyspaces, which no batch does: a store with a write log refuses
+//! it.
 
 use serde::{Deserialize, Serialize};
 

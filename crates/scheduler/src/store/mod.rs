@@ -142,7 +142,11 @@ impl Store {
             partitions: self.routes.count() as u16,
             ..self.options().clone()
         };
-        let crawl = Store::with_kv(kv, base, options)?;
+        let mut crawl = Store::with_kv(kv, base, options)?;
+        // A partition this store does not serve, its crawls do not either.
+        for (part, ours) in crawl.parts.iter_mut().zip(&self.parts) {
+            part.serving = ours.serving.clone();
+        }
         if let Some(log) = self.write_log() {
             crawl.log_writes_to(log);
         }
@@ -163,8 +167,18 @@ impl Store {
     }
 
     /// Deletes crawl `name` with everything in it; whether it was there.
-    /// A [`Store`] still open on it must not be used after.
+    /// A [`Store`] still open on it must not be used after. Refused
+    /// ([`StoreError::LogRefused`]) for a store with a write log.
     pub fn drop_crawl(&self, name: &str) -> Result<bool, StoreError> {
+        if self.write_log().is_some() {
+            // Dropping keyspaces is no batch: it would not reach the log.
+            return Err(StoreError::LogRefused {
+                partition: 0,
+                detail:
+                    "deleting a crawl is not replicated: a store with a write log keeps its crawls"
+                        .into(),
+            });
+        }
         let base = format!("{CRAWL_TREE}{name}");
         let _locks = self.lock_all();
         let kv = &self.parts[0].kv;
@@ -226,11 +240,15 @@ impl Store {
         self.parts.iter().try_for_each(Partition::probe_read)
     }
 
-    /// Writes and flushes one key of every partition, to learn whether the
+    /// Writes and flushes one key of every partition it serves, to learn whether the
     /// store writes again after a failed write (the result is recorded in
     /// [`Store::health`]).
     pub fn probe_write(&self) -> Result<(), StoreError> {
-        self.parts.iter().try_for_each(Partition::probe_write)?;
+        // A partition not served is another node's to write (cluster mode).
+        self.parts
+            .iter()
+            .filter(|p| p.serving())
+            .try_for_each(Partition::probe_write)?;
         // One database: one flush writes every partition's probe.
         self.flush()
     }

@@ -288,7 +288,14 @@ fn a_partition_not_served_is_passed_over_by_leases_and_peeks() {
         .map(|l| l.url)
         .collect();
     assert_eq!(in_off(&leased), 0);
+    // A crawl's partitions follow the store's, whether opened before or
+    // after the change.
+    let before = s.crawl("other").unwrap();
+    run(&s, &[Op::CrawlPut { host: 0, page: 1 }]);
+    assert!(before.lease(&request, now).unwrap().is_empty());
+    assert!(s.crawl("other").unwrap().peek(10, now).unwrap().is_empty());
     s.serve_partition(off, true);
+    assert_eq!(before.peek(10, now).unwrap().len(), 1);
     let leased: Vec<String> = s
         .lease(&request, now)
         .unwrap()
@@ -297,6 +304,15 @@ fn a_partition_not_served_is_passed_over_by_leases_and_peeks() {
         .collect();
     assert_eq!(in_off(&leased), leased.len());
     assert!(!leased.is_empty());
+}
+
+#[test]
+fn a_store_with_a_write_log_keeps_its_crawls() {
+    let s = store();
+    s.crawl("other").unwrap();
+    s.log_writes_to(Arc::new(MemoryLog::default()));
+    assert!(s.drop_crawl("other").unwrap_err().is_log_refusal());
+    assert_eq!(s.crawl_names(), ["other"]);
 }
 
 /// A batch the log took but the store failed to write is reported to the
