@@ -30,6 +30,7 @@
 
 mod buckets;
 mod config;
+mod connect;
 mod error;
 mod log;
 mod node;

@@ -35,8 +35,6 @@ use crate::ClusterError;
 
 /// The stream's name.
 const STREAM: &str = "SITEMAPD_LOG";
-/// How long connecting may take.
-const CONNECT: Duration = Duration::from_secs(10);
 /// How long one append may keep retrying a send whose answer was lost (a
 /// NATS server failing over takes 4 to 9 s).
 const RETRY_FOR: Duration = Duration::from_secs(30);
@@ -469,16 +467,7 @@ async fn connect(
     name: &str,
     replicas: usize,
 ) -> Result<jetstream::Context, ClusterError> {
-    let client = async_nats::ConnectOptions::new()
-        .name(name)
-        .connection_timeout(CONNECT)
-        .connect(servers)
-        .await
-        .map_err(|source| ClusterError::Connect {
-            servers: servers.join(","),
-            source,
-        })?;
-    let js = jetstream::new(client);
+    let js = crate::connect::jetstream(servers, name).await?;
     let config = stream::Config {
         name: STREAM.to_string(),
         subjects: vec!["sitemapd.log.>".to_string()],

@@ -17,8 +17,6 @@ use crate::{ClusterConfig, ClusterError};
 
 /// Ownership writes in flight at once (each to its own key).
 const WRITES: usize = 32;
-/// How long connecting to NATS may take.
-const CONNECT: Duration = Duration::from_secs(10);
 /// How long joining retries while the cluster's buckets are not ready.
 const SETTLE: Duration = Duration::from_secs(30);
 
@@ -86,16 +84,8 @@ impl ClusterNode {
     /// round before returning.
     pub async fn join(config: ClusterConfig) -> Result<ClusterNode, ClusterError> {
         config.validate()?;
-        let client = async_nats::ConnectOptions::new()
-            .name(format!("sitemapd-{}", config.node_id))
-            .connection_timeout(CONNECT)
-            .connect(config.servers.as_slice())
-            .await
-            .map_err(|source| ClusterError::Connect {
-                servers: config.servers.join(","),
-                source,
-            })?;
-        let js = jetstream::new(client);
+        let name = format!("sitemapd-{}", config.node_id);
+        let js = crate::connect::jetstream(&config.servers, &name).await?;
         // A bucket just made by another node may not answer on every server
         // at once ("no responders", "no stream found"): retried a while.
         let started = Instant::now();

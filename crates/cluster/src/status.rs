@@ -1,14 +1,10 @@
 //! The cluster as any client sees it, without joining: its partition count,
 //! live members and each partition's owner (`sitemapd cluster status`).
 
-use std::fmt;
-use std::time::Duration;
-
-use async_nats::jetstream;
-
 use crate::ClusterError;
 use crate::buckets::{Buckets, Member};
 use crate::plan::Owner;
+use std::fmt;
 
 /// A cluster's state, read from its buckets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,16 +20,8 @@ pub struct ClusterStatus {
 impl ClusterStatus {
     /// Reads the status of the cluster on `servers`.
     pub async fn read(servers: &[String]) -> Result<ClusterStatus, ClusterError> {
-        let client = async_nats::ConnectOptions::new()
-            .name("sitemapd-status")
-            .connection_timeout(Duration::from_secs(10))
-            .connect(servers)
-            .await
-            .map_err(|source| ClusterError::Connect {
-                servers: servers.join(","),
-                source,
-            })?;
-        let buckets = Buckets::existing(&jetstream::new(client)).await?;
+        let js = crate::connect::jetstream(servers, "sitemapd-status").await?;
+        let buckets = Buckets::existing(&js).await?;
         let partitions = buckets.partitions().await?.ok_or(ClusterError::NoCluster)?;
         let members = buckets.members().await?;
         let owners = buckets
