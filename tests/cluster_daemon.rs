@@ -208,37 +208,50 @@ fn lease(d: &Daemon, n: u64) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_killed_owners_urls_and_leases_are_served_by_the_node_that_takes_over() {
-    let nats = NatsCluster::start(3);
-    let site = common::indexed_site(2, 50);
-    let dir = tempfile::tempdir().unwrap();
+/// Node a following a loopback site of `sitemaps` × `per` URLs (one
+/// partition) until it holds them all, then node b: once the partition is
+/// owned, the site, its owner (serving every URL), the other node and its
+/// id.
+fn site_and_two_nodes(
+    nats: &NatsCluster,
+    dir: &tempfile::TempDir,
+    sitemaps: usize,
+    per: usize,
+) -> (sitemapd_testsite::TestSite, Daemon, Daemon, &'static str) {
+    let site = common::indexed_site(sitemaps, per);
+    let urls = (sitemaps * per) as u64;
     let root = site.url("/");
     let extra = ["--lease-delay", "0", "--per-host", "1000"];
     let (a, _) = node_with(
-        &dir,
-        &nats,
+        dir,
+        nats,
         "a",
         "1",
         &[&extra[..], &[root.as_str()]].concat(),
     );
     // a owns the only partition, takes it over and walks the site.
-    a.wait_for("a to store the site's 100 URLs", |d| d.active() == 100);
-    let leased = lease(&a, 10);
-    assert_eq!(leased.len(), 10);
-
-    let (b, _) = node_with(&dir, &nats, "b", "1", &extra);
-    // Whichever the partition's target is, its owner serves the 100 URLs.
-    let (s, _) = status_until(&nats, "both members, the partition owned", |s| {
+    a.wait_for("a to store the site's URLs", |d| d.active() == urls);
+    let (b, _) = node_with(dir, nats, "b", "1", &extra);
+    // Whichever the partition's target is, its owner serves every URL.
+    let (s, _) = status_until(nats, "both members, the partition owned", |s| {
         member_ids(s) == ["a", "b"] && s["free"].as_array().unwrap().is_empty()
     });
-    let owner = s["owners"][0].as_str().unwrap().to_string();
-    let (dead, survivor, survivor_id) = if owner == "a" {
+    let (owner, other, other_id) = if s["owners"][0] == "a" {
         (a, b, "b")
     } else {
         (b, a, "a")
     };
-    dead.wait_for("the owner to hold the 100 URLs", |d| d.active() == 100);
+    owner.wait_for("the owner to hold every URL", |d| d.active() == urls);
+    (site, owner, other, other_id)
+}
+
+#[test]
+fn a_killed_owners_urls_and_leases_are_served_by_the_node_that_takes_over() {
+    let nats = NatsCluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let (_site, dead, survivor, survivor_id) = site_and_two_nodes(&nats, &dir, 2, 50);
+    let leased = lease(&dead, 10);
+    assert_eq!(leased.len(), 10);
 
     let (killed, _) = dead.kill_9();
     assert!(killed);
@@ -271,28 +284,8 @@ fn signal(d: &Daemon, signal: i32) {
 #[test]
 fn a_paused_owner_hands_out_nothing_once_another_node_took_over() {
     let nats = NatsCluster::start(3);
-    let site = common::indexed_site(1, 40);
     let dir = tempfile::tempdir().unwrap();
-    let root = site.url("/");
-    let extra = ["--lease-delay", "0", "--per-host", "1000"];
-    let (a, _) = node_with(
-        &dir,
-        &nats,
-        "a",
-        "1",
-        &[&extra[..], &[root.as_str()]].concat(),
-    );
-    a.wait_for("a to store the site's 40 URLs", |d| d.active() == 40);
-    let (b, _) = node_with(&dir, &nats, "b", "1", &extra);
-    let (s, _) = status_until(&nats, "both members, the partition owned", |s| {
-        member_ids(s) == ["a", "b"] && s["free"].as_array().unwrap().is_empty()
-    });
-    let (paused, other, other_id) = if s["owners"][0] == "a" {
-        (a, b, "b")
-    } else {
-        (b, a, "a")
-    };
-    paused.wait_for("the owner to serve", |d| d.active() == 40);
+    let (_site, paused, other, other_id) = site_and_two_nodes(&nats, &dir, 1, 40);
     assert_eq!(lease(&paused, 1).len(), 1);
 
     // Paused past its lease: the other node takes the partition over.
