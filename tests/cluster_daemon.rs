@@ -302,6 +302,8 @@ fn a_paused_owner_hands_out_nothing_once_another_node_took_over() {
     // again, legitimately: it is back, and may be the partition's target;
     // it then takes it over first.)
     signal(&paused, libc::SIGCONT);
+    let took_over = |d: &Daemon| d.log().matches("partition taken over: served").count();
+    let before = took_over(&paused);
     let (status, body) = paused.call(
         "POST",
         "/v1/sites",
@@ -315,11 +317,23 @@ fn a_paused_owner_hands_out_nothing_once_another_node_took_over() {
         status == 503 || (status == 200 && handed == 0),
         "{status} {body}"
     );
-    // Nothing it tried reached the log: the other node does not follow
-    // the site, and its 39 leases stand.
-    assert_eq!(
-        other.get("/v1/sites")["sites"].as_array().map(Vec::len),
-        Some(1)
-    );
-    assert!(lease(&other, 100).is_empty());
+    // Nothing it tried reached the log. Seen from the log itself: the
+    // other node dies, the resumed one takes the partition over by
+    // replaying it, and then holds one followed site, not two, and the
+    // 39 URLs the other node leased are leased (with its own one, all 40).
+    let (killed, _) = other.kill_9();
+    assert!(killed);
+    let id = if other_id == "a" { "b" } else { "a" };
+    status_until(&nats, "the resumed node owning the partition", |s| {
+        member_ids(s) == [id] && s["owners"][0] == id
+    });
+    // Served: taken over since it resumed, and not given up since.
+    paused.wait_for("the resumed node to serve", |d| {
+        let log = d.log();
+        took_over(d) > before
+            && log.rfind("partition taken over: served") > log.rfind("partition given up")
+    });
+    let sites = paused.get("/v1/sites");
+    assert_eq!(sites["sites"].as_array().map(Vec::len), Some(1), "{sites}");
+    assert!(lease(&paused, 100).is_empty());
 }

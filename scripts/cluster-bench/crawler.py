@@ -11,6 +11,7 @@ import time
 port, workers, target = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 HEADERS = {"Authorization": "Bearer bench-token", "Content-Type": "application/json"}
 done = [0]
+failed = []
 lock = threading.Lock()
 
 
@@ -22,7 +23,11 @@ def work():
                 return
         c.request("POST", "/v1/lease", json.dumps({"n": 1000, "per_host": 10, "ttl_secs": 300}), HEADERS)
         r = c.getresponse()
-        urls = [u["url"] for u in json.loads(r.read()).get("urls", [])]
+        body = r.read()
+        if r.status != 200:
+            failed.append(f"lease answered {r.status}: {body[:200]!r}")
+            return
+        urls = [u["url"] for u in json.loads(body).get("urls", [])]
         if not urls:
             time.sleep(0.05)
             continue
@@ -30,7 +35,8 @@ def work():
         r = c.getresponse()
         r.read()
         if r.status != 200:
-            sys.exit(f"complete answered {r.status}")
+            failed.append(f"complete answered {r.status}")
+            return
         with lock:
             done[0] += len(urls)
 
@@ -42,4 +48,6 @@ for t in threads:
 for t in threads:
     t.join()
 took = time.time() - start
+if failed:
+    sys.exit(failed[0])
 print(f"{done[0]} {took:.2f}")

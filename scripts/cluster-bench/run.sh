@@ -57,6 +57,7 @@ cluster { name: bench, listen: 127.0.0.1:$((16221 + i)),
 CONF
             "$nats" -c "$work/nats/n$i.conf" >"$work/nats/n$i.log" 2>&1 &
             npids+=("$!")
+            pids+=("$!")
         done
         sleep 3
         extra=(--cluster nats://127.0.0.1:14222,nats://127.0.0.1:14223,nats://127.0.0.1:14224
@@ -65,6 +66,7 @@ CONF
     SITEMAPD_TOKEN=bench-token "$bin" daemon --store "$work/run" --listen 127.0.0.1:18931 \
         --allow-private --min-delay 0 --lease-delay 0 "${extra[@]}" >"$work/daemon.log" 2>&1 &
     local daemon=$!
+    pids+=("$daemon")
     # Ready: listening, and in cluster mode serving its partition.
     for _ in $(seq 300); do
         if grep -q "listening on" "$work/daemon.log" &&

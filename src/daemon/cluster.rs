@@ -122,7 +122,7 @@ impl TakeOvers {
         self.store.serve_partition(partition, false);
         let owns = || self.view.borrow().owns(partition);
         anyhow::ensure!(owns(), "no longer this node's");
-        let taken = self.log.take_over(partition, &self.store)?;
+        let taken = self.log.take_over_while(partition, &self.store, owns)?;
         for seed in self.seeds.iter() {
             if self.store.partition_of_site(seed) != partition {
                 continue;

@@ -194,6 +194,19 @@ impl JetStreamLog {
     /// appends the partition's batches. Blocking; call it before the store
     /// serves the partition.
     pub fn take_over(&self, partition: u16, store: &Store) -> Result<TakeOver, ClusterError> {
+        self.take_over_while(partition, store, || true)
+    }
+
+    /// [`JetStreamLog::take_over`], giving up as soon as `owned` says the
+    /// partition is no longer this node's (asked before each takeover
+    /// record is appended): a node whose replay took long must not fence
+    /// out the partition's new owner.
+    pub fn take_over_while(
+        &self,
+        partition: u16,
+        store: &Store,
+        owned: impl Fn() -> bool,
+    ) -> Result<TakeOver, ClusterError> {
         let subject = subject(partition);
         let failed = |e: &dyn std::fmt::Display| {
             ClusterError::jetstream(format!("taking partition {partition} over"), e)
@@ -215,6 +228,9 @@ impl JetStreamLog {
             if last > position {
                 applied += self.replay(&subject, (position + 1, last), &mut chunks, store)?;
                 position = last;
+            }
+            if !owned() {
+                return Err(failed(&"the partition is no longer this node's"));
             }
             let mut headers = HeaderMap::new();
             headers.insert(TAKEOVER_HEADER, self.node_id.as_str());
@@ -283,8 +299,10 @@ impl JetStreamLog {
             })
             .map_err(|_| failed(&"the log's thread ended"))?;
         let mut applied = 0;
+        let mut reached = from.saturating_sub(1);
         while let Some(item) = read.blocking_recv() {
             let message = item.map_err(|e| failed(&e))?;
+            reached = message.sequence;
             if let Some((sequence, entry)) = chunks.push(message)
                 && store
                     .apply_logged(sequence, &entry)
@@ -292,6 +310,12 @@ impl JetStreamLog {
             {
                 applied += 1;
             }
+        }
+        // A read that ended early (its task stopped) is no replay.
+        if reached != until {
+            return Err(failed(&format!(
+                "the read ended at {reached}, before {until}"
+            )));
         }
         Ok(applied)
     }

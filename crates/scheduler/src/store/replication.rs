@@ -47,6 +47,12 @@ impl Store {
         self.routes.of_host(keys::host_of(site)) as u16
     }
 
+    /// Whether the store appends its batches to a write log
+    /// ([`Store::log_writes_to`]).
+    pub fn has_write_log(&self) -> bool {
+        self.log.get().is_some()
+    }
+
     /// The write log this store appends to, if any.
     pub(crate) fn write_log(&self) -> Option<Arc<dyn WriteLog>> {
         self.log.get().cloned()

@@ -97,6 +97,11 @@ impl Inner {
                 removed += store.delete_queue(name).map_err(store_status)?;
             }
         } else {
+            if self.store.has_write_log() {
+                return Err(Status::failed_precondition(
+                    "deleting a crawl is not replicated (cluster mode): delete its queues instead",
+                ));
+            }
             for q in store.queues() {
                 removed += q.map_err(store_status)?.1.total();
             }

@@ -407,3 +407,40 @@ async fn stats_and_deletes_count_a_crawl_s_queues() {
     let crawls = f.list_crawls(Request::new(proto::Local::default())).await;
     assert!(crawls.unwrap().into_inner().values.is_empty());
 }
+
+/// A log that takes every batch (cluster mode's, in memory).
+#[derive(Debug, Default)]
+struct TakingLog(std::sync::atomic::AtomicU64);
+
+impl sitemapd_scheduler::WriteLog for TakingLog {
+    fn append(&self, _: u16, _: &[u8]) -> Result<u64, String> {
+        Ok(self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
+    }
+}
+
+/// With a write log, deleting a crawl (not DEFAULT) is refused before
+/// anything is touched: the crawl and its URLs stay, and the service goes
+/// on serving it from the store it holds.
+#[tokio::test]
+async fn deleting_a_crawl_is_refused_with_a_write_log() {
+    let (f, _) = frontier();
+    f.inner.store.log_writes_to(Arc::new(TakingLog::default()));
+    let item = proto::UrlItem {
+        item: Some(proto::url_item::Item::Discovered(
+            proto::DiscoveredUrlItem {
+                info: Some(info("https://a.example/1", "q1", "other")),
+            },
+        )),
+        id: "1".into(),
+        creation_date: 0,
+    };
+    put(&f, vec![item]).await;
+    let dropped = proto::DeleteCrawlMessage {
+        value: "other".into(),
+        local: false,
+    };
+    let refused = f.delete_crawl(Request::new(dropped)).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    let crawls = f.list_crawls(Request::new(proto::Local::default())).await;
+    assert_eq!(crawls.unwrap().into_inner().values, ["other"]);
+}
