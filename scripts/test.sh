@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command (README, "Tests"; CI runs it after fmt and
-# clippy): every Rust test of the workspace, then the Python package, built
+# The project's test command (README, "Tests"; CI runs it, .ci/run): the
+# formatting and lint checks (cargo fmt --check, clippy -D warnings), every
+# Rust test of the workspace, then the Python package, built
 # into a wheel and tested as a user installs it (scripts/python-tests.sh,
 # which sets up its own venvs with the pinned maturin and pytest). The
 # cluster tests start real nats-server processes: the pinned one is
@@ -11,6 +12,10 @@ cd "$(dirname "$0")/.."
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+cargo --version
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
 NATS_SERVER=${NATS_SERVER:-$(scripts/install-nats-server.sh)}
 export NATS_SERVER
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
