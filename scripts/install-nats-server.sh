@@ -7,12 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python=${PYTHON:-python3}
-if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
-    echo "install-nats-server: need Python 3 with venv and pip as '$python':" >&2
-    echo "  apt-get install python3 python3-venv   (or set PYTHON=/path/to/python3)" >&2
-    exit 1
-fi
+. scripts/need-python.sh
+need_python install-nats-server 3 8
 
 venv=target/nats
 requirements=crates/cluster/requirements-nats.txt

@@ -14,12 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python=${PYTHON:-python3}
-if ! "$python" -c 'import sys, venv, ensurepip; assert sys.version_info >= (3, 10)' 2>/dev/null; then
-    echo "python-tests: need Python 3.10 or newer with venv and pip as '$python':" >&2
-    echo "  apt-get install python3 python3-venv   (or set PYTHON=/path/to/python3)" >&2
-    exit 1
-fi
+. scripts/need-python.sh
+need_python python-tests 3 10
 
 venvs=target/python
 build=$venvs/build
