@@ -47,12 +47,6 @@ impl Store {
         self.routes.of_host(keys::host_of(site)) as u16
     }
 
-    /// Whether the store appends its batches to a write log
-    /// ([`Store::log_writes_to`]).
-    pub fn has_write_log(&self) -> bool {
-        self.log.get().is_some()
-    }
-
     /// The write log this store appends to, if any.
     pub(crate) fn write_log(&self) -> Option<Arc<dyn WriteLog>> {
         self.log.get().cloned()
@@ -71,8 +65,12 @@ impl Store {
         })?;
         let mut lowest = part.kv.log_position()?;
         for name in self.crawl_names() {
-            let crawl = self.crawl(&name)?;
-            lowest = lowest.min(crawl.parts[usize::from(partition)].kv.log_position()?);
+            let base = format!("{CRAWL_TREE}{name}");
+            let tree = match partition {
+                0 => base,
+                p => super::partition_tree(&base, usize::from(p)),
+            };
+            lowest = lowest.min(self.parts[0].kv.sibling(&tree)?.log_position()?);
         }
         Ok(lowest)
     }
@@ -117,13 +115,18 @@ impl Store {
                 ),
             });
         }
-        // A crawl's keyspace: through a store opened on it, so that its
-        // partitions exist as that crawl's would.
-        let name = entry.keyspace[CRAWL_TREE.len()..]
-            .split(super::PARTITION_TREE)
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        self.crawl(&name)?.apply_logged(position, &entry.to_bytes())
+        // A crawl's keyspace. One this store has not opened yet is opened
+        // once as a crawl (its keyspaces made, each with its layout), then
+        // written as any keyspace.
+        let kv = &self.parts[0].kv;
+        if !kv.sibling_names(&entry.keyspace).contains(&entry.keyspace) {
+            let name = entry.keyspace[CRAWL_TREE.len()..]
+                .split(super::PARTITION_TREE)
+                .next()
+                .unwrap_or_default();
+            self.crawl(name)?;
+        }
+        kv.sibling(&entry.keyspace)?
+            .apply_logged(position, entry.ops)
     }
 }

@@ -97,17 +97,20 @@ impl Inner {
                 removed += store.delete_queue(name).map_err(store_status)?;
             }
         } else {
-            if self.store.has_write_log() {
-                return Err(Status::failed_precondition(
-                    "deleting a crawl is not replicated (cluster mode): delete its queues instead",
-                ));
-            }
             for q in store.queues() {
                 removed += q.map_err(store_status)?.1.total();
             }
-            lock(&self.crawls).remove(crawl);
             drop(store);
-            self.store.drop_crawl(crawl).map_err(store_status)?;
+            // The crawl leaves the service once its keyspaces are gone: a
+            // store with a write log keeps them (cluster mode), for good.
+            self.store.drop_crawl(crawl).map_err(|e| {
+                if e.is_log_refusal() {
+                    Status::failed_precondition(format!("{e}: delete its queues instead"))
+                } else {
+                    store_status(e)
+                }
+            })?;
+            lock(&self.crawls).remove(crawl);
         }
         lock(&self.rules).retain(|(c, _), _| c != crawl);
         Ok(removed)
