@@ -142,44 +142,57 @@ impl TakeOvers {
         self.store.serve_partition(partition, true);
         Ok(taken.applied)
     }
+
+    /// Takes over each partition the node owns and does not hold, and
+    /// gives up each it holds or serves and does not own: whether it took
+    /// one over (the refresh loop then has sites to walk).
+    fn pass(&self) -> bool {
+        let mut took = false;
+        for p in 0..self.store.partitions() as u16 {
+            // Read again for each partition: a takeover before may have
+            // taken long.
+            let own = self.view.borrow().owns(p);
+            let holds = self.log.holds(p);
+            if own && !holds {
+                match self.take_over(p) {
+                    Ok(applied) => {
+                        info!(
+                            partition = p,
+                            replayed = applied,
+                            "partition taken over: served"
+                        );
+                        took = true;
+                    }
+                    Err(e) => {
+                        warn!(partition = p, error = %format!("{e:#}"), "cannot take the partition over; trying again")
+                    }
+                }
+            } else if !own && (holds || self.store.serves_partition(p)) {
+                self.store.serve_partition(p, false);
+                self.log.release(p);
+                info!(partition = p, "partition given up: no longer served");
+            }
+        }
+        took
+    }
 }
 
-/// [`Cluster::follow`].
+/// [`Cluster::follow`]: a pass over the partitions at every change of the
+/// view (and every [`LOOK_EVERY`]), on a blocking thread (a takeover
+/// replays; the log's state is behind a lock an append holds).
 async fn follow(
     mut view: watch::Receiver<ClusterView>,
     taking: TakeOvers,
     wake: Arc<Notify>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let (log, store) = (taking.log.clone(), taking.store.clone());
-    let partitions = store.partitions() as u16;
     loop {
         view.mark_unchanged();
-        for p in 0..partitions {
-            // Read again for each partition: a takeover before may have
-            // taken long.
-            let own = view.borrow().owns(p);
-            if own && !log.holds(p) {
-                let taking = taking.clone();
-                match tokio::task::spawn_blocking(move || taking.take_over(p)).await {
-                    Ok(Ok(applied)) => {
-                        info!(
-                            partition = p,
-                            replayed = applied,
-                            "partition taken over: served"
-                        );
-                        wake.notify_one();
-                    }
-                    Ok(Err(e)) => {
-                        warn!(partition = p, error = %format!("{e:#}"), "cannot take the partition over; trying again")
-                    }
-                    Err(e) => warn!(partition = p, error = %e, "the takeover stopped"),
-                }
-            } else if !own && (log.holds(p) || store.serves_partition(p)) {
-                store.serve_partition(p, false);
-                log.release(p);
-                info!(partition = p, "partition given up: no longer served");
-            }
+        let pass = taking.clone();
+        match tokio::task::spawn_blocking(move || pass.pass()).await {
+            Ok(true) => wake.notify_one(),
+            Ok(false) => {}
+            Err(e) => warn!(error = %e, "a pass over the partitions stopped"),
         }
         tokio::select! {
             _ = view.changed() => {}

@@ -658,7 +658,13 @@ async fn read(
             .await
             .map_err(|e| e.to_string())?;
         let mut messages = reader.messages().await.map_err(|e| e.to_string())?;
-        while let Some(message) = messages.next().await {
+        loop {
+            // A message that never comes (one deleted under the read) ends
+            // it as an error, not a wait without end.
+            let Ok(next) = tokio::time::timeout(RETRY_FOR, messages.next()).await else {
+                return Err(format!("no message of {subject} within {RETRY_FOR:?}"));
+            };
+            let Some(message) = next else { break };
             let message = message.map_err(|e| e.to_string())?;
             let sequence = message.info().map_err(|e| e.to_string())?.stream_sequence;
             if sequence > until {
