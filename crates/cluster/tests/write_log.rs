@@ -213,6 +213,8 @@ fn a_long_replay_and_leases_of_another_partition_both_finish() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(leasing.join().unwrap() > 0);
     assert!(applied >= 300, "{applied}");
+    // Taken over, q is served (and read by views) as the daemon then does.
+    b.serve_partition(q, true);
     let replayed_urls = |s: &Store| {
         urls(s)
             .into_iter()

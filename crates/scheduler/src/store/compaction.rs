@@ -90,9 +90,9 @@ impl Store {
     }
 
     /// Moves the URL records crawlers wrote under keys of their own back
-    /// into their pages ([`Partition::fold_records`](crate::partition::Partition::fold_records)), in every partition side by side.
+    /// into their pages ([`Partition::fold_records`](crate::partition::Partition::fold_records)), in every partition it serves, side by side.
     fn fold_records(&self) -> Result<u64, StoreError> {
-        let moved = self.each_partition(|part| part.fold_records())?;
+        let moved = self.each_served_partition(|part| part.fold_records())?;
         Ok(moved.into_iter().sum())
     }
 

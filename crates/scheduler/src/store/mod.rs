@@ -199,6 +199,14 @@ impl Store {
         &self.parts
     }
 
+    /// The partitions whose keys views read ([`Store::stats`], lists,
+    /// exports): those the store serves ([`Store::serve_partition`]; every
+    /// one but in a cluster, where a node's copy of a partition it no
+    /// longer holds is out of date).
+    pub(crate) fn parts_in_view(&self) -> impl Iterator<Item = &Partition> {
+        self.parts.iter().filter(|p| p.serving())
+    }
+
     /// The partition of `url` as given (normalised first: the partition is
     /// its normal host's; one that does not parse goes to partition 0,
     /// which answers for it as any partition would).
@@ -435,7 +443,9 @@ impl Store {
     /// other policies; returns the multiplier. Each URL's rate is taken as
     /// of the latest time its record knows (sighting, fetch or
     /// notification). The partitions are summarised side by side, in
-    /// bounded memory each, and their summaries merged.
+    /// bounded memory each, and their summaries merged. Only the partitions
+    /// the store serves are summarised and calibrated (in a cluster, each
+    /// node calibrates its own).
     pub fn calibrate(&self) -> Result<Option<f64>, StoreError> {
         let current = self.policy();
         let params = &self.options().params;
@@ -443,7 +453,7 @@ impl Store {
         if current.allocation_multiplier(&[], params).is_none() {
             return Ok(None);
         }
-        let summaries = self.each_partition(Partition::page_summaries)?;
+        let summaries = self.each_served_partition(Partition::page_summaries)?;
         let (mut pages, mut complete) = (PageSummary::new(), PageSummary::new());
         for (p, c) in summaries {
             pages.merge(&p);
@@ -459,7 +469,7 @@ impl Store {
         if let Some(level) = current.on_change_level(&complete.pages(), multiplier) {
             calibration.on_change_level = level;
         }
-        for part in &self.parts {
+        for part in self.parts_in_view() {
             part.set_calibration(calibration)?;
         }
         Ok(Some(multiplier))
@@ -472,6 +482,15 @@ impl Store {
         f: impl Fn(&Partition) -> Result<T, StoreError> + Sync,
     ) -> Result<Vec<T>, StoreError> {
         split::in_parallel(self.parts.iter().collect(), |_, part| f(part))
+    }
+
+    /// [`Store::each_partition`] over the partitions the store serves
+    /// ([`Store::parts_in_view`]): what a node of a cluster may write.
+    pub(crate) fn each_served_partition<T: Send>(
+        &self,
+        f: impl Fn(&Partition) -> Result<T, StoreError> + Sync,
+    ) -> Result<Vec<T>, StoreError> {
+        split::in_parallel(self.parts_in_view().collect(), |_, part| f(part))
     }
 }
 

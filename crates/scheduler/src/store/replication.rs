@@ -47,6 +47,12 @@ impl Store {
         self.routes.of_host(keys::host_of(site)) as u16
     }
 
+    /// The partition the keys of `url` live in (its normal host's; one
+    /// that does not parse: partition 0).
+    pub fn partition_of_url(&self, url: &str) -> u16 {
+        self.route_url(url) as u16
+    }
+
     /// The write log this store appends to, if any.
     pub(crate) fn write_log(&self) -> Option<Arc<dyn WriteLog>> {
         self.log.get().cloned()

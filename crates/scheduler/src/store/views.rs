@@ -1,5 +1,5 @@
-//! What the store holds, over every partition: counts summed, lists
-//! merged in their order.
+//! What the store holds, over every partition it serves: counts summed,
+//! lists merged in their order.
 
 use std::iter::Peekable;
 
@@ -57,7 +57,7 @@ where
     K: Ord + 's,
 {
     Merged {
-        sources: store.parts().iter().map(|p| list(p).peekable()).collect(),
+        sources: store.parts_in_view().map(|p| list(p).peekable()).collect(),
         key,
     }
 }
@@ -101,7 +101,7 @@ impl Store {
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let mut budget = DUE_COUNT_LIMIT;
         let mut parts = Vec::with_capacity(self.parts().len());
-        for part in self.parts() {
+        for part in self.parts_in_view() {
             let s = part.stats_within(now, budget)?;
             budget -= s.due_now;
             parts.push(s);
@@ -159,7 +159,7 @@ impl Store {
     /// [`Store::url`] does. A record that does not decode is passed over
     /// and counted in [`Store::health`] (`unreadable_records`).
     pub fn export(&self) -> impl Iterator<Item = Result<UrlView, StoreError>> + '_ {
-        self.parts().iter().flat_map(Partition::export)
+        self.parts_in_view().flat_map(Partition::export)
     }
 
     /// Every sitemap the store has read, by URL, as [`Store::sitemap`]
@@ -185,7 +185,7 @@ impl Store {
     /// Every host's pushes ([`crate::pushes`]), partition by partition,
     /// each in host order.
     pub fn pushes(&self) -> impl Iterator<Item = Result<crate::PushView, StoreError>> + '_ {
-        self.parts().iter().flat_map(|p| p.pushes())
+        self.parts_in_view().flat_map(|p| p.pushes())
     }
 
     /// Every followed site, in seed order.
@@ -227,7 +227,7 @@ impl Store {
     /// The counts of queue `name`, if the store keeps any.
     pub fn queue(&self, name: &str) -> Result<Option<QueueCounts>, StoreError> {
         let mut found: Option<QueueCounts> = None;
-        for part in self.parts() {
+        for part in self.parts_in_view() {
             if let Some(counts) = part.queue(name)? {
                 found
                     .get_or_insert_with(QueueCounts::default)
@@ -276,7 +276,7 @@ impl Store {
     /// number deleted.
     pub fn purge(&self, name: Option<&str>, cutoff: Timestamp) -> Result<u64, StoreError> {
         Ok(self
-            .each_partition(|p| p.purge(name, cutoff))?
+            .each_served_partition(|p| p.purge(name, cutoff))?
             .into_iter()
             .sum())
     }
@@ -287,7 +287,7 @@ impl Store {
     /// number of URLs deleted.
     pub fn delete_queue(&self, name: &str) -> Result<u64, StoreError> {
         Ok(self
-            .each_partition(|p| p.delete_queue(name))?
+            .each_served_partition(|p| p.delete_queue(name))?
             .into_iter()
             .sum())
     }
@@ -297,7 +297,7 @@ impl Store {
     /// partition.
     pub fn queue_depth(&self, now: Timestamp) -> Result<u64, StoreError> {
         Ok(self
-            .each_partition(|p| p.queue_depth(now))?
+            .each_served_partition(|p| p.queue_depth(now))?
             .into_iter()
             .sum())
     }
