@@ -14,6 +14,8 @@ use sitemapd_scheduler::{Clock, Store};
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
+use sitemapd_urlfrontier::service::ClusterMap;
+
 use crate::settings::ClusterSettings;
 
 /// How often ownership is looked at besides the node's own changes.
@@ -70,6 +72,12 @@ impl Cluster {
     /// The node's view, as it changes.
     pub(super) fn view(&self) -> watch::Receiver<ClusterView> {
         self.node.subscribe()
+    }
+
+    /// The cluster as the URLFrontier service asks it: the live nodes and
+    /// the partitions' owners, from the node's latest view.
+    pub(super) fn map(&self) -> Arc<dyn ClusterMap> {
+        Arc::new(ViewMap(self.view()))
     }
 
     /// Takes over the partitions the node comes to own and gives up the
@@ -199,5 +207,22 @@ async fn follow(
             _ = tokio::time::sleep(LOOK_EVERY) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+    }
+}
+
+/// [`ClusterMap`] on the node's view as it changes.
+struct ViewMap(watch::Receiver<ClusterView>);
+
+impl ClusterMap for ViewMap {
+    fn nodes(&self) -> Vec<String> {
+        self.0.borrow().nodes()
+    }
+
+    fn peers(&self) -> Vec<String> {
+        self.0.borrow().peers()
+    }
+
+    fn owner(&self, partition: u16) -> Option<String> {
+        self.0.borrow().owner_address(partition)
     }
 }

@@ -242,10 +242,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             token.clone().filter(|_| !client_certs),
             log_level,
             metrics.clone(),
-            cluster.as_ref().map(|cluster| {
-                let view = cluster.view();
-                Arc::new(move || view.borrow().nodes()) as sitemapd_urlfrontier::service::NodesHook
-            }),
+            cluster.as_ref().map(cluster::Cluster::map),
             stop_rx.clone(),
         ));
     }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sitemapd_scheduler::{Clock, Store};
 use sitemapd_urlfrontier::Frontier;
-use sitemapd_urlfrontier::service::{LogLevelHook, NodesHook};
+use sitemapd_urlfrontier::service::{ClusterMap, LogLevelHook};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
@@ -83,7 +83,8 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 /// Serves the URLFrontier protocol on `listener` through `transport` until
 /// `stop` turns true, each connection in one of `slots` (none free: closed
 /// at once), closed if it sends no call within `first_call`, its time read
-/// from `clock`. `token`, when set, is asked of every call.
+/// from `clock`. `token`, when set, is asked of every call. In a cluster,
+/// the service is a node of `cluster` ([`Frontier::join_cluster`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn serve(
     transport: Server,
@@ -95,7 +96,7 @@ pub(super) async fn serve(
     token: Option<String>,
     log_level: LogLevelHook,
     metrics: Arc<Metrics>,
-    nodes: Option<NodesHook>,
+    cluster: Option<Arc<dyn ClusterMap>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let node = listener
@@ -103,8 +104,9 @@ pub(super) async fn serve(
         .map_or_else(|_| "localhost:7071".to_string(), |a| a.to_string());
     info!("URLFrontier service listening on {node}");
     let frontier = Frontier::with_clock(store, node, Some(log_level), clock);
-    if let Some(nodes) = nodes {
-        frontier.list_nodes_from(nodes);
+    if let Some(map) = cluster {
+        // Calls sent on to other nodes carry the token every node asks.
+        frontier.join_cluster(map, token.as_deref());
     }
     let check = move |req: Request<()>| -> Result<Request<()>, Status> {
         if let Some(token) = &token {

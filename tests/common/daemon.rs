@@ -21,6 +21,9 @@ pub(crate) struct Daemon {
     log: Arc<Mutex<String>>,
     /// The thread copying stderr into `log`: done when the process is.
     reader: Option<std::thread::JoinHandle<()>>,
+    /// What lives as long as the daemon, dropped after it is killed (the
+    /// NATS server of a one-node cluster).
+    beside: Vec<Box<dyn std::any::Any>>,
 }
 
 impl Daemon {
@@ -95,7 +98,13 @@ impl Daemon {
             addr,
             log,
             reader: Some(reader),
+            beside: Vec::new(),
         }
+    }
+
+    /// Keeps `thing` until the daemon is dropped (and killed).
+    pub(crate) fn keep(&mut self, thing: impl std::any::Any) {
+        self.beside.push(Box::new(thing));
     }
 
     pub(crate) fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {

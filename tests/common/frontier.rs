@@ -23,25 +23,53 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Whether this test binary runs [`frontier_daemon`]'s daemons as
+/// one-node clusters, each on a NATS server of its own: the binary
+/// `urlfrontier_protocol_cluster` runs the protocol's tests that way.
+fn in_cluster() -> bool {
+    env!("CARGO_CRATE_NAME") == "urlfrontier_protocol_cluster"
+}
+
 /// `sitemapd daemon` on a store in `dir` with the URLFrontier service on
-/// loopback (and `extra` arguments), and the service's address: the daemon with its URLFrontier service on loopback; without a lease
-/// delay unless `extra` sets one, so that the protocol's own rules (the
-/// queue delay, `max_urls_per_queue`) are what spaces a queue's URLs, as in
-/// the reference service.
+/// loopback (and `extra` arguments), and the service's address; without a
+/// lease delay unless `extra` sets one, so that the protocol's own rules
+/// (the queue delay, `max_urls_per_queue`) are what spaces a queue's URLs,
+/// as in the reference service. A one-node cluster in the binary
+/// [`in_cluster`] names, once the node serves its partitions.
 pub(crate) fn frontier_daemon(dir: &tempfile::TempDir, extra: &[&str]) -> (Daemon, String) {
     let no_lease_delay: &[&str] = if extra.contains(&"--lease-delay") {
         &[]
     } else {
         &["--lease-delay", "0"]
     };
+    let nats = in_cluster().then(|| sitemapd_testsite::nats::NatsCluster::start(1));
+    let cluster = match &nats {
+        Some(nats) => vec![
+            "--cluster".to_string(),
+            nats.url(0),
+            "--node-id".into(),
+            "n1".into(),
+            "--cluster-replicas".into(),
+            "1".into(),
+        ],
+        None => Vec::new(),
+    };
+    let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
     let args = [
         &["--urlfrontier-listen", "127.0.0.1:0"][..],
         no_lease_delay,
+        &cluster,
         extra,
     ]
     .concat();
-    let d = Daemon::start(&dir.path().join("store"), &args);
+    let mut d = Daemon::start(&dir.path().join("store"), &args);
     let addr = frontier_addr(&d);
+    if let Some(nats) = nats {
+        d.keep(nats);
+        d.wait_for("the node to serve its partitions", |d| {
+            d.log().contains("partition taken over: served")
+        });
+    }
     (d, addr)
 }
 

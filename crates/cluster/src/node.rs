@@ -49,6 +49,33 @@ impl ClusterView {
         nodes
     }
 
+    /// The other live members' advertised addresses, sorted and distinct.
+    pub fn peers(&self) -> Vec<String> {
+        let mut peers: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| m.id != self.node_id)
+            .map(|m| m.advertise.clone())
+            .collect();
+        peers.sort();
+        peers.dedup();
+        peers
+    }
+
+    /// The advertised address of `partition`'s owner when that is another
+    /// live member; `None` when it is free, this node's, or its owner's
+    /// membership lapsed.
+    pub fn owner_address(&self, partition: u16) -> Option<String> {
+        let owner = self.owners.get(usize::from(partition))?.as_deref()?;
+        if owner == self.node_id {
+            return None;
+        }
+        self.members
+            .iter()
+            .find(|m| m.id == owner)
+            .map(|m| m.advertise.clone())
+    }
+
     /// Whether this node owns `partition` now: it claimed or renewed it
     /// less than a lease ago (by its own clock, counted from before the
     /// write was sent, so never longer than the bucket keeps the entry).

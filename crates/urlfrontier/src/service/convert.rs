@@ -142,22 +142,37 @@ pub(super) fn check_delay(secs: u32) -> Result<(), Status> {
 /// with the id when it is to be SKIPPED (no URL, no queue, a key too
 /// long).
 pub(super) fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), String> {
+    let id = ack_id(&item);
     let (info, refetch) = match item.item {
         Some(proto::url_item::Item::Discovered(d)) => (d.info, None),
         Some(proto::url_item::Item::Known(k)) => (k.info, Some(k.refetchable_from_date)),
         None => (None, None),
     };
     let Some(info) = info else {
-        return Err(item.id);
-    };
-    let id = if item.id.is_empty() {
-        info.url.clone()
-    } else {
-        item.id
+        return Err(id);
     };
     match item_of(info, refetch) {
         Some((crawl, what)) => Ok((id, crawl, what)),
         None => Err(id),
+    }
+}
+
+/// The URL a PutURLs item names, if it names one.
+pub(super) fn item_url(item: &proto::UrlItem) -> Option<&str> {
+    let info = match &item.item {
+        Some(proto::url_item::Item::Discovered(d)) => d.info.as_ref(),
+        Some(proto::url_item::Item::Known(k)) => k.info.as_ref(),
+        None => None,
+    };
+    info.map(|i| i.url.as_str())
+}
+
+/// The id a PutURLs item is acked with: its own, or its URL when it has
+/// none.
+pub(super) fn ack_id(item: &proto::UrlItem) -> String {
+    match item_url(item) {
+        Some(url) if item.id.is_empty() => url.to_string(),
+        _ => item.id.clone(),
     }
 }
 

@@ -79,14 +79,17 @@ impl Inner {
     }
 
     /// Deletes `crawl` (normalised) and its rules: the URLs it held.
-    /// `DEFAULT` is emptied, not dropped.
+    /// `DEFAULT` is emptied, not dropped, and so is every crawl of a node of
+    /// a cluster (its own partitions' queues deleted through the write log,
+    /// which carries no dropped keyspace): a crawl with no queue is not
+    /// listed.
     pub(super) fn delete_crawl(&self, crawl: &str) -> Result<u64, Status> {
         let crawl = crawl_id(crawl);
         let Some(store) = self.existing(crawl)? else {
             return Ok(0);
         };
         let mut removed = 0;
-        if crawl == DEFAULT_CRAWL {
+        if crawl == DEFAULT_CRAWL || self.peers.get().is_some() {
             // Named first: each deletion changes the keys read.
             let names: Vec<String> = store
                 .queues()

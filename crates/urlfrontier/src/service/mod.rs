@@ -35,6 +35,7 @@ mod convert;
 mod crawls;
 mod get;
 mod list;
+mod peers;
 mod put;
 mod rules;
 mod stats;
@@ -52,6 +53,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::crawl_id;
 use crate::proto::{self, url_frontier_server::UrlFrontier};
 use convert::check_delay;
+use peers::{ask_each, forwarded, routed};
 
 pub use convert::{
     MAX_DELAY_SECS, MAX_REFETCH_DATE, REDIRECT_KEY, SIGNATURE_KEY, STATUS_KEY, completion_of,
@@ -59,6 +61,7 @@ pub use convert::{
 pub use crawls::MAX_CRAWLS;
 pub use get::{DEFAULT_IN_TRANSIT, MAX_URLS_PER_CALL};
 pub use list::{LIST_PAGE, MAX_LIST_STREAMS, MAX_LIST_STREAMS_PER_CONNECTION, STALLED_LIST};
+pub use peers::{ClusterMap, FORWARDED};
 pub use put::{IDLE_STREAM, PUT_CHUNK, PUT_CHUNK_BYTES, PUT_WAIT};
 pub use rules::DEFAULT_QUEUE_DELAY;
 
@@ -79,10 +82,6 @@ pub struct ConnectionId(pub u64);
 /// … `error`).
 pub type LogLevelHook = Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
 
-/// What ListNodes answers when the service is one node of a cluster: the
-/// live nodes' addresses (`host:port`), sorted.
-pub type NodesHook = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
-
 /// The URLFrontier service on a store. Cheap to clone.
 #[derive(Clone)]
 pub struct Frontier {
@@ -100,8 +99,9 @@ struct Inner {
     default_delay: AtomicU32,
     active: AtomicBool,
     node: String,
-    /// The cluster's live nodes, when set ([`Frontier::list_nodes_from`]).
-    nodes: std::sync::OnceLock<NodesHook>,
+    /// The service's cluster, when it is a node of one
+    /// ([`Frontier::join_cluster`]).
+    peers: std::sync::OnceLock<peers::Peers>,
     log_level: Option<LogLevelHook>,
     /// When `rules` was last pruned of what no longer holds anything.
     pruned: AtomicI64,
@@ -140,7 +140,7 @@ impl Frontier {
                 default_delay: AtomicU32::new(DEFAULT_QUEUE_DELAY),
                 active: AtomicBool::new(true),
                 node: node.into(),
-                nodes: std::sync::OnceLock::new(),
+                peers: std::sync::OnceLock::new(),
                 log_level,
                 pruned: AtomicI64::new(0),
                 list_streams: list::ListCaps::default(),
@@ -149,10 +149,15 @@ impl Frontier {
         }
     }
 
-    /// Makes ListNodes answer `nodes()` (a cluster's live nodes) instead of
-    /// this node alone. Set once: a second call is ignored.
-    pub fn list_nodes_from(&self, nodes: NodesHook) {
-        let _ = self.inner.nodes.set(nodes);
+    /// Makes the service one node of the cluster `map`: ListNodes answers
+    /// the cluster's live nodes; the keyed calls of a partition the store
+    /// does not serve (PutURLs and PutDiscovered items, GetURLStatus, the
+    /// per-queue controls) go to its owner, with `token` (the bearer token
+    /// every node asks) when set; GetStats, CountURLs and ListCrawls with
+    /// `local=false` ask every node and sum. Set once: a second call is
+    /// ignored.
+    pub fn join_cluster(&self, map: Arc<dyn ClusterMap>, token: Option<&str>) {
+        let _ = self.inner.peers.set(peers::Peers::new(map, token));
     }
 
     /// The tonic service, with the protocol's message size bound.
@@ -201,8 +206,8 @@ impl UrlFrontier for Frontier {
         &self,
         _: Request<proto::Empty>,
     ) -> Result<Response<proto::StringList>, Status> {
-        let values = match self.inner.nodes.get() {
-            Some(nodes) => nodes(),
+        let values = match self.inner.peers.get() {
+            Some(peers) => peers.map.nodes(),
             None => vec![self.inner.node.clone()],
         };
         Ok(Response::new(proto::StringList { values }))
@@ -210,9 +215,18 @@ impl UrlFrontier for Frontier {
 
     async fn list_crawls(
         &self,
-        _: Request<proto::Local>,
+        request: Request<proto::Local>,
     ) -> Result<Response<proto::StringList>, Status> {
-        let values = self.on_store(move |inner| inner.crawls_in_use()).await?;
+        let forwarded = forwarded(request.metadata());
+        let others = self.inner.fan_out(request.get_ref().local, forwarded);
+        let theirs = ask_each(&self.inner, others, |mut c| async move {
+            c.list_crawls(proto::Local { local: true }).await
+        })
+        .await?;
+        let mut values = self.on_store(move |inner| inner.crawls_in_use()).await?;
+        values.extend(theirs.into_iter().flat_map(|l| l.values));
+        values.sort();
+        values.dedup();
         Ok(Response::new(proto::StringList { values }))
     }
 
@@ -220,10 +234,20 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::DeleteCrawlMessage>,
     ) -> Result<Response<proto::Long>, Status> {
-        let crawl = crawl_id(&request.into_inner().value).to_string();
+        let forwarded = forwarded(request.metadata());
+        let p = request.into_inner();
+        let others = self.inner.fan_out(p.local, forwarded);
+        let crawl = crawl_id(&p.value).to_string();
+        let asked = proto::DeleteCrawlMessage { local: true, ..p };
+        let theirs = ask_each(&self.inner, others, move |mut c| {
+            let asked = asked.clone();
+            async move { c.delete_crawl(asked).await }
+        })
+        .await?;
         let value = self
             .on_store(move |inner| inner.delete_crawl(&crawl))
             .await?;
+        let value = peers::total(value, &theirs);
         Ok(Response::new(proto::Long { value }))
     }
 
@@ -264,8 +288,13 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<Streaming<proto::UrlItem>>,
     ) -> Result<Response<Self::PutURLsStream>, Status> {
+        let forwarded = forwarded(request.metadata());
         let inbound = request.into_inner();
-        Ok(Response::new(put::put_urls(self.inner.clone(), inbound)))
+        Ok(Response::new(put::put_urls(
+            self.inner.clone(),
+            inbound,
+            forwarded,
+        )))
     }
 
     type PutDiscoveredStream = Stream<proto::BatchAck>;
@@ -274,10 +303,12 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<Streaming<proto::DiscoveredBatch>>,
     ) -> Result<Response<Self::PutDiscoveredStream>, Status> {
+        let forwarded = forwarded(request.metadata());
         let inbound = request.into_inner();
         Ok(Response::new(put::put_discovered(
             self.inner.clone(),
             inbound,
+            forwarded,
         )))
     }
 
@@ -285,10 +316,36 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::QueueWithinCrawlParams>,
     ) -> Result<Response<proto::Stats>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let stats = self
+        let route = self.inner.route_key(&p.key, forwarded);
+        if let Some(stats) = routed(&self.inner, route, &p.key, |mut c| {
+            let p = p.clone();
+            async move { c.get_stats(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(stats));
+        }
+        let others = match p.key.is_empty() {
+            true => self.inner.fan_out(p.local, forwarded),
+            false => Vec::new(),
+        };
+        let asked = proto::QueueWithinCrawlParams {
+            local: true,
+            ..p.clone()
+        };
+        let theirs = ask_each(&self.inner, others, move |mut c| {
+            let asked = asked.clone();
+            async move { c.get_stats(asked).await }
+        })
+        .await?;
+        let mut stats = self
             .on_store(move |inner| inner.stats(&p.key, &p.crawl_id))
             .await?;
+        for s in theirs {
+            stats::add(&mut stats, s);
+        }
         Ok(Response::new(stats))
     }
 
@@ -296,7 +353,17 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::QueueWithinCrawlParams>,
     ) -> Result<Response<proto::Long>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
+        let route = self.inner.route_key(&p.key, forwarded);
+        if let Some(value) = routed(&self.inner, route, &p.key, |mut c| {
+            let p = p.clone();
+            async move { c.delete_queue(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(value));
+        }
         let value = self
             .on_store(move |inner| inner.delete_queue(&p.crawl_id, &p.key))
             .await?;
@@ -307,7 +374,17 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::BlockQueueParams>,
     ) -> Result<Response<proto::Empty>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
+        let route = self.inner.route_key(&p.key, forwarded);
+        if let Some(done) = routed(&self.inner, route, &p.key, |mut c| {
+            let p = p.clone();
+            async move { c.block_queue_until(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(done));
+        }
         self.on_store(move |inner| {
             let until = i64::try_from(p.time).unwrap_or(i64::MAX);
             inner.with_rules(&p.crawl_id, &p.key, |r| r.blocked_until = until)
@@ -339,8 +416,18 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::QueueDelayParams>,
     ) -> Result<Response<proto::Empty>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
         check_delay(p.delay_requestable)?;
+        let route = self.inner.route_key(&p.key, forwarded);
+        if let Some(done) = routed(&self.inner, route, &p.key, |mut c| {
+            let p = p.clone();
+            async move { c.set_delay(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(done));
+        }
         if p.key.is_empty() {
             self.inner
                 .default_delay
@@ -381,7 +468,17 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::CrawlLimitParams>,
     ) -> Result<Response<proto::Empty>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
+        let route = self.inner.route_key(&p.key, forwarded);
+        if let Some(done) = routed(&self.inner, route, &p.key, |mut c| {
+            let p = p.clone();
+            async move { c.set_crawl_limit(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(done));
+        }
         let key = p.key.clone();
         let found = self
             .on_store(move |inner| inner.with_rules(&p.crawl_id, &p.key, |r| r.limit = p.limit))
@@ -396,9 +493,19 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::UrlStatusRequest>,
     ) -> Result<Response<proto::UrlItem>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
         if crate::queue_key(&p.url, &p.key).is_err() {
             return Err(Status::invalid_argument("no queue key for this URL"));
+        }
+        let route = self.inner.route_url(&p.url, forwarded);
+        if let Some(item) = routed(&self.inner, route, &p.url, |mut c| {
+            let p = p.clone();
+            async move { c.get_url_status(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(item));
         }
         let item = self.on_store(move |inner| inner.url_status(&p)).await?;
         Ok(Response::new(item))
@@ -420,8 +527,20 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::CountUrlParams>,
     ) -> Result<Response<proto::Long>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
+        let others = self.inner.fan_out(p.local.unwrap_or(false), forwarded);
+        let asked = proto::CountUrlParams {
+            local: Some(true),
+            ..p.clone()
+        };
+        let theirs = ask_each(&self.inner, others, move |mut c| {
+            let asked = asked.clone();
+            async move { c.count_ur_ls(asked).await }
+        })
+        .await?;
         let value = self.on_store(move |inner| inner.count(&p)).await?;
+        let value = peers::total(value, &theirs);
         Ok(Response::new(proto::Long { value }))
     }
 
@@ -429,10 +548,33 @@ impl UrlFrontier for Frontier {
         &self,
         request: Request<proto::PurgeUrlParams>,
     ) -> Result<Response<proto::Long>, Status> {
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
+        let route = self.inner.route_key(&p.key, forwarded);
+        if let Some(value) = routed(&self.inner, route, &p.key, |mut c| {
+            let p = p.clone();
+            async move { c.purge_ur_ls(p).await }
+        })
+        .await?
+        {
+            return Ok(Response::new(value));
+        }
+        // The protocol gives PurgeURLs no `local`: without a key, every node
+        // purges its own partitions.
+        let others = match p.key.is_empty() {
+            true => self.inner.fan_out(false, forwarded),
+            false => Vec::new(),
+        };
+        let asked = p.clone();
+        let theirs = ask_each(&self.inner, others, move |mut c| {
+            let asked = asked.clone();
+            async move { c.purge_ur_ls(asked).await }
+        })
+        .await?;
         let value = self
             .on_store(move |inner| inner.purge(&p.crawl_id, &p.key, p.days))
             .await?;
+        let value = peers::total(value, &theirs);
         Ok(Response::new(proto::Long { value }))
     }
 }

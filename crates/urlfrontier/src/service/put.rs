@@ -12,7 +12,11 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-use super::convert::{Item, completion_of, item_of, read_item};
+use prost::Message;
+use proto::ack_message::Status as Ack;
+
+use super::convert::{Item, ack_id, completion_of, item_of, item_url, read_item};
+use super::peers::{PEER_CALL, Route};
 use super::{Inner, Stream, lock};
 use crate::crawl_id;
 use crate::proto;
@@ -30,10 +34,13 @@ pub const PUT_WAIT: Duration = Duration::from_millis(2);
 /// A put stream that sends nothing for this long is closed.
 pub const IDLE_STREAM: Duration = Duration::from_secs(600);
 
-/// PutURLs: the acks of the items `inbound` sends, in order.
+/// PutURLs: the acks of the items `inbound` sends. In a cluster, an item
+/// of a partition another node owns is sent on to it and acked with its
+/// ack (not when the stream was `forwarded` by another node: FAIL).
 pub(super) fn put_urls(
     inner: Arc<Inner>,
     inbound: impl tokio_stream::Stream<Item = Result<proto::UrlItem, Status>> + Send + 'static,
+    forwarded: bool,
 ) -> Stream<proto::AckMessage> {
     let (tx, rx) = mpsc::channel(PUT_CHUNK);
     tokio::spawn(async move {
@@ -48,6 +55,8 @@ pub(super) fn put_urls(
         while !done {
             let mut items = Vec::new();
             let mut acks = Vec::new();
+            // Items for other nodes, by address.
+            let mut theirs: BTreeMap<String, Vec<proto::UrlItem>> = BTreeMap::new();
             let (mut held, mut bytes) = (0usize, 0usize);
             let mut deadline = None;
             while held < PUT_CHUNK && bytes < PUT_CHUNK_BYTES {
@@ -61,14 +70,23 @@ pub(super) fn put_urls(
                 deadline.get_or_insert_with(|| tokio::time::Instant::now() + PUT_WAIT);
                 held += 1;
                 match next {
-                    Some(Ok(Ok(item))) => match read_item(item) {
-                        Ok((id, crawl, what)) => {
-                            bytes += id.len() + crawl.len() + what.bytes();
-                            items.push((id, crawl, what));
+                    Some(Ok(Ok(item))) => match route_item(&inner, &item, forwarded) {
+                        Route::Here => match read_item(item) {
+                            Ok((id, crawl, what)) => {
+                                bytes += id.len() + crawl.len() + what.bytes();
+                                items.push((id, crawl, what));
+                            }
+                            Err(id) => {
+                                bytes += id.len();
+                                acks.push((id, proto::ack_message::Status::Skipped));
+                            }
+                        },
+                        Route::Node(addr) => {
+                            bytes += item.encoded_len();
+                            theirs.entry(addr).or_default().push(item);
                         }
-                        Err(id) => {
-                            bytes += id.len();
-                            acks.push((id, proto::ack_message::Status::Skipped));
+                        Route::Nowhere => {
+                            acks.push((ack_id(&item), proto::ack_message::Status::Fail));
                         }
                     },
                     Some(Ok(Err(status))) => {
@@ -85,8 +103,20 @@ pub(super) fn put_urls(
             }
             let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
             let work = items.into_iter().map(|(_, c, w)| (c, w)).collect();
+            let sent_on: Vec<_> = theirs
+                .into_iter()
+                .map(|(addr, items)| {
+                    let ids: Vec<String> = items.iter().map(ack_id).collect();
+                    (ids, tokio::spawn(put_on(inner.clone(), addr, items)))
+                })
+                .collect();
             let statuses = put_blocking(inner.clone(), work).await;
             acks.extend(ids.into_iter().zip(statuses));
+            for (ids, call) in sent_on {
+                let statuses = call.await.unwrap_or_default();
+                let statuses = statuses.into_iter().chain(std::iter::repeat(Ack::Fail));
+                acks.extend(ids.into_iter().zip(statuses));
+            }
             for (id, status) in acks {
                 let ack = proto::AckMessage {
                     id,
@@ -104,10 +134,14 @@ pub(super) fn put_urls(
     ReceiverStream::new(rx)
 }
 
-/// PutDiscovered: an ack per batch `inbound` sends, a status per item.
+/// PutDiscovered: an ack per batch `inbound` sends, a status per item. In
+/// a cluster, the items of a partition another node owns are sent on to it
+/// in a batch of their own, their statuses its (not when the stream was
+/// `forwarded` by another node: FAIL).
 pub(super) fn put_discovered(
     inner: Arc<Inner>,
     inbound: impl tokio_stream::Stream<Item = Result<proto::DiscoveredBatch, Status>> + Send + 'static,
+    forwarded: bool,
 ) -> Stream<proto::BatchAck> {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
@@ -123,18 +157,37 @@ pub(super) fn put_discovered(
                 }
                 Err(_idle) => return,
             };
-            use proto::ack_message::Status as Ack;
             // A repeat within the batch is SKIPPED by the store (it
             // knows the URL by then).
             let mut statuses = vec![Ack::Skipped; batch.items.len()];
             let mut work = Vec::new();
             let mut at = Vec::new();
+            let mut theirs: BTreeMap<String, (Vec<usize>, Vec<proto::UrlInfo>)> = BTreeMap::new();
             for (i, info) in batch.items.into_iter().enumerate() {
-                if let Some(item) = item_of(info, None) {
-                    at.push(i);
-                    work.push(item);
+                match inner.route_url(&info.url, forwarded) {
+                    Route::Here => {
+                        if let Some(item) = item_of(info, None) {
+                            at.push(i);
+                            work.push(item);
+                        }
+                    }
+                    Route::Node(addr) => {
+                        let (at, items) = theirs.entry(addr).or_default();
+                        at.push(i);
+                        items.push(info);
+                    }
+                    Route::Nowhere => statuses[i] = Ack::Fail,
                 }
             }
+            let sent_on: Vec<_> = theirs
+                .into_iter()
+                .map(|(addr, (at, items))| {
+                    (
+                        at,
+                        tokio::spawn(put_discovered_on(inner.clone(), addr, items)),
+                    )
+                })
+                .collect();
             // Written PUT_CHUNK items at a time, as PutURLs is: a
             // lease or another client's write waits for one chunk, not
             // for a batch of 100,000. Each item's status says whether
@@ -148,6 +201,13 @@ pub(super) fn put_discovered(
             for (i, s) in at.into_iter().zip(done) {
                 statuses[i] = s;
             }
+            for (at, call) in sent_on {
+                let done = call.await.unwrap_or_default();
+                let done = done.into_iter().chain(std::iter::repeat(Ack::Fail));
+                for (i, s) in at.into_iter().zip(done) {
+                    statuses[i] = s;
+                }
+            }
             let ack = proto::BatchAck {
                 id: batch.id,
                 statuses: statuses.into_iter().map(|s| s as i32).collect(),
@@ -158,6 +218,83 @@ pub(super) fn put_discovered(
         }
     });
     ReceiverStream::new(rx)
+}
+
+/// Where a PutURLs item is written: its URL's partition's node (one that
+/// names no URL is skipped here).
+fn route_item(inner: &Inner, item: &proto::UrlItem, forwarded: bool) -> Route {
+    match item_url(item) {
+        Some(url) => inner.route_url(url, forwarded),
+        None => Route::Here,
+    }
+}
+
+/// Sends `items` on to the node at `addr` in a PutURLs stream of their
+/// own: their acks in order, FAIL (to resend) for any it did not ack in
+/// [`PEER_CALL`].
+async fn put_on(inner: Arc<Inner>, addr: String, items: Vec<proto::UrlItem>) -> Vec<Ack> {
+    let mut statuses = vec![Ack::Fail; items.len()];
+    // Each sent with its index as its id, so that the acks find their items.
+    let items = items.into_iter().enumerate().map(|(i, mut item)| {
+        item.id = i.to_string();
+        item
+    });
+    let call = async {
+        let mut acks = inner
+            .peer(&addr)?
+            .put_ur_ls(tokio_stream::iter(items))
+            .await?
+            .into_inner();
+        while let Some(ack) = acks.message().await? {
+            if let Some(s) = ack.id.parse().ok().and_then(|i: usize| statuses.get_mut(i)) {
+                *s = Ack::try_from(ack.status).unwrap_or(Ack::Fail);
+            }
+        }
+        Ok::<_, Status>(())
+    };
+    sent_on(&addr, call).await;
+    statuses
+}
+
+/// Sends `items` on to the node at `addr` in a PutDiscovered batch of
+/// their own: their statuses, FAIL for any it did not answer in
+/// [`PEER_CALL`].
+async fn put_discovered_on(
+    inner: Arc<Inner>,
+    addr: String,
+    items: Vec<proto::UrlInfo>,
+) -> Vec<Ack> {
+    let mut statuses = vec![Ack::Fail; items.len()];
+    let batch = proto::DiscoveredBatch {
+        id: String::new(),
+        items,
+    };
+    let call = async {
+        let mut acks = inner
+            .peer(&addr)?
+            .put_discovered(tokio_stream::iter([batch]))
+            .await?
+            .into_inner();
+        if let Some(ack) = acks.message().await? {
+            for (s, got) in statuses.iter_mut().zip(ack.statuses) {
+                *s = Ack::try_from(got).unwrap_or(Ack::Fail);
+            }
+        }
+        Ok::<_, Status>(())
+    };
+    sent_on(&addr, call).await;
+    statuses
+}
+
+/// Waits for a put sent on to `addr`, at most [`PEER_CALL`], logging why
+/// it failed if it did.
+async fn sent_on(addr: &str, call: impl std::future::Future<Output = Result<(), Status>>) {
+    let failed = match tokio::time::timeout(PEER_CALL, call).await {
+        Ok(Ok(())) => return,
+        Ok(Err(status)) => status,
+        Err(_) => Status::deadline_exceeded("no answer"),
+    };
+    tracing::warn!(node = addr, error = %failed, "urlfrontier: a put sent on to another node failed: its items are acked FAIL");
 }
 
 /// [`Inner::put`] on the blocking pool; every item FAIL (to resend) if it

@@ -74,3 +74,14 @@ impl Inner {
         Ok(url_item(&view, &crawl))
     }
 }
+
+/// Adds the counts of `more` (another node's) to `stats`.
+pub(super) fn add(stats: &mut proto::Stats, more: proto::Stats) {
+    stats.size = stats.size.saturating_add(more.size);
+    stats.in_process = stats.in_process.saturating_add(more.in_process);
+    stats.number_of_queues = stats.number_of_queues.saturating_add(more.number_of_queues);
+    for (name, n) in more.counts {
+        let sum = stats.counts.entry(name).or_default();
+        *sum = sum.saturating_add(n);
+    }
+}

@@ -64,6 +64,7 @@ async fn put(f: &Frontier, items: Vec<proto::UrlItem>) -> Vec<(String, Ack)> {
     let acks = put::put_urls(
         f.inner.clone(),
         tokio_stream::iter(items.into_iter().map(Ok)),
+        false,
     );
     acks.map(|a| {
         let a = a.unwrap();
