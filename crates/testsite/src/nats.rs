@@ -98,7 +98,10 @@ impl NatsCluster {
         let dir =
             std::env::temp_dir().join(format!("sitemapd-nats-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir).expect("nats test directory");
-        let ports: Vec<[u16; 3]> = (0..n).map(|_| [free(), free(), free()]).collect();
+        let mut picked = free_ports(3 * n).into_iter();
+        let ports: Vec<[u16; 3]> = (0..n)
+            .map(|_| [(); 3].map(|()| picked.next().expect("3 ports a server")))
+            .collect();
         let routes: Vec<String> = ports
             .iter()
             .map(|p| format!("nats-route://127.0.0.1:{}", p[2]))
@@ -209,12 +212,23 @@ fn meta_leader(jsz: &str) -> Option<&str> {
     Some(&rest[..rest.find('"')?])
 }
 
-/// A port free on loopback now.
-fn free() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
+/// `n` distinct ports free on loopback now, below Linux's ephemeral range
+/// (32768 and up): a port the kernel hands out for `bind(0)` or an
+/// outgoing connection (the servers' routes to each other) could be taken
+/// between its pick and the server's bind.
+fn free_ports(n: usize) -> Vec<u16> {
+    let mut held = Vec::with_capacity(n);
+    // Where to start looking: a different place in each process and call.
+    let mut port = 10_000 + ((std::process::id() as usize * 7919 + unique() * 104_729) % 20_000);
+    while held.len() < n {
+        port = if port + 1 >= 32_000 { 10_000 } else { port + 1 };
+        if let Ok(listener) = TcpListener::bind((Ipv4Addr::LOCALHOST, port as u16)) {
+            held.push(listener);
+        }
+    }
+    held.iter()
+        .map(|l| l.local_addr().expect("a bound port").port())
+        .collect()
 }
 
 /// A number unique in this process.
