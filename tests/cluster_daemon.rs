@@ -10,8 +10,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::cluster::{member_ids, node_with, status, status_until};
 use common::daemon::{Daemon, TOKEN};
-use common::frontier::{client, frontier_addr, runtime};
+use common::frontier::{client, runtime};
 use serde_json::Value;
 use sitemapd_testsite::nats::NatsCluster;
 use sitemapd_urlfrontier::proto;
@@ -22,72 +23,16 @@ fn node(dir: &tempfile::TempDir, nats: &NatsCluster, id: &str) -> (Daemon, Strin
     node_with(dir, nats, id, PARTITIONS, &[])
 }
 
-fn node_with(
-    dir: &tempfile::TempDir,
-    nats: &NatsCluster,
-    id: &str,
-    partitions: &str,
-    extra: &[&str],
-) -> (Daemon, String) {
-    let urls = nats.urls().join(",");
-    let args = [
-        &[
-            "--urlfrontier-listen",
-            "127.0.0.1:0",
-            "--partitions",
-            partitions,
-            "--cluster",
-            &urls,
-            "--node-id",
-            id,
-            "--cluster-lease-secs",
-            "3",
-        ][..],
-        extra,
-    ]
-    .concat();
-    let d = Daemon::start(&dir.path().join(id), &args);
-    let addr = frontier_addr(&d);
-    (d, addr)
-}
-
-/// `sitemapd cluster status --json`.
-fn status(nats: &NatsCluster) -> Value {
-    let out = common::run(&[
-        "cluster",
-        "status",
-        "--json",
-        "--cluster",
-        &nats.urls().join(","),
-    ]);
-    assert!(out.status.success(), "{}", common::stderr(&out));
-    serde_json::from_str(&common::stdout(&out)).unwrap()
-}
-
-/// Polls the status until `done` holds (60 s at most).
-fn status_until(
-    nats: &NatsCluster,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> (Value, Duration) {
-    let start = Instant::now();
-    loop {
-        let s = status(nats);
-        if done(&s) {
-            return (s, start.elapsed());
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "{what}: {s}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn member_ids(s: &Value) -> Vec<&str> {
-    s["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect()
+/// Whether the status shows members a and b, each owning partitions, and
+/// no partition free.
+fn both_own_some(s: &Value) -> bool {
+    member_ids(s) == ["a", "b"]
+        && s["free"].as_array().unwrap().is_empty()
+        && s["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["owns"].as_array().unwrap().is_empty())
 }
 
 fn list_nodes(addr: &str) -> Vec<String> {
@@ -109,15 +54,7 @@ fn daemons_form_one_cluster_and_hand_partitions_over() {
     let (b, addr_b) = node(&dir, &nats, "b");
 
     // Both members, every partition owned by one of them.
-    let (s, _) = status_until(&nats, "two members owning every partition", |s| {
-        member_ids(s) == ["a", "b"]
-            && s["free"].as_array().unwrap().is_empty()
-            && s["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|m| !m["owns"].as_array().unwrap().is_empty())
-    });
+    let (s, _) = status_until(&nats, "two members owning every partition", both_own_some);
     assert_eq!(s["partitions"], 8);
     let advertised: Vec<&str> = s["members"]
         .as_array()
@@ -336,4 +273,125 @@ fn a_paused_owner_hands_out_nothing_once_another_node_took_over() {
     let sites = paused.get("/v1/sites");
     assert_eq!(sites["sites"].as_array().map(Vec::len), Some(1), "{sites}");
     assert!(lease(&paused, 100).is_empty());
+}
+
+/// PutURLs of `items` through `c` until every item is acked OK (a client
+/// resends what is acked FAIL: a partition with no owner serving it yet),
+/// 60 s at most.
+async fn put_until_ok(c: &mut common::frontier::Client, items: Vec<proto::UrlItem>) {
+    use proto::ack_message::Status as Ack;
+    let start = Instant::now();
+    let mut left = items;
+    while !left.is_empty() {
+        let acks = common::frontier::put(c, left.clone()).await;
+        left.retain(|item| {
+            let Some(proto::url_item::Item::Discovered(d)) = &item.item else {
+                unreachable!()
+            };
+            let ack = acks[&d.info.as_ref().unwrap().url];
+            assert_ne!(ack, Ack::Skipped, "{item:?}");
+            ack != Ack::Ok
+        });
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "still FAIL: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// CountURLs of the DEFAULT crawl, of the node's own partitions (`local`)
+/// or of the cluster's.
+async fn count(c: &mut common::frontier::Client, local: bool) -> u64 {
+    let p = proto::CountUrlParams {
+        key: String::new(),
+        crawl_id: String::new(),
+        filter: None,
+        ignore_case: None,
+        local: Some(local),
+    };
+    c.count_ur_ls(p).await.unwrap().into_inner().value
+}
+
+#[test]
+fn any_node_takes_puts_and_answers_for_the_whole_cluster() {
+    use common::frontier::{discovered, get, get_urls, no_delay, url_status};
+    let nats = NatsCluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--lease-delay", "0", "--per-host", "1000"];
+    let (_a, addr_a) = node_with(&dir, &nats, "a", PARTITIONS, &extra);
+    let (_b, addr_b) = node_with(&dir, &nats, "b", PARTITIONS, &extra);
+    status_until(&nats, "two members owning every partition", both_own_some);
+    // 50 sites of 4 URLs: their partitions spread over both nodes.
+    let hosts: Vec<String> = (0..50).map(|h| format!("site{h}.example")).collect();
+    let urls: Vec<String> = hosts
+        .iter()
+        .flat_map(|h| (0..4).map(move |i| format!("https://{h}/page{i}")))
+        .collect();
+    runtime().block_on(async {
+        let mut a = client(&addr_a, Some(TOKEN)).await;
+        let mut b = client(&addr_b, Some(TOKEN)).await;
+        // Every URL put through a alone: each acked OK by its owner.
+        put_until_ok(&mut a, urls.iter().map(|u| discovered(u, "")).collect()).await;
+
+        // b finds every one of them, wherever it lives.
+        for url in &urls {
+            let host = url.split('/').nth(2).unwrap();
+            let found = url_status(&mut b, url, "", "").await;
+            assert_eq!(found.map(|(queue, _)| queue), Ok(host.to_string()));
+        }
+        // Each node counts its own partitions; with local=false, either
+        // answers the cluster's sum.
+        let (own_a, own_b) = (count(&mut a, true).await, count(&mut b, true).await);
+        assert!(own_a > 0 && own_b > 0, "{own_a} + {own_b}");
+        assert_eq!(own_a + own_b, urls.len() as u64);
+        assert_eq!(count(&mut a, false).await, urls.len() as u64);
+        assert_eq!(count(&mut b, false).await, urls.len() as u64);
+        let mut stats = common::frontier::scoped("", "");
+        let whole = a.get_stats(stats.clone()).await.unwrap().into_inner();
+        assert_eq!(whole.size, urls.len() as u64);
+        assert_eq!(whole.number_of_queues, hosts.len() as u64);
+        stats.local = true;
+        let sizes = [
+            a.get_stats(stats.clone()).await.unwrap().into_inner().size,
+            b.get_stats(stats).await.unwrap().into_inner().size,
+        ];
+        assert_eq!(sizes, [own_a, own_b]);
+
+        // Half the sites blocked through a: each block reaches the node
+        // that serves the site, so neither hands out their URLs.
+        let until = u64::try_from(unix_now() + 3600).unwrap();
+        for host in &hosts[..25] {
+            let block = proto::BlockQueueParams {
+                key: host.clone(),
+                crawl_id: String::new(),
+                time: until,
+                local: false,
+            };
+            a.block_queue_until(block).await.unwrap();
+        }
+        no_delay(&mut a).await;
+        no_delay(&mut b).await;
+        let mut handed = Vec::new();
+        for c in [&mut a, &mut b] {
+            handed.extend(get_urls(c, get(10, 100, "", Some(""))).await);
+        }
+        let open: Vec<&String> = urls
+            .iter()
+            .filter(|u| !hosts[..25].iter().any(|h| u.contains(&format!("//{h}/"))))
+            .collect();
+        let mut got: Vec<&str> = handed.iter().map(|u| u.url.as_str()).collect();
+        got.sort();
+        let mut want: Vec<&str> = open.iter().map(|u| u.as_str()).collect();
+        want.sort();
+        assert_eq!(got, want);
+    });
+}
+
+/// The time now, unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }

@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 use sitemapd_testsite::{Reply, TestSite};
 
 pub(crate) mod clock;
+pub(crate) mod cluster;
 pub(crate) mod daemon;
 pub(crate) mod frontier;
 pub(crate) mod sockets;

@@ -1,0 +1,81 @@
+//! What the cluster tests share: a daemon as a node of a cluster on
+//! loopback NATS servers, and `sitemapd cluster status` read and polled.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sitemapd_testsite::nats::NatsCluster;
+
+use super::daemon::Daemon;
+use super::frontier::frontier_addr;
+
+/// `sitemapd daemon` as node `id` of the cluster on `nats`, its store of
+/// `partitions` in `dir`, its lease 3 s, with `extra` arguments: the daemon
+/// and its URLFrontier address.
+pub(crate) fn node_with(
+    dir: &tempfile::TempDir,
+    nats: &NatsCluster,
+    id: &str,
+    partitions: &str,
+    extra: &[&str],
+) -> (Daemon, String) {
+    let urls = nats.urls().join(",");
+    let args = [
+        &[
+            "--urlfrontier-listen",
+            "127.0.0.1:0",
+            "--partitions",
+            partitions,
+            "--cluster",
+            &urls,
+            "--node-id",
+            id,
+            "--cluster-lease-secs",
+            "3",
+        ][..],
+        extra,
+    ]
+    .concat();
+    let d = Daemon::start(&dir.path().join(id), &args);
+    let addr = frontier_addr(&d);
+    (d, addr)
+}
+
+/// `sitemapd cluster status --json`.
+pub(crate) fn status(nats: &NatsCluster) -> Value {
+    let out = super::run(&[
+        "cluster",
+        "status",
+        "--json",
+        "--cluster",
+        &nats.urls().join(","),
+    ]);
+    assert!(out.status.success(), "{}", super::stderr(&out));
+    serde_json::from_str(&super::stdout(&out)).unwrap()
+}
+
+/// Polls the status until `done` holds (60 s at most).
+pub(crate) fn status_until(
+    nats: &NatsCluster,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> (Value, Duration) {
+    let start = Instant::now();
+    loop {
+        let s = status(nats);
+        if done(&s) {
+            return (s, start.elapsed());
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{what}: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub(crate) fn member_ids(s: &Value) -> Vec<&str> {
+    s["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect()
+}
