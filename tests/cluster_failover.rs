@@ -4,6 +4,8 @@
 //! - every partition is owned again within 30 s of each kill;
 //! - one NATS server of three killed and restarted under the same load
 //!   loses nothing either;
+//! - a fourth node joining under the same load gets its even share of the
+//!   partitions within 60 s;
 //! - no URL a put acked OK is missing afterwards;
 //! - no URL is handed out twice within a live lease (the clients' log);
 //! - every URL handed out and never completed comes back once its lease is
@@ -32,6 +34,8 @@ use sitemapd_testsite::nats::NatsCluster;
 use sitemapd_urlfrontier::proto::{self, ack_message::Status as Ack};
 
 const NODES: [&str; 3] = ["a", "b", "c"];
+/// The node that joins the three under load.
+const JOINS: &str = "d";
 const PARTITIONS: u16 = 8;
 /// How long a URL GetURLs hands out stays leased (`delay_requestable`).
 const HOLD: Duration = Duration::from_secs(10);
@@ -258,6 +262,19 @@ fn owned_by(s: &Value, live: &[&str]) -> bool {
             .all(|o| o.as_str().is_some_and(|o| live.contains(&o)))
 }
 
+/// Whether `s` shows exactly the members `live`, each partition owned by
+/// its target among them (the placement every node computes).
+fn placed(s: &Value, live: &[&str]) -> bool {
+    let targets = sitemapd_cluster::targets(PARTITIONS, live.iter().copied());
+    member_ids(s) == live
+        && s["owners"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&targets)
+            .all(|(o, t)| o.as_str() == Some(*t))
+}
+
 /// Pairs of one URL's handouts, the second inside the first's lease:
 /// for sure, whatever the delays of the calls (a lease's end is counted in
 /// whole seconds by the store, hence one second of slack).
@@ -351,18 +368,47 @@ fn nodes_killed_at_random_lose_nothing_acknowledged() {
     nats.restart(server);
     std::thread::sleep(Duration::from_secs(3));
     let while_nats_down = failed(&seen) - before;
-    std::thread::sleep(Duration::from_secs(2));
+
+    // A fourth node joins under the same load: it gets its even share
+    // (two partitions of eight) within 60 s.
+    status_until(
+        &nats,
+        "three members, each partition with its target",
+        |s| placed(s, &NODES),
+    );
+    let joined_at = Instant::now();
+    let (d, addr) = start(&dir, &nats, JOINS);
+    daemons.push(Some(d));
+    seen.addrs.lock().unwrap().push(Some(addr));
+    let all = [&NODES[..], &[JOINS]].concat();
+    let (joined, rebalanced) =
+        status_until(&nats, "four members, each partition with its target", |s| {
+            placed(s, &all)
+        });
+    assert!(rebalanced < Duration::from_secs(60), "{rebalanced:?}");
+    let joining = daemons.last().unwrap().as_ref().unwrap();
+    joining.wait_for("the fourth node to serve its share", |d| {
+        d.log().matches("partition taken over: served").count() >= 2
+    });
+    let serving = joined_at.elapsed();
+    let shares: Vec<usize> = joined["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["owns"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(shares, [2, 2, 2, 2], "{joined}");
+    std::thread::sleep(Duration::from_secs(3));
     seen.stop.store(true, Ordering::Relaxed);
     for c in crawlers {
         c.join().unwrap();
     }
-    status_until(&nats, "three members owning every partition", |s| {
-        owned_by(s, &NODES)
-    });
     let acked = seen.acked.lock().unwrap().clone();
     let handed = std::mem::take(&mut *seen.handed.lock().unwrap());
     println!(
-        "{kills} kills, failovers {failovers:?}; {} URLs acked, {} handed out ({} URLs more \
+        "{kills} kills, failovers {failovers:?}; a fourth node's share owned in {rebalanced:?}, \
+         served {serving:?} after its start; \
+         {} URLs acked, {} handed out ({} URLs more \
          than once), {} calls failed, {} items acked FAIL; {while_nats_down} failed calls and FAIL \
          items while NATS server {server} was down (5 s) and rejoining, calls with a failure per \
          second from its kill: {:?}",
@@ -371,7 +417,7 @@ fn nodes_killed_at_random_lose_nothing_acknowledged() {
         handed_more_than_once(&handed),
         seen.failed_calls.lock().unwrap(),
         seen.fail_acks.lock().unwrap(),
-        seen.failures_per_second(killed_at, 10)
+        seen.failures_per_second(killed_at, 15)
     );
     assert!(acked.len() > 1000 && handed.len() > 100, "too little load");
 

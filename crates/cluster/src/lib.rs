@@ -43,5 +43,5 @@ pub use config::{ClusterConfig, DEFAULT_LEASE, MAX_NODE_ID, valid_node_id};
 pub use error::ClusterError;
 pub use log::{JetStreamLog, TakeOver};
 pub use node::{ClusterNode, ClusterView};
-pub use rendezvous::target;
+pub use rendezvous::targets;
 pub use status::ClusterStatus;

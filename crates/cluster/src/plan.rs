@@ -4,7 +4,7 @@
 //! the ones it owns but another live member is now the target of. A pure
 //! function: the node runs the steps against the bucket ([`crate::node`]).
 
-use crate::rendezvous::target;
+use crate::rendezvous::targets;
 
 /// A partition's entry in the owners bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,12 +34,14 @@ pub(crate) fn plan(me: &str, members: &[&str], owners: &[Owner]) -> Vec<Step> {
     if !live.contains(&me) {
         live.push(me);
     }
+    let partitions = u16::try_from(owners.len()).unwrap_or(u16::MAX);
+    let targets = targets(partitions, live.iter().copied());
     owners
         .iter()
         .enumerate()
         .filter_map(|(p, owner)| {
+            let mine = targets.get(p) == Some(&me);
             let p = u16::try_from(p).ok()?;
-            let mine = target(p, live.iter().copied()) == Some(me);
             match owner {
                 Owner::Free if mine => Some(Step::Claim(p)),
                 Owner::Node { node, revision } if node == me => Some(if mine {
