@@ -136,7 +136,8 @@ pub(crate) struct ClusterArgs {
 /// The `cluster` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ClusterCommand {
-    /// The live members (id, advertised address, partitions owned) and the free partitions.
+    /// The live members (id, advertised address, partitions owned), the free partitions and the write
+    /// log's stream (size, leader, replicas' lag).
     /// Exit 1 when the servers cannot be reached or hold no cluster.
     Status(ClusterStatusArgs),
 }

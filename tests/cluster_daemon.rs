@@ -319,8 +319,8 @@ fn any_node_takes_puts_and_answers_for_the_whole_cluster() {
     let nats = NatsCluster::start(3);
     let dir = tempfile::tempdir().unwrap();
     let extra = ["--lease-delay", "0", "--per-host", "1000"];
-    let (_a, addr_a) = node_with(&dir, &nats, "a", PARTITIONS, &extra);
-    let (_b, addr_b) = node_with(&dir, &nats, "b", PARTITIONS, &extra);
+    let (node_a, addr_a) = node_with(&dir, &nats, "a", PARTITIONS, &extra);
+    let (node_b, addr_b) = node_with(&dir, &nats, "b", PARTITIONS, &extra);
     status_until(&nats, "two members owning every partition", both_own_some);
     // 50 sites of 4 URLs: their partitions spread over both nodes.
     let hosts: Vec<String> = (0..50).map(|h| format!("site{h}.example")).collect();
@@ -386,6 +386,26 @@ fn any_node_takes_puts_and_answers_for_the_whole_cluster() {
         want.sort();
         assert_eq!(got, want);
     });
+
+    // Each node's metrics time its appends and count its takeovers; the
+    // status shows the log, led by one NATS server and copied on two more.
+    for node in [&node_a, &node_b] {
+        let metrics = common::http(node.addr, "GET", "/metrics", Some(TOKEN), None).1;
+        let value = |name: &str| -> f64 {
+            let line = metrics.lines().find(|l| l.starts_with(name));
+            let line = line.unwrap_or_else(|| panic!("no {name}: {metrics}"));
+            line.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        assert!(value("sitemapd_cluster_log_append_seconds_count") > 0.0);
+        assert!(
+            value("sitemapd_cluster_takeovers_total") >= 4.0,
+            "{metrics}"
+        );
+    }
+    let log = &status(&nats)["log"];
+    assert!(log["messages"].as_u64().unwrap() > 0, "{log}");
+    assert!(log["leader"].is_string(), "{log}");
+    assert_eq!(log["replicas"].as_array().map(Vec::len), Some(2), "{log}");
 }
 
 /// The time now, unix seconds.

@@ -1,5 +1,6 @@
-//! `sitemapd cluster status`: a cluster's members and partition owners, read
-//! from its NATS servers without joining.
+//! `sitemapd cluster status`: a cluster's members, partition owners and
+//! write log (its size, leader and replicas' lag), read from its NATS
+//! servers without joining.
 
 use std::process::ExitCode;
 
@@ -22,9 +23,18 @@ pub(crate) fn run(args: &ClusterArgs) -> Result<ExitCode> {
             .iter()
             .map(|m| json!({"id": m.id, "advertise": m.advertise, "owns": read.owned_by(&m.id)}))
             .collect();
+        let log = read.log.as_ref().map(|log| {
+            let replicas: Vec<_> = log
+                .replicas
+                .iter()
+                .map(|r| json!({"server": r.server, "current": r.current, "lag": r.lag}))
+                .collect();
+            json!({"messages": log.messages, "bytes": log.bytes, "leader": log.leader, "replicas": replicas})
+        });
         println!(
             "{}",
-            json!({"partitions": read.partitions, "members": members, "owners": read.owners, "free": read.free()})
+            json!({"partitions": read.partitions, "members": members, "owners": read.owners,
+                   "free": read.free(), "log": log})
         );
     } else {
         print!("{read}");

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use sitemapd_urlfrontier::service::ClusterMap;
 
+use super::metrics::Metrics;
 use crate::settings::ClusterSettings;
 
 /// How often ownership is looked at besides the node's own changes.
@@ -85,20 +86,26 @@ impl Cluster {
     /// The `seeds` the settings name are added once their partition is
     /// taken over (a site's keys are its partition's to write). `wake` is
     /// the refresh loop's: a partition taken over has sites to walk.
+    /// `metrics` counts the takeovers and times the log's appends.
     pub(super) fn follow(
         &self,
         store: Arc<Store>,
         seeds: Vec<String>,
         clock: Arc<dyn Clock>,
         wake: Arc<Notify>,
+        metrics: Arc<Metrics>,
         stop: watch::Receiver<bool>,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let appends = metrics.cluster_append_seconds.clone();
+        self.log
+            .observe_appends(move |took| appends.observe(took.as_secs_f64()));
         let taking = TakeOvers {
             log: self.log.clone(),
             store,
             seeds: Arc::new(seeds),
             clock,
             view: self.view(),
+            metrics,
         };
         follow(self.view(), taking, wake, stop)
     }
@@ -121,6 +128,7 @@ struct TakeOvers {
     seeds: Arc<Vec<String>>,
     clock: Arc<dyn Clock>,
     view: watch::Receiver<ClusterView>,
+    metrics: Arc<Metrics>,
 }
 
 impl TakeOvers {
@@ -164,6 +172,8 @@ impl TakeOvers {
             if own && !holds {
                 match self.take_over(p) {
                     Ok(applied) => {
+                        self.metrics.cluster_takeovers.inc();
+                        self.metrics.cluster_replayed_entries.inc_by(applied);
                         info!(
                             partition = p,
                             replayed = applied,

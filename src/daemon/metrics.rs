@@ -100,6 +100,13 @@ pub(super) struct Metrics {
     /// In cluster mode: the node's heartbeat rounds that failed (NATS
     /// unreachable …) since it joined.
     pub cluster_failed_rounds: Gauge,
+    /// In cluster mode: how long each append to the write log took.
+    pub cluster_append_seconds: Histogram,
+    /// In cluster mode: partitions this node took over (replayed, then
+    /// served).
+    pub cluster_takeovers: Counter,
+    /// In cluster mode: write log entries replayed by those takeovers.
+    pub cluster_replayed_entries: Counter,
 }
 
 impl Metrics {
@@ -133,6 +140,9 @@ impl Metrics {
             cluster_members: Gauge::default(),
             cluster_partitions_owned: Gauge::default(),
             cluster_failed_rounds: Gauge::default(),
+            cluster_append_seconds: Histogram::new(exponential_buckets(0.000_25, 2.0, 18)),
+            cluster_takeovers: Counter::default(),
+            cluster_replayed_entries: Counter::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -192,6 +202,21 @@ impl Metrics {
             "cluster_failed_rounds",
             "The node's cluster heartbeat rounds that failed since it joined (cluster mode)",
             m.cluster_failed_rounds.clone(),
+        );
+        r.register(
+            "cluster_log_append_seconds",
+            "How long each append to the cluster's write log took, replicated and on disk (cluster mode)",
+            m.cluster_append_seconds.clone(),
+        );
+        r.register(
+            "cluster_takeovers",
+            "Partitions this node took over (replayed from the write log, then served) since it started (cluster mode)",
+            m.cluster_takeovers.clone(),
+        );
+        r.register(
+            "cluster_replayed_entries",
+            "Write log entries this node's takeovers replayed since it started (cluster mode)",
+            m.cluster_replayed_entries.clone(),
         );
         r.register(
             "queue_depth",
@@ -261,8 +286,6 @@ impl Metrics {
         }
     }
 
-    /// Records an rpc of the URLFrontier service that ended with `code`
-    /// after `seconds`.
     /// The cluster gauges, from the node's latest view.
     pub(super) fn cluster(&self, view: &sitemapd_cluster::ClusterView) {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -272,6 +295,8 @@ impl Metrics {
             .set(i64::try_from(view.failed_rounds).unwrap_or(i64::MAX));
     }
 
+    /// Records an rpc of the URLFrontier service that ended with `code`
+    /// after `seconds`.
     pub(super) fn rpc_ended(&self, rpc: &str, code: String, seconds: f64) {
         let rpc = rpc.to_string();
         self.rpc_seconds

@@ -285,6 +285,7 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             seeds,
             clock.clone(),
             wake.clone(),
+            metrics.clone(),
             stop_rx.clone(),
         ));
     }

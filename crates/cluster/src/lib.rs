@@ -44,4 +44,4 @@ pub use error::ClusterError;
 pub use log::{JetStreamLog, TakeOver};
 pub use node::{ClusterNode, ClusterView};
 pub use rendezvous::targets;
-pub use status::ClusterStatus;
+pub use status::{ClusterStatus, LogStatus, Replica};

@@ -34,7 +34,7 @@ use tracing::{debug, info, warn};
 use crate::ClusterError;
 
 /// The stream's name.
-const STREAM: &str = "SITEMAPD_LOG";
+pub(crate) const STREAM: &str = "SITEMAPD_LOG";
 /// How long one append may keep retrying a send whose answer was lost (a
 /// NATS server failing over takes 4 to 9 s).
 const RETRY_FOR: Duration = Duration::from_secs(30);
@@ -73,6 +73,8 @@ pub struct JetStreamLog {
     fences: Vec<Mutex<Option<u64>>>,
     /// Entries appended in more than one message.
     chunked: std::sync::atomic::AtomicU64,
+    /// Told how long each append took ([`JetStreamLog::observe_appends`]).
+    on_append: std::sync::OnceLock<Box<dyn Fn(std::time::Duration) + Send + Sync>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -174,6 +176,7 @@ impl JetStreamLog {
             requests,
             fences: (0..partitions).map(|_| Mutex::new(None)).collect(),
             chunked: std::sync::atomic::AtomicU64::new(0),
+            on_append: std::sync::OnceLock::new(),
             thread: Some(thread),
         })
     }
@@ -272,6 +275,14 @@ impl JetStreamLog {
         self.chunked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Calls `observe` with how long each append that succeeds took (all
+    /// its chunks, from the send of the first to the last one's
+    /// acknowledgement): for a latency metric. Set once: a second call is
+    /// ignored.
+    pub fn observe_appends(&self, observe: impl Fn(std::time::Duration) + Send + Sync + 'static) {
+        let _ = self.on_append.set(Box::new(observe));
+    }
+
     /// Whether this log appends `partition`'s batches now.
     pub fn holds(&self, partition: u16) -> bool {
         self.fence(partition).is_ok_and(|f| f.is_some())
@@ -364,6 +375,7 @@ impl WriteLog for JetStreamLog {
                 self.node_id
             ));
         };
+        let started = std::time::Instant::now();
         let subject = subject(partition);
         let pieces: Vec<&[u8]> = if entry.len() <= CHUNK {
             vec![entry]
@@ -408,6 +420,9 @@ impl WriteLog for JetStreamLog {
         if count > 1 {
             self.chunked
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Some(observe) = self.on_append.get() {
+            observe(started.elapsed());
         }
         Ok(last)
     }

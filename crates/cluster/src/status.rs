@@ -15,6 +15,33 @@ pub struct ClusterStatus {
     pub members: Vec<Member>,
     /// Each partition's owner's id; `None` when free.
     pub owners: Vec<Option<String>>,
+    /// The write log's stream, once a node has made it.
+    pub log: Option<LogStatus>,
+}
+
+/// The write log's stream as JetStream reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogStatus {
+    /// Messages it holds (entries, their chunks and takeover records).
+    pub messages: u64,
+    /// Bytes it holds.
+    pub bytes: u64,
+    /// The server that leads it (takes its appends); `None` while it has no
+    /// leader.
+    pub leader: Option<String>,
+    /// The other servers that hold a copy.
+    pub replicas: Vec<Replica>,
+}
+
+/// A server holding a copy of the log besides its leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replica {
+    /// The server's name.
+    pub server: String,
+    /// Whether it is up to date with the leader.
+    pub current: bool,
+    /// Messages it is behind the leader, when known.
+    pub lag: Option<u64>,
 }
 
 impl ClusterStatus {
@@ -37,6 +64,7 @@ impl ClusterStatus {
             partitions,
             members,
             owners,
+            log: LogStatus::read(&js).await?,
         })
     }
 
@@ -52,6 +80,63 @@ impl ClusterStatus {
         (0..self.partitions)
             .filter(|&p| self.owners[usize::from(p)].is_none())
             .collect()
+    }
+}
+
+impl LogStatus {
+    /// The log stream's state; `None` when no node has made it yet.
+    async fn read(js: &async_nats::jetstream::Context) -> Result<Option<LogStatus>, ClusterError> {
+        use async_nats::jetstream::ErrorCode;
+        use async_nats::jetstream::context::GetStreamErrorKind;
+        let mut stream = match js.get_stream(crate::log::STREAM).await {
+            Ok(stream) => stream,
+            Err(e)
+                if matches!(e.kind(), GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(ClusterError::jetstream("reading the write log's stream", e)),
+        };
+        let info = stream
+            .info()
+            .await
+            .map_err(|e| ClusterError::jetstream("reading the write log's stream", e))?;
+        let cluster = info.cluster.clone().unwrap_or_default();
+        Ok(Some(LogStatus {
+            messages: info.state.messages,
+            bytes: info.state.bytes,
+            leader: cluster.leader,
+            replicas: cluster
+                .replicas
+                .into_iter()
+                .map(|r| Replica {
+                    server: r.name,
+                    current: r.current,
+                    lag: r.lag,
+                })
+                .collect(),
+        }))
+    }
+}
+
+impl fmt::Display for LogStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "log {} messages, {} bytes, leader {}",
+            self.messages,
+            self.bytes,
+            self.leader.as_deref().unwrap_or("none")
+        )?;
+        for r in &self.replicas {
+            let state = if r.current { "current" } else { "behind" };
+            write!(f, "; {} {state}", r.server)?;
+            if let Some(lag) = r.lag {
+                write!(f, " (lag {lag})")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -119,7 +204,11 @@ impl fmt::Display for ClusterStatus {
             )?;
         }
         let free = self.free();
-        writeln!(f, "free {} ({})", free.len(), ranges(&free))
+        writeln!(f, "free {} ({})", free.len(), ranges(&free))?;
+        match &self.log {
+            Some(log) => writeln!(f, "{log}"),
+            None => writeln!(f, "log not made yet"),
+        }
     }
 }
 
@@ -142,6 +231,7 @@ mod tests {
                 id: "a".into(),
                 advertise: "127.0.0.1:7071".into(),
             }],
+            log: None,
             owners: vec![
                 Some("a".into()),
                 Some("gone".into()),
@@ -152,7 +242,41 @@ mod tests {
         assert_eq!(
             status.to_string(),
             "partitions 4, members 1\n  a  127.0.0.1:7071  owns 2 (0,3)\n  \
-             gone  (not live: its entries lapse)  owns 1 (1)\nfree 1 (2)\n"
+             gone  (not live: its entries lapse)  owns 1 (1)\nfree 1 (2)\nlog not made yet\n"
+        );
+    }
+
+    #[test]
+    fn the_log_line_names_its_leader_and_how_far_each_replica_lags() {
+        let log = LogStatus {
+            messages: 12,
+            bytes: 3400,
+            leader: Some("n2".into()),
+            replicas: vec![
+                Replica {
+                    server: "n1".into(),
+                    current: true,
+                    lag: None,
+                },
+                Replica {
+                    server: "n3".into(),
+                    current: false,
+                    lag: Some(5),
+                },
+            ],
+        };
+        assert_eq!(
+            log.to_string(),
+            "log 12 messages, 3400 bytes, leader n2; n1 current; n3 behind (lag 5)"
+        );
+        let leaderless = LogStatus {
+            leader: None,
+            replicas: Vec::new(),
+            ..log
+        };
+        assert_eq!(
+            leaderless.to_string(),
+            "log 12 messages, 3400 bytes, leader none"
         );
     }
 }
