@@ -5,7 +5,7 @@
 //! daemon's metric label).
 
 use anyhow::{Context, Result, bail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sitemapd_parser::options::MAX_LOC_CHARS;
 use sitemapd_scheduler::queue::{MAX_ETAG_BYTES, MAX_LAST_MODIFIED_BYTES};
 use sitemapd_scheduler::{Completion, Outcome};
@@ -13,7 +13,7 @@ use sitemapd_scheduler::{Completion, Outcome};
 /// One fetch outcome as a crawler reports it: a line of `sitemapd complete`'s
 /// input, an item of `POST /v1/complete`. Other fields (such as those a
 /// lease returns) are ignored.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub(crate) struct Reported {
     url: String,
     outcome: String,

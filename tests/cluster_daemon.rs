@@ -328,7 +328,7 @@ fn any_node_takes_puts_and_answers_for_the_whole_cluster() {
         .iter()
         .flat_map(|h| (0..4).map(move |i| format!("https://{h}/page{i}")))
         .collect();
-    runtime().block_on(async {
+    let handed: Vec<String> = runtime().block_on(async {
         let mut a = client(&addr_a, Some(TOKEN)).await;
         let mut b = client(&addr_b, Some(TOKEN)).await;
         // Every URL put through a alone: each acked OK by its owner.
@@ -385,7 +385,23 @@ fn any_node_takes_puts_and_answers_for_the_whole_cluster() {
         let mut want: Vec<&str> = open.iter().map(|u| u.as_str()).collect();
         want.sort();
         assert_eq!(got, want);
+        handed.into_iter().map(|u| u.url).collect()
     });
+
+    // The HTTP API too: every URL handed out completed through node a,
+    // every URL notified through node b, each by the node that holds it.
+    let items: Vec<Value> = handed
+        .iter()
+        .map(|u| serde_json::json!({"url": u, "outcome": "not-modified"}))
+        .collect();
+    let done = node_a.post("/v1/complete", Value::Array(items));
+    assert_eq!(done["completed"], handed.len(), "{done}");
+    assert_eq!(done["unknown"], serde_json::json!([]), "{done}");
+    assert!(done.get("failed").is_none(), "{done}");
+    let notified = node_b.post("/v1/notify", serde_json::json!({ "urls": urls }));
+    assert_eq!(notified["known"], urls.len(), "{notified}");
+    assert_eq!(notified["added"], 0, "{notified}");
+    assert!(notified.get("failed").is_none(), "{notified}");
 
     // Each node's metrics time its appends and count its takeovers; the
     // status shows the log, led by one NATS server and copied on two more.

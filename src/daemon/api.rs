@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -24,6 +24,7 @@ use subtle::ConstantTimeEq;
 use tokio::sync::Notify;
 
 use super::metrics::{Metrics, label};
+use super::routing::route;
 use crate::outcome_report::Reported;
 use crate::output::leased_json;
 use crate::settings::site_key;
@@ -62,8 +63,9 @@ pub(super) struct ApiState {
     pub max_lease: usize,
     /// How long a client may take to send a body.
     pub body_timeout: std::time::Duration,
-    /// In cluster mode, the node's view of the cluster (for `/metrics`).
-    pub cluster: Option<tokio::sync::watch::Receiver<sitemapd_cluster::ClusterView>>,
+    /// In cluster mode, the node's view of the cluster (for `/metrics`)
+    /// and its clients to the other nodes.
+    pub cluster: Option<super::routing::Peers>,
 }
 
 type Shared = Arc<ApiState>;
@@ -389,17 +391,41 @@ async fn lease(
 
 async fn complete(
     State(state): State<Shared>,
+    headers: HeaderMap,
     JsonBody(items): JsonBody<Vec<Reported>>,
 ) -> Result<Json<Value>, ApiError> {
     too_many("items", items.len())?;
     // Every item is checked before any is applied.
-    let mut completions = Vec::with_capacity(items.len());
+    let mut checked = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let c = item
+            .clone()
             .completion()
             .map_err(|e| ApiError::bad_request(format!("item {i}: {e:#}")))?;
-        completions.push(c);
+        checked.push((item, c));
     }
+    // In a cluster, the items of other nodes' partitions are theirs.
+    let routed = route(
+        &state.store,
+        state.cluster.as_ref(),
+        &headers,
+        checked,
+        |(_, c)| &c.0,
+    );
+    let mut failed: Vec<String> = routed.nowhere.into_iter().map(|(_, c)| c.0).collect();
+    let mut theirs = (0u64, Vec::new());
+    for (addr, items) in routed.nodes {
+        let body = Value::Array(items.iter().map(|(raw, _)| json!(raw)).collect());
+        match sent_on(&state, &addr, "/v1/complete", &body).await {
+            Some(answer) => {
+                theirs.0 += answer["completed"].as_u64().unwrap_or(0);
+                theirs.1.extend(strings(&answer["unknown"]));
+                failed.extend(strings(&answer["failed"]));
+            }
+            None => failed.extend(items.into_iter().map(|(_, c)| c.0)),
+        }
+    }
+    let completions: Vec<_> = routed.here.into_iter().map(|(_, c)| c).collect();
     let metrics = state.metrics.clone();
     let clock = state.clock.clone();
     durable(&state, move |store| {
@@ -417,10 +443,37 @@ async fn complete(
                     .inc();
             }
         }
-        let done = completions.len() - unknown.len();
-        Ok(Json(json!({ "completed": done, "unknown": unknown })))
+        let done = (completions.len() - unknown.len()) as u64 + theirs.0;
+        let mut unknown = unknown;
+        unknown.extend(theirs.1);
+        let mut answer = json!({ "completed": done, "unknown": unknown });
+        if !failed.is_empty() {
+            answer["failed"] = json!(failed);
+        }
+        Ok(Json(answer))
     })
     .await
+}
+
+/// Sends a request on to the node at `addr` ([`super::routing::send_on`]):
+/// its answer, or `None` (logged) when it gave none.
+async fn sent_on(state: &ApiState, addr: &str, path: &str, body: &Value) -> Option<Value> {
+    let peers = state.cluster.as_ref()?;
+    match super::routing::send_on(peers, addr, path, state.token.as_deref(), body).await {
+        Ok(answer) => Some(answer),
+        Err(e) => {
+            tracing::warn!(node = addr, path, error = %e, "a request sent on to another node failed: its URLs are answered as failed");
+            None
+        }
+    }
+}
+
+/// The strings of a JSON array (none when it is not one).
+fn strings(v: &Value) -> impl Iterator<Item = String> + '_ {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(String::from))
 }
 
 #[derive(Debug, Deserialize)]
@@ -446,6 +499,7 @@ fn too_many(what: &str, n: usize) -> Result<(), ApiError> {
 
 async fn notify(
     State(state): State<Shared>,
+    headers: HeaderMap,
     JsonBody(req): JsonBody<NotifyRequest>,
 ) -> Result<Json<Value>, ApiError> {
     too_many("urls", req.urls.len())?;
@@ -457,19 +511,38 @@ async fn notify(
         })?;
         urls.push(url.into_string());
     }
+    // In a cluster, the URLs of other nodes' partitions are theirs.
+    let routed = route(&state.store, state.cluster.as_ref(), &headers, urls, |u| u);
+    let mut failed = routed.nowhere;
+    let (mut known, mut added) = (0u64, 0u64);
+    for (addr, urls) in routed.nodes {
+        match sent_on(&state, &addr, "/v1/notify", &json!({ "urls": urls })).await {
+            Some(answer) => {
+                known += answer["known"].as_u64().unwrap_or(0);
+                added += answer["added"].as_u64().unwrap_or(0);
+                failed.extend(strings(&answer["failed"]));
+            }
+            None => failed.extend(urls),
+        }
+    }
+    let urls = routed.here;
     let metrics = state.metrics.clone();
     let clock = state.clock.clone();
     durable(&state, move |store| {
         // All or nothing: one atomic batch (a failed write leaves the store
         // as it was, and the answer is an error).
         let found = store.notify_all(urls.iter().map(String::as_str), clock.now())?;
-        let added = found
+        let here_added = found
             .iter()
             .filter(|f| **f == sitemapd_scheduler::Notified::Added)
             .count() as u64;
-        let known = found.len() as u64 - added;
-        metrics.notified.inc_by(known + added);
-        Ok(Json(json!({ "known": known, "added": added })))
+        let here_known = found.len() as u64 - here_added;
+        metrics.notified.inc_by(here_known + here_added);
+        let mut answer = json!({ "known": known + here_known, "added": added + here_added });
+        if !failed.is_empty() {
+            answer["failed"] = json!(failed);
+        }
+        Ok(Json(answer))
     })
     .await
 }
@@ -816,8 +889,8 @@ async fn stats(
 
 async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
     let metrics = state.metrics.clone();
-    if let Some(view) = &state.cluster {
-        metrics.cluster(&view.borrow());
+    if let Some(peers) = &state.cluster {
+        metrics.cluster(&peers.view.borrow());
     }
     let clock = state.clock.clone();
     let text = blocking(&state, move |store| {

@@ -32,18 +32,21 @@ impl Cluster {
     /// Joins the cluster the settings name, if any: opens the write log,
     /// has `store` append to it and serve no partition until it holds one,
     /// then joins. `frontier` is the URLFrontier service's address, the one
-    /// advertised by default.
+    /// advertised by default; `http` the HTTP API's, advertised on the
+    /// advertised host.
     pub(super) fn start(
         runtime: &tokio::runtime::Runtime,
         settings: &ClusterSettings,
         frontier: Option<SocketAddr>,
+        http: SocketAddr,
         store: &Arc<Store>,
     ) -> Result<Option<Cluster>> {
         let partitions =
             u16::try_from(store.partitions()).context("the store's partition count")?;
-        let Some(config) = settings.config(frontier, partitions)? else {
+        let Some(mut config) = settings.config(frontier, partitions)? else {
             return Ok(None);
         };
+        config.advertise_http = Some(http_address(&config.advertise, http));
         let servers = config.servers.join(",");
         let log = JetStreamLog::open(
             &config.servers,
@@ -220,6 +223,15 @@ async fn follow(
     }
 }
 
+/// The HTTP API's address other nodes use: the advertised (URLFrontier)
+/// address's host, and the port the HTTP API listens on.
+fn http_address(advertise: &str, http: SocketAddr) -> String {
+    let host = advertise
+        .rsplit_once(':')
+        .map_or(advertise, |(host, _)| host);
+    format!("{host}:{}", http.port())
+}
+
 /// [`ClusterMap`] on the node's view as it changes.
 struct ViewMap(watch::Receiver<ClusterView>);
 
@@ -234,5 +246,20 @@ impl ClusterMap for ViewMap {
 
     fn owner(&self, partition: u16) -> Option<String> {
         self.0.borrow().owner_address(partition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_http_api_is_advertised_on_the_advertised_host() {
+        let http: SocketAddr = "0.0.0.0:8711".parse().unwrap();
+        assert_eq!(
+            http_address("crawl-3.example:7071", http),
+            "crawl-3.example:8711"
+        );
+        assert_eq!(http_address("[::1]:7071", http), "[::1]:8711");
     }
 }

@@ -16,6 +16,7 @@ mod indexnow;
 mod message_budget;
 mod metrics;
 mod refresh;
+mod routing;
 mod rpc_metrics;
 mod test_clock;
 mod urlfrontier;
@@ -145,7 +146,13 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some((_, listener)) => Some(listener.local_addr()?),
         None => None,
     };
-    let cluster = cluster::Cluster::start(&runtime, &settings.cluster, frontier_address, &store)?;
+    let cluster = cluster::Cluster::start(
+        &runtime,
+        &settings.cluster,
+        frontier_address,
+        address,
+        &store,
+    )?;
     // In a cluster, a site is added by the owner of its partition, once it
     // has taken the partition over (`Cluster::follow`).
     if cluster.is_none() {
@@ -301,7 +308,11 @@ pub(crate) fn run(args: &DaemonArgs) -> Result<ExitCode> {
             per_host: settings.scheduler.per_host,
             max_lease: settings.api.max_lease,
             body_timeout: request_secs,
-            cluster: cluster.as_ref().map(cluster::Cluster::view),
+            cluster: cluster
+                .as_ref()
+                .map(|c| routing::Peers::new(c.view()))
+                .transpose()
+                .context("the HTTP client to the cluster's other nodes")?,
         },
         settings.api.max_request_bytes,
         access,

@@ -842,7 +842,8 @@ pub(crate) struct ClusterSettings {
     #[arg(long, value_name = "NAME")]
     pub node_id: Option<String>,
     /// The address (HOST:PORT) crawlers and other nodes reach this node's URLFrontier service
-    /// at. Default: api.urlfrontier_listen, unless it is a wildcard address (0.0.0.0, ::).
+    /// at. Default: api.urlfrontier_listen, unless it is a wildcard address (0.0.0.0, ::). Other
+    /// nodes reach its HTTP API at the same host, on api.listen's port.
     #[arg(long, value_name = "HOST:PORT")]
     pub advertise: Option<String>,
     /// Replicas of the cluster's JetStream buckets: 3 (or 5) in production, at most the
@@ -907,7 +908,9 @@ impl ClusterSettings {
             (Some(a), _) => a.clone(),
             (None, Some(listen)) if !listen.ip().is_unspecified() => listen.to_string(),
             _ => bail!(
-                "cluster.advertise: set it to the HOST:PORT other nodes and crawlers reach this                  node's URLFrontier service at (api.urlfrontier_listen is not set, or is a                  wildcard address)"
+                "cluster.advertise: set it to the HOST:PORT other nodes and crawlers reach this \
+                 node's URLFrontier service at (api.urlfrontier_listen is not set, or is a \
+                 wildcard address)"
             ),
         };
         let config = sitemapd_cluster::ClusterConfig {

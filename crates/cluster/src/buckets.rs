@@ -29,12 +29,16 @@ pub struct Member {
     pub id: String,
     /// Its URLFrontier address (`host:port`).
     pub advertise: String,
+    /// Its HTTP API's address (`host:port`), when it says.
+    pub http: Option<String>,
 }
 
 /// A member entry's value.
 #[derive(Serialize, Deserialize)]
 struct MemberValue {
     advertise: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    http: Option<String>,
 }
 
 /// A partition's key in the owners bucket.
@@ -126,6 +130,7 @@ impl Buckets {
     pub(crate) async fn announce(&self, member: &Member) -> Result<(), ClusterError> {
         let value = serde_json::to_vec(&MemberValue {
             advertise: member.advertise.clone(),
+            http: member.http.clone(),
         })
         .expect("a member's entry serialises");
         self.members
@@ -164,6 +169,7 @@ impl Buckets {
                 members.push(Member {
                     id,
                     advertise: value.advertise,
+                    http: value.http,
                 });
             }
         }

@@ -26,6 +26,9 @@ pub struct ClusterConfig {
     /// The URLFrontier address (`host:port`) crawlers and other nodes use
     /// to reach this node; ListNodes answers the live members' addresses.
     pub advertise: String,
+    /// The HTTP API's address (`host:port`) other nodes send the calls of
+    /// its partitions to; `None`: they are not sent on.
+    pub advertise_http: Option<String>,
     /// The partition count of this node's store. Every node's must be the
     /// cluster's: the first node to join records it.
     pub partitions: u16,
@@ -49,6 +52,7 @@ impl ClusterConfig {
             servers,
             node_id: node_id.into(),
             advertise: advertise.into(),
+            advertise_http: None,
             partitions,
             replicas: 3,
             lease: DEFAULT_LEASE,

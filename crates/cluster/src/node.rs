@@ -66,14 +66,22 @@ impl ClusterView {
     /// live member; `None` when it is free, this node's, or its owner's
     /// membership lapsed.
     pub fn owner_address(&self, partition: u16) -> Option<String> {
+        self.other_owner(partition).map(|m| m.advertise.clone())
+    }
+
+    /// The HTTP API address of `partition`'s owner, as [`ClusterView::owner_address`]
+    /// (`None` too when the owner advertises none).
+    pub fn owner_http(&self, partition: u16) -> Option<String> {
+        self.other_owner(partition)?.http.clone()
+    }
+
+    /// `partition`'s owner when that is another live member.
+    fn other_owner(&self, partition: u16) -> Option<&Member> {
         let owner = self.owners.get(usize::from(partition))?.as_deref()?;
         if owner == self.node_id {
             return None;
         }
-        self.members
-            .iter()
-            .find(|m| m.id == owner)
-            .map(|m| m.advertise.clone())
+        self.members.iter().find(|m| m.id == owner)
     }
 
     /// Whether this node owns `partition` now: it claimed or renewed it
@@ -193,6 +201,7 @@ impl Node {
         let me = Member {
             id: config.node_id.clone(),
             advertise: config.advertise.clone(),
+            http: config.advertise_http.clone(),
         };
         if let Some(other) = buckets
             .members()

@@ -230,6 +230,7 @@ mod tests {
             members: vec![Member {
                 id: "a".into(),
                 advertise: "127.0.0.1:7071".into(),
+                http: None,
             }],
             log: None,
             owners: vec![
