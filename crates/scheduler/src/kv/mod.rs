@@ -357,6 +357,14 @@ impl Kv {
         }
     }
 
+    /// Forgets the write failures of the keyspaces `which` names: their
+    /// data is no longer this store's to write (a partition another node
+    /// now holds), so a failure of theirs says nothing of the store's
+    /// health.
+    pub(crate) fn forget_write_failures(&self, which: impl Fn(&str) -> bool) {
+        locked(&self.shared.health.write_failures).retain(|keyspace, _| !which(keyspace));
+    }
+
     /// Fault injection for the crate's tests: after `writes` more writes to
     /// any keyspace of the store, every write fails (`None`: no limit
     /// again).

@@ -28,9 +28,15 @@ impl Store {
     /// Whether leases and peeks hand out the URLs of `partition` (`serving`,
     /// the default) or pass over them: a node of a cluster serves the
     /// partitions it holds only. Other calls are not affected.
+    /// A partition no longer served has no write failure either: a failed
+    /// write of its keyspaces no longer makes the store unhealthy.
     pub fn serve_partition(&self, partition: u16, serving: bool) {
         if let Some(part) = self.parts.get(usize::from(partition)) {
             part.set_serving(serving);
+            if !serving {
+                part.kv
+                    .forget_write_failures(|keyspace| partition_of_keyspace(keyspace) == partition);
+            }
         }
     }
 
@@ -135,4 +141,18 @@ impl Store {
         kv.sibling(&entry.keyspace)?
             .apply_logged(position, entry.ops)
     }
+}
+
+/// The partition a keyspace of a store or of its crawls belongs to, from
+/// its name (`""` and `crawl:NAME` are partition 0's, `part:N` and
+/// `crawl:NAME/part:N` partition N's).
+pub(super) fn partition_of_keyspace(keyspace: &str) -> u16 {
+    let suffix = keyspace
+        .strip_prefix(&super::PARTITION_TREE[1..])
+        .or_else(|| {
+            keyspace
+                .rfind(super::PARTITION_TREE)
+                .map(|at| &keyspace[at + super::PARTITION_TREE.len()..])
+        });
+    suffix.and_then(|n| n.parse().ok()).unwrap_or(0)
 }

@@ -339,4 +339,26 @@ fn a_logged_batch_the_store_failed_to_write_is_reported_and_replayed() {
     let notifications = |st: &Store| st.url(&url).unwrap().unwrap().notifications;
     assert_eq!(notifications(&replica), 1);
     assert_eq!(notifications(&s), 0);
+    // The failure makes the store unhealthy while it holds the partition,
+    // and no longer once it gives the partition up.
+    assert!(s.health().write_failure.is_some());
+    s.serve_partition(part as u16, false);
+    assert!(s.health().write_failure.is_none());
+}
+
+#[test]
+fn a_keyspace_names_its_partition() {
+    for (keyspace, partition) in [
+        ("", 0),
+        ("part:3", 3),
+        ("crawl:news", 0),
+        ("crawl:news/part:12", 12),
+        ("crawl:part:7", 0),
+    ] {
+        assert_eq!(
+            super::replication::partition_of_keyspace(keyspace),
+            partition,
+            "{keyspace}"
+        );
+    }
 }
