@@ -213,6 +213,32 @@ async fn keyed_calls_reach_the_node_serving_their_partition() {
         }
     }
 
+    // ListURLs of a queue through the node that does not hold it: the
+    // queue's URLs, as its node lists them.
+    let (theirs, _) = urls.iter().find(|(_, p)| *p == 1).unwrap();
+    let host = theirs.split('/').nth(2).unwrap();
+    let p = proto::ListUrlParams {
+        key: host.into(),
+        size: 100,
+        ..Default::default()
+    };
+    let mut listed = Vec::new();
+    let mut stream = c0.list_ur_ls(p).await.unwrap().into_inner();
+    while let Some(item) = stream.message().await.unwrap() {
+        let Some(proto::url_item::Item::Known(k)) = item.item else {
+            panic!("{item:?}");
+        };
+        listed.push(k.info.unwrap().url);
+    }
+    listed.sort();
+    let mut want: Vec<&String> = urls
+        .iter()
+        .map(|(u, _)| u)
+        .filter(|u| u.contains(&format!("//{host}/")))
+        .collect();
+    want.sort();
+    assert_eq!(listed.iter().collect::<Vec<_>>(), want);
+
     // Counts: each node's own, and the cluster's through either node.
     let own = [count(&mut c0, true).await, count(&mut c1, true).await];
     let all: Vec<&String> = urls.iter().map(|(u, _)| u).chain(&more).collect();

@@ -120,6 +120,28 @@ struct ListWalk {
 }
 
 /// ListURLs of `p`, its place under the caps held until the stream ends.
+/// A ListURLs stream of the node at `addr` (the owner of the queue `p`
+/// names), passed on as it comes: it holds a place under this node's caps
+/// too, and the other node cuts it if the client stalls.
+pub(super) async fn list_urls_of(
+    inner: Arc<Inner>,
+    addr: &str,
+    p: proto::ListUrlParams,
+    connection: Option<ConnectionId>,
+) -> Result<ListStream, Status> {
+    let permit = inner.list_streams.permit(connection)?;
+    let theirs = inner
+        .peer(addr)?
+        .list_ur_ls(p)
+        .await
+        .map_err(|s| super::peers::peer_failed(addr, s))?
+        .into_inner();
+    Ok(Box::pin(theirs.map(move |item| {
+        let _held = &permit;
+        item
+    })))
+}
+
 pub(super) fn list_urls(
     inner: Arc<Inner>,
     p: proto::ListUrlParams,

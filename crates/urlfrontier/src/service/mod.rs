@@ -518,8 +518,15 @@ impl UrlFrontier for Frontier {
         request: Request<proto::ListUrlParams>,
     ) -> Result<Response<Self::ListURLsStream>, Status> {
         let connection = request.extensions().get::<ConnectionId>().copied();
+        let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let stream = list::list_urls(self.inner.clone(), p, connection)?;
+        let stream = match self.inner.route_key(&p.key, forwarded) {
+            peers::Route::Here => list::list_urls(self.inner.clone(), p, connection)?,
+            peers::Route::Node(addr) => {
+                list::list_urls_of(self.inner.clone(), &addr, p, connection).await?
+            }
+            peers::Route::Nowhere => return Err(peers::no_owner(&p.key)),
+        };
         Ok(Response::new(stream))
     }
 
