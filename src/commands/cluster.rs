@@ -23,7 +23,7 @@ pub(crate) fn run(args: &ClusterArgs) -> Result<ExitCode> {
             .iter()
             .map(|m| json!({"id": m.id, "advertise": m.advertise, "owns": read.owned_by(&m.id)}))
             .collect();
-        let log = read.log.as_ref().map(|log| {
+        let log = read.log.as_ref().ok().and_then(Option::as_ref).map(|log| {
             let replicas: Vec<_> = log
                 .replicas
                 .iter()

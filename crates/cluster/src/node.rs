@@ -49,16 +49,16 @@ impl ClusterView {
         nodes
     }
 
-    /// The other live members' advertised addresses, sorted and distinct.
+    /// The other live members' advertised addresses, sorted and distinct
+    /// (not this node's own, even when a stale member names it).
     pub fn peers(&self) -> Vec<String> {
-        let mut peers: Vec<String> = self
+        let own = self
             .members
             .iter()
-            .filter(|m| m.id != self.node_id)
-            .map(|m| m.advertise.clone())
-            .collect();
-        peers.sort();
-        peers.dedup();
+            .find(|m| m.id == self.node_id)
+            .map(|m| m.advertise.as_str());
+        let mut peers = self.nodes();
+        peers.retain(|addr| Some(addr.as_str()) != own);
         peers
     }
 

@@ -15,8 +15,9 @@ pub struct ClusterStatus {
     pub members: Vec<Member>,
     /// Each partition's owner's id; `None` when free.
     pub owners: Vec<Option<String>>,
-    /// The write log's stream, once a node has made it.
-    pub log: Option<LogStatus>,
+    /// The write log's stream: `Ok(None)` before a node has made it, an
+    /// error (as text) when it could not be read (while it has no leader).
+    pub log: Result<Option<LogStatus>, String>,
 }
 
 /// The write log's stream as JetStream reports it.
@@ -64,7 +65,7 @@ impl ClusterStatus {
             partitions,
             members,
             owners,
-            log: LogStatus::read(&js).await?,
+            log: LogStatus::read(&js).await.map_err(|e| e.to_string()),
         })
     }
 
@@ -88,7 +89,7 @@ impl LogStatus {
     async fn read(js: &async_nats::jetstream::Context) -> Result<Option<LogStatus>, ClusterError> {
         use async_nats::jetstream::ErrorCode;
         use async_nats::jetstream::context::GetStreamErrorKind;
-        let mut stream = match js.get_stream(crate::log::STREAM).await {
+        let stream = match js.get_stream(crate::log::STREAM).await {
             Ok(stream) => stream,
             Err(e)
                 if matches!(e.kind(), GetStreamErrorKind::JetStream(j)
@@ -98,10 +99,7 @@ impl LogStatus {
             }
             Err(e) => return Err(ClusterError::jetstream("reading the write log's stream", e)),
         };
-        let info = stream
-            .info()
-            .await
-            .map_err(|e| ClusterError::jetstream("reading the write log's stream", e))?;
+        let info = stream.cached_info();
         let cluster = info.cluster.clone().unwrap_or_default();
         Ok(Some(LogStatus {
             messages: info.state.messages,
@@ -206,8 +204,9 @@ impl fmt::Display for ClusterStatus {
         let free = self.free();
         writeln!(f, "free {} ({})", free.len(), ranges(&free))?;
         match &self.log {
-            Some(log) => writeln!(f, "{log}"),
-            None => writeln!(f, "log not made yet"),
+            Ok(Some(log)) => writeln!(f, "{log}"),
+            Ok(None) => writeln!(f, "log not made yet"),
+            Err(e) => writeln!(f, "log unreadable now: {e}"),
         }
     }
 }
@@ -232,7 +231,7 @@ mod tests {
                 advertise: "127.0.0.1:7071".into(),
                 http: None,
             }],
-            log: None,
+            log: Ok(None),
             owners: vec![
                 Some("a".into()),
                 Some("gone".into()),

@@ -27,7 +27,9 @@ impl Store {
 
     /// Whether leases and peeks hand out the URLs of `partition` (`serving`,
     /// the default) or pass over them: a node of a cluster serves the
-    /// partitions it holds only. Other calls are not affected.
+    /// partitions it holds only. Views (stats, lists, exports) and the
+    /// writes that span partitions (queue deletes, purges, record folding,
+    /// calibration) pass over it too; a call on one URL or site does not.
     /// A partition no longer served has no write failure either: a failed
     /// write of its keyspaces no longer makes the store unhealthy.
     pub fn serve_partition(&self, partition: u16, serving: bool) {

@@ -96,8 +96,8 @@ impl Store {
     /// Counts of URLs by state, of the due queue, sitemaps and hosts, from
     /// the counts each host keeps: its cost grows with the number of hosts
     /// and sitemaps, not of URLs ([`crate::check`]). The due URLs are
-    /// counted up to [`DUE_COUNT_LIMIT`] over every partition (`due_now_capped`
-    /// past it).
+    /// counted up to [`DUE_COUNT_LIMIT`] over the partitions it serves
+    /// (`due_now_capped` past it).
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
         let mut budget = DUE_COUNT_LIMIT;
         let mut parts = Vec::with_capacity(self.parts().len());

@@ -157,21 +157,20 @@ pub(super) fn read_item(item: proto::UrlItem) -> Result<(String, String, Item), 
     }
 }
 
-/// The URL a PutURLs item names, if it names one.
-pub(super) fn item_url(item: &proto::UrlItem) -> Option<&str> {
-    let info = match &item.item {
+/// What a PutURLs item says of its URL, if it says anything.
+pub(super) fn item_info(item: &proto::UrlItem) -> Option<&proto::UrlInfo> {
+    match &item.item {
         Some(proto::url_item::Item::Discovered(d)) => d.info.as_ref(),
         Some(proto::url_item::Item::Known(k)) => k.info.as_ref(),
         None => None,
-    };
-    info.map(|i| i.url.as_str())
+    }
 }
 
 /// The id a PutURLs item is acked with: its own, or its URL when it has
 /// none.
 pub(super) fn ack_id(item: &proto::UrlItem) -> String {
-    match item_url(item) {
-        Some(url) if item.id.is_empty() => url.to_string(),
+    match item_info(item) {
+        Some(info) if item.id.is_empty() => info.url.clone(),
         _ => item.id.clone(),
     }
 }

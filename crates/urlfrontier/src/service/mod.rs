@@ -50,8 +50,8 @@ use sitemapd_scheduler::{Clock, Store, SystemClock};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::crawl_id;
 use crate::proto::{self, url_frontier_server::UrlFrontier};
+use crate::{DEFAULT_CRAWL, crawl_id};
 use convert::check_delay;
 use peers::{ask_each, forwarded, routed};
 
@@ -150,12 +150,13 @@ impl Frontier {
     }
 
     /// Makes the service one node of the cluster `map`: ListNodes answers
-    /// the cluster's live nodes; the keyed calls of a partition the store
-    /// does not serve (PutURLs and PutDiscovered items, GetURLStatus, the
-    /// per-queue controls) go to its owner, with `token` (the bearer token
-    /// every node asks) when set; GetStats, CountURLs and ListCrawls with
-    /// `local=false` ask every node and sum. Set once: a second call is
-    /// ignored.
+    /// the cluster's live nodes; the calls on URLs of a partition the store
+    /// does not serve (PutURLs and PutDiscovered items, GetURLStatus) and
+    /// ListURLs of a queue go to the partition's owner, with `token` (the
+    /// bearer token every node asks) when set; the per-queue controls,
+    /// GetStats, CountURLs, ListCrawls, DeleteCrawl and PurgeURLs (with
+    /// `local=false`, the protocol's default) ask every node, and add up
+    /// the answers. Set once: a second call is ignored.
     pub fn join_cluster(&self, map: Arc<dyn ClusterMap>, token: Option<&str>) {
         let _ = self.inner.peers.set(peers::Peers::new(map, token));
     }
@@ -219,14 +220,19 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::StringList>, Status> {
         let forwarded = forwarded(request.metadata());
         let others = self.inner.fan_out(request.get_ref().local, forwarded);
-        let theirs = ask_each(&self.inner, others, |mut c| async move {
-            c.list_crawls(proto::Local { local: true }).await
+        let theirs = ask_each(&self.inner, others, (), |mut c, ()| async move {
+            Ok(c.list_crawls(proto::Local { local: true })
+                .await?
+                .into_inner())
         })
         .await?;
         let mut values = self.on_store(move |inner| inner.crawls_in_use()).await?;
-        values.extend(theirs.into_iter().flat_map(|l| l.values));
-        values.sort();
-        values.dedup();
+        if !theirs.is_empty() {
+            // The union, in the one order: DEFAULT first, then by name.
+            values.extend(theirs.into_iter().flat_map(|l| l.values));
+            values.sort_by(|a, b| (a != DEFAULT_CRAWL, a).cmp(&(b != DEFAULT_CRAWL, b)));
+            values.dedup();
+        }
         Ok(Response::new(proto::StringList { values }))
     }
 
@@ -239,16 +245,16 @@ impl UrlFrontier for Frontier {
         let others = self.inner.fan_out(p.local, forwarded);
         let crawl = crawl_id(&p.value).to_string();
         let asked = proto::DeleteCrawlMessage { local: true, ..p };
-        let theirs = ask_each(&self.inner, others, move |mut c| {
-            let asked = asked.clone();
-            async move { c.delete_crawl(asked).await }
+        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            Ok(c.delete_crawl(asked).await?.into_inner())
         })
         .await?;
         let value = self
             .on_store(move |inner| inner.delete_crawl(&crawl))
             .await?;
-        let value = peers::total(value, &theirs);
-        Ok(Response::new(proto::Long { value }))
+        Ok(Response::new(proto::Long {
+            value: peers::total(value, &theirs),
+        }))
     }
 
     async fn list_queues(
@@ -318,26 +324,13 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Stats>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let route = self.inner.route_key(&p.key, forwarded);
-        if let Some(stats) = routed(&self.inner, route, &p.key, |mut c| {
-            let p = p.clone();
-            async move { c.get_stats(p).await }
-        })
-        .await?
-        {
-            return Ok(Response::new(stats));
-        }
-        let others = match p.key.is_empty() {
-            true => self.inner.fan_out(p.local, forwarded),
-            false => Vec::new(),
-        };
+        let others = self.inner.fan_out(p.local, forwarded);
         let asked = proto::QueueWithinCrawlParams {
             local: true,
             ..p.clone()
         };
-        let theirs = ask_each(&self.inner, others, move |mut c| {
-            let asked = asked.clone();
-            async move { c.get_stats(asked).await }
+        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            Ok(c.get_stats(asked).await?.into_inner())
         })
         .await?;
         let mut stats = self
@@ -355,19 +348,21 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Long>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let route = self.inner.route_key(&p.key, forwarded);
-        if let Some(value) = routed(&self.inner, route, &p.key, |mut c| {
-            let p = p.clone();
-            async move { c.delete_queue(p).await }
+        let others = self.inner.fan_out(p.local, forwarded);
+        let asked = proto::QueueWithinCrawlParams {
+            local: true,
+            ..p.clone()
+        };
+        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            Ok(c.delete_queue(asked).await?.into_inner())
         })
-        .await?
-        {
-            return Ok(Response::new(value));
-        }
+        .await?;
         let value = self
             .on_store(move |inner| inner.delete_queue(&p.crawl_id, &p.key))
             .await?;
-        Ok(Response::new(proto::Long { value }))
+        Ok(Response::new(proto::Long {
+            value: peers::total(value, &theirs),
+        }))
     }
 
     async fn block_queue_until(
@@ -376,15 +371,15 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Empty>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let route = self.inner.route_key(&p.key, forwarded);
-        if let Some(done) = routed(&self.inner, route, &p.key, |mut c| {
-            let p = p.clone();
-            async move { c.block_queue_until(p).await }
+        let others = self.inner.fan_out(p.local, forwarded);
+        let asked = proto::BlockQueueParams {
+            local: true,
+            ..p.clone()
+        };
+        ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            Ok(c.block_queue_until(asked).await?.into_inner())
         })
-        .await?
-        {
-            return Ok(Response::new(done));
-        }
+        .await?;
         self.on_store(move |inner| {
             let until = i64::try_from(p.time).unwrap_or(i64::MAX);
             inner.with_rules(&p.crawl_id, &p.key, |r| r.blocked_until = until)
@@ -419,15 +414,15 @@ impl UrlFrontier for Frontier {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
         check_delay(p.delay_requestable)?;
-        let route = self.inner.route_key(&p.key, forwarded);
-        if let Some(done) = routed(&self.inner, route, &p.key, |mut c| {
-            let p = p.clone();
-            async move { c.set_delay(p).await }
+        let others = self.inner.fan_out(p.local, forwarded);
+        let asked = proto::QueueDelayParams {
+            local: true,
+            ..p.clone()
+        };
+        ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            Ok(c.set_delay(asked).await?.into_inner())
         })
-        .await?
-        {
-            return Ok(Response::new(done));
-        }
+        .await?;
         if p.key.is_empty() {
             self.inner
                 .default_delay
@@ -470,22 +465,29 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Empty>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let route = self.inner.route_key(&p.key, forwarded);
-        if let Some(done) = routed(&self.inner, route, &p.key, |mut c| {
-            let p = p.clone();
-            async move { c.set_crawl_limit(p).await }
+        let others = self.inner.fan_out(p.local, forwarded);
+        let asked = proto::CrawlLimitParams {
+            local: true,
+            ..p.clone()
+        };
+        // Whether each other node holds the queue (it answers UNKNOWN when
+        // it does not).
+        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            match c.set_crawl_limit(asked).await {
+                Ok(_) => Ok(true),
+                Err(s) if s.code() == tonic::Code::Unknown => Ok(false),
+                Err(s) => Err(s),
+            }
         })
-        .await?
-        {
-            return Ok(Response::new(done));
-        }
+        .await?;
         let key = p.key.clone();
         let found = self
             .on_store(move |inner| inner.with_rules(&p.crawl_id, &p.key, |r| r.limit = p.limit))
             .await?;
-        match found {
-            Some(()) => Ok(Response::new(proto::Empty {})),
-            None => Err(Status::unknown(format!("no queue {key}"))),
+        if found.is_some() || theirs.contains(&true) {
+            Ok(Response::new(proto::Empty {}))
+        } else {
+            Err(Status::unknown(format!("no queue {key}")))
         }
     }
 
@@ -541,14 +543,14 @@ impl UrlFrontier for Frontier {
             local: Some(true),
             ..p.clone()
         };
-        let theirs = ask_each(&self.inner, others, move |mut c| {
-            let asked = asked.clone();
-            async move { c.count_ur_ls(asked).await }
+        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
+            Ok(c.count_ur_ls(asked).await?.into_inner())
         })
         .await?;
         let value = self.on_store(move |inner| inner.count(&p)).await?;
-        let value = peers::total(value, &theirs);
-        Ok(Response::new(proto::Long { value }))
+        Ok(Response::new(proto::Long {
+            value: peers::total(value, &theirs),
+        }))
     }
 
     async fn purge_ur_ls(
@@ -557,31 +559,18 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Long>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let route = self.inner.route_key(&p.key, forwarded);
-        if let Some(value) = routed(&self.inner, route, &p.key, |mut c| {
-            let p = p.clone();
-            async move { c.purge_ur_ls(p).await }
-        })
-        .await?
-        {
-            return Ok(Response::new(value));
-        }
-        // The protocol gives PurgeURLs no `local`: without a key, every node
-        // purges its own partitions.
-        let others = match p.key.is_empty() {
-            true => self.inner.fan_out(false, forwarded),
-            false => Vec::new(),
-        };
-        let asked = p.clone();
-        let theirs = ask_each(&self.inner, others, move |mut c| {
-            let asked = asked.clone();
-            async move { c.purge_ur_ls(asked).await }
+        // The protocol gives PurgeURLs no `local`: every node purges its own
+        // partitions.
+        let others = self.inner.fan_out(false, forwarded);
+        let theirs = ask_each(&self.inner, others, p.clone(), |mut c, asked| async move {
+            Ok(c.purge_ur_ls(asked).await?.into_inner())
         })
         .await?;
         let value = self
             .on_store(move |inner| inner.purge(&p.crawl_id, &p.key, p.days))
             .await?;
-        let value = peers::total(value, &theirs);
-        Ok(Response::new(proto::Long { value }))
+        Ok(Response::new(proto::Long {
+            value: peers::total(value, &theirs),
+        }))
     }
 }

@@ -113,11 +113,11 @@ pub(super) fn forwarded(metadata: &MetadataMap) -> bool {
 }
 
 /// A call to another node that failed, as this node answers it: the
-/// client may retry (UNAVAILABLE), unless the other node answered a status
-/// of its own, which is passed on.
+/// client may retry (UNAVAILABLE) when the node could not be reached or
+/// did not answer in time; a status the other node answered is passed on.
 pub(super) fn peer_failed(addr: &str, status: Status) -> Status {
     match status.code() {
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown => {
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
             tracing::warn!(node = addr, error = %status, "urlfrontier: a call to another node failed");
             Status::unavailable(format!("node {addr}: {}", status.message()))
         }
@@ -167,13 +167,16 @@ impl Inner {
     }
 
     /// Where the calls on the queue `key` are answered: the partition of
-    /// the host it names (a queue is its host's unless the client names
-    /// others; its rules live with the node that serves that host).
+    /// the host it names, normalised as a URL's host is (a queue is its
+    /// host's unless the client named it otherwise).
     pub(super) fn route_key(&self, key: &str, forwarded: bool) -> Route {
         if self.peers.get().is_none() || key.is_empty() {
             return Route::Here;
         }
-        self.route(self.store.partition_of_site(key), forwarded)
+        let host = sitemapd_parser::NormUrl::parse(&format!("http://{key}/"))
+            .map(|u| u.host_key().to_string());
+        let partition = self.store.partition_of_site(host.as_deref().unwrap_or(key));
+        self.route(partition, forwarded)
     }
 
     /// The client to the node at `addr`.
@@ -202,20 +205,22 @@ pub(super) fn no_owner(what: &str) -> Status {
     ))
 }
 
-/// `ask` of each node of `addrs` at once (each a client to it): their
-/// answers, in order, or the first failure.
-pub(super) async fn ask_each<T, Fut>(
+/// `ask` of each node of `addrs` at once, each with a client to it and
+/// its own copy of `asked`: their answers, in order, or the first failure.
+pub(super) async fn ask_each<Req, T, Fut>(
     inner: &Inner,
     addrs: Vec<String>,
-    ask: impl Fn(PeerClient) -> Fut,
+    asked: Req,
+    ask: impl Fn(PeerClient, Req) -> Fut,
 ) -> Result<Vec<T>, Status>
 where
+    Req: Clone,
     T: Send + 'static,
-    Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
 {
     let mut calls = Vec::with_capacity(addrs.len());
     for addr in addrs {
-        let call = tokio::spawn(ask(inner.peer(&addr)?));
+        let call = tokio::spawn(ask(inner.peer(&addr)?, asked.clone()));
         calls.push((addr, call));
     }
     let mut answers = Vec::with_capacity(calls.len());
@@ -224,7 +229,7 @@ where
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|s| peer_failed(&addr, s))?;
-        answers.push(answer.into_inner());
+        answers.push(answer);
     }
     Ok(answers)
 }

@@ -15,7 +15,7 @@ use tonic::Status;
 use prost::Message;
 use proto::ack_message::Status as Ack;
 
-use super::convert::{Item, ack_id, completion_of, item_of, item_url, read_item};
+use super::convert::{Item, ack_id, completion_of, item_info, item_of, read_item};
 use super::peers::{PEER_CALL, Route};
 use super::{Inner, Stream, lock};
 use crate::crawl_id;
@@ -86,7 +86,9 @@ pub(super) fn put_urls(
                             theirs.entry(addr).or_default().push(item);
                         }
                         Route::Nowhere => {
-                            acks.push((ack_id(&item), proto::ack_message::Status::Fail));
+                            let id = ack_id(&item);
+                            bytes += id.len();
+                            acks.push((id, proto::ack_message::Status::Fail));
                         }
                     },
                     Some(Ok(Err(status))) => {
@@ -113,8 +115,7 @@ pub(super) fn put_urls(
             let statuses = put_blocking(inner.clone(), work).await;
             acks.extend(ids.into_iter().zip(statuses));
             for (ids, call) in sent_on {
-                let statuses = call.await.unwrap_or_default();
-                let statuses = statuses.into_iter().chain(std::iter::repeat(Ack::Fail));
+                let statuses = call.await.unwrap_or_else(|_| vec![Ack::Fail; ids.len()]);
                 acks.extend(ids.into_iter().zip(statuses));
             }
             for (id, status) in acks {
@@ -164,7 +165,12 @@ pub(super) fn put_discovered(
             let mut at = Vec::new();
             let mut theirs: BTreeMap<String, (Vec<usize>, Vec<proto::UrlInfo>)> = BTreeMap::new();
             for (i, info) in batch.items.into_iter().enumerate() {
-                match inner.route_url(&info.url, forwarded) {
+                let route = match crate::queue_key(&info.url, &info.key) {
+                    Ok(_) => inner.route_url(&info.url, forwarded),
+                    // Skipped here.
+                    Err(_) => Route::Here,
+                };
+                match route {
                     Route::Here => {
                         if let Some(item) = item_of(info, None) {
                             at.push(i);
@@ -202,8 +208,7 @@ pub(super) fn put_discovered(
                 statuses[i] = s;
             }
             for (at, call) in sent_on {
-                let done = call.await.unwrap_or_default();
-                let done = done.into_iter().chain(std::iter::repeat(Ack::Fail));
+                let done = call.await.unwrap_or_else(|_| vec![Ack::Fail; at.len()]);
                 for (i, s) in at.into_iter().zip(done) {
                     statuses[i] = s;
                 }
@@ -220,12 +225,14 @@ pub(super) fn put_discovered(
     ReceiverStream::new(rx)
 }
 
-/// Where a PutURLs item is written: its URL's partition's node (one that
-/// names no URL is skipped here).
+/// Where a PutURLs item is written: its URL's partition's node. One that
+/// names no URL, or no queue, is skipped here.
 fn route_item(inner: &Inner, item: &proto::UrlItem, forwarded: bool) -> Route {
-    match item_url(item) {
-        Some(url) => inner.route_url(url, forwarded),
-        None => Route::Here,
+    match item_info(item) {
+        Some(info) if crate::queue_key(&info.url, &info.key).is_ok() => {
+            inner.route_url(&info.url, forwarded)
+        }
+        _ => Route::Here,
     }
 }
 
