@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{member_ids, node_with, status, status_until};
+use common::cluster::{count, member_ids, node_with, status, status_until};
 use common::daemon::{Daemon, TOKEN};
 use common::frontier::{client, runtime};
 use serde_json::Value;
@@ -298,19 +298,6 @@ async fn put_until_ok(c: &mut common::frontier::Client, items: Vec<proto::UrlIte
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// CountURLs of the DEFAULT crawl, of the node's own partitions (`local`)
-/// or of the cluster's.
-async fn count(c: &mut common::frontier::Client, local: bool) -> u64 {
-    let p = proto::CountUrlParams {
-        key: String::new(),
-        crawl_id: String::new(),
-        filter: None,
-        ignore_case: None,
-        local: Some(local),
-    };
-    c.count_ur_ls(p).await.unwrap().into_inner().value
 }
 
 #[test]

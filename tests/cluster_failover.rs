@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{member_ids, node_with, status, status_until};
+use common::cluster::{count, member_ids, node_with, status, status_until};
 use common::daemon::{Daemon, TOKEN};
 use common::frontier::{Client, discovered, runtime, try_client};
 use serde_json::Value;
@@ -235,15 +235,6 @@ fn crawler(me: usize, seen: Arc<Seen>) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-}
-
-/// CountURLs of the whole cluster.
-async fn count_all(c: &mut Client) -> u64 {
-    let p = proto::CountUrlParams {
-        local: Some(false),
-        ..Default::default()
-    };
-    c.count_ur_ls(p).await.unwrap().into_inner().value
 }
 
 fn start(dir: &tempfile::TempDir, nats: &NatsCluster, id: &str) -> (Daemon, String) {
@@ -463,7 +454,7 @@ fn nodes_killed_at_random_lose_nothing_acknowledged() {
                     let found = common::frontier::url_status(c, url, "", "").await;
                     statuses.push(format!("{url}: {found:?}"));
                 }
-                let total = count_all(c).await;
+                let total = count(c, false).await;
                 panic!(
                     "{} URLs acked or handed out never came back ({} acked, {} back, \
                      {total} counted); {statuses:#?}",

@@ -79,3 +79,16 @@ pub(crate) fn member_ids(s: &Value) -> Vec<&str> {
         .map(|m| m["id"].as_str().unwrap())
         .collect()
 }
+
+/// CountURLs of the DEFAULT crawl, of the node's own partitions (`local`)
+/// or of the cluster's.
+pub(crate) async fn count(c: &mut super::frontier::Client, local: bool) -> u64 {
+    let p = sitemapd_urlfrontier::proto::CountUrlParams {
+        key: String::new(),
+        crawl_id: String::new(),
+        filter: None,
+        ignore_case: None,
+        local: Some(local),
+    };
+    c.count_ur_ls(p).await.unwrap().into_inner().value
+}

@@ -217,11 +217,20 @@ fn meta_leader(jsz: &str) -> Option<&str> {
 /// outgoing connection (the servers' routes to each other) could be taken
 /// between its pick and the server's bind.
 fn free_ports(n: usize) -> Vec<u16> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Where the next look starts: one cursor per process (so that two
+    // clusters of one test binary never pick the same port), from a place
+    // that differs between processes.
+    static CURSOR: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let _ = CURSOR.compare_exchange(
+        usize::MAX,
+        (std::process::id() as usize * 7919) % 22_000,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
     let mut held = Vec::with_capacity(n);
-    // Where to start looking: a different place in each process and call.
-    let mut port = 10_000 + ((std::process::id() as usize * 7919 + unique() * 104_729) % 20_000);
     while held.len() < n {
-        port = if port + 1 >= 32_000 { 10_000 } else { port + 1 };
+        let port = 10_000 + CURSOR.fetch_add(1, Ordering::SeqCst) % 22_000;
         if let Ok(listener) = TcpListener::bind((Ipv4Addr::LOCALHOST, port as u16)) {
             held.push(listener);
         }
