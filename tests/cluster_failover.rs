@@ -254,16 +254,16 @@ fn owned_by(s: &Value, live: &[&str]) -> bool {
 }
 
 /// Whether `s` shows exactly the members `live`, each partition owned by
-/// its target among them (the placement every node computes).
+/// the member the placement every node computes keeps it with.
 fn placed(s: &Value, live: &[&str]) -> bool {
-    let targets = sitemapd_cluster::targets(PARTITIONS, live.iter().copied());
-    member_ids(s) == live
-        && s["owners"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(&targets)
-            .all(|(o, t)| o.as_str() == Some(*t))
+    let owners: Vec<Option<&str>> = s["owners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_str)
+        .collect();
+    let targets = sitemapd_cluster::targets(PARTITIONS, live.iter().copied(), &owners);
+    member_ids(s) == live && owners.iter().zip(&targets).all(|(o, t)| *o == Some(*t))
 }
 
 /// Pairs of one URL's handouts, the second inside the first's lease:

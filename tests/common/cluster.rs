@@ -43,6 +43,12 @@ pub(crate) fn node_with(
 
 /// `sitemapd cluster status --json`.
 pub(crate) fn status(nats: &NatsCluster) -> Value {
+    try_status(nats).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `sitemapd cluster status --json`, or why it failed (while a NATS
+/// server rejoins, a bucket may have no leader for a few seconds).
+fn try_status(nats: &NatsCluster) -> Result<Value, String> {
     let out = super::run(&[
         "cluster",
         "status",
@@ -50,11 +56,14 @@ pub(crate) fn status(nats: &NatsCluster) -> Value {
         "--cluster",
         &nats.urls().join(","),
     ]);
-    assert!(out.status.success(), "{}", super::stderr(&out));
-    serde_json::from_str(&super::stdout(&out)).unwrap()
+    if !out.status.success() {
+        return Err(super::stderr(&out));
+    }
+    serde_json::from_str(&super::stdout(&out)).map_err(|e| e.to_string())
 }
 
-/// Polls the status until `done` holds (60 s at most).
+/// Polls the status until `done` holds (60 s at most; a status that cannot
+/// be read meanwhile is read again).
 pub(crate) fn status_until(
     nats: &NatsCluster,
     what: &str,
@@ -62,11 +71,13 @@ pub(crate) fn status_until(
 ) -> (Value, Duration) {
     let start = Instant::now();
     loop {
-        let s = status(nats);
-        if done(&s) {
-            return (s, start.elapsed());
+        let s = try_status(nats);
+        if let Ok(s) = &s
+            && done(s)
+        {
+            return (s.clone(), start.elapsed());
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "{what}: {s}");
+        assert!(start.elapsed() < Duration::from_secs(60), "{what}: {s:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
 }

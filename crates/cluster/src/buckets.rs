@@ -77,12 +77,21 @@ impl Buckets {
     }
 
     /// Opens the buckets a cluster made; [`ClusterError::NoCluster`] if
-    /// none did.
+    /// none did (another failure, such as a bucket without a leader, is
+    /// said as it is).
     pub(crate) async fn existing(js: &jetstream::Context) -> Result<Buckets, ClusterError> {
         let get = |name: &'static str| async move {
-            js.get_key_value(name)
-                .await
-                .map_err(|_| ClusterError::NoCluster)
+            js.get_key_value(name).await.map_err(|e| {
+                let text = format!(
+                    "{e}: {}",
+                    std::error::Error::source(&e).map_or_else(String::new, |s| s.to_string())
+                );
+                if text.contains("not found") {
+                    ClusterError::NoCluster
+                } else {
+                    ClusterError::jetstream(format!("opening bucket {name}"), text)
+                }
+            })
         };
         Ok(Buckets {
             cluster: get(CLUSTER).await?,

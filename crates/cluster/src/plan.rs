@@ -35,7 +35,14 @@ pub(crate) fn plan(me: &str, members: &[&str], owners: &[Owner]) -> Vec<Step> {
         live.push(me);
     }
     let partitions = u16::try_from(owners.len()).unwrap_or(u16::MAX);
-    let targets = targets(partitions, live.iter().copied());
+    let current: Vec<Option<&str>> = owners
+        .iter()
+        .map(|o| match o {
+            Owner::Free => None,
+            Owner::Node { node, .. } => Some(node.as_str()),
+        })
+        .collect();
+    let targets = targets(partitions, live.iter().copied(), &current);
     owners
         .iter()
         .enumerate()
