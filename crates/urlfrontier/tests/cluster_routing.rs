@@ -121,6 +121,30 @@ async fn put(
     out
 }
 
+/// PutDiscovered of one batch of `urls` with id `id`: its ack.
+async fn put_discovered(
+    c: &mut UrlFrontierClient<Channel>,
+    id: &str,
+    urls: &[&str],
+) -> proto::BatchAck {
+    let batch = proto::DiscoveredBatch {
+        id: id.into(),
+        items: urls
+            .iter()
+            .map(|u| proto::UrlInfo {
+                url: u.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+    };
+    let mut acks = c
+        .put_discovered(tokio_stream::iter([batch]))
+        .await
+        .unwrap()
+        .into_inner();
+    acks.message().await.unwrap().unwrap()
+}
+
 async fn count(c: &mut UrlFrontierClient<Channel>, local: bool) -> u64 {
     let p = proto::CountUrlParams {
         local: Some(local),
@@ -171,23 +195,12 @@ async fn keyed_calls_reach_the_node_serving_their_partition() {
     let more: Vec<String> = (0..10)
         .map(|h| format!("https://more{h}.example/"))
         .collect();
-    let batch = proto::DiscoveredBatch {
-        id: "more".into(),
-        items: more
-            .iter()
-            .chain([&urls[0].0])
-            .map(|u| proto::UrlInfo {
-                url: u.clone(),
-                ..Default::default()
-            })
-            .collect(),
-    };
-    let mut acks = c1
-        .put_discovered(tokio_stream::iter([batch]))
-        .await
-        .unwrap()
-        .into_inner();
-    let ack = acks.message().await.unwrap().unwrap();
+    let items: Vec<&str> = more
+        .iter()
+        .chain([&urls[0].0])
+        .map(String::as_str)
+        .collect();
+    let ack = put_discovered(&mut c1, "more", &items).await;
     let mut want = vec![Ack::Ok as i32; more.len()];
     want.push(Ack::Skipped as i32);
     assert_eq!((ack.id.as_str(), ack.statuses), ("more", want));
@@ -314,23 +327,8 @@ async fn a_call_sent_on_is_not_sent_on_again_and_a_partition_nobody_serves_fails
     };
     let status = c0.get_url_status(p).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
-    let batch = proto::DiscoveredBatch {
-        id: "b".into(),
-        items: [theirs, "https://new.example/x", ours]
-            .iter()
-            .map(|u| proto::UrlInfo {
-                url: u.to_string(),
-                ..Default::default()
-            })
-            .collect(),
-    };
     let new_partition = zero.store.partition_of_url("https://new.example/x");
-    let mut acks = c0
-        .put_discovered(tokio_stream::iter([batch]))
-        .await
-        .unwrap()
-        .into_inner();
-    let ack = acks.message().await.unwrap().unwrap();
+    let ack = put_discovered(&mut c0, "b", &[theirs, "https://new.example/x", ours]).await;
     let new_ack = if new_partition == 0 {
         Ack::Ok
     } else {

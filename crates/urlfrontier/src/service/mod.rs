@@ -53,7 +53,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::proto::{self, url_frontier_server::UrlFrontier};
 use crate::{DEFAULT_CRAWL, crawl_id};
 use convert::check_delay;
-use peers::{ask_each, forwarded, routed};
+use peers::{ask_others, forwarded, routed};
 
 pub use convert::{
     MAX_DELAY_SECS, MAX_REFETCH_DATE, REDIRECT_KEY, SIGNATURE_KEY, STATUS_KEY, completion_of,
@@ -219,12 +219,17 @@ impl UrlFrontier for Frontier {
         request: Request<proto::Local>,
     ) -> Result<Response<proto::StringList>, Status> {
         let forwarded = forwarded(request.metadata());
-        let others = self.inner.fan_out(request.get_ref().local, forwarded);
-        let theirs = ask_each(&self.inner, others, (), |mut c, ()| async move {
-            Ok(c.list_crawls(proto::Local { local: true })
-                .await?
-                .into_inner())
-        })
+        let theirs = ask_others(
+            &self.inner,
+            request.get_ref().local,
+            forwarded,
+            (),
+            |mut c, ()| async move {
+                Ok(c.list_crawls(proto::Local { local: true })
+                    .await?
+                    .into_inner())
+            },
+        )
         .await?;
         let mut values = self.on_store(move |inner| inner.crawls_in_use()).await?;
         if !theirs.is_empty() {
@@ -242,12 +247,14 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Long>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let others = self.inner.fan_out(p.local, forwarded);
         let crawl = crawl_id(&p.value).to_string();
-        let asked = proto::DeleteCrawlMessage { local: true, ..p };
-        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            Ok(c.delete_crawl(asked).await?.into_inner())
-        })
+        let theirs = ask_others(
+            &self.inner,
+            p.local,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.delete_crawl(asked).await?.into_inner()) },
+        )
         .await?;
         let value = self
             .on_store(move |inner| inner.delete_crawl(&crawl))
@@ -324,14 +331,13 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Stats>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let others = self.inner.fan_out(p.local, forwarded);
-        let asked = proto::QueueWithinCrawlParams {
-            local: true,
-            ..p.clone()
-        };
-        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            Ok(c.get_stats(asked).await?.into_inner())
-        })
+        let theirs = ask_others(
+            &self.inner,
+            p.local,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.get_stats(asked).await?.into_inner()) },
+        )
         .await?;
         let mut stats = self
             .on_store(move |inner| inner.stats(&p.key, &p.crawl_id))
@@ -348,14 +354,13 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Long>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let others = self.inner.fan_out(p.local, forwarded);
-        let asked = proto::QueueWithinCrawlParams {
-            local: true,
-            ..p.clone()
-        };
-        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            Ok(c.delete_queue(asked).await?.into_inner())
-        })
+        let theirs = ask_others(
+            &self.inner,
+            p.local,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.delete_queue(asked).await?.into_inner()) },
+        )
         .await?;
         let value = self
             .on_store(move |inner| inner.delete_queue(&p.crawl_id, &p.key))
@@ -371,14 +376,13 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Empty>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let others = self.inner.fan_out(p.local, forwarded);
-        let asked = proto::BlockQueueParams {
-            local: true,
-            ..p.clone()
-        };
-        ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            Ok(c.block_queue_until(asked).await?.into_inner())
-        })
+        ask_others(
+            &self.inner,
+            p.local,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.block_queue_until(asked).await?.into_inner()) },
+        )
         .await?;
         self.on_store(move |inner| {
             let until = i64::try_from(p.time).unwrap_or(i64::MAX);
@@ -414,14 +418,13 @@ impl UrlFrontier for Frontier {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
         check_delay(p.delay_requestable)?;
-        let others = self.inner.fan_out(p.local, forwarded);
-        let asked = proto::QueueDelayParams {
-            local: true,
-            ..p.clone()
-        };
-        ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            Ok(c.set_delay(asked).await?.into_inner())
-        })
+        ask_others(
+            &self.inner,
+            p.local,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.set_delay(asked).await?.into_inner()) },
+        )
         .await?;
         if p.key.is_empty() {
             self.inner
@@ -465,20 +468,21 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Empty>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let others = self.inner.fan_out(p.local, forwarded);
-        let asked = proto::CrawlLimitParams {
-            local: true,
-            ..p.clone()
-        };
         // Whether each other node holds the queue (it answers UNKNOWN when
         // it does not).
-        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            match c.set_crawl_limit(asked).await {
-                Ok(_) => Ok(true),
-                Err(s) if s.code() == tonic::Code::Unknown => Ok(false),
-                Err(s) => Err(s),
-            }
-        })
+        let theirs = ask_others(
+            &self.inner,
+            p.local,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move {
+                match c.set_crawl_limit(asked).await {
+                    Ok(_) => Ok(true),
+                    Err(s) if s.code() == tonic::Code::Unknown => Ok(false),
+                    Err(s) => Err(s),
+                }
+            },
+        )
         .await?;
         let key = p.key.clone();
         let found = self
@@ -538,14 +542,13 @@ impl UrlFrontier for Frontier {
     ) -> Result<Response<proto::Long>, Status> {
         let forwarded = forwarded(request.metadata());
         let p = request.into_inner();
-        let others = self.inner.fan_out(p.local.unwrap_or(false), forwarded);
-        let asked = proto::CountUrlParams {
-            local: Some(true),
-            ..p.clone()
-        };
-        let theirs = ask_each(&self.inner, others, asked, |mut c, asked| async move {
-            Ok(c.count_ur_ls(asked).await?.into_inner())
-        })
+        let theirs = ask_others(
+            &self.inner,
+            p.local.unwrap_or(false),
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.count_ur_ls(asked).await?.into_inner()) },
+        )
         .await?;
         let value = self.on_store(move |inner| inner.count(&p)).await?;
         Ok(Response::new(proto::Long {
@@ -561,10 +564,13 @@ impl UrlFrontier for Frontier {
         let p = request.into_inner();
         // The protocol gives PurgeURLs no `local`: every node purges its own
         // partitions.
-        let others = self.inner.fan_out(false, forwarded);
-        let theirs = ask_each(&self.inner, others, p.clone(), |mut c, asked| async move {
-            Ok(c.purge_ur_ls(asked).await?.into_inner())
-        })
+        let theirs = ask_others(
+            &self.inner,
+            false,
+            forwarded,
+            p.clone(),
+            |mut c, asked| async move { Ok(c.purge_ur_ls(asked).await?.into_inner()) },
+        )
         .await?;
         let value = self
             .on_store(move |inner| inner.purge(&p.crawl_id, &p.key, p.days))

@@ -190,7 +190,7 @@ impl Inner {
     /// The other nodes a call asks too: every other live node when the
     /// service is in a cluster and the call is not `local` nor sent on by
     /// another node; none otherwise.
-    pub(super) fn fan_out(&self, local: bool, forwarded: bool) -> Vec<String> {
+    fn fan_out(&self, local: bool, forwarded: bool) -> Vec<String> {
         match self.peers.get() {
             Some(peers) if !local && !forwarded => peers.map.peers(),
             _ => Vec::new(),
@@ -205,11 +205,15 @@ pub(super) fn no_owner(what: &str) -> Status {
     ))
 }
 
-/// `ask` of each node of `addrs` at once, each with a client to it and
-/// its own copy of `asked`: their answers, in order, or the first failure.
-pub(super) async fn ask_each<Req, T, Fut>(
+/// `ask` of every other live node at once, each with a client to it and
+/// its own copy of `asked`, when the service is in a cluster and the call
+/// is neither `local` nor sent on by another node (a call sent on is
+/// answered by its node alone, so it never goes round): their answers, or
+/// the first failure.
+pub(super) async fn ask_others<Req, T, Fut>(
     inner: &Inner,
-    addrs: Vec<String>,
+    local: bool,
+    forwarded: bool,
     asked: Req,
     ask: impl Fn(PeerClient, Req) -> Fut,
 ) -> Result<Vec<T>, Status>
@@ -218,6 +222,7 @@ where
     T: Send + 'static,
     Fut: std::future::Future<Output = Result<T, Status>> + Send + 'static,
 {
+    let addrs = inner.fan_out(local, forwarded);
     let mut calls = Vec::with_capacity(addrs.len());
     for addr in addrs {
         let call = tokio::spawn(ask(inner.peer(&addr)?, asked.clone()));
