@@ -396,13 +396,15 @@ async fn complete(
 ) -> Result<Json<Value>, ApiError> {
     too_many("items", items.len())?;
     // Every item is checked before any is applied.
+    // In a cluster, each item as it came too: it may be sent on.
+    let keep = state.cluster.is_some();
     let mut checked = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
+        let raw = keep.then(|| item.clone());
         let c = item
-            .clone()
             .completion()
             .map_err(|e| ApiError::bad_request(format!("item {i}: {e:#}")))?;
-        checked.push((item, c));
+        checked.push((raw, c));
     }
     // In a cluster, the items of other nodes' partitions are theirs.
     let routed = route(

@@ -75,7 +75,9 @@ pub(super) fn route<T>(
         return routed;
     };
     let forwarded = headers.contains_key(FORWARDED);
-    let view = peers.view.borrow().clone();
+    // Borrowed while the items are split (no await): the node's rounds
+    // wait for it that long.
+    let view = peers.view.borrow();
     for item in items {
         let partition = store.partition_of_url(url(&item));
         if store.serves_partition(partition) {
